@@ -1,0 +1,119 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reqid.h"
+
+const char *sg_config_check_dir(const char *path, char *out)
+{
+	size_t len = strlen(path);
+
+	if (path[0] != '/')
+		return "not an absolute path";
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	if (len == 1)
+		return "'/' itself is not allowed";
+	if (len > SG_PATH_MAX)
+		return "path too long";
+	for (const char *c = path; c < path + len;) {
+		const char *next = memchr(c + 1, '/', (size_t)(path + len - c - 1));
+		size_t clen = (next ? (size_t)(next - c) : (size_t)(path + len - c)) - 1;
+
+		if (clen == 0 || (clen == 1 && c[1] == '.') || (clen == 2 && c[1] == '.' && c[2] == '.'))
+			return "empty, '.' or '..' path component";
+		c = next ? next : path + len;
+	}
+	memcpy(out, path, len);
+	out[len] = '\0';
+	return NULL;
+}
+
+static int bad(char *err, size_t errlen, const char *var, const char *val, const char *why)
+{
+	snprintf(err, errlen, "%s='%.80s': %s", var, val, why);
+	return -1;
+}
+
+static int parse_roots(struct sg_config *c, const char *val, char *err, size_t errlen)
+{
+	const char *start = val;
+
+	for (;;) {
+		const char *end = strchr(start, ':');
+		size_t len = end ? (size_t)(end - start) : strlen(start);
+		char dir[SG_PATH_MAX + 1];
+		const char *why;
+
+		if (len > SG_PATH_MAX)
+			return bad(err, errlen, "SHMGUARD_SHM_ROOTS", val, "a directory path is too long");
+		memcpy(dir, start, len);
+		dir[len] = '\0';
+		why = sg_config_check_dir(dir, dir);
+		if (why)
+			return bad(err, errlen, "SHMGUARD_SHM_ROOTS", val, why);
+		bool dup = false;
+		for (unsigned k = 0; k < c->nroots; k++)
+			dup |= strcmp(c->roots[k], dir) == 0;
+		if (!dup) {
+			if (c->nroots == SG_MAX_ROOTS)
+				return bad(err, errlen, "SHMGUARD_SHM_ROOTS", val, "more than 8 roots");
+			strcpy(c->roots[c->nroots], dir);
+			c->root_len[c->nroots++] = strlen(dir);
+		}
+		if (!end)
+			return 0;
+		start = end + 1;
+	}
+}
+
+int sg_config_from_env(struct sg_config *c, char *err, size_t errlen)
+{
+	const char *v;
+	char perr[160];
+
+	memset(c, 0, sizeof(*c));
+	c->log_level = SG_LOG_WARN;
+	c->abort_ttl = SG_DEFAULT_ABORT_TTL;
+	strcpy(c->roots[0], SG_DEFAULT_ROOT);
+	c->root_len[0] = strlen(SG_DEFAULT_ROOT);
+	c->nroots = 1;
+	strcpy(c->abort_dir, SG_DEFAULT_ABORT_DIR);
+
+	if ((v = getenv("SHMGUARD_LOG"))) {
+		static const char *names[] = {"off", "warn", "info", "debug"};
+		unsigned k;
+		for (k = 0; k < 4 && strcmp(v, names[k]) != 0; k++)
+			;
+		if (k == 4)
+			return bad(err, errlen, "SHMGUARD_LOG", v, "expected off, warn, info or debug");
+		c->log_level = (enum sg_log_level)k;
+	}
+	if ((v = getenv("SHMGUARD_PATTERNS")) && *v && sg_patterns_parse(&c->patterns, v, perr, sizeof(perr)) < 0)
+		return bad(err, errlen, "SHMGUARD_PATTERNS", v, perr);
+	if ((v = getenv("SHMGUARD_SHM_ROOTS")) && *v && parse_roots(c, v, err, errlen) < 0)
+		return -1;
+	if ((v = getenv("SHMGUARD_ABORT_DIR"))) {
+		const char *why = sg_config_check_dir(v, c->abort_dir);
+		if (why)
+			return bad(err, errlen, "SHMGUARD_ABORT_DIR", v, why);
+	}
+	if ((v = getenv("SHMGUARD_REQUEST_ID")) && *v) {
+		const char *why = sg_reqid_invalid(v);
+		if (why)
+			return bad(err, errlen, "SHMGUARD_REQUEST_ID", v, why);
+		strcpy(c->request_id, v);
+	}
+	if ((v = getenv("SHMGUARD_ABORT_TTL"))) {
+		char *end;
+		errno = 0;
+		unsigned long ttl = strtoul(v, &end, 10);
+		if (!*v || *end || errno || ttl == 0 || ttl > 7 * 24 * 3600 || v[0] == '-')
+			return bad(err, errlen, "SHMGUARD_ABORT_TTL", v, "expected whole seconds from 1 to 604800");
+		c->abort_ttl = (unsigned)ttl;
+	}
+	return 0;
+}

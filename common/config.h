@@ -1,0 +1,40 @@
+/* shmguard's configuration, read from SHMGUARD_* environment variables.
+ * The shim and the CLI parse it with the same code, so `shmguard run` rejects
+ * exactly what the shim would. */
+#ifndef SHMGUARD_CONFIG_H
+#define SHMGUARD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pattern.h"
+
+#define SG_MAX_ROOTS 8
+#define SG_PATH_MAX 200
+#define SG_DEFAULT_ROOT "/dev/shm"
+#define SG_DEFAULT_ABORT_DIR "/dev/shm/shmguard-abort"
+#define SG_DEFAULT_ABORT_TTL 600
+
+enum sg_log_level { SG_LOG_OFF, SG_LOG_WARN, SG_LOG_INFO, SG_LOG_DEBUG };
+
+struct sg_config {
+	struct sg_pattern_set patterns; /* empty: no pattern attribution */
+	char roots[SG_MAX_ROOTS][SG_PATH_MAX + 1];
+	size_t root_len[SG_MAX_ROOTS];
+	unsigned nroots;
+	char abort_dir[SG_PATH_MAX + 1];
+	char request_id[SG_NAME_MAX + 1]; /* empty: none */
+	unsigned abort_ttl;                /* seconds */
+	enum sg_log_level log_level;
+};
+
+/* Fill c from the environment.  On a bad value returns -1 with err naming the
+ * variable and the fault; c->log_level is still set when SHMGUARD_LOG itself
+ * was readable, so the fault can be reported at the level the user asked for. */
+int sg_config_from_env(struct sg_config *c, char *err, size_t errlen);
+
+/* Normalise an absolute directory path (no trailing '/', no '.', '..' or
+ * empty components) into out; returns NULL or why it is unusable. */
+const char *sg_config_check_dir(const char *path, char *out);
+
+#endif

@@ -1,0 +1,214 @@
+#include "pattern.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *text;
+	enum sg_token_kind kind;
+} placeholders[] = {
+	{"{req}", SG_TOK_REQ},
+	{"{int}", SG_TOK_INT},
+	{"{any}", SG_TOK_ANY},
+};
+
+static int parse_one(struct sg_pattern *p, const char *text, size_t len, char *err, size_t errlen)
+{
+	unsigned nreq = 0;
+
+	if (len == 0) {
+		snprintf(err, errlen, "empty pattern (two ';' in a row, or a leading/trailing ';')");
+		return -1;
+	}
+	if (len > SG_NAME_MAX) {
+		snprintf(err, errlen, "pattern '%.40s...' is longer than %d bytes", text, SG_NAME_MAX);
+		return -1;
+	}
+	memcpy(p->text, text, len);
+	p->text[len] = '\0';
+	p->ntokens = 0;
+
+	for (size_t i = 0; i < len;) {
+		struct sg_token tok = {.kind = SG_TOK_LITERAL, .off = i, .len = 0};
+
+		if (p->text[i] == '{') {
+			size_t k;
+			for (k = 0; k < sizeof(placeholders) / sizeof(placeholders[0]); k++) {
+				size_t n = strlen(placeholders[k].text);
+				if (len - i >= n && memcmp(p->text + i, placeholders[k].text, n) == 0)
+					break;
+			}
+			if (k == sizeof(placeholders) / sizeof(placeholders[0])) {
+				snprintf(err, errlen, "pattern '%s': unknown placeholder at '%.16s' (known: {req} {int} {any})",
+					 p->text, p->text + i);
+				return -1;
+			}
+			tok.kind = placeholders[k].kind;
+			tok.len = strlen(placeholders[k].text);
+		} else {
+			while (i + tok.len < len && p->text[i + tok.len] != '{')
+				tok.len++;
+			if (memchr(p->text + i, '}', tok.len)) {
+				snprintf(err, errlen, "pattern '%s': stray '}'", p->text);
+				return -1;
+			}
+		}
+		if (p->ntokens == SG_MAX_PATTERN_TOKENS) {
+			snprintf(err, errlen, "pattern '%s' has more than %d parts", p->text, SG_MAX_PATTERN_TOKENS);
+			return -1;
+		}
+		if (tok.kind == SG_TOK_REQ) {
+			nreq++;
+			p->req_index = p->ntokens;
+		}
+		p->tokens[p->ntokens++] = tok;
+		i += tok.len;
+	}
+	if (nreq != 1) {
+		snprintf(err, errlen, "pattern '%s' must contain {req} exactly once (found %u)", p->text, nreq);
+		return -1;
+	}
+	return 0;
+}
+
+int sg_patterns_parse(struct sg_pattern_set *set, const char *spec, char *err, size_t errlen)
+{
+	set->count = 0;
+	for (const char *start = spec;;) {
+		const char *end = strchr(start, ';');
+		size_t len = end ? (size_t)(end - start) : strlen(start);
+
+		if (set->count == SG_MAX_PATTERNS) {
+			snprintf(err, errlen, "more than %d patterns", SG_MAX_PATTERNS);
+			return -1;
+		}
+		if (parse_one(&set->patterns[set->count], start, len, err, errlen) < 0)
+			return -1;
+		set->count++;
+		if (!end)
+			return 0;
+		start = end + 1;
+	}
+}
+
+/* Positions are 0..len inclusive; a name is at most SG_NAME_MAX bytes. */
+typedef bool posset[SG_NAME_MAX + 1];
+
+static bool is_run_char(enum sg_token_kind kind, char c)
+{
+	return kind == SG_TOK_INT ? (c >= '0' && c <= '9') : c != '/';
+}
+
+/* One token, read left to right: from every position in in, where can it end? */
+static void step_forward(const struct sg_pattern *p, const struct sg_token *t, const char *name, size_t len,
+			 const bool *in, bool *out)
+{
+	memset(out, 0, sizeof(posset));
+	for (size_t pos = 0; pos <= len; pos++) {
+		if (!in[pos])
+			continue;
+		if (t->kind == SG_TOK_LITERAL) {
+			if (len - pos >= t->len && memcmp(name + pos, p->text + t->off, t->len) == 0)
+				out[pos + t->len] = true;
+			continue;
+		}
+		for (size_t end = pos; end < len && is_run_char(t->kind, name[end]); end++)
+			out[end + 1] = true;
+	}
+}
+
+/* One token, read right to left: from every position in in, where can it start? */
+static void step_backward(const struct sg_pattern *p, const struct sg_token *t, const char *name, size_t len,
+			  const bool *in, bool *out)
+{
+	memset(out, 0, sizeof(posset));
+	for (size_t pos = 0; pos <= len; pos++) {
+		if (!in[pos])
+			continue;
+		if (t->kind == SG_TOK_LITERAL) {
+			if (pos >= t->len && memcmp(name + pos - t->len, p->text + t->off, t->len) == 0)
+				out[pos - t->len] = true;
+			continue;
+		}
+		for (size_t start = pos; start > 0 && is_run_char(t->kind, name[start - 1]); start--)
+			out[start - 1] = true;
+	}
+}
+
+/* Every request ID that pattern p can extract from name, reported through
+ * found(); returns false as soon as found() asks to stop. */
+static bool extract(const struct sg_pattern *p, const char *name, size_t len,
+		    bool (*found)(const char *req, size_t rlen, void *ctx), void *ctx)
+{
+	posset before, after, tmp;
+
+	memset(before, 0, sizeof(before));
+	before[0] = true;
+	for (unsigned k = 0; k < p->req_index; k++) {
+		step_forward(p, &p->tokens[k], name, len, before, tmp);
+		memcpy(before, tmp, sizeof(tmp));
+	}
+	memset(after, 0, sizeof(after));
+	after[len] = true;
+	for (unsigned k = p->ntokens; k-- > p->req_index + 1;) {
+		step_backward(p, &p->tokens[k], name, len, after, tmp);
+		memcpy(after, tmp, sizeof(tmp));
+	}
+	/* {req}: one or more characters other than '/' between the two. */
+	for (size_t i = 0; i < len; i++) {
+		if (!before[i])
+			continue;
+		for (size_t j = i + 1; j <= len && name[j - 1] != '/'; j++)
+			if (after[j] && !found(name + i, j - i, ctx))
+				return false;
+	}
+	return true;
+}
+
+struct match_ctx {
+	char *req, *other;
+	size_t req_len;
+	bool have_req, ambiguous;
+};
+
+static bool on_found(const char *r, size_t rlen, void *opaque)
+{
+	struct match_ctx *m = opaque;
+
+	if (!m->have_req) {
+		memcpy(m->req, r, rlen);
+		m->req[rlen] = '\0';
+		m->req_len = rlen;
+		m->have_req = true;
+		return true;
+	}
+	if (rlen == m->req_len && memcmp(r, m->req, rlen) == 0)
+		return true;
+	if (m->other) {
+		memcpy(m->other, r, rlen);
+		m->other[rlen] = '\0';
+	}
+	m->ambiguous = true;
+	return false;
+}
+
+enum sg_match_result sg_patterns_match(const struct sg_pattern_set *set, const char *name, size_t len,
+				       char *req, char *other, int *shape)
+{
+	struct match_ctx m = {.req = req, .other = other};
+
+	if (shape)
+		*shape = -1;
+	if (len == 0 || len > SG_NAME_MAX)
+		return SG_MATCH_NONE;
+	for (unsigned k = 0; k < set->count; k++) {
+		bool had = m.have_req;
+
+		if (!extract(&set->patterns[k], name, len, on_found, &m))
+			return SG_MATCH_AMBIGUOUS;
+		if (!had && m.have_req && shape)
+			*shape = k;
+	}
+	return m.have_req ? SG_MATCH_ONE : SG_MATCH_NONE;
+}

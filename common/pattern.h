@@ -1,0 +1,56 @@
+/* Name patterns: which request a file name under a shm root belongs to.
+ *
+ * A pattern is literal text with placeholders: {req} (the request ID, exactly
+ * once), {int} (one or more digits) and {any} (one or more characters other
+ * than '/').  A pattern must match the whole name.  A set is an ordered,
+ * ';'-separated list of patterns.
+ *
+ * Matching never guesses: a name for which the set yields two different
+ * request IDs (through two patterns, or two ways of matching one pattern) is
+ * ambiguous, and nobody may sweep it on behalf of either request.
+ */
+#ifndef SHMGUARD_PATTERN_H
+#define SHMGUARD_PATTERN_H
+
+#include <stddef.h>
+
+#define SG_MAX_PATTERNS 32
+#define SG_MAX_PATTERN_TOKENS 32
+#define SG_NAME_MAX 255 /* longest file name, and longest request ID */
+
+enum sg_token_kind { SG_TOK_LITERAL, SG_TOK_REQ, SG_TOK_INT, SG_TOK_ANY };
+
+struct sg_token {
+	enum sg_token_kind kind;
+	unsigned short off, len; /* literal text: offset and length in the pattern */
+};
+
+struct sg_pattern {
+	char text[SG_NAME_MAX + 1];
+	struct sg_token tokens[SG_MAX_PATTERN_TOKENS];
+	unsigned ntokens;
+	unsigned req_index; /* index of the {req} token */
+};
+
+struct sg_pattern_set {
+	struct sg_pattern patterns[SG_MAX_PATTERNS];
+	unsigned count;
+};
+
+enum sg_match_result {
+	SG_MATCH_NONE,      /* no pattern matches the name */
+	SG_MATCH_ONE,       /* exactly one request ID: written to req */
+	SG_MATCH_AMBIGUOUS, /* two different request IDs: written to req and other */
+};
+
+/* Parse a ';'-separated pattern list.  Returns 0, or -1 with a message
+ * naming the fault in err. */
+int sg_patterns_parse(struct sg_pattern_set *set, const char *spec, char *err, size_t errlen);
+
+/* Match name (not NUL-terminated: len bytes) against the set.  req and other
+ * must hold SG_NAME_MAX + 1 bytes; other may be NULL.  *shape, when not NULL,
+ * receives the index of the first pattern that matched. */
+enum sg_match_result sg_patterns_match(const struct sg_pattern_set *set, const char *name, size_t len,
+				       char *req, char *other, int *shape);
+
+#endif

@@ -1,0 +1,73 @@
+#include "tag.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "reqid.h"
+
+#define TAG_MAGIC "shmguard/1 "
+
+int sg_tag_encode(const struct sg_tag *tag, char *buf, size_t buflen)
+{
+	size_t rlen = strlen(tag->req);
+	int n = snprintf(buf, buflen, TAG_MAGIC "pid=%d start=%llu created=%llu req=", (int)tag->pid,
+			 (unsigned long long)tag->start_ticks, (unsigned long long)tag->created_ns);
+
+	if (n < 0 || (size_t)n + rlen > buflen)
+		return -1;
+	memcpy(buf + n, tag->req, rlen);
+	return n + (int)rlen;
+}
+
+/* Reads "key=<decimal>" followed by a space; advances *p. */
+static int read_field(const char **p, const char *end, const char *key, uint64_t max, uint64_t *out)
+{
+	size_t klen = strlen(key);
+	uint64_t v = 0;
+	const char *s = *p;
+
+	if ((size_t)(end - s) < klen + 2 || memcmp(s, key, klen) != 0 || s[klen] != '=')
+		return -1;
+	s += klen + 1;
+	if (s == end || *s < '0' || *s > '9')
+		return -1;
+	for (; s < end && *s >= '0' && *s <= '9'; s++) {
+		if (v > (max - (uint64_t)(*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (s == end || *s != ' ')
+		return -1;
+	*p = s + 1;
+	*out = v;
+	return 0;
+}
+
+int sg_tag_decode(struct sg_tag *tag, const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len;
+	uint64_t pid, start, created;
+	size_t rlen;
+
+	if (len < sizeof(TAG_MAGIC) - 1 || memcmp(p, TAG_MAGIC, sizeof(TAG_MAGIC) - 1) != 0)
+		return -1;
+	p += sizeof(TAG_MAGIC) - 1;
+	if (read_field(&p, end, "pid", 0x7fffffff, &pid) < 0 || pid == 0 ||
+	    read_field(&p, end, "start", UINT64_MAX, &start) < 0 ||
+	    read_field(&p, end, "created", UINT64_MAX, &created) < 0)
+		return -1;
+	if ((size_t)(end - p) < 4 || memcmp(p, "req=", 4) != 0)
+		return -1;
+	p += 4;
+	rlen = (size_t)(end - p);
+	if (rlen == 0 || rlen > SG_NAME_MAX || memchr(p, '\0', rlen))
+		return -1;
+	memcpy(tag->req, p, rlen);
+	tag->req[rlen] = '\0';
+	if (sg_reqid_invalid(tag->req))
+		return -1;
+	tag->pid = (pid_t)pid;
+	tag->start_ticks = start;
+	tag->created_ns = created;
+	return 0;
+}

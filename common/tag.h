@@ -1,0 +1,30 @@
+/* The tag a creator writes onto a segment (extended attribute user.shmguard),
+ * so that other processes and the CLI know its request after the creator is
+ * gone.  Text: "shmguard/1 pid=P start=S created=NS req=" followed by the
+ * request ID's raw bytes up to the end of the value (no terminator). */
+#ifndef SHMGUARD_TAG_H
+#define SHMGUARD_TAG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pattern.h"
+
+#define SG_TAG_XATTR "user.shmguard"
+#define SG_TAG_MAX 384 /* header (< 100 bytes) + longest request ID */
+
+struct sg_tag {
+	pid_t pid;            /* creator */
+	uint64_t start_ticks; /* creator's start time (/proc/PID/stat field 22) */
+	uint64_t created_ns;  /* CLOCK_REALTIME at creation */
+	char req[SG_NAME_MAX + 1];
+};
+
+/* Returns the value's length, or -1 if it does not fit in buflen. */
+int sg_tag_encode(const struct sg_tag *tag, char *buf, size_t buflen);
+
+/* Returns 0, or -1 when buf is not a well-formed tag of this version. */
+int sg_tag_decode(struct sg_tag *tag, const char *buf, size_t len);
+
+#endif

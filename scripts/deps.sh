@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages shmguard needs to build, test and demonstrate,
+# but only those that are missing: a machine that has them all is left alone.
+set -euo pipefail
+
+packages=(
+	meson ninja-build pkg-config gcc clang llvm
+	libbpf-dev bpftool libelf-dev zlib1g-dev
+	libjansson-dev libcriterion-dev systemtap-sdt-dev
+	python3 attr util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "shmguard: installing missing packages: ${missing[*]}" >&2
+if [ "$(id -u)" -ne 0 ]; then
+	sudo=sudo
+else
+	sudo=
+fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

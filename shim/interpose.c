@@ -1,0 +1,259 @@
+/* The functions libshmguard.so exports: libc's file functions that can
+ * create, unlink or map a segment, and shmguard_set_request().  Each takes
+ * a fast path to the real function unless the call can create or unlink a
+ * file under a shm root, or map one this process created. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "mappings.h"
+#include "real.h"
+#include "registry.h"
+#include "reqid.h"
+#include "shim.h"
+#include "shmguard.h"
+#include "track.h"
+
+enum entry { OPEN, OPEN64, OPENAT, OPENAT64, OPEN_2, OPEN64_2, OPENAT_2, OPENAT64_2, CREAT, CREAT64 };
+
+#define CREAT_FLAGS (O_CREAT | O_WRONLY | O_TRUNC)
+/* As glibc's __OPEN_NEEDS_MODE: only then was a mode passed. */
+#define NEEDS_MODE(flags) (((flags)&O_CREAT) || ((flags)&__O_TMPFILE) == __O_TMPFILE)
+
+/* The program's call, made with flags (which the slow path may change). */
+static int call_open(const struct sg_call *c, int flags)
+{
+	switch ((enum entry)c->which) {
+	case OPEN:
+		return sg_real.open(c->path, flags, c->mode);
+	case OPEN64:
+		return sg_real.open64(c->path, flags, c->mode);
+	case OPENAT:
+		return sg_real.openat(c->dirfd, c->path, flags, c->mode);
+	case OPENAT64:
+		return sg_real.openat64(c->dirfd, c->path, flags, c->mode);
+	/* The fortified entries have no mode: with O_CREAT they abort, as
+	 * the program's own call would have. */
+	case OPEN_2:
+		return sg_real.open_2 ? sg_real.open_2(c->path, flags) : sg_real.open(c->path, flags);
+	case OPEN64_2:
+		return sg_real.open64_2 ? sg_real.open64_2(c->path, flags) : sg_real.open64(c->path, flags);
+	case OPENAT_2:
+		return sg_real.openat_2 ? sg_real.openat_2(c->dirfd, c->path, flags)
+					: sg_real.openat(c->dirfd, c->path, flags);
+	case OPENAT64_2:
+		return sg_real.openat64_2 ? sg_real.openat64_2(c->dirfd, c->path, flags)
+					  : sg_real.openat64(c->dirfd, c->path, flags);
+	case CREAT:
+		return flags == CREAT_FLAGS ? sg_real.creat(c->path, c->mode) : sg_real.open(c->path, flags, c->mode);
+	case CREAT64:
+		return flags == CREAT_FLAGS ? sg_real.creat64(c->path, c->mode)
+					    : sg_real.open64(c->path, flags, c->mode);
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+static int open_common(enum entry which, int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct sg_call c = {.open = call_open, .dirfd = dirfd, .path = path, .mode = mode, .which = which};
+
+	sg_real_ensure();
+	/* Only creations are tracked, and only absolute paths (see README, Limits). */
+	if (!(flags & O_CREAT) || !path || path[0] != '/')
+		return call_open(&c, flags);
+	return sg_create(&c, flags, path);
+}
+
+#define VA_MODE(flags, mode)                                                                                      \
+	do {                                                                                                       \
+		if (NEEDS_MODE(flags)) {                                                                           \
+			va_list ap;                                                                                \
+			va_start(ap, flags);                                                                       \
+			mode = va_arg(ap, mode_t);                                                                 \
+			va_end(ap);                                                                                \
+		}                                                                                                  \
+	} while (0)
+
+SG_EXPORT int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+
+	VA_MODE(flags, mode);
+	return open_common(OPEN, AT_FDCWD, path, flags, mode);
+}
+
+SG_EXPORT int open64(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+
+	VA_MODE(flags, mode);
+	return open_common(OPEN64, AT_FDCWD, path, flags, mode);
+}
+
+SG_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+
+	VA_MODE(flags, mode);
+	return open_common(OPENAT, dirfd, path, flags, mode);
+}
+
+SG_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+
+	VA_MODE(flags, mode);
+	return open_common(OPENAT64, dirfd, path, flags, mode);
+}
+
+SG_EXPORT int __open_2(const char *path, int flags)
+{
+	return open_common(OPEN_2, AT_FDCWD, path, flags, 0);
+}
+
+SG_EXPORT int __open64_2(const char *path, int flags)
+{
+	return open_common(OPEN64_2, AT_FDCWD, path, flags, 0);
+}
+
+SG_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	return open_common(OPENAT_2, dirfd, path, flags, 0);
+}
+
+SG_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	return open_common(OPENAT64_2, dirfd, path, flags, 0);
+}
+
+SG_EXPORT int creat(const char *path, mode_t mode)
+{
+	return open_common(CREAT, AT_FDCWD, path, CREAT_FLAGS, mode);
+}
+
+SG_EXPORT int creat64(const char *path, mode_t mode)
+{
+	return open_common(CREAT64, AT_FDCWD, path, CREAT_FLAGS, mode);
+}
+
+static int call_shm_open(const struct sg_call *c, int flags)
+{
+	return sg_real.shm_open(c->path, flags, c->mode);
+}
+
+/* glibc's shm_open opens /dev/shm/NAME without going through open(). */
+static int shm_path(const char *name, char *path, size_t size)
+{
+	while (*name == '/')
+		name++;
+	if (!*name || strchr(name, '/') || strlen(name) > NAME_MAX)
+		return -1; /* the real call rejects it */
+	snprintf(path, size, "%s/%s", SG_DEFAULT_ROOT, name);
+	return 0;
+}
+
+SG_EXPORT int shm_open(const char *name, int flags, mode_t mode)
+{
+	struct sg_call c = {.open = call_shm_open, .path = name, .mode = mode};
+	char path[sizeof(SG_DEFAULT_ROOT) + NAME_MAX + 1];
+
+	sg_real_ensure();
+	if (!(flags & O_CREAT) || shm_path(name, path, sizeof(path)) < 0)
+		return call_shm_open(&c, flags);
+	return sg_create(&c, flags, path);
+}
+
+/* The program unlinked a name itself (a consumer in this process): the
+ * record goes, so that a later sweep cannot touch a file of that name. */
+static void forget(const char *path)
+{
+	if (sg_registry_count() && path && path[0] == '/')
+		sg_registry_forget_path(path);
+}
+
+SG_EXPORT int shm_unlink(const char *name)
+{
+	char path[sizeof(SG_DEFAULT_ROOT) + NAME_MAX + 1];
+	int ret;
+
+	sg_real_ensure();
+	ret = sg_real.shm_unlink(name);
+	if (ret == 0 && sg_registry_count() && shm_path(name, path, sizeof(path)) == 0)
+		forget(path);
+	return ret;
+}
+
+SG_EXPORT int unlink(const char *path)
+{
+	int ret;
+
+	sg_real_ensure();
+	ret = sg_real.unlink(path);
+	if (ret == 0)
+		forget(path);
+	return ret;
+}
+
+SG_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+{
+	int ret;
+
+	sg_real_ensure();
+	ret = sg_real.unlinkat(dirfd, path, flags);
+	if (ret == 0)
+		forget(path);
+	return ret;
+}
+
+static void *after_mmap(void *addr, size_t len, int fd)
+{
+	if (addr != MAP_FAILED && fd >= 0 && sg_mappings_any_fd() && !sg_busy) {
+		int saved = errno;
+		sg_mappings_on_mmap(addr, len, fd);
+		errno = saved;
+	}
+	return addr;
+}
+
+SG_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	sg_real_ensure();
+	return after_mmap(sg_real.mmap(addr, len, prot, flags, fd, off), len, fd);
+}
+
+SG_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+	sg_real_ensure();
+	return after_mmap(sg_real.mmap64(addr, len, prot, flags, fd, off), len, fd);
+}
+
+SG_EXPORT int munmap(void *addr, size_t len)
+{
+	int ret;
+
+	sg_real_ensure();
+	ret = sg_real.munmap(addr, len);
+	if (ret == 0 && sg_mappings_any())
+		sg_mappings_on_munmap(addr, len);
+	return ret;
+}
+
+SG_EXPORT int shmguard_set_request(const char *id)
+{
+	if (!id || !*id) {
+		sg_thread_request[0] = '\0';
+		return 0;
+	}
+	if (sg_reqid_invalid(id)) {
+		errno = EINVAL;
+		return -1;
+	}
+	strcpy(sg_thread_request, id);
+	return 0;
+}

@@ -1,0 +1,259 @@
+#include "markers.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "real.h"
+#include "registry.h"
+#include "reqid.h"
+#include "shim.h"
+#include "sweep.h"
+
+#define RETRY_MS 200        /* abort directory missing or unsafe: look again */
+#define PRUNE_BATCH 1024    /* registry entries checked per second */
+
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool started;
+static int inotify_fd = -1;
+
+static bool said_unsafe, said_foreign, said_missing, said_thread;
+
+/* A directory anyone may write into without the sticky bit lets anyone
+ * rename or delete markers: such a directory is not trusted. */
+static bool dir_usable(bool report)
+{
+	struct stat st;
+
+	if (lstat(sg_cfg.abort_dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return false;
+	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+		if (report)
+			sg_log_once(&said_unsafe, SG_LOG_WARN,
+				    "abort directory %s is world-writable without the sticky bit; its markers are "
+				    "ignored until that is fixed (chmod +t or chmod o-w)",
+				    sg_cfg.abort_dir);
+		return false;
+	}
+	return true;
+}
+
+/* Anyone can write into /dev/shm: only markers made by this process's user
+ * or by root count, and only regular files (never a symlink). */
+static bool marker_acceptable(const char *request, bool report, struct stat *st)
+{
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
+
+	if (sg_reqid_invalid(request))
+		return false;
+	snprintf(path, sizeof(path), "%s/%s", sg_cfg.abort_dir, request);
+	if (lstat(path, st) < 0)
+		return false;
+	if (!S_ISREG(st->st_mode) || (st->st_uid != geteuid() && st->st_uid != 0)) {
+		if (report) {
+			sg_count(ignored_markers, 1);
+			if (!__atomic_load_n(&said_foreign, __ATOMIC_RELAXED))
+				sg_log_once(&said_foreign, SG_LOG_WARN,
+					    "ignored marker %s: %s (only regular files owned by uid %u or root "
+					    "count; later ones are logged at debug level)",
+					    path, S_ISREG(st->st_mode) ? "foreign owner" : "not a regular file",
+					    (unsigned)geteuid());
+			else
+				sg_log(SG_LOG_DEBUG, "ignored marker %s (uid %u, mode %o)", path,
+				       (unsigned)st->st_uid, (unsigned)st->st_mode);
+		}
+		return false;
+	}
+	return true;
+}
+
+bool sg_marker_present(const char *request)
+{
+	struct stat st;
+
+	return dir_usable(false) && marker_acceptable(request, false, &st);
+}
+
+static void on_marker(const char *request)
+{
+	struct stat st;
+
+	if (marker_acceptable(request, true, &st))
+		sg_sweep(request);
+}
+
+/* Calls fn for every entry of the abort directory. */
+static void for_each_marker(void (*fn)(const char *name))
+{
+	DIR *d = opendir(sg_cfg.abort_dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, ".."))
+			fn(e->d_name);
+	closedir(d);
+}
+
+static void expire_marker(const char *request)
+{
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
+	struct stat st;
+
+	if (marker_acceptable(request, false, &st) && time(NULL) - st.st_mtime > (time_t)sg_cfg.abort_ttl) {
+		snprintf(path, sizeof(path), "%s/%s", sg_cfg.abort_dir, request);
+		if (sg_real.unlink(path) == 0)
+			sg_log(SG_LOG_DEBUG, "removed expired marker %s", path);
+	}
+}
+
+/* Returns the watch descriptor, or -1 while the directory cannot be watched. */
+static int watch_dir(int fd)
+{
+	int wd;
+
+	if (mkdir(sg_cfg.abort_dir, 0755) == 0)
+		sg_log(SG_LOG_DEBUG, "created abort directory %s", sg_cfg.abort_dir);
+	if (!dir_usable(true))
+		goto missing;
+	wd = inotify_add_watch(fd, sg_cfg.abort_dir,
+			       IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_ONLYDIR | IN_DONT_FOLLOW | IN_DELETE_SELF |
+				       IN_MOVE_SELF);
+	if (wd < 0)
+		goto missing;
+	/* Markers that appeared before the watch. */
+	for_each_marker(on_marker);
+	return wd;
+missing:
+	sg_log_once(&said_missing, SG_LOG_INFO, "abort directory %s cannot be watched yet (%s); retrying",
+		    sg_cfg.abort_dir, strerror(errno));
+	return -1;
+}
+
+/* Reads the pending events; returns false when the watch is gone. */
+static bool read_events(int fd)
+{
+	char buf[16 * (sizeof(struct inotify_event) + NAME_MAX + 1)]
+		__attribute__((aligned(__alignof__(struct inotify_event))));
+	bool alive = true;
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			struct inotify_event *ev = (struct inotify_event *)p;
+
+			if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
+				alive = false;
+			else if (ev->mask & IN_Q_OVERFLOW)
+				for_each_marker(on_marker);
+			else if (ev->len)
+				on_marker(ev->name);
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	return alive;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static void *watcher(void *arg)
+{
+	int fd = (int)(long)arg, wd = -1;
+	long ttl_ms = sg_cfg.abort_ttl * 1000L, expire_every = ttl_ms / 10;
+	long next_prune = now_ms() + 1000, next_expire = now_ms();
+	sigset_t all;
+
+	/* The host's signals are for the host's threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	sg_busy = true;
+	if (expire_every < 1000)
+		expire_every = 1000;
+	if (expire_every > 60000)
+		expire_every = 60000;
+
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		long now;
+
+		if (wd < 0)
+			wd = watch_dir(fd);
+		if (poll(&p, 1, wd < 0 ? RETRY_MS : 1000) > 0 && !read_events(fd)) {
+			inotify_rm_watch(fd, wd);
+			wd = -1;
+		}
+		now = now_ms();
+		if (now >= next_prune) {
+			sg_registry_prune(PRUNE_BATCH);
+			next_prune = now + 1000;
+		}
+		if (wd >= 0 && now >= next_expire) {
+			for_each_marker(expire_marker);
+			next_expire = now + expire_every;
+		}
+	}
+	return NULL;
+}
+
+void sg_markers_start(void)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	int fd;
+
+	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&start_lock);
+	if (started)
+		goto out;
+	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (fd < 0) {
+		sg_log_once(&said_thread, SG_LOG_WARN, "cannot watch abort markers (inotify: %s); aborts will not be "
+						       "swept in this process", strerror(errno));
+		goto out;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	if (pthread_create(&tid, &attr, watcher, (void *)(long)fd) != 0) {
+		close(fd);
+		sg_log_once(&said_thread, SG_LOG_WARN, "cannot start the marker watcher thread; aborts will not be "
+						       "swept in this process");
+	} else {
+		inotify_fd = fd;
+	}
+	pthread_attr_destroy(&attr);
+	/* Tried once per process either way: a failure is not retried per call. */
+	__atomic_store_n(&started, true, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&start_lock);
+}
+
+void sg_markers_after_fork(void)
+{
+	/* The inherited inotify fd shares its queue with the parent's: reading
+	 * it here would steal the parent's events. */
+	if (inotify_fd >= 0)
+		close(inotify_fd);
+	inotify_fd = -1;
+	pthread_mutex_init(&start_lock, NULL);
+	started = false;
+}

@@ -1,0 +1,19 @@
+/* Abort markers: a file named after a request in the abort directory.  A
+ * watcher thread (started on the first tagged creation, again in each fork
+ * child) sweeps a request when its marker appears, and removes markers
+ * older than SHMGUARD_ABORT_TTL. */
+#ifndef SHMGUARD_MARKERS_H
+#define SHMGUARD_MARKERS_H
+
+#include <stdbool.h>
+
+/* Whether an acceptable marker for request exists now: the late-put check. */
+bool sg_marker_present(const char *request);
+
+/* Starts the watcher unless it already runs in this process. */
+void sg_markers_start(void);
+
+/* In a fork child: the watcher did not survive; let it start again. */
+void sg_markers_after_fork(void);
+
+#endif

@@ -1,0 +1,42 @@
+/* The libc functions the shim wraps, resolved once with dlsym(RTLD_NEXT).
+ * The shim's own file work calls these directly, never its wrappers. */
+#ifndef SHMGUARD_REAL_H
+#define SHMGUARD_REAL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct sg_real {
+	int (*open)(const char *, int, ...);
+	int (*open64)(const char *, int, ...);
+	int (*openat)(int, const char *, int, ...);
+	int (*openat64)(int, const char *, int, ...);
+	int (*open_2)(const char *, int);
+	int (*open64_2)(const char *, int);
+	int (*openat_2)(int, const char *, int);
+	int (*openat64_2)(int, const char *, int);
+	int (*creat)(const char *, mode_t);
+	int (*creat64)(const char *, mode_t);
+	int (*shm_open)(const char *, int, mode_t);
+	int (*shm_unlink)(const char *);
+	int (*unlink)(const char *);
+	int (*unlinkat)(int, const char *, int);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	void *(*mmap64)(void *, size_t, int, int, int, off64_t);
+	int (*munmap)(void *, size_t);
+};
+
+extern struct sg_real sg_real;
+extern bool sg_real_ready;
+
+void sg_real_resolve(void);
+
+/* Every wrapper calls this first: it may run before the shim's constructor
+ * (another library's constructor opening a file). */
+static inline void sg_real_ensure(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&sg_real_ready, __ATOMIC_ACQUIRE), 0))
+		sg_real_resolve();
+}
+
+#endif

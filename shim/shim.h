@@ -1,0 +1,42 @@
+/* State shared by the shim's parts: configuration, whether the shim is
+ * active, the re-entry guard and the counters reported at exit. */
+#ifndef SHMGUARD_SHIM_H
+#define SHMGUARD_SHIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define SG_EXPORT __attribute__((visibility("default")))
+
+extern struct sg_config sg_cfg;
+
+/* Loads the configuration once.  Returns whether the shim is active: false
+ * after a bad configuration, when every call passes through untouched. */
+bool sg_active(void);
+
+/* Set while a thread runs the shim's own work, so the file calls that work
+ * makes are not intercepted again. */
+extern __thread bool sg_busy;
+
+/* The request set for this thread with shmguard_set_request(), or "". */
+extern __thread char sg_thread_request[SG_NAME_MAX + 1];
+
+struct sg_stats {
+	uint64_t tagged;          /* segments recorded at creation */
+	uint64_t ambiguous;       /* created names whose patterns named two requests */
+	uint64_t swept;           /* names unlinked by an abort */
+	uint64_t swept_bytes;     /* their allocated bytes */
+	uint64_t late_puts;       /* created after their request's marker: unlinked at once */
+	uint64_t replaced;        /* left alone: the name now refers to another file */
+	uint64_t vanished;        /* already gone when the sweep came */
+	uint64_t mapped_bytes;    /* unlinked by a sweep but still mapped here: not yet freed */
+	uint64_t ignored_markers; /* markers rejected (owner, type, unsafe directory) */
+};
+
+extern struct sg_stats sg_stats;
+
+#define sg_count(field, n) __atomic_add_fetch(&sg_stats.field, (n), __ATOMIC_RELAXED)
+
+#endif

@@ -1,0 +1,57 @@
+#include "sweep.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "mappings.h"
+#include "real.h"
+#include "registry.h"
+#include "shim.h"
+
+void sg_sweep(const char *request)
+{
+	struct sg_segment *seg = sg_registry_take(request), *next;
+	unsigned long long files = 0, bytes = 0, mapped = 0;
+	static bool unlink_failed_said;
+
+	for (; seg; seg = next) {
+		struct stat st;
+
+		next = seg->next_of_request;
+		/* Between this check and the unlink another process could replace
+		 * the name; unlink(2) offers no way to name an inode.  The window
+		 * is a few microseconds, against a name that was ours a moment ago. */
+		if (lstat(seg->path, &st) < 0) {
+			sg_count(vanished, 1);
+		} else if (st.st_dev != seg->dev || st.st_ino != seg->ino) {
+			sg_count(replaced, 1);
+			sg_log(SG_LOG_INFO, "request %s: left %s alone: the name now refers to another file", request,
+			       seg->path);
+		} else if (sg_real.unlink(seg->path) < 0) {
+			if (errno == ENOENT)
+				sg_count(vanished, 1);
+			else
+				sg_log_once(&unlink_failed_said, SG_LOG_WARN, "request %s: cannot unlink %s: %s", request,
+					    seg->path, strerror(errno));
+		} else {
+			files++;
+			bytes += (unsigned long long)st.st_blocks * 512;
+			mapped += sg_mappings_swept(seg->dev, seg->ino);
+		}
+		free(seg);
+	}
+	if (!files)
+		return;
+	sg_count(swept, files);
+	sg_count(swept_bytes, bytes);
+	if (mapped)
+		sg_log(SG_LOG_INFO,
+		       "request %s aborted: unlinked %llu file(s), %llu bytes; %llu bytes stay allocated until this "
+		       "process unmaps them",
+		       request, files, bytes, mapped);
+	else
+		sg_log(SG_LOG_INFO, "request %s aborted: unlinked %llu file(s), %llu bytes", request, files, bytes);
+}

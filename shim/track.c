@@ -1,0 +1,168 @@
+#include "track.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mappings.h"
+#include "markers.h"
+#include "procstat.h"
+#include "registry.h"
+#include "shim.h"
+#include "sweep.h"
+#include "tag.h"
+
+static bool said_ambiguous, said_xattr, said_nomem;
+
+/* Offset of the name under the shm root that path lies in, or 0 when path
+ * is not under one or lies in the abort directory. */
+static size_t name_offset(const char *path)
+{
+	size_t alen = strlen(sg_cfg.abort_dir);
+
+	if (strncmp(path, sg_cfg.abort_dir, alen) == 0 && path[alen] == '/')
+		return 0;
+	for (unsigned k = 0; k < sg_cfg.nroots; k++) {
+		size_t rlen = sg_cfg.root_len[k];
+		if (strncmp(path, sg_cfg.roots[k], rlen) == 0 && path[rlen] == '/' && path[rlen + 1])
+			return rlen + 1;
+	}
+	return 0;
+}
+
+/* Explicit beats patterns: the thread's request, then the process's, then
+ * the one request the patterns give.  False: leave the file untagged. */
+static bool attribute(const char *name, char *req)
+{
+	char other[SG_NAME_MAX + 1];
+
+	if (sg_thread_request[0]) {
+		strcpy(req, sg_thread_request);
+		return true;
+	}
+	if (sg_cfg.request_id[0]) {
+		strcpy(req, sg_cfg.request_id);
+		return true;
+	}
+	switch (sg_patterns_match(&sg_cfg.patterns, name, strlen(name), req, other, NULL)) {
+	case SG_MATCH_ONE:
+		return true;
+	case SG_MATCH_AMBIGUOUS:
+		sg_count(ambiguous, 1);
+		if (!__atomic_load_n(&said_ambiguous, __ATOMIC_RELAXED))
+			sg_log_once(&said_ambiguous, SG_LOG_WARN,
+				    "%s is ambiguous: the patterns give request '%s' and request '%s'; it is not "
+				    "tagged and no abort will sweep it (later ambiguous names are counted and "
+				    "logged at debug level)",
+				    name, req, other);
+		else
+			sg_log(SG_LOG_DEBUG, "%s is ambiguous ('%s' or '%s'): not tagged", name, req, other);
+		return false;
+	case SG_MATCH_NONE:
+		break;
+	}
+	return false;
+}
+
+/* Whether the call created the file, learnt without a race: try it as an
+ * exclusive creation first, and only when the file exists open it without
+ * O_CREAT.  The program sees the same result and errors as with its flags. */
+static int open_learning_creation(const struct sg_call *call, int flags, bool *created)
+{
+	*created = false;
+	if (flags & O_EXCL) {
+		int fd = call->open(call, flags);
+		*created = fd >= 0;
+		return fd;
+	}
+	for (int tries = 0; tries < 4; tries++) {
+		int fd = call->open(call, flags | O_EXCL);
+		if (fd >= 0) {
+			*created = true;
+			return fd;
+		}
+		if (errno != EEXIST)
+			return fd;
+		fd = call->open(call, flags & ~O_CREAT);
+		if (fd >= 0 || errno != ENOENT)
+			return fd;
+		/* Unlinked between the two calls: try again. */
+	}
+	return call->open(call, flags); /* a dangling symlink, say: the program's own call, untracked */
+}
+
+static void write_tag(int fd, const char *req)
+{
+	static pid_t cached_pid;
+	static uint64_t cached_start;
+	struct sg_tag tag = {.pid = getpid()};
+	struct timespec now;
+	char buf[SG_TAG_MAX];
+	int n;
+
+	if (__atomic_load_n(&cached_pid, __ATOMIC_RELAXED) != tag.pid) {
+		uint64_t start = 0;
+		sg_proc_start_ticks(tag.pid, &start);
+		__atomic_store_n(&cached_start, start, __ATOMIC_RELAXED);
+		__atomic_store_n(&cached_pid, tag.pid, __ATOMIC_RELAXED);
+	}
+	tag.start_ticks = __atomic_load_n(&cached_start, __ATOMIC_RELAXED);
+	clock_gettime(CLOCK_REALTIME, &now);
+	tag.created_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	strcpy(tag.req, req);
+	n = sg_tag_encode(&tag, buf, sizeof(buf));
+	if (n > 0 && fsetxattr(fd, SG_TAG_XATTR, buf, (size_t)n, 0) < 0)
+		sg_log_once(&said_xattr, SG_LOG_INFO,
+			    "cannot write the %s tag (%s); this process works from its own records, but other "
+			    "processes and the CLI will not see the tags",
+			    SG_TAG_XATTR, strerror(errno));
+}
+
+static void record(int fd, const char *path, const char *req)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return;
+	if (sg_registry_add(path, st.st_dev, st.st_ino, req) < 0) {
+		sg_log_once(&said_nomem, SG_LOG_WARN, "out of memory: %s is not tracked", path);
+		return;
+	}
+	sg_count(tagged, 1);
+	sg_mappings_track_fd(fd, st.st_dev, st.st_ino);
+	write_tag(fd, req);
+	sg_log(SG_LOG_DEBUG, "tagged %s for request %s", path, req);
+	sg_markers_start();
+	/* Recorded first, then checked: a marker that appears after this check
+	 * finds the record in the watcher's sweep. */
+	if (sg_marker_present(req)) {
+		sg_count(late_puts, 1);
+		sg_log(SG_LOG_INFO, "request %s: %s was created after its abort", req, path);
+		sg_sweep(req);
+	}
+}
+
+int sg_create(const struct sg_call *call, int flags, const char *path)
+{
+	char req[SG_NAME_MAX + 1];
+	size_t name_off;
+	bool created;
+	int fd, saved;
+
+	if (sg_busy || !sg_active() || !(name_off = name_offset(path)) || !attribute(path + name_off, req))
+		return call->open(call, flags);
+	sg_busy = true;
+	fd = open_learning_creation(call, flags, &created);
+	saved = errno;
+	if (fd >= 0 && created)
+		record(fd, path, req);
+	sg_busy = false;
+	errno = saved;
+	return fd;
+}
