@@ -32,6 +32,19 @@ const char *sg_config_check_dir(const char *path, char *out)
 	return NULL;
 }
 
+int sg_config_parse_ttl(const char *v, unsigned *ttl)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (v[0] < '0' || v[0] > '9' || *end || errno || n == 0 || n > SG_MAX_ABORT_TTL)
+		return -1;
+	*ttl = (unsigned)n;
+	return 0;
+}
+
 static int bad(char *err, size_t errlen, const char *var, const char *val, const char *why)
 {
 	snprintf(err, errlen, "%s='%.80s': %s", var, val, why);
@@ -107,13 +120,7 @@ int sg_config_from_env(struct sg_config *c, char *err, size_t errlen)
 			return bad(err, errlen, "SHMGUARD_REQUEST_ID", v, why);
 		strcpy(c->request_id, v);
 	}
-	if ((v = getenv("SHMGUARD_ABORT_TTL"))) {
-		char *end;
-		errno = 0;
-		unsigned long ttl = strtoul(v, &end, 10);
-		if (!*v || *end || errno || ttl == 0 || ttl > 7 * 24 * 3600 || v[0] == '-')
-			return bad(err, errlen, "SHMGUARD_ABORT_TTL", v, "expected whole seconds from 1 to 604800");
-		c->abort_ttl = (unsigned)ttl;
-	}
+	if ((v = getenv("SHMGUARD_ABORT_TTL")) && sg_config_parse_ttl(v, &c->abort_ttl) < 0)
+		return bad(err, errlen, "SHMGUARD_ABORT_TTL", v, "expected whole seconds from 1 to 604800");
 	return 0;
 }

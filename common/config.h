@@ -14,6 +14,7 @@
 #define SG_DEFAULT_ROOT "/dev/shm"
 #define SG_DEFAULT_ABORT_DIR "/dev/shm/shmguard-abort"
 #define SG_DEFAULT_ABORT_TTL 600
+#define SG_MAX_ABORT_TTL (7 * 24 * 3600)
 
 enum sg_log_level { SG_LOG_OFF, SG_LOG_WARN, SG_LOG_INFO, SG_LOG_DEBUG };
 
@@ -36,5 +37,8 @@ int sg_config_from_env(struct sg_config *c, char *err, size_t errlen);
 /* Normalise an absolute directory path (no trailing '/', no '.', '..' or
  * empty components) into out; returns NULL or why it is unusable. */
 const char *sg_config_check_dir(const char *path, char *out);
+
+/* Marker lifetime in whole seconds, 1 to SG_MAX_ABORT_TTL.  Returns 0 or -1. */
+int sg_config_parse_ttl(const char *v, unsigned *ttl);
 
 #endif

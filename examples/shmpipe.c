@@ -45,7 +45,9 @@
  * worked, 1 if anything failed, 2 on bad usage.
  */
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* asprintf, getline, pipe2 */
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -531,7 +533,8 @@ static int verify_segment(const struct opts *o, const char *key, int fd,
                           unsigned char want)
 {
     struct stat st;
-    const unsigned char *map;
+    const unsigned char *bytes;
+    void *map;
     size_t size;
     char what[128];
     int rc = 0;
@@ -552,6 +555,7 @@ static int verify_segment(const struct opts *o, const char *key, int fd,
         report("consumer", key, "open segment", errno);
         return -1;
     }
+    bytes = map;
     if (size != (size_t)o->chunk_size) {
         snprintf(what, sizeof(what), "size mismatch (%zu bytes, expected %ld)",
                  size, o->chunk_size);
@@ -559,17 +563,17 @@ static int verify_segment(const struct opts *o, const char *key, int fd,
         rc = -1;
     } else {
         for (size_t off = 0; off < size; off++) {
-            if (map[off] != want) {
+            if (bytes[off] != want) {
                 snprintf(what, sizeof(what),
                          "data mismatch at offset %zu (got 0x%02x, "
-                         "expected 0x%02x)", off, map[off], want);
+                         "expected 0x%02x)", off, bytes[off], want);
                 report("consumer", key, what, 0);
                 rc = -1;
                 break;
             }
         }
     }
-    munmap((void *)map, size);
+    munmap(map, size);
     return rc;
 }
 

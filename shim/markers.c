@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "real.h"
+#include "marker.h"
 #include "registry.h"
 #include "reqid.h"
 #include "shim.h"
@@ -30,15 +30,13 @@ static int inotify_fd = -1;
 
 static bool said_unsafe, said_foreign, said_missing, said_thread;
 
-/* A directory anyone may write into without the sticky bit lets anyone
- * rename or delete markers: such a directory is not trusted. */
 static bool dir_usable(bool report)
 {
 	struct stat st;
 
 	if (lstat(sg_cfg.abort_dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return false;
-	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+	if (sg_abort_dir_unsafe(&st)) {
 		if (report)
 			sg_log_once(&said_unsafe, SG_LOG_WARN,
 				    "abort directory %s is world-writable without the sticky bit; its markers are "
@@ -49,8 +47,6 @@ static bool dir_usable(bool report)
 	return true;
 }
 
-/* Anyone can write into /dev/shm: only markers made by this process's user
- * or by root count, and only regular files (never a symlink). */
 static bool marker_acceptable(const char *request, bool report, struct stat *st)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
@@ -60,7 +56,7 @@ static bool marker_acceptable(const char *request, bool report, struct stat *st)
 	snprintf(path, sizeof(path), "%s/%s", sg_cfg.abort_dir, request);
 	if (lstat(path, st) < 0)
 		return false;
-	if (!S_ISREG(st->st_mode) || (st->st_uid != geteuid() && st->st_uid != 0)) {
+	if (!sg_marker_owner_ok(st, geteuid())) {
 		if (report) {
 			sg_count(ignored_markers, 1);
 			if (!__atomic_load_n(&said_foreign, __ATOMIC_RELAXED))
@@ -105,18 +101,6 @@ static void for_each_marker(void (*fn)(const char *name))
 		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, ".."))
 			fn(e->d_name);
 	closedir(d);
-}
-
-static void expire_marker(const char *request)
-{
-	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
-	struct stat st;
-
-	if (marker_acceptable(request, false, &st) && time(NULL) - st.st_mtime > (time_t)sg_cfg.abort_ttl) {
-		snprintf(path, sizeof(path), "%s/%s", sg_cfg.abort_dir, request);
-		if (sg_real.unlink(path) == 0)
-			sg_log(SG_LOG_DEBUG, "removed expired marker %s", path);
-	}
 }
 
 /* Returns the watch descriptor, or -1 while the directory cannot be watched. */
@@ -206,7 +190,7 @@ static void *watcher(void *arg)
 			next_prune = now + 1000;
 		}
 		if (wd >= 0 && now >= next_expire) {
-			for_each_marker(expire_marker);
+			sg_markers_expire(sg_cfg.abort_dir, sg_cfg.abort_ttl);
 			next_expire = now + expire_every;
 		}
 	}

@@ -1,0 +1,18 @@
+/* The shmguard command's subcommands and what they share. */
+#ifndef SHMGUARD_CLI_H
+#define SHMGUARD_CLI_H
+
+/* Exit codes shared by every subcommand. */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,  /* the work could not be done (or, for audit: over budget) */
+	EXIT_USAGE = 2, /* bad usage or input */
+};
+
+int cmd_run(int argc, char **argv);
+int cmd_abort(int argc, char **argv);
+
+/* "shmguard SUBCOMMAND: message" on stderr; returns code. */
+__attribute__((format(printf, 3, 4))) int cli_fail(int code, const char *sub, const char *fmt, ...);
+
+#endif

@@ -1,0 +1,114 @@
+/* shmguard abort: write abort markers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+#include "marker.h"
+#include "reqid.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: shmguard abort [--abort-dir DIR] [--ttl SECONDS] REQUEST-ID...\n\n"
+		"Marks each request aborted by creating DIR/REQUEST-ID (or refreshing its time).\n"
+		"Every process running under libshmguard.so with the same abort directory then\n"
+		"unlinks the segments it created for that request.  Markers older than the TTL\n"
+		"are removed on the way.\n\n"
+		"  --abort-dir DIR   marker directory (default: $SHMGUARD_ABORT_DIR, else %s)\n"
+		"  --ttl SECONDS     marker lifetime (default: $SHMGUARD_ABORT_TTL, else %d)\n"
+		"  -h, --help        show this help\n\n"
+		"Exit status: 0 all marked, 1 a marker could not be written, 2 bad usage or ID.\n",
+		SG_DEFAULT_ABORT_DIR, SG_DEFAULT_ABORT_TTL);
+}
+
+/* Opens the marker directory, creating it (one level) when missing. */
+static int open_dir(const char *dir)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return cli_fail(-1, "abort", "cannot create abort directory %s: %s", dir, strerror(errno));
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return cli_fail(-1, "abort", "cannot open abort directory %s: %s", dir, strerror(errno));
+	if (fstat(fd, &st) == 0 && sg_abort_dir_unsafe(&st)) {
+		close(fd);
+		return cli_fail(-1, "abort",
+				"abort directory %s is world-writable without the sticky bit, so the shim ignores "
+				"its markers; fix it with chmod +t or chmod o-w",
+				dir);
+	}
+	return fd;
+}
+
+int cmd_abort(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"abort-dir", required_argument, NULL, 'd'},
+		{"ttl", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *dir_arg = getenv("SHMGUARD_ABORT_DIR"), *ttl_arg = getenv("SHMGUARD_ABORT_TTL");
+	char dir[SG_PATH_MAX + 1];
+	unsigned ttl = SG_DEFAULT_ABORT_TTL;
+	int c, dfd, status = EXIT_OK;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir_arg = optarg;
+			break;
+		case 't':
+			ttl_arg = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind == argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *why = sg_config_check_dir(dir_arg && *dir_arg ? dir_arg : SG_DEFAULT_ABORT_DIR, dir);
+	if (why)
+		return cli_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir_arg, why);
+	if (ttl_arg && sg_config_parse_ttl(ttl_arg, &ttl) < 0)
+		return cli_fail(EXIT_USAGE, "abort", "bad TTL '%s': expected whole seconds from 1 to %d", ttl_arg,
+				SG_MAX_ABORT_TTL);
+	/* All IDs are checked before any marker is written. */
+	for (int i = optind; i < argc; i++)
+		if ((why = sg_reqid_invalid(argv[i])))
+			return cli_fail(EXIT_USAGE, "abort", "bad request ID '%s': %s", argv[i], why);
+
+	dfd = open_dir(dir);
+	if (dfd < 0)
+		return EXIT_FAIL;
+	sg_markers_expire(dir, ttl);
+	for (int i = optind; i < argc; i++) {
+		int fd = openat(dfd, argv[i], O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+		/* An existing marker gets a new time: shims sweep again (a late
+		 * segment whose marker had expired, say), and the TTL restarts. */
+		if (fd < 0 || futimens(fd, NULL) < 0) {
+			status = cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, argv[i],
+					  strerror(errno));
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	close(dfd);
+	return status;
+}

@@ -1,0 +1,59 @@
+/* shmguard: the command-line side of shmguard. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"run", cmd_run, "run a program with libshmguard.so preloaded"},
+	{"abort", cmd_abort, "mark requests aborted: running shims sweep their segments"},
+};
+
+int cli_fail(int code, const char *sub, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "shmguard %s: ", sub);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "Usage: shmguard COMMAND [OPTIONS]...\n\n"
+		     "Stops /dev/shm leaks: segments of aborted requests are unlinked by the\n"
+		     "libshmguard.so shim preloaded into the pipeline's processes.\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n'shmguard COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("shmguard %s\n", SHMGUARD_VERSION);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "shmguard: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

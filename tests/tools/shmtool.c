@@ -1,0 +1,222 @@
+/* shmtool: runs a small script of file operations, so that integration tests
+ * can drive a real process under the shim step by step.
+ *
+ *   shmtool CMD [ARGS] [, CMD [ARGS]]...
+ *
+ * Commands (paths are absolute; NAME is a shm_open name):
+ *   shm NAME SIZE        shm_open(O_CREAT|O_EXCL), ftruncate, write every page, close
+ *   open PATH SIZE       open(O_CREAT|O_RDWR) (re-opens an existing file), size and fill it
+ *   open64 / openat / creat PATH SIZE   the same through that function
+ *   map NAME SIZE        like shm, but the mapping is kept until the process exits
+ *   unlink PATH          unlink(PATH)
+ *   req ID               shmguard_set_request(ID) for this thread ("-" clears it)
+ *   threads N COUNT P    N threads; thread t sets request P<t> and creates COUNT
+ *                        segments P<t>_0_<i>; even threads write their abort marker
+ *                        into $SHMTOOL_ABORT_DIR half-way and keep creating
+ *   fork                 the child runs the rest of the script; the parent waits
+ *                        for it and exits with its status
+ *   exec                 re-executes shmtool with the rest of the script
+ *   wait                 prints "ready" and waits for a line on stdin
+ *   say TEXT             prints TEXT
+ *
+ * Exit status: 0, or 1 on the first failed operation (reported on stderr). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int fail(const char *what, const char *arg)
+{
+	fprintf(stderr, "shmtool: %s %s: %s\n", what, arg, strerror(errno));
+	return -1;
+}
+
+/* Sizes the file and writes every page, so its bytes are really allocated. */
+static int fill(int fd, size_t size, bool keep_mapped)
+{
+	char *p;
+
+	if (ftruncate(fd, (off_t)size) < 0)
+		return -1;
+	if (size == 0)
+		return 0;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	memset(p, 0x5a, size);
+	if (!keep_mapped)
+		munmap(p, size);
+	return 0;
+}
+
+static int make_shm(const char *name, size_t size, bool keep_mapped)
+{
+	int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+
+	if (fd < 0 || fill(fd, size, keep_mapped) < 0)
+		return fail("shm", name);
+	close(fd);
+	return 0;
+}
+
+static int make_file(const char *how, const char *path, size_t size)
+{
+	int fd;
+
+	if (strcmp(how, "open") == 0)
+		fd = open(path, O_CREAT | O_RDWR, 0600);
+	else if (strcmp(how, "open64") == 0)
+		fd = open64(path, O_CREAT | O_RDWR, 0600);
+	else if (strcmp(how, "openat") == 0)
+		fd = openat(AT_FDCWD, path, O_CREAT | O_RDWR, 0600);
+	else
+		fd = creat(path, 0600); /* write-only: size it, but nothing to map */
+	if (fd < 0)
+		return fail(how, path);
+	if (strcmp(how, "creat") == 0 ? ftruncate(fd, (off_t)size) < 0 : fill(fd, size, false) < 0)
+		return fail(how, path);
+	close(fd);
+	return 0;
+}
+
+/* Found at run time, so shmtool also runs without the shim. */
+static int set_request(const char *id)
+{
+	int (*set)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "shmguard_set_request");
+
+	if (!set) {
+		errno = ENOSYS;
+		return fail("req", id);
+	}
+	if (set(strcmp(id, "-") == 0 ? NULL : id) < 0)
+		return fail("req", id);
+	return 0;
+}
+
+struct worker {
+	pthread_t tid;
+	int index, count;
+	const char *prefix;
+	int status;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	char req[256], name[300], marker[512];
+	const char *dir = getenv("SHMTOOL_ABORT_DIR");
+
+	snprintf(req, sizeof(req), "%s%d", w->prefix, w->index);
+	if (set_request(req) < 0)
+		return NULL;
+	for (int i = 0; i < w->count; i++) {
+		if (w->index % 2 == 0 && i == w->count / 2 && dir) {
+			snprintf(marker, sizeof(marker), "%s/%s", dir, req);
+			int fd = open(marker, O_CREAT | O_WRONLY, 0644);
+			if (fd < 0) {
+				fail("marker", marker);
+				return NULL;
+			}
+			close(fd);
+		}
+		snprintf(name, sizeof(name), "/%s_0_%d", req, i);
+		if (make_shm(name, 4096, false) < 0)
+			return NULL;
+	}
+	w->status = 0;
+	return NULL;
+}
+
+static int run_threads(int n, int count, const char *prefix)
+{
+	struct worker *w = calloc((size_t)n, sizeof(*w));
+	int status = 0;
+
+	for (int t = 0; t < n; t++) {
+		w[t] = (struct worker){.index = t, .count = count, .prefix = prefix, .status = -1};
+		if (pthread_create(&w[t].tid, NULL, work, &w[t]) != 0)
+			return fail("threads", prefix);
+	}
+	for (int t = 0; t < n; t++) {
+		pthread_join(w[t].tid, NULL);
+		status |= w[t].status;
+	}
+	free(w);
+	return status;
+}
+
+static int wait_stdin(void)
+{
+	char line[64];
+
+	printf("ready\n");
+	fflush(stdout);
+	return fgets(line, sizeof(line), stdin) ? 0 : 0;
+}
+
+static size_t size_arg(const char *s)
+{
+	return (size_t)strtoull(s, NULL, 10);
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *cmd = argv[i];
+		const char *a = i + 1 < argc ? argv[i + 1] : "", *b = i + 2 < argc ? argv[i + 2] : "0";
+		int ret = 0;
+
+		if (strcmp(cmd, ",") == 0)
+			continue;
+		if (strcmp(cmd, "shm") == 0 || strcmp(cmd, "map") == 0) {
+			ret = make_shm(a, size_arg(b), cmd[0] == 'm');
+			i += 2;
+		} else if (!strcmp(cmd, "open") || !strcmp(cmd, "open64") || !strcmp(cmd, "openat") ||
+			   !strcmp(cmd, "creat")) {
+			ret = make_file(cmd, a, size_arg(b));
+			i += 2;
+		} else if (strcmp(cmd, "unlink") == 0) {
+			ret = unlink(a) < 0 ? fail("unlink", a) : 0;
+			i += 1;
+		} else if (strcmp(cmd, "req") == 0) {
+			ret = set_request(a);
+			i += 1;
+		} else if (strcmp(cmd, "threads") == 0) {
+			ret = run_threads(atoi(a), atoi(b), i + 3 < argc ? argv[i + 3] : "t");
+			i += 3;
+		} else if (strcmp(cmd, "fork") == 0) {
+			pid_t pid = fork();
+			int st;
+			if (pid < 0)
+				return fail("fork", "") , 1;
+			if (pid > 0) {
+				waitpid(pid, &st, 0);
+				return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+			}
+		} else if (strcmp(cmd, "exec") == 0) {
+			argv[i] = argv[0];
+			execv("/proc/self/exe", argv + i);
+			return fail("exec", argv[0]), 1;
+		} else if (strcmp(cmd, "wait") == 0) {
+			ret = wait_stdin();
+		} else if (strcmp(cmd, "say") == 0) {
+			printf("%s\n", a);
+			fflush(stdout);
+			i += 1;
+		} else {
+			fprintf(stderr, "shmtool: unknown command '%s'\n", cmd);
+			return 2;
+		}
+		if (ret < 0)
+			return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,101 @@
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "reqid.h"
+
+static struct sg_config cfg;
+static char err[256];
+
+static void clear_env(void)
+{
+	static const char *vars[] = {"SHMGUARD_PATTERNS",   "SHMGUARD_SHM_ROOTS", "SHMGUARD_ABORT_DIR",
+				     "SHMGUARD_REQUEST_ID", "SHMGUARD_ABORT_TTL", "SHMGUARD_LOG"};
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
+TestSuite(config, .init = clear_env);
+
+Test(config, defaults)
+{
+	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.nroots, 1);
+	cr_assert_str_eq(cfg.roots[0], "/dev/shm");
+	cr_assert_str_eq(cfg.abort_dir, SG_DEFAULT_ABORT_DIR);
+	cr_assert_eq(cfg.abort_ttl, 600);
+	cr_assert_eq(cfg.log_level, SG_LOG_WARN);
+	cr_assert_eq(cfg.patterns.count, 0);
+	cr_assert_str_eq(cfg.request_id, "");
+}
+
+Test(config, every_variable)
+{
+	setenv("SHMGUARD_PATTERNS", "{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock", 1);
+	setenv("SHMGUARD_SHM_ROOTS", "/run/shm2/:/dev/shm:/tmp/x", 1);
+	setenv("SHMGUARD_ABORT_DIR", "/dev/shm/aborts/", 1);
+	setenv("SHMGUARD_REQUEST_ID", "req-1", 1);
+	setenv("SHMGUARD_ABORT_TTL", "30", 1);
+	setenv("SHMGUARD_LOG", "debug", 1);
+	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.patterns.count, 2);
+	cr_assert_eq(cfg.nroots, 3, "duplicate /dev/shm is kept once");
+	cr_assert_str_eq(cfg.roots[1], "/run/shm2");
+	cr_assert_str_eq(cfg.roots[2], "/tmp/x");
+	cr_assert_str_eq(cfg.abort_dir, "/dev/shm/aborts");
+	cr_assert_str_eq(cfg.request_id, "req-1");
+	cr_assert_eq(cfg.abort_ttl, 30);
+	cr_assert_eq(cfg.log_level, SG_LOG_DEBUG);
+}
+
+static void rejects(const char *var, const char *value)
+{
+	clear_env();
+	setenv(var, value, 1);
+	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), -1, "%s='%s' should be rejected", var, value);
+	cr_assert(strstr(err, var), "message '%s' names %s", err, var);
+}
+
+Test(config, bad_values_name_their_variable)
+{
+	rejects("SHMGUARD_PATTERNS", "no-placeholder");
+	rejects("SHMGUARD_SHM_ROOTS", "relative/dir");
+	rejects("SHMGUARD_SHM_ROOTS", "/");
+	rejects("SHMGUARD_SHM_ROOTS", "/dev/shm/../etc");
+	rejects("SHMGUARD_SHM_ROOTS", "/a:/b:/c:/d:/e:/f:/g:/h:/i");
+	rejects("SHMGUARD_ABORT_DIR", "dev/shm/x");
+	rejects("SHMGUARD_ABORT_DIR", "/dev//shm");
+	rejects("SHMGUARD_REQUEST_ID", "a/b");
+	rejects("SHMGUARD_REQUEST_ID", "..");
+	rejects("SHMGUARD_ABORT_TTL", "0");
+	rejects("SHMGUARD_ABORT_TTL", "-5");
+	rejects("SHMGUARD_ABORT_TTL", "10s");
+	rejects("SHMGUARD_ABORT_TTL", "");
+	rejects("SHMGUARD_LOG", "verbose");
+}
+
+Test(config, bad_value_keeps_the_requested_log_level)
+{
+	setenv("SHMGUARD_LOG", "off", 1);
+	setenv("SHMGUARD_PATTERNS", "{x}", 1);
+	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), -1);
+	cr_assert_eq(cfg.log_level, SG_LOG_OFF);
+}
+
+Test(reqid, file_name_rules)
+{
+	char longid[300];
+	memset(longid, 'x', sizeof(longid));
+	longid[256] = '\0';
+	cr_assert_not_null(sg_reqid_invalid(""));
+	cr_assert_not_null(sg_reqid_invalid("."));
+	cr_assert_not_null(sg_reqid_invalid(".."));
+	cr_assert_not_null(sg_reqid_invalid("a/b"));
+	cr_assert_not_null(sg_reqid_invalid(longid));
+	longid[255] = '\0';
+	cr_assert_null(sg_reqid_invalid(longid));
+	cr_assert_null(sg_reqid_invalid("0"));
+	cr_assert_null(sg_reqid_invalid("..."));
+	cr_assert_null(sg_reqid_invalid("chatcmpl-42"));
+}

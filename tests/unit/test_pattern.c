@@ -1,0 +1,124 @@
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "pattern.h"
+
+static struct sg_pattern_set set;
+static char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
+
+static void parse_ok(const char *spec)
+{
+	char err[200] = "";
+	cr_assert_eq(sg_patterns_parse(&set, spec, err, sizeof(err)), 0, "parse '%s': %s", spec, err);
+}
+
+static enum sg_match_result match(const char *name)
+{
+	return sg_patterns_match(&set, name, strlen(name), req, other, NULL);
+}
+
+static void expect_one(const char *name, const char *want)
+{
+	cr_assert_eq(match(name), SG_MATCH_ONE, "'%s' should match exactly one request", name);
+	cr_assert_str_eq(req, want, "'%s'", name);
+}
+
+Test(pattern, chunk_keys_and_lock_files)
+{
+	parse_ok("{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock");
+	expect_one("chatcmpl-42_0_3", "chatcmpl-42");
+	expect_one("shm_chatcmpl-42_0_3_lockfile.lock", "chatcmpl-42");
+	expect_one("abc_def_0_0", "abc_def");
+	cr_assert_eq(match("abc_0"), SG_MATCH_NONE);
+	cr_assert_eq(match("abc_0_x"), SG_MATCH_NONE);
+	cr_assert_eq(match("_0_0"), SG_MATCH_NONE, "{req} is one or more characters");
+}
+
+/* The seeds' collisions: a prefix or suffix never decides ownership. */
+Test(pattern, seed_collisions_resolve_exactly)
+{
+	parse_ok("{req}_{int}_{int}");
+	expect_one("abc_def_0_0", "abc_def"); /* abc must not own it */
+	expect_one("other-req_0_0", "other-req"); /* "0" must not own it */
+	expect_one("0_0_0", "0");
+}
+
+Test(pattern, two_shapes_naming_two_requests_are_ambiguous)
+{
+	parse_ok("{req}_{int}_{int};{req}_{int}_{int}_{int}_{int}");
+	cr_assert_eq(match("abc_1_2_0_0"), SG_MATCH_AMBIGUOUS);
+	cr_assert(strcmp(req, "abc_1_2") == 0 || strcmp(req, "abc") == 0);
+	cr_assert(strcmp(other, "abc_1_2") == 0 || strcmp(other, "abc") == 0);
+	cr_assert_str_neq(req, other);
+	expect_one("abc_1_2", "abc"); /* only the three-part shape fits */
+}
+
+Test(pattern, one_pattern_with_two_readings_is_ambiguous)
+{
+	parse_ok("{req}_{any}");
+	cr_assert_eq(match("a_b_c"), SG_MATCH_AMBIGUOUS);
+	expect_one("a_b", "a");
+}
+
+Test(pattern, agreeing_patterns_are_not_ambiguous)
+{
+	int shape;
+	parse_ok("kv_{req};kv_{req}");
+	cr_assert_eq(sg_patterns_match(&set, "kv_x", 4, req, other, &shape), SG_MATCH_ONE);
+	cr_assert_eq(shape, 0);
+}
+
+Test(pattern, shape_is_the_first_matching_pattern)
+{
+	int shape;
+	parse_ok("{req}_{int}_{int};omni_{int}_to_{int}_kv_cache_{req}");
+	cr_assert_eq(sg_patterns_match(&set, "omni_0_to_1_kv_cache_r9", 23, req, other, &shape), SG_MATCH_ONE);
+	cr_assert_str_eq(req, "r9");
+	cr_assert_eq(shape, 1);
+}
+
+Test(pattern, placeholders_do_not_cross_slash)
+{
+	parse_ok("{req}-{any}");
+	cr_assert_eq(match("a-b/c"), SG_MATCH_NONE);
+	parse_ok("sub/{req}");
+	expect_one("sub/r1", "r1");
+	cr_assert_eq(match("sub/r/1"), SG_MATCH_NONE);
+}
+
+Test(pattern, literal_only_and_whole_name)
+{
+	parse_ok("x{req}y");
+	expect_one("xmidy", "mid");
+	cr_assert_eq(match("xmidyz"), SG_MATCH_NONE);
+	cr_assert_eq(match("axmidy"), SG_MATCH_NONE);
+}
+
+Test(pattern, overlong_names_never_match)
+{
+	char name[400];
+	memset(name, 'a', sizeof(name));
+	parse_ok("{req}");
+	cr_assert_eq(sg_patterns_match(&set, name, 256, req, other, NULL), SG_MATCH_NONE);
+	cr_assert_eq(sg_patterns_match(&set, name, 255, req, other, NULL), SG_MATCH_ONE);
+	cr_assert_eq(strlen(req), 255);
+}
+
+static void parse_fails(const char *spec, const char *why)
+{
+	char err[200] = "";
+	cr_assert_eq(sg_patterns_parse(&set, spec, err, sizeof(err)), -1, "'%s' should be rejected", spec);
+	cr_assert(strstr(err, why), "'%s': message '%s' should mention '%s'", spec, err, why);
+}
+
+Test(pattern, bad_patterns_are_rejected_with_a_reason)
+{
+	parse_fails("", "empty pattern");
+	parse_fails("{req};;x{req}", "empty pattern");
+	parse_fails("{req};", "empty pattern");
+	parse_fails("abc", "exactly once");
+	parse_fails("{req}{req}", "exactly once");
+	parse_fails("{request}", "unknown placeholder");
+	parse_fails("{req}_{", "unknown placeholder");
+	parse_fails("{req}}", "stray");
+}
