@@ -1,0 +1,248 @@
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "harness: %s: %s\n", what, strerror(errno));
+	abort();
+}
+
+const char *h_bin(const char *var)
+{
+	const char *v = getenv(var);
+
+	if (!v || !*v) {
+		fprintf(stderr, "harness: %s is not set (run the tests with meson test)\n", var);
+		abort();
+	}
+	return v;
+}
+
+char *h_str(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		die("vasprintf");
+	va_end(ap);
+	return s;
+}
+
+const char *h_prefix(const char *tag)
+{
+	return h_str("sgt-%d-%s-", (int)getpid(), tag);
+}
+
+long h_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* environ, with env's entries replacing those of the same name. */
+static char **merged_env(const char *const *env)
+{
+	size_t n = 0, m = 0, k = 0;
+	char **out;
+
+	while (environ[n])
+		n++;
+	while (env && env[m])
+		m++;
+	out = calloc(n + m + 1, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strcspn(environ[i], "=");
+		bool replaced = false;
+		for (size_t j = 0; j < m; j++)
+			replaced |= strncmp(env[j], environ[i], len) == 0 && env[j][len] == '=';
+		if (!replaced)
+			out[k++] = environ[i];
+	}
+	for (size_t j = 0; j < m; j++)
+		out[k++] = (char *)env[j];
+	return out;
+}
+
+struct h_proc h_spawn(const char *const *argv, const char *const *env)
+{
+	struct h_proc p;
+	int in[2], out[2], errfd;
+
+	snprintf(p.err, sizeof(p.err), "/tmp/sgt-stderr-XXXXXX");
+	errfd = mkstemp(p.err);
+	if (errfd < 0 || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+		die("spawn setup");
+	p.pid = fork();
+	if (p.pid < 0)
+		die("fork");
+	if (p.pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(errfd, 2);
+		execve(argv[0], (char *const *)argv, merged_env(env));
+		fprintf(stderr, "harness: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(errfd);
+	p.in = in[1];
+	p.out = out[0];
+	return p;
+}
+
+char *h_read_line(struct h_proc *p, int timeout_ms)
+{
+	char buf[4096];
+	size_t len = 0;
+	long deadline = h_now_ms() + timeout_ms;
+
+	/* One byte at a time: nothing past the newline is consumed. */
+	while (len < sizeof(buf) - 1) {
+		struct pollfd pfd = {.fd = p->out, .events = POLLIN};
+		long left = deadline - h_now_ms();
+		char c;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return NULL;
+		if (read(p->out, &c, 1) != 1)
+			return NULL;
+		if (c == '\n')
+			break;
+		buf[len++] = c;
+	}
+	buf[len] = '\0';
+	return h_str("%s", buf);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *data = NULL;
+	size_t cap = 0;
+
+	if (!f)
+		return h_str("%s", "");
+	ssize_t n = getdelim(&data, &cap, '\0', f);
+	fclose(f);
+	if (n < 0) {
+		free(data);
+		return h_str("%s", "");
+	}
+	return data;
+}
+
+int h_finish(struct h_proc *p, char **err)
+{
+	int status;
+
+	close(p->in);
+	while (waitpid(p->pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid");
+	close(p->out);
+	if (err)
+		*err = slurp(p->err);
+	unlink(p->err);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int h_run(const char *const *argv, const char *const *env, char **err)
+{
+	struct h_proc p = h_spawn(argv, env);
+	return h_finish(&p, err);
+}
+
+bool h_exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+bool h_wait_gone(const char *path, int timeout_ms)
+{
+	long deadline = h_now_ms() + timeout_ms;
+
+	for (;;) {
+		if (!h_exists(path))
+			return true;
+		if (h_now_ms() >= deadline)
+			return false;
+		usleep(2000);
+	}
+}
+
+static void remove_tree(int parent, const char *name)
+{
+	if (unlinkat(parent, name, 0) == 0 || errno != EISDIR)
+		return;
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (d) {
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				remove_tree(dirfd(d), e->d_name);
+		closedir(d);
+	}
+	unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+void h_cleanup(const char *prefix)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	size_t len = strlen(prefix);
+
+	if (!d)
+		return;
+	/* Lock files carry the prefix after "shm_". */
+	while ((e = readdir(d)))
+		if (strncmp(e->d_name, prefix, len) == 0 ||
+		    (strncmp(e->d_name, "shm_", 4) == 0 && strncmp(e->d_name + 4, prefix, len) == 0))
+			remove_tree(dirfd(d), e->d_name);
+	closedir(d);
+}
+
+int h_count(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+	closedir(d);
+	return n;
+}
+
+int h_occurrences(const char *haystack, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = haystack; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}

@@ -1,1 +1,1 @@
-int main(void){return 0;}
+#include <criterion/criterion.h>

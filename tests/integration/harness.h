@@ -1,0 +1,55 @@
+/* Helpers for integration tests: run real programs (under the shim or not),
+ * talk to them line by line, and look at /dev/shm.  Every test uses its own
+ * name prefix and removes only names carrying it. */
+#ifndef SHMGUARD_HARNESS_H
+#define SHMGUARD_HARNESS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct h_proc {
+	pid_t pid;
+	int in;        /* child's stdin */
+	int out;       /* child's stdout */
+	char err[128]; /* file holding the child's stderr */
+};
+
+/* Paths of what the build made (from the environment meson test sets). */
+const char *h_bin(const char *var);
+
+/* A prefix unique to this test process, "sgt-<pid>-<tag>-". */
+const char *h_prefix(const char *tag);
+
+/* A formatted string that lives until the test ends. */
+char *h_str(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Starts argv with the environment plus env (NULL-terminated "K=V" list). */
+struct h_proc h_spawn(const char *const *argv, const char *const *env);
+
+/* The next line of the child's stdout (without newline), NULL on EOF or
+ * after timeout_ms. */
+char *h_read_line(struct h_proc *p, int timeout_ms);
+
+/* Closes the child's stdin, waits for it; returns its exit status (128+N
+ * for a signal) and, through err if not NULL, its whole stderr. */
+int h_finish(struct h_proc *p, char **err);
+
+/* Runs argv to completion (stdin empty); as h_finish. */
+int h_run(const char *const *argv, const char *const *env, char **err);
+
+bool h_exists(const char *path);
+/* Polls until path is gone; returns whether it went within timeout_ms. */
+bool h_wait_gone(const char *path, int timeout_ms);
+/* Milliseconds on a monotonic clock. */
+long h_now_ms(void);
+
+/* Removes every /dev/shm entry whose name starts with prefix (recursively). */
+void h_cleanup(const char *prefix);
+
+/* How many entries of dir start with prefix. */
+int h_count(const char *dir, const char *prefix);
+
+/* Occurrences of needle in haystack. */
+int h_occurrences(const char *haystack, const char *needle);
+
+#endif
