@@ -49,8 +49,8 @@ void sg_sweep(const char *request)
 	sg_count(swept_bytes, bytes);
 	if (mapped)
 		sg_log(SG_LOG_INFO,
-		       "request %s aborted: unlinked %llu file(s), %llu bytes; %llu bytes stay allocated until this "
-		       "process unmaps them",
+		       "request %s aborted: unlinked %llu file(s), %llu bytes; %llu mapped bytes stay in use until "
+		       "this process unmaps them",
 		       request, files, bytes, mapped);
 	else
 		sg_log(SG_LOG_INFO, "request %s aborted: unlinked %llu file(s), %llu bytes", request, files, bytes);

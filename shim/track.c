@@ -20,20 +20,20 @@
 
 static bool said_ambiguous, said_xattr, said_nomem;
 
-/* Offset of the name under the shm root that path lies in, or 0 when path
- * is not under one or lies in the abort directory. */
+/* Offset of the name under the shm root that path lies in (the deepest,
+ * when roots nest), or 0 when path is under none or in the abort directory. */
 static size_t name_offset(const char *path)
 {
-	size_t alen = strlen(sg_cfg.abort_dir);
+	size_t alen = strlen(sg_cfg.abort_dir), best = 0;
 
 	if (strncmp(path, sg_cfg.abort_dir, alen) == 0 && path[alen] == '/')
 		return 0;
 	for (unsigned k = 0; k < sg_cfg.nroots; k++) {
 		size_t rlen = sg_cfg.root_len[k];
-		if (strncmp(path, sg_cfg.roots[k], rlen) == 0 && path[rlen] == '/' && path[rlen + 1])
-			return rlen + 1;
+		if (rlen >= best && strncmp(path, sg_cfg.roots[k], rlen) == 0 && path[rlen] == '/' && path[rlen + 1])
+			best = rlen + 1;
 	}
-	return 0;
+	return best;
 }
 
 /* Explicit beats patterns: the thread's request, then the process's, then

@@ -246,3 +246,75 @@ int h_occurrences(const char *haystack, const char *needle)
 		n++;
 	return n;
 }
+
+const char **h_shim_env(const char *abort_dir, const char *patterns, ...)
+{
+	const char **env = calloc(12, sizeof(*env));
+	size_t n = 0;
+	va_list ap;
+	const char *e;
+
+	env[n++] = h_str("LD_PRELOAD=%s", h_bin("SG_SHIM"));
+	env[n++] = h_str("SHMGUARD_ABORT_DIR=%s", abort_dir);
+	env[n++] = "SHMGUARD_LOG=info";
+	if (patterns)
+		env[n++] = h_str("SHMGUARD_PATTERNS=%s", patterns);
+	va_start(ap, patterns);
+	while (n < 11 && (e = va_arg(ap, const char *)))
+		env[n++] = e;
+	va_end(ap);
+	return env;
+}
+
+bool h_wait_stderr(struct h_proc *p, const char *needle, int timeout_ms)
+{
+	long deadline = h_now_ms() + timeout_ms;
+
+	for (;;) {
+		char *text = slurp(p->err);
+		bool found = strstr(text, needle) != NULL;
+		free(text);
+		if (found)
+			return true;
+		if (h_now_ms() >= deadline)
+			return false;
+		usleep(5000);
+	}
+}
+
+struct h_proc h_start_ready(const char *const *argv, const char *const *env)
+{
+	struct h_proc p = h_spawn(argv, env);
+	char *line = h_read_line(&p, 20000);
+
+	if (!line || strcmp(line, "ready") != 0) {
+		char *err;
+		h_finish(&p, &err);
+		fprintf(stderr, "harness: %s did not get ready (said '%s'); its stderr:\n%s\n", argv[0],
+			line ? line : "(nothing)", err);
+		abort();
+	}
+	free(line);
+	return p;
+}
+
+void h_abort(const char *abort_dir, ...)
+{
+	const char *argv[16] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir};
+	size_t n = 4;
+	va_list ap;
+	char *err;
+	int status;
+
+	va_start(ap, abort_dir);
+	while (n < 15 && (argv[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	status = h_run(argv, NULL, &err);
+	if (status != 0) {
+		fprintf(stderr, "harness: shmguard abort exited %d: %s\n", status, err);
+		abort();
+	}
+	free(err);
+}

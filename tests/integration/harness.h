@@ -52,4 +52,19 @@ int h_count(const char *dir, const char *prefix);
 /* Occurrences of needle in haystack. */
 int h_occurrences(const char *haystack, const char *needle);
 
+
+/* Environment for a process under the shim: LD_PRELOAD, the abort
+ * directory, SHMGUARD_LOG=info, patterns (if not NULL) and then up to 6
+ * more "K=V" entries, NULL-terminated. */
+const char **h_shim_env(const char *abort_dir, const char *patterns, ...);
+
+/* Polls the child's stderr until it holds needle; whether it did in time. */
+bool h_wait_stderr(struct h_proc *p, const char *needle, int timeout_ms);
+
+/* Starts a process and waits for its "ready" line. */
+struct h_proc h_start_ready(const char *const *argv, const char *const *env);
+
+/* Runs `shmguard abort --abort-dir DIR ID...` (NULL-terminated), asserting success. */
+void h_abort(const char *abort_dir, ...);
+
 #endif

@@ -1,1 +1,93 @@
+/* The shmguard command: exit codes and messages for good and bad input. */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static const char *prefix, *abort_dir;
+
+static void setup(void)
+{
+	prefix = h_prefix("cli");
+	abort_dir = h_str("/dev/shm/%sabort", prefix);
+}
+
+static void teardown(void)
+{
+	h_cleanup(prefix);
+}
+
+TestSuite(cli, .init = setup, .fini = teardown, .timeout = 30);
+
+static int cli(char **err, const char *a1, const char *a2, const char *a3, const char *a4, const char *a5)
+{
+	const char *argv[] = {h_bin("SG_CLI"), a1, a2, a3, a4, a5, NULL};
+	return h_run(argv, NULL, err);
+}
+
+Test(cli, help_and_unknown_commands)
+{
+	char *err;
+	cr_expect_eq(cli(&err, "--help", NULL, NULL, NULL, NULL), 0);
+	cr_expect_eq(cli(&err, "run", "--help", NULL, NULL, NULL), 0);
+	cr_expect_eq(cli(&err, "abort", "--help", NULL, NULL, NULL), 0);
+	cr_expect_eq(cli(&err, "frobnicate", NULL, NULL, NULL, NULL), 2);
+	cr_expect(strstr(err, "unknown command 'frobnicate'"), "%s", err);
+	cr_expect_eq(cli(&err, NULL, NULL, NULL, NULL, NULL), 2);
+}
+
+Test(cli, abort_writes_markers)
+{
+	char *err;
+	cr_assert_eq(cli(&err, "abort", "--abort-dir", abort_dir, h_str("%sr1", prefix), h_str("%sr2", prefix)), 0,
+		     "%s", err);
+	cr_expect(h_exists(h_str("%s/%sr1", abort_dir, prefix)));
+	cr_expect(h_exists(h_str("%s/%sr2", abort_dir, prefix)));
+}
+
+Test(cli, abort_rejects_bad_ids_before_writing_any)
+{
+	char *err;
+	cr_expect_eq(cli(&err, "abort", "--abort-dir", abort_dir, h_str("%sok", prefix), "a/b"), 2);
+	cr_expect(strstr(err, "bad request ID 'a/b': it contains '/'"), "%s", err);
+	cr_expect(!h_exists(h_str("%s/%sok", abort_dir, prefix)), "a marker was written despite a bad ID");
+	cr_expect_eq(cli(&err, "abort", "--abort-dir", abort_dir, "..", NULL), 2);
+	cr_expect_eq(cli(&err, "abort", "--abort-dir", abort_dir, "", NULL), 2);
+	char longid[300];
+	memset(longid, 'x', 256);
+	longid[256] = '\0';
+	cr_expect_eq(cli(&err, "abort", "--abort-dir", abort_dir, longid, NULL), 2);
+	cr_expect(strstr(err, "longer than 255 bytes"), "%s", err);
+	cr_expect_eq(cli(&err, "abort", "--abort-dir", "relative/dir", "x", NULL), 2);
+	cr_expect_eq(cli(&err, "abort", "--ttl", "soon", "x", NULL), 2);
+	cr_expect_eq(cli(&err, "abort", "--bogus", "x", NULL, NULL), 2);
+	cr_expect_eq(cli(&err, "abort", "--abort-dir", abort_dir, NULL, NULL), 2, "no ID is bad usage");
+}
+
+Test(cli, abort_refuses_an_unsafe_directory)
+{
+	char *err;
+	cr_assert_eq(mkdir(abort_dir, 0777), 0);
+	cr_assert_eq(chmod(abort_dir, 0777), 0);
+	cr_expect_eq(cli(&err, "abort", "--abort-dir", abort_dir, "x", NULL), 1);
+	cr_expect(strstr(err, "sticky"), "%s", err);
+}
+
+Test(cli, run_checks_configuration_and_command)
+{
+	char *err;
+	cr_expect_eq(cli(&err, "run", "--patterns", "{req", "--", "/bin/true"), 2);
+	cr_expect(strstr(err, "SHMGUARD_PATTERNS"), "%s", err);
+	cr_expect_eq(cli(&err, "run", "--log", "loud", "--", "/bin/true"), 2);
+	cr_expect_eq(cli(&err, "run", NULL, NULL, NULL, NULL), 2);
+	cr_expect_eq(cli(&err, "run", "--", "/nonexistent/program", NULL, NULL), 127);
+	cr_expect_eq(cli(&err, "run", "--lib", "/nonexistent/lib.so", "--", "/bin/true"), 1);
+}
+
+Test(cli, run_preloads_the_shim_and_passes_the_exit_status)
+{
+	char *err;
+	cr_expect_eq(cli(&err, "run", "--", "/bin/sh", "-c", "case \"$LD_PRELOAD\" in *libshmguard.so*) exit 7;; esac"),
+		     7, "%s", err);
+}

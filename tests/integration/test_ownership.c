@@ -1,1 +1,157 @@
+/* Ownership is exact: a sweep takes the files created for that request and
+ * nothing else, whatever their names look like. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static const char *prefix, *abort_dir, *root;
+
+static void setup(void)
+{
+	prefix = h_prefix("own");
+	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	/* A private shm root: names in it need no prefix, so the seeds'
+	 * short names (abc, 0) can be used as they are. */
+	root = h_str("/dev/shm/%sroot", prefix);
+	cr_assert_eq(mkdir(root, 0755), 0);
+}
+
+static void teardown(void)
+{
+	h_cleanup(prefix);
+}
+
+TestSuite(ownership, .init = setup, .fini = teardown, .timeout = 30);
+
+static const char *in_root(const char *name)
+{
+	return h_str("%s/%s", root, name);
+}
+
+Test(ownership, seed_collisions_are_not_swept)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"),
+			      "open", in_root("abc_0_0"), "4096",
+			      "open", in_root("abc_def_0_0"), "4096",
+			      "open", in_root("abc_1_2_0_0"), "4096",
+			      "open", in_root("other-req_0_0"), "4096",
+			      "open", in_root("0_0_0"), "4096",
+			      "open", in_root("0_1_0"), "4096",
+			      "wait", NULL};
+	const char **env = h_shim_env(abort_dir, "{req}_{int}_{int};{req}_{int}_{int}_{int}_{int}",
+				      h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL);
+	struct h_proc p = h_start_ready(argv, env);
+	char *err;
+
+	h_abort(abort_dir, "abc", "0", "abc_1_2", NULL);
+	cr_expect(h_wait_gone(in_root("abc_0_0"), 1000), "abc's own segment survived");
+	cr_expect(h_wait_gone(in_root("0_0_0"), 1000), "0's chunk 0 survived");
+	cr_expect(h_wait_gone(in_root("0_1_0"), 1000), "0's chunk 1 survived");
+	/* The sweeps are done (one watcher, events in order): the rest stays. */
+	cr_expect(h_exists(in_root("abc_def_0_0")), "abort of abc swept abc_def's segment");
+	cr_expect(h_exists(in_root("other-req_0_0")), "abort of 0 swept other-req's chunk 0");
+	cr_expect(h_exists(in_root("abc_1_2_0_0")), "an ambiguous name was swept");
+	cr_assert_eq(h_finish(&p, &err), 0);
+	cr_expect_eq(h_occurrences(err, "is ambiguous"), 1, "the ambiguous name is logged once: %s", err);
+	cr_expect(strstr(err, "ambiguous 1,"), "the ambiguous name is counted: %s", err);
+}
+
+/* Explicit beats patterns: thread request, then process request. */
+Test(ownership, explicit_requests_beat_patterns)
+{
+	const char *a = h_str("/dev/shm/%sa_0_0", prefix), *b = h_str("/dev/shm/%sb_0_0", prefix),
+		   *s = h_str("/dev/shm/%ss_0_0", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"),
+			      "shm", a + 8, "4096",
+			      "req", h_str("%sthread", prefix),
+			      "shm", b + 8, "4096",
+			      "req", h_str("%ssentinel", prefix),
+			      "shm", s + 8, "4096",
+			      "wait", NULL};
+	const char **env = h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_REQUEST_ID=%sproc", prefix), NULL);
+	struct h_proc p = h_start_ready(argv, env);
+
+	/* The names' pattern requests own nothing; the sentinel's sweep comes
+	 * after theirs, so once it is done theirs are too. */
+	h_abort(abort_dir, h_str("%sa", prefix), h_str("%sb", prefix), h_str("%ssentinel", prefix), NULL);
+	cr_assert(h_wait_gone(s, 1000), "sentinel not swept");
+	cr_expect(h_exists(a), "a pattern-derived request swept a file tagged explicitly");
+	cr_expect(h_exists(b), "a pattern-derived request swept a file tagged explicitly");
+
+	h_abort(abort_dir, h_str("%sproc", prefix), NULL);
+	cr_expect(h_wait_gone(a, 1000), "SHMGUARD_REQUEST_ID's file not swept");
+	cr_expect(h_exists(b), "the process request swept the thread request's file");
+	h_abort(abort_dir, h_str("%sthread", prefix), NULL);
+	cr_expect(h_wait_gone(b, 1000), "shmguard_set_request's file not swept");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* Someone else unlinked the name and made a new file under it: the second
+ * cleanup must not remove the newcomer. */
+Test(ownership, a_name_that_now_belongs_to_another_file_is_left)
+{
+	const char *x = h_str("/dev/shm/%sx_0_0", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", x + 8, "4096", "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	struct stat before, after;
+	int fd;
+
+	cr_assert_eq(unlink(x), 0);
+	fd = open(x, O_CREAT | O_EXCL | O_RDWR, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fstat(fd, &before), 0);
+	close(fd);
+	h_abort(abort_dir, h_str("%sx", prefix), NULL);
+	cr_assert(h_wait_stderr(&p, "now refers to another file", 1000), "the shim did not notice the new inode");
+	cr_assert_eq(stat(x, &after), 0, "the newcomer was unlinked");
+	cr_expect_eq(after.st_ino, before.st_ino);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* Every entry point that can create a file tags it. */
+Test(ownership, open_family_is_tracked)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"),
+			      "open", in_root("r_0_0"), "4096",
+			      "open64", in_root("r_0_1"), "4096",
+			      "openat", in_root("r_0_2"), "4096",
+			      "creat", in_root("r_0_3"), "4096",
+			      "wait", NULL};
+	const char **env = h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL);
+	struct h_proc p = h_start_ready(argv, env);
+
+	h_abort(abort_dir, "r", NULL);
+	for (int c = 0; c < 4; c++)
+		cr_expect(h_wait_gone(in_root(h_str("r_0_%d", c)), 1000), "r_0_%d not swept", c);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* Only an abort sweeps: a process that finishes leaves its files to the
+ * next stage, and nobody removes them after it is gone. */
+Test(ownership, natural_exit_never_sweeps)
+{
+	const char *x = h_str("/dev/shm/%sdone_0_0", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", x + 8, "4096", NULL};
+
+	cr_assert_eq(h_run(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL), NULL), 0);
+	cr_expect(h_exists(x), "a finished process's segment was removed");
+}
+
+/* Unlinking frees nothing while a mapping lives: the shim says so. */
+Test(ownership, unlinked_but_mapped_bytes_are_reported)
+{
+	const char *m = h_str("/dev/shm/%sm_0_0", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "map", m + 8, "8192", "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	char *err;
+
+	h_abort(abort_dir, h_str("%sm", prefix), NULL);
+	cr_assert(h_wait_gone(m, 1000));
+	cr_assert(h_wait_stderr(&p, "8192 mapped bytes stay in use", 1000), "mapped bytes not reported");
+	cr_assert_eq(h_finish(&p, &err), 0);
+	cr_expect(strstr(err, "swept 1 (8192 bytes)"), "summary: %s", err);
+	cr_expect(strstr(err, "still mapped 8192 bytes"), "summary: %s", err);
+}

@@ -1,1 +1,125 @@
+/* The shim inside real process life: fork, exec, threads, Python, and a
+ * bad configuration that must not hurt the host. */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static const char *prefix, *abort_dir;
+
+static void setup(void)
+{
+	prefix = h_prefix("proc");
+	abort_dir = h_str("/dev/shm/%sabort", prefix);
+}
+
+static void teardown(void)
+{
+	h_cleanup(prefix);
+}
+
+TestSuite(processes, .init = setup, .fini = teardown, .timeout = 60);
+
+static const char *seg(const char *req, int chunk)
+{
+	return h_str("/dev/shm/%s%s_0_%d", prefix, req, chunk);
+}
+
+static const char *req(const char *r)
+{
+	return h_str("%s%s", prefix, r);
+}
+
+/* Parent and child each sweep what they created; the child's watcher
+ * started anew after the fork. */
+Test(processes, fork_child_keeps_working)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("parent", 0) + 8, "4096", "fork",
+			      "shm", seg("child", 0) + 8, "4096", "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+
+	h_abort(abort_dir, req("child"), NULL);
+	cr_expect(h_wait_gone(seg("child", 0), 1000), "the fork child's segment was not swept");
+	cr_expect(h_exists(seg("parent", 0)));
+	h_abort(abort_dir, req("parent"), NULL);
+	cr_expect(h_wait_gone(seg("parent", 0), 1000), "the parent's segment was not swept after fork");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+Test(processes, exec_keeps_the_shim)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "exec", "shm", seg("execd", 0) + 8, "4096", "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+
+	h_abort(abort_dir, req("execd"), NULL);
+	cr_expect(h_wait_gone(seg("execd", 0), 1000), "the exec'd image's segment was not swept");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* 8 threads, each its own request; the even ones abort themselves half-way
+ * and keep creating (late puts) while the others create on. */
+Test(processes, threads_create_and_sweep_concurrently)
+{
+	enum { THREADS = 8, COUNT = 60 };
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "threads", h_str("%d", THREADS), h_str("%d", COUNT), req("t"),
+			      "wait", NULL};
+	const char **env = h_shim_env(abort_dir, NULL, h_str("SHMTOOL_ABORT_DIR=%s", abort_dir), NULL);
+	struct h_proc p;
+
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	p = h_start_ready(argv, env);
+	for (int t = 0; t < THREADS; t++) {
+		const char *r = h_str("t%d", t);
+		for (int i = 0; i < COUNT; i++) {
+			if (t % 2 == 0)
+				cr_expect(h_wait_gone(seg(r, i), 1000), "%s survived its abort", seg(r, i));
+			else
+				cr_expect(h_exists(seg(r, i)), "%s was swept but never aborted", seg(r, i));
+		}
+	}
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* shmguard_set_request from Python through ctypes, with
+ * multiprocessing.shared_memory creating the segment. */
+Test(processes, python_sets_its_request_through_ctypes)
+{
+	const char *script =
+		"import ctypes, sys\n"
+		"from multiprocessing import shared_memory, resource_tracker\n"
+		"lib = ctypes.CDLL(None)\n"
+		"assert lib.shmguard_set_request(sys.argv[1].encode()) == 0\n"
+		"s = shared_memory.SharedMemory(name=sys.argv[2], create=True, size=8192)\n"
+		"resource_tracker.unregister(s._name, 'shared_memory')\n"
+		"s.buf[:4] = b'data'\n"
+		"print('ready', flush=True)\n"
+		"sys.stdin.readline()\n"
+		"s.close()\n";
+	const char *name = h_str("%sunpatterned", prefix);
+	const char *argv[] = {"/usr/bin/env", "python3", "-c", script, req("py"), name, NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, NULL, NULL));
+
+	h_abort(abort_dir, req("py"), NULL);
+	cr_expect(h_wait_gone(h_str("/dev/shm/%s", name), 1000), "the Python segment was not swept");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+Test(processes, bad_configuration_keeps_the_host_working)
+{
+	const char *x = seg("bad", 0);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", x + 8, "4096", "open", h_str("%s-f_0_1", x), "4096",
+			      "fork", "exec", "say", "still-running", "wait", NULL};
+	struct h_proc p = h_spawn(argv, h_shim_env(abort_dir, "{req}_{int}_{bogus}", NULL));
+	char *line = h_read_line(&p, 10000), *err;
+
+	cr_assert_str_eq(line, "still-running");
+	cr_assert_str_eq(h_read_line(&p, 10000), "ready");
+	h_abort(abort_dir, req("bad"), NULL);
+	usleep(300 * 1000);
+	cr_expect(h_exists(x), "a disabled shim swept a segment");
+	cr_assert_eq(h_finish(&p, &err), 0, "the host failed: %s", err);
+	/* Said once per process image (parent, fork child's exec). */
+	cr_expect_eq(h_occurrences(err, "bad configuration, SHMGUARD_PATTERNS="), 2, "stderr: %s", err);
+	cr_expect(strstr(err, "unknown placeholder"), "the fault is named: %s", err);
+}
