@@ -16,6 +16,11 @@
 
 extern char **environ;
 
+/* Children still running, ended by h_cleanup(): a test that fails half-way
+ * must not leave a shim behind that recreates what the cleanup removes. */
+static pid_t live[64];
+static size_t nlive;
+
 static void die(const char *what)
 {
 	fprintf(stderr, "harness: %s: %s\n", what, strerror(errno));
@@ -105,6 +110,8 @@ struct h_proc h_spawn(const char *const *argv, const char *const *env)
 	close(in[0]);
 	close(out[1]);
 	close(errfd);
+	if (nlive < sizeof(live) / sizeof(live[0]))
+		live[nlive++] = p.pid;
 	p.in = in[1];
 	p.out = out[0];
 	return p;
@@ -160,6 +167,9 @@ int h_finish(struct h_proc *p, char **err)
 		if (errno != EINTR)
 			die("waitpid");
 	close(p->out);
+	for (size_t i = 0; i < nlive; i++)
+		if (live[i] == p->pid)
+			live[i] = live[--nlive];
 	if (err)
 		*err = slurp(p->err);
 	unlink(p->err);
@@ -210,10 +220,14 @@ static void remove_tree(int parent, const char *name)
 
 void h_cleanup(const char *prefix)
 {
-	DIR *d = opendir("/dev/shm");
 	struct dirent *e;
 	size_t len = strlen(prefix);
 
+	for (; nlive; nlive--) {
+		kill(live[nlive - 1], SIGKILL);
+		waitpid(live[nlive - 1], NULL, 0);
+	}
+	DIR *d = opendir("/dev/shm");
 	if (!d)
 		return;
 	/* Lock files carry the prefix after "shm_". */

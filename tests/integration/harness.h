@@ -43,7 +43,8 @@ bool h_wait_gone(const char *path, int timeout_ms);
 /* Milliseconds on a monotonic clock. */
 long h_now_ms(void);
 
-/* Removes every /dev/shm entry whose name starts with prefix (recursively). */
+/* Ends the children still running, then removes every /dev/shm entry whose
+ * name starts with prefix (or "shm_" + prefix: lock files), recursively. */
 void h_cleanup(const char *prefix);
 
 /* How many entries of dir start with prefix. */

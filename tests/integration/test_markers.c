@@ -112,8 +112,10 @@ Test(markers, world_writable_dir_without_sticky_bit_is_refused)
 
 Test(markers, abort_dir_removed_and_recreated_keeps_working)
 {
-	struct h_proc p = start(NULL);
+	struct h_proc p;
 
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	p = start(NULL);
 	touch(marker("a"));
 	cr_assert(h_wait_gone(seg("a"), 1000));
 	cr_assert_eq(unlink(marker("a")), 0);
