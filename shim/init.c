@@ -80,7 +80,11 @@ __attribute__((destructor)) static void shmguard_fini(void)
 {
 	struct sg_stats *s = &sg_stats;
 
-	if (!active || (!s->tagged && !s->ambiguous && !s->ignored_markers))
+	if (!active)
+		return;
+	sg_busy = true;
+	sg_markers_drain();
+	if (!s->tagged && !s->ambiguous && !s->ignored_markers)
 		return;
 	sg_log(SG_LOG_INFO,
 	       "summary: tagged %llu, swept %llu (%llu bytes), late puts %llu, left (name reused) %llu, "

@@ -25,6 +25,9 @@
 #define PRUNE_BATCH 1024    /* registry entries checked per second */
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held while markers are acted on, so that exit can wait for a sweep under
+ * way and then handle the markers still queued. */
+static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool started;
 static int inotify_fd = -1;
 
@@ -178,11 +181,18 @@ static void *watcher(void *arg)
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		long now;
 
-		if (wd < 0)
+		if (wd < 0) {
+			pthread_mutex_lock(&events_lock);
 			wd = watch_dir(fd);
-		if (poll(&p, 1, wd < 0 ? RETRY_MS : 1000) > 0 && !read_events(fd)) {
-			inotify_rm_watch(fd, wd);
-			wd = -1;
+			pthread_mutex_unlock(&events_lock);
+		}
+		if (poll(&p, 1, wd < 0 ? RETRY_MS : 1000) > 0) {
+			pthread_mutex_lock(&events_lock);
+			if (!read_events(fd)) {
+				inotify_rm_watch(fd, wd);
+				wd = -1;
+			}
+			pthread_mutex_unlock(&events_lock);
 		}
 		now = now_ms();
 		if (now >= next_prune) {
@@ -222,13 +232,22 @@ void sg_markers_start(void)
 		sg_log_once(&said_thread, SG_LOG_WARN, "cannot start the marker watcher thread; aborts will not be "
 						       "swept in this process");
 	} else {
-		inotify_fd = fd;
+		__atomic_store_n(&inotify_fd, fd, __ATOMIC_RELEASE);
 	}
 	pthread_attr_destroy(&attr);
 	/* Tried once per process either way: a failure is not retried per call. */
 	__atomic_store_n(&started, true, __ATOMIC_RELEASE);
 out:
 	pthread_mutex_unlock(&start_lock);
+}
+
+void sg_markers_drain(void)
+{
+	if (__atomic_load_n(&inotify_fd, __ATOMIC_ACQUIRE) < 0)
+		return;
+	pthread_mutex_lock(&events_lock);
+	read_events(inotify_fd);
+	pthread_mutex_unlock(&events_lock);
 }
 
 void sg_markers_after_fork(void)
@@ -239,5 +258,6 @@ void sg_markers_after_fork(void)
 		close(inotify_fd);
 	inotify_fd = -1;
 	pthread_mutex_init(&start_lock, NULL);
+	pthread_mutex_init(&events_lock, NULL);
 	started = false;
 }

@@ -13,6 +13,11 @@ bool sg_marker_present(const char *request);
 /* Starts the watcher unless it already runs in this process. */
 void sg_markers_start(void);
 
+/* At exit: finishes a sweep under way and acts on the markers already
+ * queued, so that an abort that came while the process lived is honoured
+ * even when it exits right after.  (Exit itself never sweeps.) */
+void sg_markers_drain(void);
+
 /* In a fork child: the watcher did not survive; let it start again. */
 void sg_markers_after_fork(void);
 

@@ -158,3 +158,14 @@ Test(markers, expired_markers_are_removed)
 	cr_expect(h_exists(marker("fresh")), "a fresh marker was removed");
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
+
+/* The marker comes a moment before the process exits: the abort came while
+ * it lived, so it is honoured before the process goes. */
+Test(markers, abort_just_before_exit_is_honoured)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("last") + 8, "4096", "touch", marker("last"), NULL};
+
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	cr_assert_eq(h_run(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL), NULL), 0);
+	cr_expect(!h_exists(seg("last")), "an abort just before exit was lost");
+}

@@ -2,6 +2,7 @@
  * segments and lock files go, consumed and live ones are untouched. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,13 +48,11 @@ static const char *lock_file(int i, int c)
 	return h_str("/dev/shm/shm_%s%d_0_%d_lockfile.lock", prefix, i, c);
 }
 
-/* Starts a pipeline, under `shmguard run` when shimmed, and waits for its
- * "done" line; it then stays alive until its stdin closes. */
-static struct h_proc start(const char *program, bool shimmed, const char *extra)
+/* The command line of a pipeline run, under `shmguard run` when shimmed. */
+static const char **pipeline_argv(const char *program, bool shimmed, bool wait_stdin, const char *extra)
 {
-	const char *argv[40];
+	const char **argv = calloc(40, sizeof(*argv));
 	size_t n = 0;
-	int count[3] = {0};
 
 	if (shimmed) {
 		const char *run[] = {h_bin("SG_CLI"), "run", "--patterns", PATTERNS, "--abort-dir", abort_dir,
@@ -67,13 +66,20 @@ static struct h_proc start(const char *program, bool shimmed, const char *extra)
 	}
 	const char *args[] = {program, "--prefix", prefix, "--requests", h_str("%d", REQUESTS), "--chunks",
 			      h_str("%d", CHUNKS), "--abort-every", h_str("%d", ABORT_EVERY), "--hold",
-			      h_str("%d", HOLD), "--abort-dir", abort_dir, "--wait-stdin", extra};
+			      h_str("%d", HOLD), "--abort-dir", abort_dir, wait_stdin ? "--wait-stdin" : extra, extra};
 	for (size_t k = 0; k < sizeof(args) / sizeof(args[0]) && args[k]; k++)
 		argv[n++] = args[k];
-	argv[n] = NULL;
+	return argv;
+}
 
-	struct h_proc p = h_spawn(argv, NULL);
+/* Starts a pipeline and waits for its "done" line; it then stays alive
+ * (as a server would) until its stdin closes. */
+static struct h_proc start(const char *program, bool shimmed, const char *extra)
+{
+	struct h_proc p = h_spawn(pipeline_argv(program, shimmed, true, extra), NULL);
 	char *line = h_read_line(&p, 30000);
+	int count[3] = {0};
+
 	for (int i = 0; i < REQUESTS; i++)
 		count[fate_of(i)]++;
 	cr_assert_not_null(line, "pipeline %s printed no 'done' line", program);
@@ -168,4 +174,20 @@ Test(pipeline, without_the_shim_aborted_segments_stay)
 			leaked += fate_of(i) == ABORTED && h_exists(segment(i, c)) && h_exists(lock_file(i, c));
 	cr_expect_eq(leaked, 4 * CHUNKS, "%d of the aborted requests' files stayed", leaked);
 	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* A pipeline that exits right after its last abort: the aborts came while
+ * it lived, so they are honoured before it goes (exit itself sweeps nothing:
+ * the held requests stay). */
+Test(pipeline, aborts_just_before_exit_are_honoured)
+{
+	char *err;
+
+	cr_assert_eq(h_run(pipeline_argv(h_bin("SG_SHMPIPE"), true, false, NULL), NULL, &err), 0, "%s", err);
+	for (int i = 0; i < REQUESTS; i++)
+		for (int c = 0; c < CHUNKS; c++)
+			if (fate_of(i) == ABORTED)
+				cr_expect(!h_exists(segment(i, c)), "%s outlived its abort", segment(i, c));
+			else if (fate_of(i) == HELD)
+				cr_expect(h_exists(segment(i, c)), "exit swept live %s", segment(i, c));
 }

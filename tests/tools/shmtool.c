@@ -9,6 +9,7 @@
  *   open64 / openat / creat PATH SIZE   the same through that function
  *   map NAME SIZE        like shm, but the mapping is kept until the process exits
  *   unlink PATH          unlink(PATH)
+ *   touch PATH           create an empty file (an abort marker, say)
  *   req ID               shmguard_set_request(ID) for this thread ("-" clears it)
  *   threads N COUNT P    N threads; thread t sets request P<t> and creates COUNT
  *                        segments P<t>_0_<i>; even threads write their abort marker
@@ -185,6 +186,10 @@ int main(int argc, char **argv)
 			i += 2;
 		} else if (strcmp(cmd, "unlink") == 0) {
 			ret = unlink(a) < 0 ? fail("unlink", a) : 0;
+			i += 1;
+		} else if (strcmp(cmd, "touch") == 0) {
+			int fd = open(a, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+			ret = fd < 0 ? fail("touch", a) : close(fd);
 			i += 1;
 		} else if (strcmp(cmd, "req") == 0) {
 			ret = set_request(a);
