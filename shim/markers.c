@@ -30,6 +30,7 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool started;
 static int inotify_fd = -1;
+static int watch_wd = -1; /* under events_lock */
 
 static bool said_unsafe, said_foreign, said_missing, said_thread;
 
@@ -163,7 +164,7 @@ static long now_ms(void)
 
 static void *watcher(void *arg)
 {
-	int fd = (int)(long)arg, wd = -1;
+	int fd = (int)(long)arg;
 	long ttl_ms = sg_cfg.abort_ttl * 1000L, expire_every = ttl_ms / 10;
 	long next_prune = now_ms() + 1000, next_expire = now_ms();
 	sigset_t all;
@@ -179,18 +180,19 @@ static void *watcher(void *arg)
 
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
+		bool watching;
 		long now;
 
-		if (wd < 0) {
-			pthread_mutex_lock(&events_lock);
-			wd = watch_dir(fd);
-			pthread_mutex_unlock(&events_lock);
-		}
-		if (poll(&p, 1, wd < 0 ? RETRY_MS : 1000) > 0) {
+		pthread_mutex_lock(&events_lock);
+		if (watch_wd < 0)
+			watch_wd = watch_dir(fd);
+		watching = watch_wd >= 0;
+		pthread_mutex_unlock(&events_lock);
+		if (poll(&p, 1, watching ? 1000 : RETRY_MS) > 0) {
 			pthread_mutex_lock(&events_lock);
 			if (!read_events(fd)) {
-				inotify_rm_watch(fd, wd);
-				wd = -1;
+				inotify_rm_watch(fd, watch_wd);
+				watch_wd = -1;
 			}
 			pthread_mutex_unlock(&events_lock);
 		}
@@ -199,7 +201,7 @@ static void *watcher(void *arg)
 			sg_registry_prune(PRUNE_BATCH);
 			next_prune = now + 1000;
 		}
-		if (wd >= 0 && now >= next_expire) {
+		if (watching && now >= next_expire) {
 			sg_markers_expire(sg_cfg.abort_dir, sg_cfg.abort_ttl);
 			next_expire = now + expire_every;
 		}
@@ -246,7 +248,10 @@ void sg_markers_drain(void)
 	if (__atomic_load_n(&inotify_fd, __ATOMIC_ACQUIRE) < 0)
 		return;
 	pthread_mutex_lock(&events_lock);
-	read_events(inotify_fd);
+	if (watch_wd >= 0)
+		read_events(inotify_fd);
+	else /* the watcher has not got going (or lost its directory): look */
+		for_each_marker(on_marker);
 	pthread_mutex_unlock(&events_lock);
 }
 
@@ -257,6 +262,7 @@ void sg_markers_after_fork(void)
 	if (inotify_fd >= 0)
 		close(inotify_fd);
 	inotify_fd = -1;
+	watch_wd = -1;
 	pthread_mutex_init(&start_lock, NULL);
 	pthread_mutex_init(&events_lock, NULL);
 	started = false;
