@@ -104,7 +104,7 @@ static bool is_run_char(enum sg_token_kind kind, char c)
 static void step_forward(const struct sg_pattern *p, const struct sg_token *t, const char *name, size_t len,
 			 const bool *in, bool *out)
 {
-	memset(out, 0, sizeof(posset));
+	memset(out, 0, len + 1);
 	for (size_t pos = 0; pos <= len; pos++) {
 		if (!in[pos])
 			continue;
@@ -122,7 +122,7 @@ static void step_forward(const struct sg_pattern *p, const struct sg_token *t, c
 static void step_backward(const struct sg_pattern *p, const struct sg_token *t, const char *name, size_t len,
 			  const bool *in, bool *out)
 {
-	memset(out, 0, sizeof(posset));
+	memset(out, 0, len + 1);
 	for (size_t pos = 0; pos <= len; pos++) {
 		if (!in[pos])
 			continue;
@@ -143,17 +143,17 @@ static bool extract(const struct sg_pattern *p, const char *name, size_t len,
 {
 	posset before, after, tmp;
 
-	memset(before, 0, sizeof(before));
+	memset(before, 0, len + 1);
 	before[0] = true;
 	for (unsigned k = 0; k < p->req_index; k++) {
 		step_forward(p, &p->tokens[k], name, len, before, tmp);
-		memcpy(before, tmp, sizeof(tmp));
+		memcpy(before, tmp, len + 1);
 	}
-	memset(after, 0, sizeof(after));
+	memset(after, 0, len + 1);
 	after[len] = true;
 	for (unsigned k = p->ntokens; k-- > p->req_index + 1;) {
 		step_backward(p, &p->tokens[k], name, len, after, tmp);
-		memcpy(after, tmp, sizeof(tmp));
+		memcpy(after, tmp, len + 1);
 	}
 	/* {req}: one or more characters other than '/' between the two. */
 	for (size_t i = 0; i < len; i++) {

@@ -1,22 +1,48 @@
 #include "tag.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "reqid.h"
 
 #define TAG_MAGIC "shmguard/1 "
 
+/* Appends "key=<v> " at p; returns the end.  (snprintf would do, but this
+ * runs on every tagged creation.) */
+static char *put_field(char *p, const char *key, uint64_t v)
+{
+	char digits[20];
+	int n = 0;
+
+	while (*key)
+		*p++ = *key++;
+	*p++ = '=';
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		*p++ = digits[--n];
+	*p++ = ' ';
+	return p;
+}
+
 int sg_tag_encode(const struct sg_tag *tag, char *buf, size_t buflen)
 {
-	size_t rlen = strlen(tag->req);
-	int n = snprintf(buf, buflen, TAG_MAGIC "pid=%d start=%llu created=%llu req=", (int)tag->pid,
-			 (unsigned long long)tag->start_ticks, (unsigned long long)tag->created_ns);
+	/* magic + three fields of at most 20 digits + "req=" */
+	char head[sizeof(TAG_MAGIC) + 3 * 30 + 4], *p = head;
+	size_t rlen = strlen(tag->req), hlen;
 
-	if (n < 0 || (size_t)n + rlen > buflen)
+	memcpy(p, TAG_MAGIC, sizeof(TAG_MAGIC) - 1);
+	p += sizeof(TAG_MAGIC) - 1;
+	p = put_field(p, "pid", (uint64_t)tag->pid);
+	p = put_field(p, "start", tag->start_ticks);
+	p = put_field(p, "created", tag->created_ns);
+	memcpy(p, "req=", 4);
+	hlen = (size_t)(p + 4 - head);
+	if (hlen + rlen > buflen)
 		return -1;
-	memcpy(buf + n, tag->req, rlen);
-	return n + (int)rlen;
+	memcpy(buf, head, hlen);
+	memcpy(buf + hlen, tag->req, rlen);
+	return (int)(hlen + rlen);
 }
 
 /* Reads "key=<decimal>" followed by a space; advances *p. */

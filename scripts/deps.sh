@@ -7,7 +7,7 @@ packages=(
 	meson ninja-build pkg-config gcc clang llvm
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libjansson-dev libcriterion-dev systemtap-sdt-dev
-	python3 attr util-linux
+	python3 attr util-linux bc
 )
 
 missing=()

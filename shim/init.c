@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "mappings.h"
+#include "procstat.h"
 #include "markers.h"
 #include "real.h"
 #include "registry.h"
@@ -12,6 +13,7 @@
 
 struct sg_config sg_cfg;
 struct sg_stats sg_stats;
+struct sg_self sg_self;
 __thread bool sg_busy;
 __thread char sg_thread_request[SG_NAME_MAX + 1];
 
@@ -33,6 +35,13 @@ static void after_fork_parent(void)
 /* The child is a new process: the segments it inherited records of were
  * created by its parent, which sweeps them; its watcher thread did not
  * survive the fork and starts again on the child's first tagged creation. */
+static void learn_self(void)
+{
+	sg_self.pid = getpid();
+	if (sg_proc_start_ticks(sg_self.pid, &sg_self.start_ticks) < 0)
+		sg_self.start_ticks = 0;
+}
+
 static void after_fork_child(void)
 {
 	sg_mappings_unlock();
@@ -40,6 +49,7 @@ static void after_fork_child(void)
 	sg_registry_forget_all();
 	sg_mappings_after_fork();
 	memset(&sg_stats, 0, sizeof(sg_stats));
+	learn_self();
 	sg_markers_after_fork();
 }
 
@@ -60,6 +70,7 @@ static void init(void)
 		sg_log(SG_LOG_WARN, "cannot install fork handlers; shmguard is disabled in this process");
 		return;
 	}
+	learn_self();
 	active = true;
 	sg_log(SG_LOG_DEBUG, "active: %u pattern(s), abort dir %s, %u shm root(s)", sg_cfg.patterns.count,
 	       sg_cfg.abort_dir, sg_cfg.nroots);

@@ -1,12 +1,12 @@
 /* The functions libshmguard.so exports: libc's file functions that can
- * create, unlink or map a segment, and shmguard_set_request().  Each takes
+ * create, unlink or map a segment (and close, to know an fd's end), and
+ * shmguard_set_request().  Each takes
  * a fast path to the real function unless the call can create or unlink a
  * file under a shm root, or map one this process created. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -148,13 +148,17 @@ static int call_shm_open(const struct sg_call *c, int flags)
 }
 
 /* glibc's shm_open opens /dev/shm/NAME without going through open(). */
-static int shm_path(const char *name, char *path, size_t size)
+static int shm_path(const char *name, char path[static sizeof(SG_DEFAULT_ROOT) + NAME_MAX + 1])
 {
+	size_t len;
+
 	while (*name == '/')
 		name++;
-	if (!*name || strchr(name, '/') || strlen(name) > NAME_MAX)
+	len = strlen(name);
+	if (!len || len > NAME_MAX || memchr(name, '/', len))
 		return -1; /* the real call rejects it */
-	snprintf(path, size, "%s/%s", SG_DEFAULT_ROOT, name);
+	memcpy(path, SG_DEFAULT_ROOT "/", sizeof(SG_DEFAULT_ROOT));
+	memcpy(path + sizeof(SG_DEFAULT_ROOT), name, len + 1);
 	return 0;
 }
 
@@ -164,7 +168,7 @@ SG_EXPORT int shm_open(const char *name, int flags, mode_t mode)
 	char path[sizeof(SG_DEFAULT_ROOT) + NAME_MAX + 1];
 
 	sg_real_ensure();
-	if (!(flags & O_CREAT) || shm_path(name, path, sizeof(path)) < 0)
+	if (!(flags & O_CREAT) || shm_path(name, path) < 0)
 		return call_shm_open(&c, flags);
 	return sg_create(&c, flags, path);
 }
@@ -184,7 +188,7 @@ SG_EXPORT int shm_unlink(const char *name)
 
 	sg_real_ensure();
 	ret = sg_real.shm_unlink(name);
-	if (ret == 0 && sg_registry_count() && shm_path(name, path, sizeof(path)) == 0)
+	if (ret == 0 && sg_registry_count() && shm_path(name, path) == 0)
 		forget(path);
 	return ret;
 }
@@ -213,7 +217,7 @@ SG_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 
 static void *after_mmap(void *addr, size_t len, int fd)
 {
-	if (addr != MAP_FAILED && fd >= 0 && sg_mappings_any_fd() && !sg_busy) {
+	if (addr != MAP_FAILED && fd >= 0 && !sg_busy) {
 		int saved = errno;
 		sg_mappings_on_mmap(addr, len, fd);
 		errno = saved;
@@ -242,6 +246,13 @@ SG_EXPORT int munmap(void *addr, size_t len)
 	if (ret == 0 && sg_mappings_any())
 		sg_mappings_on_munmap(addr, len);
 	return ret;
+}
+
+SG_EXPORT int close(int fd)
+{
+	sg_real_ensure();
+	sg_mappings_forget_fd(fd); /* before: once closed, the number can be reused */
+	return sg_real.close(fd);
 }
 
 SG_EXPORT int shmguard_set_request(const char *id)

@@ -3,15 +3,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include "shim.h"
-
-struct tracked_fd {
-	int fd;
-	dev_t dev;
-	ino_t ino;
-};
 
 struct mapping {
 	uintptr_t start;
@@ -21,55 +14,51 @@ struct mapping {
 	bool swept;
 };
 
+/* Identity of the segment each tracked fd refers to, indexed by fd; ino 0
+ * means untracked.  The close() wrapper clears a slot before the number can
+ * be reused, so mmap() needs no fstat to trust it.  (An fd number taken over
+ * by dup2() keeps a stale slot: only the mapped-bytes figure can suffer.) */
+static struct {
+	dev_t dev;
+	ino_t ino;
+} fds[SG_MAX_TRACKED_FD];
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-/* Keyed by fd number, so the table is bounded by the fd numbers in use. */
-static struct tracked_fd *fds;
-static size_t nfds, fds_cap;
 static struct mapping *maps;
 static size_t nmaps, maps_cap;
 
-static bool reserve(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t n = *cap ? *cap * 2 : 16;
-	void *p = realloc(*arr, n * elem);
-	if (!p)
-		return false;
-	*arr = p;
-	*cap = n;
-	return true;
-}
-
 void sg_mappings_track_fd(int fd, dev_t dev, ino_t ino)
 {
-	size_t i;
+	if ((unsigned)fd >= SG_MAX_TRACKED_FD)
+		return;
+	fds[fd].dev = dev;
+	__atomic_store_n(&fds[fd].ino, ino, __ATOMIC_RELEASE);
+}
 
-	pthread_mutex_lock(&lock);
-	for (i = 0; i < nfds && fds[i].fd != fd; i++)
-		;
-	if (i < nfds || reserve((void **)&fds, &fds_cap, nfds + 1, sizeof(*fds))) {
-		fds[i] = (struct tracked_fd){fd, dev, ino};
-		if (i == nfds)
-			__atomic_store_n(&nfds, nfds + 1, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&lock);
+void sg_mappings_forget_fd(int fd)
+{
+	if ((unsigned)fd < SG_MAX_TRACKED_FD && __atomic_load_n(&fds[fd].ino, __ATOMIC_RELAXED))
+		__atomic_store_n(&fds[fd].ino, 0, __ATOMIC_RELAXED);
 }
 
 void sg_mappings_on_mmap(void *addr, size_t len, int fd)
 {
-	struct stat st;
-	size_t i;
+	ino_t ino;
 
+	if ((unsigned)fd >= SG_MAX_TRACKED_FD || !(ino = __atomic_load_n(&fds[fd].ino, __ATOMIC_ACQUIRE)))
+		return;
 	pthread_mutex_lock(&lock);
-	for (i = 0; i < nfds && fds[i].fd != fd; i++)
-		;
-	/* The fd may have been closed and its number reused since: check. */
-	if (i < nfds && fstat(fd, &st) == 0 && st.st_dev == fds[i].dev && st.st_ino == fds[i].ino &&
-	    reserve((void **)&maps, &maps_cap, nmaps + 1, sizeof(*maps))) {
-		maps[nmaps] = (struct mapping){(uintptr_t)addr, len, st.st_dev, st.st_ino, false};
-		__atomic_store_n(&nmaps, nmaps + 1, __ATOMIC_RELAXED);
+	if (nmaps == maps_cap) {
+		size_t cap = maps_cap ? maps_cap * 2 : 16;
+		struct mapping *m = realloc(maps, cap * sizeof(*m));
+		if (!m)
+			goto out;
+		maps = m;
+		maps_cap = cap;
 	}
+	maps[nmaps] = (struct mapping){(uintptr_t)addr, len, fds[fd].dev, ino, false};
+	__atomic_store_n(&nmaps, nmaps + 1, __ATOMIC_RELAXED);
+out:
 	pthread_mutex_unlock(&lock);
 }
 
@@ -118,11 +107,6 @@ uint64_t sg_mappings_swept(dev_t dev, ino_t ino)
 	pthread_mutex_unlock(&lock);
 	sg_count(mapped_bytes, bytes);
 	return bytes;
-}
-
-int sg_mappings_any_fd(void)
-{
-	return __atomic_load_n(&nfds, __ATOMIC_RELAXED) != 0;
 }
 
 int sg_mappings_any(void)

@@ -8,8 +8,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* fd was returned by the creation of a tracked segment. */
+/* fd was returned by the creation of a tracked segment (fds from
+ * SG_MAX_TRACKED_FD on are not followed: their mappings go uncounted). */
+#define SG_MAX_TRACKED_FD 4096
 void sg_mappings_track_fd(int fd, dev_t dev, ino_t ino);
+
+/* The program is closing fd. */
+void sg_mappings_forget_fd(int fd);
 
 /* After a successful mmap of fd / munmap of a range. */
 void sg_mappings_on_mmap(void *addr, size_t len, int fd);
@@ -19,8 +24,7 @@ void sg_mappings_on_munmap(void *addr, size_t len);
  * process still maps of it, which stay counted until unmapped. */
 uint64_t sg_mappings_swept(dev_t dev, ino_t ino);
 
-/* Fast-path hints: false means the call cannot concern a tracked segment. */
-int sg_mappings_any_fd(void);
+/* Fast-path hint: false means no munmap can concern a tracked mapping. */
 int sg_mappings_any(void);
 
 void sg_mappings_lock(void);

@@ -34,62 +34,52 @@ static int watch_wd = -1; /* under events_lock */
 
 static bool said_unsafe, said_foreign, said_missing, said_thread;
 
-static bool dir_usable(bool report)
+/* Checked again for every marker: the directory may be opened up later. */
+static bool dir_usable(void)
 {
 	struct stat st;
 
 	if (lstat(sg_cfg.abort_dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return false;
 	if (sg_abort_dir_unsafe(&st)) {
-		if (report)
-			sg_log_once(&said_unsafe, SG_LOG_WARN,
-				    "abort directory %s is world-writable without the sticky bit; its markers are "
-				    "ignored until that is fixed (chmod +t or chmod o-w)",
-				    sg_cfg.abort_dir);
+		sg_log_once(&said_unsafe, SG_LOG_WARN,
+			    "abort directory %s is world-writable without the sticky bit; its markers are ignored "
+			    "until that is fixed (chmod +t or chmod o-w)",
+			    sg_cfg.abort_dir);
 		return false;
 	}
 	return true;
 }
 
-static bool marker_acceptable(const char *request, bool report, struct stat *st)
+static bool marker_acceptable(const char *request)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
+	struct stat st;
 
 	if (sg_reqid_invalid(request))
 		return false;
 	snprintf(path, sizeof(path), "%s/%s", sg_cfg.abort_dir, request);
-	if (lstat(path, st) < 0)
+	if (lstat(path, &st) < 0)
 		return false;
-	if (!sg_marker_owner_ok(st, geteuid())) {
-		if (report) {
-			sg_count(ignored_markers, 1);
-			if (!__atomic_load_n(&said_foreign, __ATOMIC_RELAXED))
-				sg_log_once(&said_foreign, SG_LOG_WARN,
-					    "ignored marker %s: %s (only regular files owned by uid %u or root "
-					    "count; later ones are logged at debug level)",
-					    path, S_ISREG(st->st_mode) ? "foreign owner" : "not a regular file",
-					    (unsigned)geteuid());
-			else
-				sg_log(SG_LOG_DEBUG, "ignored marker %s (uid %u, mode %o)", path,
-				       (unsigned)st->st_uid, (unsigned)st->st_mode);
-		}
+	if (!sg_marker_owner_ok(&st, geteuid())) {
+		sg_count(ignored_markers, 1);
+		if (!__atomic_load_n(&said_foreign, __ATOMIC_RELAXED))
+			sg_log_once(&said_foreign, SG_LOG_WARN,
+				    "ignored marker %s: %s (only regular files owned by uid %u or root count; later "
+				    "ones are logged at debug level)",
+				    path, S_ISREG(st.st_mode) ? "foreign owner" : "not a regular file",
+				    (unsigned)geteuid());
+		else
+			sg_log(SG_LOG_DEBUG, "ignored marker %s (uid %u, mode %o)", path, (unsigned)st.st_uid,
+			       (unsigned)st.st_mode);
 		return false;
 	}
 	return true;
 }
 
-bool sg_marker_present(const char *request)
-{
-	struct stat st;
-
-	return dir_usable(false) && marker_acceptable(request, false, &st);
-}
-
 static void on_marker(const char *request)
 {
-	struct stat st;
-
-	if (marker_acceptable(request, true, &st))
+	if (dir_usable() && marker_acceptable(request))
 		sg_sweep(request);
 }
 
@@ -114,7 +104,7 @@ static int watch_dir(int fd)
 
 	if (mkdir(sg_cfg.abort_dir, 0755) == 0)
 		sg_log(SG_LOG_DEBUG, "created abort directory %s", sg_cfg.abort_dir);
-	if (!dir_usable(true))
+	if (!dir_usable())
 		goto missing;
 	wd = inotify_add_watch(fd, sg_cfg.abort_dir,
 			       IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_ONLYDIR | IN_DONT_FOLLOW | IN_DELETE_SELF |
@@ -203,6 +193,7 @@ static void *watcher(void *arg)
 		}
 		if (watching && now >= next_expire) {
 			sg_markers_expire(sg_cfg.abort_dir, sg_cfg.abort_ttl);
+			sg_registry_expire_aborts(time(NULL) - (time_t)sg_cfg.abort_ttl);
 			next_expire = now + expire_every;
 		}
 	}
@@ -226,6 +217,11 @@ void sg_markers_start(void)
 						       "swept in this process", strerror(errno));
 		goto out;
 	}
+	/* Watch and read the markers already there before the creating call
+	 * returns, so that its own late put is recognised at once. */
+	pthread_mutex_lock(&events_lock);
+	watch_wd = watch_dir(fd);
+	pthread_mutex_unlock(&events_lock);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);

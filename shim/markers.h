@@ -7,10 +7,8 @@
 
 #include <stdbool.h>
 
-/* Whether an acceptable marker for request exists now: the late-put check. */
-bool sg_marker_present(const char *request);
-
-/* Starts the watcher unless it already runs in this process. */
+/* Starts the watcher unless it already runs in this process; the markers
+ * already present are acted on before it returns. */
 void sg_markers_start(void);
 
 /* At exit: finishes a sweep under way and acts on the markers already

@@ -49,5 +49,6 @@ void sg_real_resolve(void)
 	sg_real.mmap = must_resolve("mmap");
 	sg_real.mmap64 = must_resolve("mmap64");
 	sg_real.munmap = must_resolve("munmap");
+	sg_real.close = must_resolve("close");
 	__atomic_store_n(&sg_real_ready, true, __ATOMIC_RELEASE);
 }

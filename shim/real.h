@@ -24,6 +24,7 @@ struct sg_real {
 	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	void *(*mmap64)(void *, size_t, int, int, int, off64_t);
 	int (*munmap)(void *, size_t);
+	int (*close)(int);
 };
 
 extern struct sg_real sg_real;

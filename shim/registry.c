@@ -10,6 +10,7 @@
 struct sg_request {
 	struct sg_request *next; /* hash chain; must stay first */
 	struct sg_segment *segments;
+	time_t aborted_at; /* 0: not aborted */
 	char id[];
 };
 
@@ -83,7 +84,40 @@ static int make_room(struct table *t, const char *(*key)(void *))
 	return t->count + 1 > t->nbuckets ? grow(t, key) : 0;
 }
 
-/* Takes seg out of both indexes; frees its request when it was the last. */
+static void drop_request(struct sg_request *req)
+{
+	void **rslot = find(&by_request, req->id, request_key);
+
+	*rslot = req->next;
+	by_request.count--;
+	free(req);
+}
+
+/* The request entry for id, created if missing; NULL when out of memory. */
+static struct sg_request *request_entry(const char *id)
+{
+	size_t len = strlen(id) + 1;
+	void **slot;
+
+	if (make_room(&by_request, request_key) < 0)
+		return NULL;
+	slot = find(&by_request, id, request_key);
+	if (!*slot) {
+		struct sg_request *req = malloc(sizeof(*req) + len);
+		if (!req)
+			return NULL;
+		req->next = NULL;
+		req->segments = NULL;
+		req->aborted_at = 0;
+		memcpy(req->id, id, len);
+		*slot = req;
+		by_request.count++;
+	}
+	return *slot;
+}
+
+/* Takes seg out of both indexes; frees its request with the last segment
+ * unless the request is remembered as aborted. */
 static void detach(struct sg_segment *seg)
 {
 	void **slot = find(&by_path, seg->path, path_key);
@@ -94,18 +128,15 @@ static void detach(struct sg_segment *seg)
 	*seg->prev_of_request = seg->next_of_request;
 	if (seg->next_of_request)
 		seg->next_of_request->prev_of_request = seg->prev_of_request;
-	if (!req->segments) {
-		void **rslot = find(&by_request, req->id, request_key);
-		*rslot = req->next;
-		by_request.count--;
-		free(req);
-	}
+	if (!req->segments && !req->aborted_at)
+		drop_request(req);
 }
 
 int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 {
-	size_t plen = strlen(path) + 1, rlen = strlen(request) + 1;
+	size_t plen = strlen(path) + 1;
 	struct sg_segment *seg = malloc(sizeof(*seg) + plen);
+	struct sg_request *req;
 	int ret = -1;
 
 	if (!seg)
@@ -115,27 +146,16 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 	seg->ino = ino;
 
 	pthread_mutex_lock(&lock);
-	if (make_room(&by_path, path_key) < 0 || make_room(&by_request, request_key) < 0)
+	if (make_room(&by_path, path_key) < 0)
 		goto out;
-
 	void **slot = find(&by_path, path, path_key);
 	if (*slot) { /* an older file of that name, since unlinked by someone else */
 		struct sg_segment *old = *slot;
 		detach(old);
 		free(old);
 	}
-	void **rslot = find(&by_request, request, request_key);
-	if (!*rslot) {
-		struct sg_request *req = malloc(sizeof(*req) + rlen);
-		if (!req)
-			goto out;
-		req->next = NULL;
-		req->segments = NULL;
-		memcpy(req->id, request, rlen);
-		*rslot = req;
-		by_request.count++;
-	}
-	struct sg_request *req = *rslot;
+	if (!(req = request_entry(request)))
+		goto out;
 	seg->request = req;
 	seg->next_of_request = req->segments;
 	seg->prev_of_request = &req->segments;
@@ -147,7 +167,7 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 	*slot = seg;
 	by_path.count++;
 	seg = NULL;
-	ret = 0;
+	ret = req->aborted_at ? SG_ADDED_ABORTED : SG_ADDED;
 out:
 	pthread_mutex_unlock(&lock);
 	free(seg);
@@ -167,26 +187,38 @@ void sg_registry_forget_path(const char *path)
 	pthread_mutex_unlock(&lock);
 }
 
-struct sg_segment *sg_registry_take(const char *request)
+struct sg_segment *sg_registry_abort(const char *request, time_t now)
 {
 	struct sg_segment *list = NULL;
+	struct sg_request *req;
 
 	pthread_mutex_lock(&lock);
-	if (by_request.count) {
-		struct sg_request *req = *find(&by_request, request, request_key);
-		while (req && req->segments) {
+	req = request_entry(request);
+	if (req) {
+		req->aborted_at = now;
+		while (req->segments) {
 			struct sg_segment *seg = req->segments;
-			bool last = !seg->next_of_request;
 
-			detach(seg); /* frees req with the last segment */
+			detach(seg);
 			seg->next_of_request = list;
 			list = seg;
-			if (last)
-				break;
 		}
 	}
 	pthread_mutex_unlock(&lock);
 	return list;
+}
+
+void sg_registry_expire_aborts(time_t cutoff)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < by_request.nbuckets; i++) {
+		for (struct sg_request *req = by_request.buckets[i], *next; req; req = next) {
+			next = req->next;
+			if (req->aborted_at && req->aborted_at < cutoff && !req->segments)
+				drop_request(req);
+		}
+	}
+	pthread_mutex_unlock(&lock);
 }
 
 void sg_registry_prune(size_t max)

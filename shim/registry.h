@@ -1,16 +1,19 @@
 /* The exact record of what this process created: one entry per segment,
  * with the request it was created for, its device and inode.  Indexed by
  * request (a sweep walks only that request's segments, however many others
- * live) and by path (the program's own unlink drops the entry). */
+ * live) and by path (the program's own unlink drops the entry).  It also
+ * remembers which requests are aborted, so that a segment created after its
+ * abort is known as such under the same lock that records it. */
 #ifndef SHMGUARD_REGISTRY_H
 #define SHMGUARD_REGISTRY_H
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 struct sg_segment {
 	struct sg_segment *next_of_path;    /* path hash chain (private; must stay first) */
-	struct sg_segment *next_of_request; /* list handed out by sg_registry_take() */
+	struct sg_segment *next_of_request; /* list handed out by sg_registry_abort() */
 	struct sg_request *request;         /* (private) */
 	struct sg_segment **prev_of_request; /* (private) */
 	dev_t dev;
@@ -18,16 +21,23 @@ struct sg_segment {
 	char path[]; /* absolute path */
 };
 
-/* Records path (replacing a stale entry of the same path).  Returns 0, or -1
- * when out of memory (the segment is then simply not tracked). */
+enum sg_added { SG_ADDED = 0, SG_ADDED_ABORTED = 1 };
+
+/* Records path (replacing a stale entry of the same path).  Returns
+ * SG_ADDED, SG_ADDED_ABORTED when its request is already aborted (a late
+ * put: sweep it), or -1 when out of memory (the segment is not tracked). */
 int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request);
 
 /* The program unlinked path itself: forget it. */
 void sg_registry_forget_path(const char *path);
 
-/* Detaches and returns every segment recorded for request (NULL if none);
- * the caller frees each with free(). */
-struct sg_segment *sg_registry_take(const char *request);
+/* Marks request aborted (at now; later additions report it) and detaches
+ * and returns every segment recorded for it, NULL if none; the caller frees
+ * each with free(). */
+struct sg_segment *sg_registry_abort(const char *request, time_t now);
+
+/* Forgets aborts older than cutoff: their markers have expired too. */
+void sg_registry_expire_aborts(time_t cutoff);
 
 /* Checks up to max entries, resuming where the previous call stopped, and
  * forgets those whose name is gone or now names another inode: a consumer

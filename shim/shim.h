@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 
@@ -22,6 +23,15 @@ extern __thread bool sg_busy;
 
 /* The request set for this thread with shmguard_set_request(), or "". */
 extern __thread char sg_thread_request[SG_NAME_MAX + 1];
+
+/* This process, as its tags name it: pid and start time (kept current
+ * across fork). */
+struct sg_self {
+	pid_t pid;
+	uint64_t start_ticks;
+};
+
+extern struct sg_self sg_self;
 
 struct sg_stats {
 	uint64_t tagged;          /* segments recorded at creation */

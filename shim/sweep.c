@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "log.h"
 #include "mappings.h"
@@ -13,7 +14,7 @@
 
 void sg_sweep(const char *request)
 {
-	struct sg_segment *seg = sg_registry_take(request), *next;
+	struct sg_segment *seg = sg_registry_abort(request, time(NULL)), *next;
 	unsigned long long files = 0, bytes = 0, mapped = 0;
 	static bool unlink_failed_said;
 

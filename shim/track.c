@@ -12,7 +12,6 @@
 #include "log.h"
 #include "mappings.h"
 #include "markers.h"
-#include "procstat.h"
 #include "registry.h"
 #include "shim.h"
 #include "sweep.h"
@@ -99,20 +98,11 @@ static int open_learning_creation(const struct sg_call *call, int flags, bool *c
 
 static void write_tag(int fd, const char *req)
 {
-	static pid_t cached_pid;
-	static uint64_t cached_start;
-	struct sg_tag tag = {.pid = getpid()};
+	struct sg_tag tag = {.pid = sg_self.pid, .start_ticks = sg_self.start_ticks};
 	struct timespec now;
 	char buf[SG_TAG_MAX];
 	int n;
 
-	if (__atomic_load_n(&cached_pid, __ATOMIC_RELAXED) != tag.pid) {
-		uint64_t start = 0;
-		sg_proc_start_ticks(tag.pid, &start);
-		__atomic_store_n(&cached_start, start, __ATOMIC_RELAXED);
-		__atomic_store_n(&cached_pid, tag.pid, __ATOMIC_RELAXED);
-	}
-	tag.start_ticks = __atomic_load_n(&cached_start, __ATOMIC_RELAXED);
 	clock_gettime(CLOCK_REALTIME, &now);
 	tag.created_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	strcpy(tag.req, req);
@@ -127,10 +117,14 @@ static void write_tag(int fd, const char *req)
 static void record(int fd, const char *path, const char *req)
 {
 	struct stat st;
+	int added;
 
 	if (fstat(fd, &st) < 0)
 		return;
-	if (sg_registry_add(path, st.st_dev, st.st_ino, req) < 0) {
+	/* First, so that the aborts already on disk are known to the registry. */
+	sg_markers_start();
+	added = sg_registry_add(path, st.st_dev, st.st_ino, req);
+	if (added < 0) {
 		sg_log_once(&said_nomem, SG_LOG_WARN, "out of memory: %s is not tracked", path);
 		return;
 	}
@@ -138,10 +132,9 @@ static void record(int fd, const char *path, const char *req)
 	sg_mappings_track_fd(fd, st.st_dev, st.st_ino);
 	write_tag(fd, req);
 	sg_log(SG_LOG_DEBUG, "tagged %s for request %s", path, req);
-	sg_markers_start();
-	/* Recorded first, then checked: a marker that appears after this check
+	/* Recorded and checked under one lock: an abort that comes after this
 	 * finds the record in the watcher's sweep. */
-	if (sg_marker_present(req)) {
+	if (added == SG_ADDED_ABORTED) {
 		sg_count(late_puts, 1);
 		sg_log(SG_LOG_INFO, "request %s: %s was created after its abort", req, path);
 		sg_sweep(req);

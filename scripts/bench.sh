@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The shim's performance figures (README, "Performance"): each workload runs
+# alternately without and with libshmguard.so, several times; the median of
+# each side is reported with their ratio.  Takes about a minute.
+#   scripts/bench.sh [ROUNDS]     (default 11 runs a side)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh
+
+rounds=${1:-11}
+bench=build/bench/bench_shim
+shim=$PWD/build/shim/libshmguard.so
+prefix="bench-$$-"
+abort_dir="/dev/shm/${prefix}abort"
+trap 'rm -rf /dev/shm/"$prefix"*' EXIT
+
+shimmed() {
+	LD_PRELOAD=$shim SHMGUARD_PATTERNS='{req}_{int}_{int}' SHMGUARD_ABORT_DIR=$abort_dir "$@"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# compare NAME WORKLOAD ARGS...: alternating runs of the workload without
+# and with the shim; prints medians and the ratio.  With FLOOR set, the
+# "without" side runs the FLOOR workload instead.
+compare() {
+	local name=$1 workload=$2 without=() with=() i
+	shift 2
+	for ((i = 0; i < rounds; i++)); do
+		without+=("$("$bench" "${FLOOR:-$workload}" "$@" | awk '{ print $2 }')")
+		with+=("$(shimmed "$bench" "$workload" "$@" | awk '{ print $2 }')")
+	done
+	local a b
+	a=$(printf '%s\n' "${without[@]}" | median)
+	b=$(printf '%s\n' "${with[@]}" | median)
+	printf '%-34s %10.0f ns %10.0f ns %8.3f\n' "$name" "$a" "$b" "$(echo "$b / $a" | bc -l)"
+}
+
+echo "shmguard shim benchmarks: $rounds alternating runs a side, medians ($(nproc) CPUs, $(uname -r))"
+printf '%-34s %13s %13s %8s\n' workload "without shim" "with shim" ratio
+compare "open+close, path outside /dev/shm" open-close 300000 /etc/hostname
+compare "segment lifecycle (tagged)" lifecycle 20000 "$prefix"
+FLOOR=lifecycle-floor compare "  against fstat+fsetxattr by hand" lifecycle 20000 "$prefix"
+echo
+echo "marker to the last of a request's 4 segments unlinked (1000 aborts):"
+shimmed "$bench" sweep 1000 4 100 "$prefix" "$abort_dir"
+echo "the same with 100 and with 100,000 live segments of other requests (300 aborts each):"
+small=$(shimmed "$bench" sweep 300 4 100 "$prefix" "$abort_dir")
+large=$(shimmed "$bench" sweep 300 4 100000 "$prefix" "$abort_dir")
+echo "$small"
+echo "$large"
+awk -v s="$small" -v l="$large" 'BEGIN {
+	split(s, a, " "); split(l, b, " ")
+	for (i in a) if (a[i] == "median") ms = a[i + 1]
+	for (i in b) if (b[i] == "median") ml = b[i + 1]
+	printf "sweep time with 100,000 live / with 100 live (medians): %.2f\n", ml / ms
+}'
