@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-	meson ninja-build pkg-config gcc clang llvm
+	meson ninja-build pkg-config gcc g++ clang llvm
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libjansson-dev libcriterion-dev systemtap-sdt-dev
 	python3 attr util-linux bc

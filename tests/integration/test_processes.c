@@ -1,6 +1,9 @@
 /* The shim inside real process life: fork, exec, threads, Python, and a
  * bad configuration that must not hurt the host. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +19,9 @@ static void setup(void)
 
 static void teardown(void)
 {
+	/* The ramfs test's mount, if it got that far: it lives in this test
+	 * process's own mount namespace, over a directory of the shared one. */
+	umount2(h_str("/dev/shm/%sramfs", prefix), MNT_DETACH);
 	h_cleanup(prefix);
 }
 
@@ -122,4 +128,41 @@ Test(processes, bad_configuration_keeps_the_host_working)
 	/* Said once per process image (parent, fork child's exec). */
 	cr_expect_eq(h_occurrences(err, "bad configuration, SHMGUARD_PATTERNS="), 2, "stderr: %s", err);
 	cr_expect(strstr(err, "unknown placeholder"), "the fault is named: %s", err);
+}
+
+Test(processes, cpp_program_works_under_the_shim)
+{
+	const char *argv[] = {h_bin("SG_SHMCPP"), req("cpp"), "3", "5", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+
+	h_abort(abort_dir, req("cpp1"), NULL);
+	for (int i = 0; i < 5; i++) {
+		cr_expect(h_wait_gone(seg("cpp1", i), 1000), "%s not swept", seg("cpp1", i));
+		cr_expect(h_exists(seg("cpp0", i)));
+		cr_expect(h_exists(seg("cpp2", i)));
+	}
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* ramfs keeps no user xattrs: the shim says so once and sweeps from its
+ * own record.  Mounted in a private mount namespace of this test. */
+Test(processes, without_xattrs_the_record_still_sweeps)
+{
+	const char *root = h_str("/dev/shm/%sramfs", prefix);
+	const char *file = h_str("%s/x_0_0", root);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", file, "4096", "wait", NULL};
+	struct h_proc p;
+	char *err;
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		cr_assert(!getenv("CI"), "cannot make a mount namespace in CI: %s", strerror(errno));
+		cr_skip_test("needs CAP_SYS_ADMIN for a private mount namespace");
+	}
+	cr_assert_eq(mkdir(root, 0755), 0);
+	cr_assert_eq(mount("none", root, "ramfs", 0, NULL), 0, "mount ramfs: %s", strerror(errno));
+	p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL));
+	h_abort(abort_dir, "x", NULL);
+	cr_expect(h_wait_gone(file, 1000), "not swept without a tag");
+	cr_assert_eq(h_finish(&p, &err), 0);
+	cr_expect_eq(h_occurrences(err, "cannot write the user.shmguard tag"), 1, "%s", err);
 }
