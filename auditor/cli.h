@@ -11,6 +11,14 @@ enum {
 
 int cmd_run(int argc, char **argv);
 int cmd_abort(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
+
+#define SG_SHIM_NAME "libshmguard.so"
+
+/* The shim: given (made absolute), else next to this program in a build
+ * tree, else in the install libdir.  Returns 0 with out (PATH_MAX bytes)
+ * set, or -1 (given: with errno). */
+int cli_find_shim(const char *given, char *out);
 
 /* "shmguard SUBCOMMAND: message" on stderr; returns code. */
 __attribute__((format(printf, 3, 4))) int cli_fail(int code, const char *sub, const char *fmt, ...);

@@ -1,7 +1,6 @@
 /* shmguard run: run a program with the shim preloaded and configured. */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +9,6 @@
 
 #include "cli.h"
 #include "config.h"
-
-#define SHIM_NAME "libshmguard.so"
 
 static void usage(FILE *out)
 {
@@ -30,37 +27,7 @@ static void usage(FILE *out)
 		"  -h, --help            show this help\n\n"
 		"Exit status: COMMAND's; 2 for bad usage or configuration, 126/127 when COMMAND\n"
 		"cannot be run.\n",
-		SHIM_NAME, SHMGUARD_LIBDIR);
-}
-
-static bool readable(const char *path)
-{
-	return access(path, R_OK) == 0;
-}
-
-/* The shim beside this program in a build tree, or where it is installed. */
-static int find_shim(const char *given, char *out)
-{
-	char exe[PATH_MAX], candidate[PATH_MAX + 32];
-	ssize_t n;
-
-	if (given) {
-		if (!realpath(given, out))
-			return cli_fail(-1, "run", "cannot use shim '%s': %s", given, strerror(errno));
-		return 0;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		snprintf(candidate, sizeof(candidate), "%s/../shim/" SHIM_NAME, dirname(exe));
-		if (readable(candidate) && realpath(candidate, out))
-			return 0;
-	}
-	snprintf(candidate, sizeof(candidate), "%s/" SHIM_NAME, SHMGUARD_LIBDIR);
-	if (readable(candidate) && realpath(candidate, out))
-		return 0;
-	return cli_fail(-1, "run", "cannot find %s (looked next to this program and in %s); pass --lib PATH",
-			SHIM_NAME, SHMGUARD_LIBDIR);
+		SG_SHIM_NAME, SHMGUARD_LIBDIR);
 }
 
 /* LD_PRELOAD with the shim first, once. */
@@ -148,7 +115,16 @@ int cmd_run(int argc, char **argv)
 		cli_fail(0, "run", "%s", err);
 		goto out;
 	}
-	if (find_shim(lib, shim) < 0 || preload(shim) < 0) {
+	if (cli_find_shim(lib, shim) < 0) {
+		if (lib)
+			cli_fail(0, "run", "cannot use shim '%s': %s", lib, strerror(errno));
+		else
+			cli_fail(0, "run", "cannot find %s (looked next to this program and in %s); pass --lib PATH",
+				 SG_SHIM_NAME, SHMGUARD_LIBDIR);
+		status = EXIT_FAIL;
+		goto out;
+	}
+	if (preload(shim) < 0) {
 		status = EXIT_FAIL;
 		goto out;
 	}

@@ -12,6 +12,7 @@ static const struct {
 } commands[] = {
 	{"run", cmd_run, "run a program with libshmguard.so preloaded"},
 	{"abort", cmd_abort, "mark requests aborted: running shims sweep their segments"},
+	{"audit", cmd_audit, "measure what aborted requests leave in /dev/shm (eBPF), gate CI on it"},
 };
 
 int cli_fail(int code, const char *sub, const char *fmt, ...)

@@ -1,0 +1,380 @@
+/* Measuring what is left: a file still exists if its name still refers to
+ * it, or if some process still holds it open or mapped after its unlink
+ * (it then still uses RAM).  Its allocated bytes are st_blocks * 512, read
+ * through the name or through the holder's /proc entry.  Each pass reads
+ * the roots and /proc once, and only when it needs them. */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "tag.h"
+
+struct named {
+	uint64_t ino;
+	char *name;
+};
+
+struct holder {
+	uint32_t kdev;
+	uint64_t ino;
+	uint32_t pid;
+	char *stat_path; /* /proc/PID/fd/N or /proc/PID/map_files/RANGE */
+	char *name;      /* as /proc shows it, without " (deleted)"; may be NULL */
+};
+
+struct pass {
+	struct audit *a;
+	struct named *dir[SG_MAX_ROOTS];
+	size_t ndir[SG_MAX_ROOTS];
+	bool dirs_read;
+	struct holder *holders;
+	size_t nholders, holders_cap;
+	bool holders_read;
+};
+
+struct measured {
+	bool exists, linked;
+	uint64_t bytes;
+	int64_t size;
+	uint32_t holder;
+	const char *name;
+};
+
+static int by_ino(const void *x, const void *y)
+{
+	const struct named *a = x, *b = y;
+	return (a->ino > b->ino) - (a->ino < b->ino);
+}
+
+static void read_dirs(struct pass *p)
+{
+	p->dirs_read = true;
+	for (unsigned r = 0; r < p->a->nroots; r++) {
+		DIR *d = opendir(p->a->roots[r].path);
+		struct dirent *e;
+		size_t cap = 0;
+
+		while (d && (e = readdir(d))) {
+			if (e->d_type != DT_REG && e->d_type != DT_UNKNOWN)
+				continue;
+			if (p->ndir[r] == cap) {
+				cap = cap ? cap * 2 : 256;
+				struct named *n = realloc(p->dir[r], cap * sizeof(*n));
+				if (!n)
+					break;
+				p->dir[r] = n;
+			}
+			p->dir[r][p->ndir[r]++] = (struct named){e->d_ino, strdup(e->d_name)};
+		}
+		if (d)
+			closedir(d);
+		qsort(p->dir[r], p->ndir[r], sizeof(struct named), by_ino);
+	}
+}
+
+static const char *dir_name(struct pass *p, unsigned r, uint64_t ino)
+{
+	struct named key = {.ino = ino}, *hit;
+
+	if (!p->dirs_read)
+		read_dirs(p);
+	hit = bsearch(&key, p->dir[r], p->ndir[r], sizeof(key), by_ino);
+	return hit ? hit->name : NULL;
+}
+
+static int root_by_kdev(const struct audit *a, uint32_t kdev)
+{
+	for (unsigned r = 0; r < a->nroots; r++)
+		if (a->roots[r].kdev == kdev)
+			return (int)r;
+	return -1;
+}
+
+static void add_holder(struct pass *p, uint32_t kdev, uint64_t ino, uint32_t pid, const char *stat_path,
+		       const char *shown)
+{
+	if (p->nholders == p->holders_cap) {
+		size_t cap = p->holders_cap ? p->holders_cap * 2 : 64;
+		struct holder *h = realloc(p->holders, cap * sizeof(*h));
+		if (!h)
+			return;
+		p->holders = h;
+		p->holders_cap = cap;
+	}
+	char *name = NULL;
+	const char *slash = shown ? strrchr(shown, '/') : NULL;
+	if (slash) {
+		size_t len = strlen(slash + 1);
+		if (len > 10 && strcmp(slash + 1 + len - 10, " (deleted)") == 0)
+			len -= 10;
+		name = strndup(slash + 1, len);
+	}
+	p->holders[p->nholders++] = (struct holder){kdev, ino, pid, strdup(stat_path), name};
+}
+
+/* Unlinked shm files that process pid holds open. */
+static void scan_fds(struct pass *p, uint32_t pid)
+{
+	char dir[64], link[sizeof(dir) + sizeof(((struct dirent *)0)->d_name) + 1], target[512];
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%u/fd", pid);
+	if (!(d = opendir(dir)))
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) ||
+		    st.st_nlink != 0 || root_by_kdev(p->a, audit_kdev(st.st_dev)) < 0)
+			continue;
+		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = '\0';
+		add_holder(p, audit_kdev(st.st_dev), st.st_ino, pid, link, n > 0 ? target : NULL);
+	}
+	closedir(d);
+}
+
+/* Unlinked shm files that process pid maps. */
+static void scan_maps(struct pass *p, uint32_t pid)
+{
+	char path[64], line[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	if (!(f = fopen(path, "re")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, ino;
+		unsigned maj, min;
+		int off = 0;
+
+		if (sscanf(line, "%llx-%llx %*s %*s %x:%x %llu %n", &start, &end, &maj, &min, &ino, &off) < 5 || !ino ||
+		    !strstr(line, " (deleted)"))
+			continue;
+		uint32_t kdev = maj << 20 | min;
+		if (root_by_kdev(p->a, kdev) < 0)
+			continue;
+		char *shown = line + off;
+		shown[strcspn(shown, "\n")] = '\0';
+		char stat_path[96];
+		snprintf(stat_path, sizeof(stat_path), "/proc/%u/map_files/%llx-%llx", pid, start, end);
+		add_holder(p, kdev, ino, pid, stat_path, shown);
+	}
+	fclose(f);
+}
+
+static int by_key(const void *x, const void *y)
+{
+	const struct holder *a = x, *b = y;
+	if (a->kdev != b->kdev)
+		return (a->kdev > b->kdev) - (a->kdev < b->kdev);
+	return (a->ino > b->ino) - (a->ino < b->ino);
+}
+
+static void read_holders(struct pass *p)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	p->holders_read = true;
+	while (d && (e = readdir(d))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10);
+		scan_fds(p, pid);
+		scan_maps(p, pid);
+	}
+	if (d)
+		closedir(d);
+	qsort(p->holders, p->nholders, sizeof(*p->holders), by_key);
+}
+
+static const struct holder *holder_of(struct pass *p, uint32_t kdev, uint64_t ino)
+{
+	struct holder key = {.kdev = kdev, .ino = ino};
+
+	if (!p->holders_read)
+		read_holders(p);
+	return bsearch(&key, p->holders, p->nholders, sizeof(key), by_key);
+}
+
+static bool stat_linked(struct pass *p, const struct audit_file *f, int root, const char *name, struct stat *st)
+{
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
+
+	snprintf(path, sizeof(path), "%s/%s", p->a->roots[root].path, name);
+	return lstat(path, st) == 0 && st->st_ino == f->ino && audit_kdev(st->st_dev) == f->kdev;
+}
+
+/* Whether f is still linked: by the last name the events gave, else by what
+ * the directories of the roots on its device say. */
+static bool find_linked(struct pass *p, struct audit_file *f, struct stat *st)
+{
+	const char *name;
+
+	if (f->root >= 0 && f->name && stat_linked(p, f, f->root, f->name, st))
+		return true;
+	for (unsigned r = 0; r < p->a->nroots; r++) {
+		if (p->a->roots[r].kdev != f->kdev || !(name = dir_name(p, r, f->ino)) ||
+		    !stat_linked(p, f, (int)r, name, st))
+			continue;
+		char *copy = strdup(name);
+		if (copy) {
+			free(f->name);
+			f->name = copy;
+			f->root = (int)r;
+		}
+		return true;
+	}
+	return false;
+}
+
+static struct measured measure(struct pass *p, struct audit_file *f)
+{
+	struct measured m = {0};
+	struct stat st;
+
+	if (find_linked(p, f, &st)) {
+		m.linked = true;
+		m.name = f->name;
+	} else {
+		const struct holder *h = holder_of(p, f->kdev, f->ino);
+		if (!h || stat(h->stat_path, &st) < 0 || st.st_ino != f->ino)
+			return m;
+		m.holder = h->pid;
+		m.name = f->name ? f->name : h->name;
+	}
+	m.exists = true;
+	m.bytes = (uint64_t)st.st_blocks * 512;
+	m.size = st.st_size;
+	return m;
+}
+
+/* Requests for the files that have none yet: the shim's xattr where the
+ * USDT tag was missed (a shim loaded before the audit began), then the
+ * patterns. */
+static void attribute(struct audit_file *f, void *opaque)
+{
+	struct pass *p = opaque;
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2], value[SG_TAG_MAX];
+	struct sg_tag tag;
+	ssize_t n;
+
+	if (f->gone || f->indexed || f->source == REQ_AMBIGUOUS)
+		return;
+	if (f->root >= 0 && f->name && !f->unlinked) {
+		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
+		n = lgetxattr(path, SG_TAG_XATTR, value, sizeof(value));
+		if (n > 0 && sg_tag_decode(&tag, value, (size_t)n) == 0) {
+			audit_files_attribute(p->a->files, f, tag.req, REQ_TAG, -1);
+			return;
+		}
+	}
+	audit_attribute_by_name(p->a, f);
+}
+
+static void end_pass(struct pass *p)
+{
+	for (unsigned r = 0; r < SG_MAX_ROOTS; r++) {
+		for (size_t i = 0; i < p->ndir[r]; i++)
+			free(p->dir[r][i].name);
+		free(p->dir[r]);
+	}
+	for (size_t i = 0; i < p->nholders; i++) {
+		free(p->holders[i].stat_path);
+		free(p->holders[i].name);
+	}
+	free(p->holders);
+}
+
+struct abort_ctx {
+	struct pass *p;
+	struct audit_abort *ab;
+};
+
+static void measure_leftover(struct audit_file *f, void *opaque)
+{
+	struct abort_ctx *c = opaque;
+	struct measured m = measure(c->p, f);
+	struct audit_leftover *l;
+
+	if (!m.exists || !(l = calloc(1, sizeof(*l))))
+		return;
+	l->name = m.name ? strdup(m.name) : NULL;
+	l->bytes = m.bytes;
+	l->linked = m.linked;
+	l->holder = m.holder;
+	l->creator = f->creator;
+	memcpy(l->comm, f->comm, sizeof(l->comm));
+	l->shape = f->shape;
+	l->segment = m.size > 0;
+	l->next = c->ab->leftovers;
+	c->ab->leftovers = l;
+	c->ab->leaked_bytes += m.bytes;
+	c->ab->leaked_files++;
+	c->ab->leaked_segments += l->segment;
+}
+
+void audit_measure_due(struct audit *a, bool all)
+{
+	double now = audit_now_s(a);
+	struct pass p = {.a = a};
+	bool attributed = false;
+
+	for (struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
+		if (ab->measured || (!all && ab->marker_s + a->o->grace > now))
+			continue;
+		if (!attributed) {
+			audit_files_each(a->files, attribute, &p);
+			attributed = true;
+		}
+		struct abort_ctx c = {&p, ab};
+		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
+		ab->measured = true;
+	}
+	end_pass(&p);
+}
+
+struct totals {
+	struct pass *p;
+	uint64_t tracked, unattributed, files;
+};
+
+static void add_total(struct audit_file *f, void *opaque)
+{
+	struct totals *t = opaque;
+	struct measured m;
+
+	if (f->gone)
+		return;
+	m = measure(t->p, f);
+	if (!m.exists)
+		return;
+	t->tracked += m.bytes;
+	t->files++;
+	if (!f->indexed)
+		t->unattributed += m.bytes;
+}
+
+void audit_measure_totals(struct audit *a, uint64_t *tracked, uint64_t *unattributed, uint64_t *files_left)
+{
+	struct pass p = {.a = a};
+	struct totals t = {.p = &p};
+
+	audit_files_each(a->files, attribute, &p);
+	audit_files_each(a->files, add_total, &t);
+	end_pass(&p);
+	*tracked = t.tracked;
+	*unattributed = t.unattributed;
+	*files_left = t.files;
+}

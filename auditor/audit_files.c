@@ -1,0 +1,232 @@
+#include "audit_files.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct req_chain {
+	struct req_chain *next;
+	struct audit_file *files;
+	char request[];
+};
+
+struct audit_files {
+	struct audit_file **buckets;
+	size_t nbuckets, count, max_files;
+	uint64_t over_limit;
+	struct req_chain **rbuckets;
+	size_t nrbuckets, nreqs;
+};
+
+static uint64_t hash_key(uint32_t kdev, uint64_t ino)
+{
+	uint64_t h = ino * 0x9e3779b97f4a7c15ull ^ kdev;
+	return h ^ (h >> 29);
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+struct audit_files *audit_files_new(size_t max_files)
+{
+	struct audit_files *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->max_files = max_files;
+	t->nbuckets = 1024;
+	t->nrbuckets = 256;
+	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+	t->rbuckets = calloc(t->nrbuckets, sizeof(*t->rbuckets));
+	if (!t->buckets || !t->rbuckets) {
+		audit_files_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void audit_files_free(struct audit_files *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; t->buckets && i < t->nbuckets; i++) {
+		for (struct audit_file *f = t->buckets[i], *next; f; f = next) {
+			next = f->next;
+			free(f->name);
+			free(f->request);
+			free(f);
+		}
+	}
+	for (size_t i = 0; t->rbuckets && i < t->nrbuckets; i++) {
+		for (struct req_chain *r = t->rbuckets[i], *next; r; r = next) {
+			next = r->next;
+			free(r);
+		}
+	}
+	free(t->buckets);
+	free(t->rbuckets);
+	free(t);
+}
+
+struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64_t ino)
+{
+	struct audit_file *f = t->buckets[hash_key(kdev, ino) & (t->nbuckets - 1)];
+
+	/* At most one file of a key is not gone: a reused number retires the old. */
+	while (f && (f->kdev != kdev || f->ino != ino || f->gone))
+		f = f->next;
+	return f;
+}
+
+static void grow(struct audit_files *t)
+{
+	size_t n = t->nbuckets * 2;
+	struct audit_file **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return; /* longer chains, still correct */
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		for (struct audit_file *f = t->buckets[i], *next; f; f = next) {
+			struct audit_file **slot = &b[hash_key(f->kdev, f->ino) & (n - 1)];
+			next = f->next;
+			f->next = *slot;
+			*slot = f;
+		}
+	}
+	free(t->buckets);
+	t->buckets = b;
+	t->nbuckets = n;
+}
+
+struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino)
+{
+	struct audit_file *old = audit_files_find(t, kdev, ino), *f;
+
+	if (t->count >= t->max_files) {
+		t->over_limit++;
+		return NULL;
+	}
+	if (!(f = calloc(1, sizeof(*f)))) {
+		t->over_limit++;
+		return NULL;
+	}
+	if (old)
+		old->gone = true; /* the number could only be reused once it was freed */
+	if (t->count + 1 > t->nbuckets)
+		grow(t);
+	f->kdev = kdev;
+	f->ino = ino;
+	f->root = -1;
+	f->shape = -1;
+	struct audit_file **slot = &t->buckets[hash_key(kdev, ino) & (t->nbuckets - 1)];
+	f->next = *slot;
+	*slot = f;
+	t->count++;
+	return f;
+}
+
+static struct req_chain **find_req(struct audit_files *t, const char *request)
+{
+	struct req_chain **slot = &t->rbuckets[hash_str(request) & (t->nrbuckets - 1)];
+
+	while (*slot && strcmp((*slot)->request, request) != 0)
+		slot = &(*slot)->next;
+	return slot;
+}
+
+static void grow_requests(struct audit_files *t)
+{
+	size_t n = t->nrbuckets * 2;
+	struct req_chain **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return;
+	for (size_t i = 0; i < t->nrbuckets; i++) {
+		for (struct req_chain *r = t->rbuckets[i], *next; r; r = next) {
+			next = r->next;
+			struct req_chain **slot = &b[hash_str(r->request) & (n - 1)];
+			r->next = *slot;
+			*slot = r;
+		}
+	}
+	free(t->rbuckets);
+	t->rbuckets = b;
+	t->nrbuckets = n;
+}
+
+/* Takes f off its request's chain. */
+static void unindex(struct audit_files *t, struct audit_file *f)
+{
+	struct req_chain *r = *find_req(t, f->request);
+	struct audit_file **p = r ? &r->files : NULL;
+
+	while (p && *p && *p != f)
+		p = &(*p)->next_of_req;
+	if (p && *p)
+		*p = f->next_of_req;
+	free(f->request);
+	f->request = NULL;
+	f->indexed = false;
+}
+
+void audit_files_attribute(struct audit_files *t, struct audit_file *f, const char *request,
+			   enum audit_req_source source, int shape)
+{
+	struct req_chain **slot;
+	size_t len = strlen(request) + 1;
+
+	/* A tag beats patterns, whichever came first. */
+	if (f->indexed && f->source == REQ_PATTERN && source == REQ_TAG)
+		unindex(t, f);
+	if (f->indexed || !(f->request = strdup(request)))
+		return;
+	f->source = source;
+	f->shape = shape;
+	if (t->nreqs + 1 > t->nrbuckets)
+		grow_requests(t);
+	slot = find_req(t, request);
+	if (!*slot) {
+		struct req_chain *r = malloc(sizeof(*r) + len);
+		if (!r)
+			return;
+		r->next = NULL;
+		r->files = NULL;
+		memcpy(r->request, request, len);
+		*slot = r;
+		t->nreqs++;
+	}
+	f->next_of_req = (*slot)->files;
+	(*slot)->files = f;
+	f->indexed = true;
+}
+
+void audit_files_of_request(struct audit_files *t, const char *request, void (*fn)(struct audit_file *, void *),
+			    void *ctx)
+{
+	struct req_chain *r = *find_req(t, request);
+
+	for (struct audit_file *f = r ? r->files : NULL; f; f = f->next_of_req)
+		if (!f->gone)
+			fn(f, ctx);
+}
+
+void audit_files_each(struct audit_files *t, void (*fn)(struct audit_file *, void *), void *ctx)
+{
+	for (size_t i = 0; i < t->nbuckets; i++)
+		for (struct audit_file *f = t->buckets[i]; f; f = f->next)
+			fn(f, ctx);
+}
+
+size_t audit_files_count(const struct audit_files *t)
+{
+	return t->count;
+}
+
+uint64_t audit_files_over_limit(const struct audit_files *t)
+{
+	return t->over_limit;
+}

@@ -1,0 +1,245 @@
+/* The audit's result: a report for people on stdout, the same as JSON for
+ * programs (--json), and the verdict that is the exit status. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+
+#define KIB 1024.0
+#define MIB (1024.0 * 1024.0)
+
+struct summary {
+	uint64_t leaked_bytes, leaked_files, leaked_segments;
+	uint64_t tracked, unattributed, files_left;
+	double kib_per_abort, growth_mib_per_hour;
+	bool over_budget, drops_fail;
+};
+
+/* Leftovers grouped by a key (a creating process, or a name shape). */
+struct group {
+	char key[96];
+	uint32_t pid;
+	int shape;
+	uint64_t bytes, files, segments;
+};
+
+struct groups {
+	struct group *g;
+	size_t n, cap;
+};
+
+static struct group *group_of(struct groups *gs, const char *key)
+{
+	for (size_t i = 0; i < gs->n; i++)
+		if (strcmp(gs->g[i].key, key) == 0)
+			return &gs->g[i];
+	if (gs->n == gs->cap) {
+		size_t cap = gs->cap ? gs->cap * 2 : 16;
+		struct group *g = realloc(gs->g, cap * sizeof(*g));
+		if (!g)
+			return NULL;
+		gs->g = g;
+		gs->cap = cap;
+	}
+	struct group *g = &gs->g[gs->n++];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->key, sizeof(g->key), "%s", key);
+	return g;
+}
+
+static int by_bytes(const void *x, const void *y)
+{
+	const struct group *a = x, *b = y;
+	return (a->bytes < b->bytes) - (a->bytes > b->bytes);
+}
+
+static const char *shape_text(const struct audit *a, int shape)
+{
+	return shape >= 0 ? a->o->patterns.patterns[shape].text : "(shim tag)";
+}
+
+static void group_leftovers(const struct audit *a, struct groups *by_proc, struct groups *by_shape)
+{
+	char key[96];
+
+	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
+		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next) {
+			struct group *g;
+			/* A process's leftovers, one group per name shape. */
+			snprintf(key, sizeof(key), "%s (pid %u)\t%d", l->comm, l->creator, l->shape);
+			if ((g = group_of(by_proc, key))) {
+				g->pid = l->creator;
+				g->shape = l->shape;
+				g->bytes += l->bytes;
+				g->files++;
+				g->segments += l->segment;
+			}
+			if ((g = group_of(by_shape, shape_text(a, l->shape)))) {
+				g->shape = l->shape;
+				g->bytes += l->bytes;
+				g->files++;
+				g->segments += l->segment;
+			}
+		}
+	}
+	qsort(by_proc->g, by_proc->n, sizeof(struct group), by_bytes);
+	qsort(by_shape->g, by_shape->n, sizeof(struct group), by_bytes);
+}
+
+static const char *human(uint64_t bytes, char *buf, size_t len)
+{
+	if (bytes >= MIB)
+		snprintf(buf, len, "%.1f MiB", bytes / MIB);
+	else if (bytes >= KIB)
+		snprintf(buf, len, "%.1f KiB", bytes / KIB);
+	else
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	return buf;
+}
+
+static void print_text(const struct audit *a, const struct summary *s, const struct groups *by_proc,
+		       const struct groups *by_shape)
+{
+	char b1[32], b2[32];
+	double n = a->naborts ? a->naborts : 1;
+
+	printf("aborts %u   leaked %s in %llu files   %.1f KiB/abort   growth %.0f MiB/h\n", a->naborts,
+	       human(s->leaked_bytes, b1, sizeof(b1)), (unsigned long long)s->leaked_files, s->kib_per_abort,
+	       s->growth_mib_per_hour);
+	if (!a->naborts)
+		printf("no abort markers appeared in %s: nothing to measure per abort\n", a->o->abort_dir);
+	printf("per abort: %.1f files, %.1f segments   run %.1f s   tracked at end %s in %llu files   "
+	       "unattributed %s\n",
+	       s->leaked_files / n, s->leaked_segments / n, a->end_s, human(s->tracked, b1, sizeof(b1)),
+	       (unsigned long long)s->files_left, human(s->unattributed, b2, sizeof(b2)));
+	for (size_t i = 0; i < by_proc->n && i < 3; i++) {
+		const struct group *g = &by_proc->g[i];
+		printf("top: %.*s  %s  %llu files, %llu segments  %s\n", (int)strcspn(g->key, "\t"), g->key,
+		       shape_text(a, g->shape), (unsigned long long)g->files, (unsigned long long)g->segments,
+		       human(g->bytes, b1, sizeof(b1)));
+	}
+	for (size_t i = 0; i < by_shape->n && i < 3; i++)
+		printf("shape: %s  %llu files  %s\n", by_shape->g[i].key, (unsigned long long)by_shape->g[i].files,
+		       human(by_shape->g[i].bytes, b1, sizeof(b1)));
+	if (a->ambiguous)
+		printf("ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->ambiguous);
+	if (a->dropped || audit_files_over_limit(a->files))
+		printf("LOST: %llu events dropped, %llu files over --max-files: the figures are lower bounds\n",
+		       (unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files));
+	if (a->cmd_status > 0)
+		printf("command exited with status %d\n", a->cmd_status);
+	if (s->over_budget)
+		printf("verdict: FAIL  %.1f KiB/abort > budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
+	else if (s->drops_fail)
+		printf("verdict: FAIL  events were dropped (--allow-drops to accept)\n");
+	else if (a->o->have_budget)
+		printf("verdict: PASS  %.1f KiB/abort <= budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
+	else
+		printf("verdict: none (no --max-kib-per-abort)\n");
+	fflush(stdout);
+}
+
+static json_t *groups_json(const struct audit *a, const struct groups *gs, bool procs)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < gs->n && i < 10; i++) {
+		const struct group *g = &gs->g[i];
+		json_t *o = json_pack("{s:I, s:I, s:I}", "leaked_bytes", (json_int_t)g->bytes, "files",
+				      (json_int_t)g->files, "segments", (json_int_t)g->segments);
+		if (procs) {
+			json_object_set_new(o, "process", json_stringn(g->key, strcspn(g->key, "\t")));
+			json_object_set_new(o, "pid", json_integer(g->pid));
+		}
+		json_object_set_new(o, "shape", json_string(shape_text(a, g->shape)));
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static json_t *aborts_json(const struct audit *a)
+{
+	json_t *arr = json_array();
+
+	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
+		json_t *files = json_array();
+		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next) {
+			json_t *f = json_pack("{s:I, s:b, s:I, s:s}", "bytes", (json_int_t)l->bytes, "linked",
+					      l->linked, "creator_pid", (json_int_t)l->creator, "creator", l->comm);
+			json_object_set_new(f, "name", l->name ? json_string(l->name) : json_null());
+			json_object_set_new(f, "held_by_pid", l->holder ? json_integer(l->holder) : json_null());
+			json_array_append_new(files, f);
+		}
+		json_array_append_new(arr, json_pack("{s:s, s:f, s:I, s:o}", "request", ab->request, "marker_s",
+						     ab->marker_s, "leaked_bytes", (json_int_t)ab->leaked_bytes,
+						     "leftover_files", files));
+	}
+	return arr;
+}
+
+static int write_json(const struct audit *a, const struct summary *s, const struct groups *by_proc,
+		      const struct groups *by_shape)
+{
+	const char *verdict = s->over_budget || s->drops_fail ? "fail" : a->o->have_budget ? "pass" : "none";
+	double n = a->naborts ? a->naborts : 1;
+	json_t *cmd = json_array();
+	json_t *root;
+	int ret;
+
+	for (char **c = a->o->cmd; c && *c; c++)
+		json_array_append_new(cmd, json_string(*c));
+	root = json_pack("{s:i, s:f, s:I, s:I, s:f, s:I, s:f, s:f}", "schema", 1, "duration_s", a->end_s, "aborts",
+			 (json_int_t)a->naborts, "leaked_bytes", (json_int_t)s->leaked_bytes, "leaked_kib_per_abort",
+			 s->kib_per_abort, "leaked_files", (json_int_t)s->leaked_files, "leaked_files_per_abort",
+			 s->leaked_files / n, "leaked_segments_per_abort", s->leaked_segments / n);
+	json_object_set_new(root, "tracked_bytes_at_end", json_integer((json_int_t)s->tracked));
+	json_object_set_new(root, "tracked_files_at_end", json_integer((json_int_t)s->files_left));
+	json_object_set_new(root, "growth_mib_per_hour", json_real(s->growth_mib_per_hour));
+	json_object_set_new(root, "unattributed_bytes", json_integer((json_int_t)s->unattributed));
+	json_object_set_new(root, "ambiguous_files", json_integer((json_int_t)a->ambiguous));
+	json_object_set_new(root, "dropped_events", json_integer((json_int_t)a->dropped));
+	json_object_set_new(root, "files_over_limit", json_integer((json_int_t)audit_files_over_limit(a->files)));
+	json_object_set_new(root, "budget_kib_per_abort", a->o->have_budget ? json_real(a->o->budget_kib) : json_null());
+	json_object_set_new(root, "verdict", json_string(verdict));
+	json_object_set_new(root, "command", a->o->cmd ? cmd : json_null());
+	if (!a->o->cmd)
+		json_decref(cmd);
+	json_object_set_new(root, "command_exit_status", a->cmd_status >= 0 ? json_integer(a->cmd_status) : json_null());
+	json_object_set_new(root, "top_processes", groups_json(a, by_proc, true));
+	json_object_set_new(root, "top_shapes", groups_json(a, by_shape, false));
+	json_object_set_new(root, "aborted_requests", aborts_json(a));
+	ret = json_dump_file(root, a->o->json_path, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(root);
+	if (ret < 0)
+		fprintf(stderr, "shmguard audit: cannot write %s\n", a->o->json_path);
+	return ret;
+}
+
+int audit_report(struct audit *a, uint64_t tracked, uint64_t unattributed, uint64_t files_left)
+{
+	struct summary s = {.tracked = tracked, .unattributed = unattributed, .files_left = files_left};
+	struct groups by_proc = {0}, by_shape = {0};
+	int status;
+
+	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
+		s.leaked_bytes += ab->leaked_bytes;
+		s.leaked_files += ab->leaked_files;
+		s.leaked_segments += ab->leaked_segments;
+	}
+	s.kib_per_abort = a->naborts ? s.leaked_bytes / KIB / a->naborts : 0;
+	s.growth_mib_per_hour = a->end_s > 0 ? tracked / MIB / (a->end_s / 3600.0) : 0;
+	s.over_budget = a->o->have_budget && s.kib_per_abort > a->o->budget_kib;
+	s.drops_fail = (a->dropped || audit_files_over_limit(a->files)) && !a->o->allow_drops;
+	group_leftovers(a, &by_proc, &by_shape);
+	print_text(a, &s, &by_proc, &by_shape);
+	status = a->o->json_path && write_json(a, &s, &by_proc, &by_shape) < 0 ? AUDIT_USAGE : AUDIT_PASS;
+	free(by_proc.g);
+	free(by_shape.g);
+	if (s.over_budget || s.drops_fail)
+		return AUDIT_OVER_BUDGET;
+	if (status != AUDIT_PASS)
+		return status;
+	return a->cmd_status > 0 ? AUDIT_CMD_FAILED : AUDIT_PASS;
+}
