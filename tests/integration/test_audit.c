@@ -1,0 +1,293 @@
+/* shmguard audit against ground truth: pipelines that leak a known amount
+ * per abort, measured by the test itself from st_blocks. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define PATTERNS "{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock"
+
+static const char *prefix, *abort_dir, *json_path;
+
+static void setup(void)
+{
+	prefix = h_prefix("aud");
+	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	json_path = h_str("/tmp/%sreport.json", prefix);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+}
+
+static void teardown(void)
+{
+	h_cleanup(prefix);
+	unlink(json_path);
+}
+
+TestSuite(audit, .init = setup, .fini = teardown, .timeout = 90);
+
+/* BPF needs privileges: a machine without them skips, CI never does. */
+static void need_bpf(void)
+{
+	if (geteuid() == 0)
+		return;
+	cr_assert(!getenv("CI"), "the audit tests must run as root in CI");
+	cr_skip_test("needs root for BPF");
+}
+
+/* `shmguard audit` with the test's abort dir, patterns, a short grace and
+ * a JSON report, then "--" and the command. */
+static const char **audit_argv(const char *budget, const char *const *cmd)
+{
+	const char **argv = calloc(64, sizeof(*argv));
+	size_t n = 0;
+	const char *head[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--patterns", PATTERNS, "--grace",
+			      "0.3", "--json", json_path, "--lib", h_bin("SG_SHIM")};
+
+	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+		argv[n++] = head[i];
+	if (budget) {
+		argv[n++] = "--max-kib-per-abort";
+		argv[n++] = budget;
+	}
+	argv[n++] = "--";
+	while (*cmd)
+		argv[n++] = *cmd++;
+	return argv;
+}
+
+static json_t *report(void)
+{
+	json_error_t err;
+	json_t *r = json_load_file(json_path, 0, &err);
+
+	cr_assert_not_null(r, "no JSON report: %s", err.text);
+	return r;
+}
+
+static long long jint(json_t *r, const char *key)
+{
+	json_t *v = json_object_get(r, key);
+	cr_assert(json_is_integer(v), "%s is not an integer", key);
+	return json_integer_value(v);
+}
+
+static uint64_t blocks_of(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+}
+
+/* Bytes of this test's unlinked files that some process still maps, found
+ * the way an operator would: /proc/PID/maps, then stat through map_files. */
+static uint64_t mapped_unlinked_bytes(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	uint64_t total = 0;
+
+	while (d && (e = readdir(d))) {
+		char line[4096];
+		FILE *f = fopen(h_str("/proc/%s/maps", e->d_name), "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long long lo, hi;
+			if (strstr(line, prefix) && strstr(line, "(deleted)") && sscanf(line, "%llx-%llx", &lo, &hi) == 2)
+				total += blocks_of(h_str("/proc/%s/map_files/%llx-%llx", e->d_name, lo, hi));
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return total;
+}
+
+/* Allocated bytes of the linked files of aborted request i. */
+static uint64_t linked_bytes(int i)
+{
+	return blocks_of(h_str("/dev/shm/%s%d_0_0", prefix, i)) + blocks_of(h_str("/dev/shm/%s%d_0_1", prefix, i)) +
+	       blocks_of(h_str("/dev/shm/%s%d_0_2", prefix, i)) +
+	       blocks_of(h_str("/dev/shm/shm_%s%d_0_0_lockfile.lock", prefix, i));
+}
+
+enum { REQUESTS = 12, ABORT_EVERY = 3, ABORTS = REQUESTS / ABORT_EVERY };
+
+static struct h_proc start_leakgen(bool shimmed, bool mapped)
+{
+	const char *leakgen[] = {h_bin("SG_LEAKGEN"), "--prefix", prefix, "--requests", h_str("%d", REQUESTS),
+				 "--abort-every", h_str("%d", ABORT_EVERY), "--abort-dir", abort_dir,
+				 "--wait-stdin", mapped ? "--mapped" : NULL, NULL};
+	const char *run[] = {h_bin("SG_CLI"), "run", "--patterns", PATTERNS, "--abort-dir", abort_dir,
+			     "--lib", h_bin("SG_SHIM"), "--", NULL};
+	const char *cmd[32];
+	size_t n = 0;
+
+	for (size_t i = 0; shimmed && run[i]; i++)
+		cmd[n++] = run[i];
+	for (size_t i = 0; leakgen[i]; i++)
+		cmd[n++] = leakgen[i];
+	cmd[n] = NULL;
+	struct h_proc p = h_spawn(audit_argv("0", cmd), NULL);
+	char *line = h_read_line(&p, 30000);
+	cr_assert_str_eq(line ? line : "(nothing)", "done");
+	return p;
+}
+
+Test(audit, ground_truth_within_one_percent)
+{
+	need_bpf();
+	struct h_proc p = start_leakgen(false, true);
+	uint64_t truth = 0;
+	char *err;
+
+	usleep(800 * 1000); /* past the grace: the auditor has measured */
+	for (int i = ABORT_EVERY - 1; i < REQUESTS; i += ABORT_EVERY)
+		truth += linked_bytes(i);
+	truth += mapped_unlinked_bytes();
+	cr_assert_gt(truth, 0);
+	cr_assert_eq(h_finish(&p, &err), 1, "over budget 0 must exit 1: %s", err);
+
+	json_t *r = report();
+	long long leaked = jint(r, "leaked_bytes");
+	cr_expect_eq(jint(r, "aborts"), ABORTS);
+	cr_expect(llabs(leaked - (long long)truth) * 100 <= (long long)truth, "reported %lld bytes, truth %llu",
+		  leaked, (unsigned long long)truth);
+	cr_expect_eq(jint(r, "leaked_files"), ABORTS * 5, "odd, sparse, fallocate, lock file, mapped");
+	cr_expect_eq(jint(r, "dropped_events"), 0);
+	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "fail");
+	json_decref(r);
+}
+
+Test(audit, the_same_pipeline_under_the_shim_reports_zero)
+{
+	need_bpf();
+	struct h_proc p = start_leakgen(true, false);
+	char *err;
+
+	usleep(800 * 1000);
+	cr_assert_eq(h_finish(&p, &err), 0, "under the shim the gate must pass: %s", err);
+	json_t *r = report();
+	cr_expect_eq(jint(r, "aborts"), ABORTS);
+	cr_expect_eq(jint(r, "leaked_bytes"), 0);
+	cr_expect_eq(jint(r, "leaked_files"), 0);
+	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "pass");
+	json_decref(r);
+}
+
+/* The leftover's request as the report gives it. */
+static const char *request_of(json_t *r, const char *file)
+{
+	json_t *ab, *f;
+	size_t i, k;
+
+	json_array_foreach(json_object_get(r, "aborted_requests"), i, ab)
+		json_array_foreach(json_object_get(ab, "leftover_files"), k, f)
+			if (strcmp(json_string_value(json_object_get(f, "name")) ?: "", file) == 0)
+				return json_string_value(json_object_get(ab, "request"));
+	return NULL;
+}
+
+/* The shim tags a file for request "explicit" while its name says "named";
+ * a process without the shim is attributed by the patterns. */
+Test(audit, attribution_agrees_with_the_shim)
+{
+	need_bpf();
+	const char *tagged = h_str("%snamed_0_0", prefix), *plain = h_str("%splain_0_0", prefix);
+	const char *script = h_str("LD_PRELOAD=%s SHMGUARD_REQUEST_ID=%sexplicit SHMGUARD_ABORT_DIR=%sother "
+				   "SHMGUARD_LOG=off %s shm /%s 4096 , touch %s/%sexplicit , say a && "
+				   "%s shm /%s 4096 , touch %s/%splain , say b && { read x || true; }",
+				   h_bin("SG_SHIM"), prefix, abort_dir, h_bin("SG_SHMTOOL"), tagged, abort_dir, prefix,
+				   h_bin("SG_SHMTOOL"), plain, abort_dir, prefix);
+	const char *cmd[] = {"/bin/sh", "-c", script, NULL};
+	struct h_proc p = h_spawn(audit_argv(NULL, cmd), NULL);
+
+	/* The shim's abort dir is another one: it tags but never sweeps here. */
+	cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "a");
+	cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "b");
+	usleep(600 * 1000);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+	json_t *r = report();
+	cr_expect_str_eq(request_of(r, tagged) ?: "(none)", h_str("%sexplicit", prefix), "the shim's tag was not used");
+	cr_expect_str_eq(request_of(r, plain) ?: "(none)", h_str("%splain", prefix), "patterns were not used");
+	json_decref(r);
+}
+
+/* A process outside COMMAND's tree leaks too; only the tree is counted. */
+Test(audit, only_the_command_tree_is_counted)
+{
+	need_bpf();
+	const char *inside = h_str("/dev/shm/%sin_0_0", prefix), *outside = h_str("/dev/shm/%sout_0_0", prefix);
+	const char *cmd[] = {h_bin("SG_SHMTOOL"), "shm", inside + 8, "8192", "touch", h_str("%s/%sin", abort_dir, prefix),
+			     "wait", NULL};
+	struct h_proc p = h_spawn(audit_argv(NULL, cmd), NULL);
+	int fd;
+
+	cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "ready");
+	fd = open(outside, O_CREAT | O_RDWR, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fallocate(fd, 0, 0, 65536), 0);
+	close(fd);
+	close(open(h_str("%s/%sout", abort_dir, prefix), O_CREAT | O_WRONLY, 0644));
+	usleep(600 * 1000);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+	json_t *r = report();
+	cr_expect_eq(jint(r, "aborts"), 2, "both markers are aborts");
+	cr_expect_eq(jint(r, "leaked_bytes"), (long long)blocks_of(inside), "only the tree's file counts");
+	cr_expect_null(request_of(r, h_str("%sout_0_0", prefix)), "a file from outside the tree was counted");
+	json_decref(r);
+}
+
+/* A burst of files: the ring buffer keeps up. */
+Test(audit, a_burst_loses_no_events)
+{
+	need_bpf();
+	const char *cmd[] = {h_bin("SG_LEAKGEN"), "--prefix", prefix, "--requests", "3000", "--abort-every", "1000",
+			     "--abort-dir", abort_dir, NULL};
+	char *err;
+
+	cr_assert_eq(h_run(audit_argv(NULL, cmd), NULL, &err), 0, "%s", err);
+	json_t *r = report();
+	cr_expect_eq(jint(r, "dropped_events"), 0);
+	cr_expect_eq(jint(r, "aborts"), 3);
+	json_decref(r);
+}
+
+static int audit_status(char **err, const char *a1, const char *a2, const char *a3, const char *a4)
+{
+	const char *argv[] = {h_bin("SG_CLI"), "audit", a1, a2, a3, a4, NULL};
+	return h_run(argv, NULL, err);
+}
+
+Test(audit, bad_input_is_refused_with_a_reason)
+{
+	char *err;
+
+	cr_expect_eq(audit_status(&err, "--frobnicate", NULL, NULL, NULL), 2);
+	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--patterns", "{req"), 2);
+	cr_expect(strstr(err, "bad patterns"), "%s", err);
+	cr_expect_eq(audit_status(&err, "--abort-dir", h_str("%s/missing", abort_dir), "--", "/bin/true"), 2);
+	cr_expect(strstr(err, "does not exist"), "%s", err);
+	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--grace", "soon"), 2);
+	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--max-kib-per-abort", "-1"), 2);
+	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--shm-root", "/nonexistent"), 2);
+}
+
+Test(audit, without_privileges_it_says_what_is_missing)
+{
+	char *err;
+	const char *argv[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", h_bin("SG_CLI"),
+			      "audit", "--abort-dir", abort_dir, "--", "/bin/true", NULL};
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to drop to another user");
+	cr_assert_eq(h_run(argv, NULL, &err), 3, "%s", err);
+	cr_expect(strstr(err, "tracing is not possible"), "%s", err);
+	cr_expect(strstr(err, "CAP_BPF"), "the message names the missing privilege: %s", err);
+}
