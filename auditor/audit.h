@@ -77,15 +77,16 @@ struct audit {
 	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
 	double end_s;
 	uint64_t events, dropped, ambiguous;
+	uint64_t tracked, unattributed, files_left; /* as of the last review */
 	int cmd_status; /* -1: no COMMAND or still running */
 };
 
 double audit_now_s(const struct audit *a);
 
 /* audit_events.c: the BPF events' effect on the file table. */
-struct sg_audit_inode;
+struct sg_audit_create;
 struct sg_audit_tag;
-void audit_on_inode(struct audit *a, const struct sg_audit_inode *e);
+void audit_on_create(struct audit *a, const struct sg_audit_create *e);
 void audit_on_tag(struct audit *a, const struct sg_audit_tag *e);
 /* Gives f a request from its name when it has none (patterns). */
 void audit_attribute_by_name(struct audit *a, struct audit_file *f);
@@ -97,12 +98,14 @@ int audit_markers_open(struct audit *a); /* inotify fd, or -1 */
 void audit_markers_read(struct audit *a, int fd);
 void audit_aborts_free(struct audit *a);
 
-/* audit_eval.c: what is left of files now. */
+/* audit_eval.c: what is left of files now.  Measures the aborts whose
+ * grace is over (all of them with all). */
 void audit_measure_due(struct audit *a, bool all);
-/* Allocated bytes of every live tracked file and of those with no request. */
-void audit_measure_totals(struct audit *a, uint64_t *tracked, uint64_t *unattributed, uint64_t *files_left);
+/* Forgets the files that are freed; gives the allocated bytes of those that
+ * still exist, of those with no request, and their number. */
+void audit_review(struct audit *a, uint64_t *tracked, uint64_t *unattributed, uint64_t *files_left);
 
 /* audit_report.c */
-int audit_report(struct audit *a, uint64_t tracked, uint64_t unattributed, uint64_t files_left);
+int audit_report(struct audit *a);
 
 #endif

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -39,6 +40,8 @@ struct pass {
 	struct holder *holders;
 	size_t nholders, holders_cap;
 	bool holders_read;
+	uint64_t started_ns; /* CLOCK_MONOTONIC, as the events' times */
+	uint64_t tracked, unattributed, files; /* what review() found */
 };
 
 struct measured {
@@ -260,19 +263,17 @@ static struct measured measure(struct pass *p, struct audit_file *f)
 	return m;
 }
 
-/* Requests for the files that have none yet: the shim's xattr where the
- * USDT tag was missed (a shim loaded before the audit began), then the
- * patterns. */
-static void attribute(struct audit_file *f, void *opaque)
+/* A request for a file that has none yet: the shim's xattr where the USDT
+ * tag was missed (a shim loaded before the audit began), then the patterns. */
+static void attribute(struct pass *p, struct audit_file *f, const struct measured *m)
 {
-	struct pass *p = opaque;
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2], value[SG_TAG_MAX];
 	struct sg_tag tag;
 	ssize_t n;
 
-	if (f->gone || f->indexed || f->source == REQ_AMBIGUOUS)
+	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
-	if (f->root >= 0 && f->name && !f->unlinked) {
+	if (m->linked) {
 		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
 		n = lgetxattr(path, SG_TAG_XATTR, value, sizeof(value));
 		if (n > 0 && sg_tag_decode(&tag, value, (size_t)n) == 0) {
@@ -281,6 +282,40 @@ static void attribute(struct audit_file *f, void *opaque)
 		}
 	}
 	audit_attribute_by_name(p->a, f);
+}
+
+/* One look at a file: a file that is neither linked nor held is freed and
+ * forgotten (the table holds what still exists); the others get their
+ * request and count in the totals.  Files newer than the pass are left for
+ * the next one: the directory snapshot may predate them. */
+static void review(struct audit_file *f, void *opaque)
+{
+	struct pass *p = opaque;
+	struct measured m;
+
+	if (f->created_ns >= p->started_ns)
+		return;
+	m = measure(p, f);
+	if (!m.exists) {
+		audit_files_remove(p->a->files, f);
+		return;
+	}
+	if (!f->name && m.name && (f->name = strdup(m.name)))
+		f->root = root_by_kdev(p->a, f->kdev);
+	attribute(p, f, &m);
+	p->tracked += m.bytes;
+	p->files++;
+	if (!f->indexed)
+		p->unattributed += m.bytes;
+}
+
+static void begin_pass(struct pass *p, struct audit *a)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	*p = (struct pass){.a = a, .started_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec};
+	audit_files_each(a->files, review, p);
 }
 
 static void end_pass(struct pass *p)
@@ -328,53 +363,31 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 void audit_measure_due(struct audit *a, bool all)
 {
 	double now = audit_now_s(a);
-	struct pass p = {.a = a};
-	bool attributed = false;
+	struct pass p;
+	bool reviewed = false;
 
 	for (struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
 		if (ab->measured || (!all && ab->marker_s + a->o->grace > now))
 			continue;
-		if (!attributed) {
-			audit_files_each(a->files, attribute, &p);
-			attributed = true;
+		if (!reviewed) {
+			begin_pass(&p, a);
+			reviewed = true;
 		}
 		struct abort_ctx c = {&p, ab};
 		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
 		ab->measured = true;
 	}
-	end_pass(&p);
+	if (reviewed)
+		end_pass(&p);
 }
 
-struct totals {
-	struct pass *p;
-	uint64_t tracked, unattributed, files;
-};
-
-static void add_total(struct audit_file *f, void *opaque)
+void audit_review(struct audit *a, uint64_t *tracked, uint64_t *unattributed, uint64_t *files_left)
 {
-	struct totals *t = opaque;
-	struct measured m;
+	struct pass p;
 
-	if (f->gone)
-		return;
-	m = measure(t->p, f);
-	if (!m.exists)
-		return;
-	t->tracked += m.bytes;
-	t->files++;
-	if (!f->indexed)
-		t->unattributed += m.bytes;
-}
-
-void audit_measure_totals(struct audit *a, uint64_t *tracked, uint64_t *unattributed, uint64_t *files_left)
-{
-	struct pass p = {.a = a};
-	struct totals t = {.p = &p};
-
-	audit_files_each(a->files, attribute, &p);
-	audit_files_each(a->files, add_total, &t);
+	begin_pass(&p, a);
 	end_pass(&p);
-	*tracked = t.tracked;
-	*unattributed = t.unattributed;
-	*files_left = t.files;
+	*tracked = p.tracked;
+	*unattributed = p.unattributed;
+	*files_left = p.files;
 }

@@ -76,8 +76,7 @@ struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64
 {
 	struct audit_file *f = t->buckets[hash_key(kdev, ino) & (t->nbuckets - 1)];
 
-	/* At most one file of a key is not gone: a reused number retires the old. */
-	while (f && (f->kdev != kdev || f->ino != ino || f->gone))
+	while (f && (f->kdev != kdev || f->ino != ino))
 		f = f->next;
 	return f;
 }
@@ -115,7 +114,7 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 		return NULL;
 	}
 	if (old)
-		old->gone = true; /* the number could only be reused once it was freed */
+		audit_files_remove(t, old); /* the number could only be reused once it was freed */
 	if (t->count + 1 > t->nbuckets)
 		grow(t);
 	f->kdev = kdev;
@@ -204,26 +203,38 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 	f->indexed = true;
 }
 
+void audit_files_remove(struct audit_files *t, struct audit_file *f)
+{
+	struct audit_file **p = &t->buckets[hash_key(f->kdev, f->ino) & (t->nbuckets - 1)];
+
+	while (*p && *p != f)
+		p = &(*p)->next;
+	if (*p)
+		*p = f->next;
+	if (f->indexed)
+		unindex(t, f);
+	t->count--;
+	free(f->name);
+	free(f);
+}
+
 void audit_files_of_request(struct audit_files *t, const char *request, void (*fn)(struct audit_file *, void *),
 			    void *ctx)
 {
 	struct req_chain *r = *find_req(t, request);
 
 	for (struct audit_file *f = r ? r->files : NULL; f; f = f->next_of_req)
-		if (!f->gone)
-			fn(f, ctx);
+		fn(f, ctx);
 }
 
 void audit_files_each(struct audit_files *t, void (*fn)(struct audit_file *, void *), void *ctx)
 {
-	for (size_t i = 0; i < t->nbuckets; i++)
-		for (struct audit_file *f = t->buckets[i]; f; f = f->next)
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		for (struct audit_file *f = t->buckets[i], *next; f; f = next) {
+			next = f->next; /* fn may remove f */
 			fn(f, ctx);
-}
-
-size_t audit_files_count(const struct audit_files *t)
-{
-	return t->count;
+		}
+	}
 }
 
 uint64_t audit_files_over_limit(const struct audit_files *t)

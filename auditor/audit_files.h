@@ -1,6 +1,6 @@
 /* The auditor's table of the files created under the shm roots during a
- * run, keyed by device and inode, each with what the events said of it and
- * the request it belongs to. */
+ * run, keyed by device and inode: who created each, its name where known,
+ * and the request it belongs to. */
 #ifndef SHMGUARD_AUDIT_FILES_H
 #define SHMGUARD_AUDIT_FILES_H
 
@@ -24,11 +24,7 @@ struct audit_file {
 	char *name;                   /* name in that root, NULL unknown */
 	uint32_t creator;             /* tgid */
 	char comm[16];
-	uint64_t created_ns;          /* monotonic */
-	uint64_t blocks;              /* last seen, 512-byte units */
-	int64_t size;                 /* last seen */
-	bool unlinked;                /* an event saw nlink 0 */
-	bool gone;                    /* its inode number was reused: this file is freed */
+	uint64_t created_ns;          /* monotonic */                    /* its inode number was reused: this file is freed */
 	enum audit_req_source source;
 	int shape;                    /* pattern index for REQ_PATTERN */
 	char *request;
@@ -43,7 +39,7 @@ void audit_files_free(struct audit_files *t);
 /* The record for (kdev, ino), or NULL. */
 struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64_t ino);
 
-/* A new record (a reused inode number retires the old one first), or NULL
+/* A new record (a reused inode number removes the old one first), or NULL
  * when the table is full (counted: audit_files_over_limit). */
 struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino);
 
@@ -52,14 +48,16 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 void audit_files_attribute(struct audit_files *t, struct audit_file *f, const char *request,
 			   enum audit_req_source source, int shape);
 
-/* Calls fn for each live file of request. */
+/* Forgets f (freed in the kernel: it cannot matter any more). */
+void audit_files_remove(struct audit_files *t, struct audit_file *f);
+
+/* Calls fn for each file of request. */
 void audit_files_of_request(struct audit_files *t, const char *request, void (*fn)(struct audit_file *, void *),
 			    void *ctx);
 
-/* Calls fn for every file (gone ones included). */
+/* Calls fn for every file; fn may remove the file it is given. */
 void audit_files_each(struct audit_files *t, void (*fn)(struct audit_file *, void *), void *ctx);
 
-size_t audit_files_count(const struct audit_files *t);
 uint64_t audit_files_over_limit(const struct audit_files *t);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "audit.h"
 
@@ -179,6 +180,13 @@ static json_t *aborts_json(const struct audit *a)
 	return arr;
 }
 
+static json_int_t max_rss_kib(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) == 0 ? (json_int_t)ru.ru_maxrss : -1;
+}
+
 static int write_json(const struct audit *a, const struct summary *s, const struct groups *by_proc,
 		      const struct groups *by_shape)
 {
@@ -199,7 +207,9 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "growth_mib_per_hour", json_real(s->growth_mib_per_hour));
 	json_object_set_new(root, "unattributed_bytes", json_integer((json_int_t)s->unattributed));
 	json_object_set_new(root, "ambiguous_files", json_integer((json_int_t)a->ambiguous));
+	json_object_set_new(root, "events", json_integer((json_int_t)a->events));
 	json_object_set_new(root, "dropped_events", json_integer((json_int_t)a->dropped));
+	json_object_set_new(root, "auditor_max_rss_kib", json_integer(max_rss_kib()));
 	json_object_set_new(root, "files_over_limit", json_integer((json_int_t)audit_files_over_limit(a->files)));
 	json_object_set_new(root, "budget_kib_per_abort", a->o->have_budget ? json_real(a->o->budget_kib) : json_null());
 	json_object_set_new(root, "verdict", json_string(verdict));
@@ -217,9 +227,9 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	return ret;
 }
 
-int audit_report(struct audit *a, uint64_t tracked, uint64_t unattributed, uint64_t files_left)
+int audit_report(struct audit *a)
 {
-	struct summary s = {.tracked = tracked, .unattributed = unattributed, .files_left = files_left};
+	struct summary s = {.tracked = a->tracked, .unattributed = a->unattributed, .files_left = a->files_left};
 	struct groups by_proc = {0}, by_shape = {0};
 	int status;
 
@@ -229,12 +239,13 @@ int audit_report(struct audit *a, uint64_t tracked, uint64_t unattributed, uint6
 		s.leaked_segments += ab->leaked_segments;
 	}
 	s.kib_per_abort = a->naborts ? s.leaked_bytes / KIB / a->naborts : 0;
-	s.growth_mib_per_hour = a->end_s > 0 ? tracked / MIB / (a->end_s / 3600.0) : 0;
+	s.growth_mib_per_hour = a->end_s > 0 ? a->tracked / MIB / (a->end_s / 3600.0) : 0;
 	s.over_budget = a->o->have_budget && s.kib_per_abort > a->o->budget_kib;
 	s.drops_fail = (a->dropped || audit_files_over_limit(a->files)) && !a->o->allow_drops;
 	group_leftovers(a, &by_proc, &by_shape);
-	print_text(a, &s, &by_proc, &by_shape);
+	/* JSON first: it is written even if stdout is gone. */
 	status = a->o->json_path && write_json(a, &s, &by_proc, &by_shape) < 0 ? AUDIT_USAGE : AUDIT_PASS;
+	print_text(a, &s, &by_proc, &by_shape);
 	free(by_proc.g);
 	free(by_shape.g);
 	if (s.over_budget || s.drops_fail)

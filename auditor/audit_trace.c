@@ -38,9 +38,9 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*h))
 		return 0;
 	switch (h->type) {
-	case SG_AUDIT_INODE:
-		if (size >= sizeof(struct sg_audit_inode))
-			audit_on_inode(a, data);
+	case SG_AUDIT_CREATE:
+		if (size >= sizeof(struct sg_audit_create))
+			audit_on_create(a, data);
 		break;
 	case SG_AUDIT_TAG:
 		if (size >= sizeof(struct sg_audit_tag))
@@ -50,8 +50,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Which of the ctime tracepoints this kernel has: which of the three a
- * kernel offers depends on its version and on multigrain timestamps. */
+/* Which of the ctime tracepoints this kernel has (it depends on its
+ * version and on multigrain timestamps). */
 static unsigned choose_tracepoints(struct audit_bpf *skel)
 {
 	const struct {
@@ -59,7 +59,6 @@ static unsigned choose_tracepoints(struct audit_bpf *skel)
 		struct bpf_program *prog;
 	} tps[] = {
 		{"btf_trace_ctime_ns_xchg", skel->progs.ctime_ns_xchg},
-		{"btf_trace_ctime_xchg_skip", skel->progs.ctime_xchg_skip},
 		{"btf_trace_inode_set_ctime_to_ts", skel->progs.inode_set_ctime_to_ts},
 	};
 	struct btf *btf = btf__load_vmlinux_btf();
@@ -124,8 +123,8 @@ struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const 
 	t->skel->rodata->follow_tree = follow_tree;
 	if (!choose_tracepoints(t->skel)) {
 		snprintf(err, errlen,
-			 "this kernel has none of the ctime tracepoints (ctime_ns_xchg, ctime_xchg_skip, "
-			 "inode_set_ctime_to_ts) the auditor follows files with");
+			 "this kernel has neither of the ctime tracepoints (ctime_ns_xchg, "
+			 "inode_set_ctime_to_ts) the auditor sees new files with");
 		goto fail;
 	}
 	ret = audit_bpf__load(t->skel);
@@ -140,7 +139,6 @@ struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const 
 		goto fail;
 	}
 	if (attach(t, t->skel->progs.ctime_ns_xchg, err, errlen) ||
-	    attach(t, t->skel->progs.ctime_xchg_skip, err, errlen) ||
 	    attach(t, t->skel->progs.inode_set_ctime_to_ts, err, errlen) ||
 	    attach(t, t->skel->progs.sched_process_fork, err, errlen) ||
 	    attach(t, t->skel->progs.sched_process_exit, err, errlen))

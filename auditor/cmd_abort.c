@@ -85,6 +85,8 @@ int cmd_abort(int argc, char **argv)
 	const char *why = sg_config_check_dir(dir_arg && *dir_arg ? dir_arg : SG_DEFAULT_ABORT_DIR, dir);
 	if (why)
 		return cli_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir_arg, why);
+	if (strcmp(dir, SG_DEFAULT_ROOT) == 0)
+		return cli_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir, SG_ABORT_DIR_IS_ROOT);
 	if (ttl_arg && sg_config_parse_ttl(ttl_arg, &ttl) < 0)
 		return cli_fail(EXIT_USAGE, "abort", "bad TTL '%s': expected whole seconds from 1 to %d", ttl_arg,
 				SG_MAX_ABORT_TTL);

@@ -160,6 +160,9 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 	const char *why = sg_config_check_dir(abort_dir && *abort_dir ? abort_dir : SG_DEFAULT_ABORT_DIR, o->abort_dir);
 	if (why)
 		return cli_fail(-1, "audit", "bad abort directory '%s': %s", abort_dir, why);
+	for (unsigned i = 0; i < o->nroots; i++)
+		if (strcmp(o->abort_dir, o->roots[i]) == 0)
+			return cli_fail(-1, "audit", "bad abort directory '%s': %s", o->abort_dir, SG_ABORT_DIR_IS_ROOT);
 	return 0;
 }
 
@@ -219,9 +222,9 @@ static void progress(struct audit *a, bool tty, double *next)
 			kib += ab->leaked_bytes / 1024.0;
 		}
 	}
-	snprintf(line, sizeof(line), "[%6.1f s] aborts %u (measured %u)   %.1f KiB/abort so far   files %zu   events %llu",
-		 now, a->naborts, measured, measured ? kib / measured : 0.0, audit_files_count(a->files),
-		 (unsigned long long)a->events);
+	snprintf(line, sizeof(line), "[%6.1f s] aborts %u (measured %u)   %.1f KiB/abort so far   tracked %.1f MiB in %llu files",
+		 now, a->naborts, measured, measured ? kib / measured : 0.0, a->tracked / 1048576.0,
+		 (unsigned long long)a->files_left);
 	if (tty)
 		fprintf(stderr, "\r%s\033[K", line);
 	else
@@ -229,11 +232,17 @@ static void progress(struct audit *a, bool tty, double *next)
 	*next = now + (tty ? 0.5 : a->o->interval);
 }
 
+/* The kernel side wakes the reader only when its buffer fills up: poll it
+ * this often (the 8 MiB buffer holds well over a second of events). */
+#define POLL_S 0.02
+/* How often the file table is reviewed (freed files forgotten). */
+#define REVIEW_S 1.0
+
 /* Milliseconds until something is due: an abort to measure, a progress
- * line, the end of --duration; at most a second. */
+ * line, the end of --duration, the next look at the event buffer. */
 static int next_timeout(const struct audit *a, double next_progress, bool show)
 {
-	double now = audit_now_s(a), due = now + 1;
+	double now = audit_now_s(a), due = now + POLL_S;
 
 	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next)
 		if (!ab->measured && ab->marker_s + a->o->grace < due)
@@ -248,7 +257,7 @@ static int next_timeout(const struct audit *a, double next_progress, bool show)
 static int run(struct audit *a, struct audit_tracer *t, int markers, pid_t child, int sfd)
 {
 	bool tty = isatty(STDERR_FILENO), show = tty || a->o->interval > 0;
-	double next_progress = 0;
+	double next_progress = 0, next_review = REVIEW_S;
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	struct epoll_event ev = {.events = EPOLLIN};
 
@@ -295,7 +304,13 @@ static int run(struct audit *a, struct audit_tracer *t, int markers, pid_t child
 		}
 		if (a->o->duration && audit_now_s(a) >= a->o->duration)
 			running = false;
+		audit_trace_consume(t); /* measurements need every event so far */
 		audit_measure_due(a, false);
+		if (audit_now_s(a) >= next_review) {
+			/* The table keeps only what exists: consumed files go. */
+			audit_review(a, &a->tracked, &a->unattributed, &a->files_left);
+			next_review = audit_now_s(a) + REVIEW_S;
+		}
 		if (show)
 			progress(a, tty, &next_progress);
 	}
@@ -314,8 +329,6 @@ int cmd_audit(int argc, char **argv)
 	sigset_t mask, old;
 	int markers = -1, sfd = -1, go = -1, status = AUDIT_USAGE;
 	pid_t child = -1;
-	uint64_t tracked, unattributed, files_left;
-
 	if (parse_options(argc, argv, &o) < 0 || resolve_roots(&a, &o) < 0)
 		return AUDIT_USAGE;
 	if (o.lib && cli_find_shim(o.lib, shim) < 0)
@@ -369,8 +382,8 @@ int cmd_audit(int argc, char **argv)
 	a.end_s = audit_now_s(&a);
 	a.dropped = audit_trace_dropped(t);
 	audit_measure_due(&a, true);
-	audit_measure_totals(&a, &tracked, &unattributed, &files_left);
-	status = audit_report(&a, tracked, unattributed, files_left);
+	audit_review(&a, &a.tracked, &a.unattributed, &a.files_left);
+	status = audit_report(&a);
 out:
 	if (go >= 0)
 		close(go);

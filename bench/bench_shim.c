@@ -8,6 +8,10 @@
  *                                         shim adds to a tagged creation (fstat for the
  *                                         inode, fsetxattr for the tag): what no shim that
  *                                         records inodes and tags segments can go below
+ *   bench_shim churn N PREFIX             creates and unlinks N empty files as fast as it can
+ *                                         (files/s): a burst of shm events for the auditor
+ *   bench_shim keep N PREFIX              creates N empty files and leaves them (for the
+ *                                         auditor's memory per tracked file)
  *   bench_shim sweep ROUNDS K LIVE PREFIX ABORT_DIR
  *                                         creates LIVE segments of other requests, then per
  *                                         round K segments of a fresh request and its abort
@@ -73,6 +77,26 @@ static int lifecycle(long n, const char *prefix, bool floor)
 		shm_unlink(name);
 	}
 	printf("%s %.1f ns/op\n", floor ? "lifecycle-floor" : "lifecycle", (now_ns() - t0) / n);
+	return 0;
+}
+
+static int churn(long n, const char *prefix, bool keep)
+{
+	char path[300];
+	double t0 = now_ns();
+
+	for (long i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/dev/shm/%s%ld_0_0", prefix, i);
+		int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+		if (fd < 0) {
+			perror(path);
+			return 1;
+		}
+		close(fd);
+		if (!keep)
+			unlink(path);
+	}
+	printf("%s %.0f files/s\n", keep ? "keep" : "churn", n / ((now_ns() - t0) / 1e9));
 	return 0;
 }
 
@@ -153,6 +177,10 @@ int main(int argc, char **argv)
 		return lifecycle(atol(argv[2]), argv[3], false);
 	if (argc == 4 && strcmp(argv[1], "lifecycle-floor") == 0)
 		return lifecycle(atol(argv[2]), argv[3], true);
+	if (argc == 4 && strcmp(argv[1], "churn") == 0)
+		return churn(atol(argv[2]), argv[3], false);
+	if (argc == 4 && strcmp(argv[1], "keep") == 0)
+		return churn(atol(argv[2]), argv[3], true);
 	if (argc == 7 && strcmp(argv[1], "sweep") == 0)
 		return sweep(atoi(argv[2]), atoi(argv[3]), atol(argv[4]), argv[5], argv[6]);
 	fprintf(stderr, "usage: see the comment at the top of bench/bench_shim.c\n");

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The auditor's kernel side.  It follows inodes on the shm devices through
- * the ctime tracepoints (every creation, resize, rename and unlink changes
- * ctime), so it costs nothing to system calls that change no ctime and to
- * files elsewhere beyond a device comparison; syscall tracepoints would put
- * every system call of every process on the slow path.  The traced process
+/* The auditor's kernel side.  It sees files created on the shm devices
+ * through the ctime tracepoints (a new inode gets its first ctime), so it
+ * costs nothing to system calls that change no ctime and next to nothing to
+ * the others; syscall tracepoints would put every system call of every
+ * process on the slow path.  The traced process
  * tree is followed through fork and exit, and the shim's tags through USDT. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -60,6 +60,18 @@ static __always_inline void fill_header(struct sg_audit_header *h, __u32 type)
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
+/* Waking the reader for every event would cost the traced program an
+ * inter-processor interrupt per file operation; the reader polls every few
+ * milliseconds instead, and is woken only when the buffer fills up. */
+#define WAKEUP_BYTES (256 << 10)
+
+static __always_inline void submit(void *e)
+{
+	long pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+
+	bpf_ringbuf_submit(e, pending >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
 static __always_inline void *reserve(__u64 size)
 {
 	void *e = bpf_ringbuf_reserve(&events, size, 0);
@@ -69,83 +81,35 @@ static __always_inline void *reserve(__u64 size)
 	return e;
 }
 
-/* A new inode has no name yet: take the path its creating system call
- * was given (open, creat, openat, openat2). */
-static __always_inline bool creating_path(struct sg_audit_inode *e)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	unsigned long nr = BPF_CORE_READ(regs, orig_ax), arg;
-
-	switch (nr) {
-	case 2:  /* open */
-	case 85: /* creat */
-		arg = BPF_CORE_READ(regs, di);
-		break;
-	case 257: /* openat */
-	case 437: /* openat2 */
-		arg = BPF_CORE_READ(regs, si);
-		break;
-	default:
-		return false;
-	}
-	return bpf_probe_read_user_str(e->name, sizeof(e->name), (const void *)arg) > 0;
-}
-
+/* Every ctime change comes here, on every filesystem: the common cases
+ * leave after one or two reads.  tmpfs pins a dentry for every name, so a
+ * linked inode without one is being created right now (its ctime is set
+ * before its name). */
 static __always_inline int on_ctime(struct inode *inode)
 {
-	__u32 dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	struct hlist_node *alias;
-	struct sg_audit_inode *e;
-	__u32 nlink;
+	struct sg_audit_create *e;
+	__u32 dev, tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (!on_shm_dev(dev) || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
+	if (BPF_CORE_READ(inode, i_dentry.first) || !BPF_CORE_READ(inode, __i_nlink))
 		return 0;
-	nlink = BPF_CORE_READ(inode, __i_nlink);
-	alias = BPF_CORE_READ(inode, i_dentry.first);
-	/* tmpfs pins a dentry for every name: a linked inode without one is
-	 * being created right now (its name comes after its ctime). */
-	bool created = nlink > 0 && !alias;
-	if (created && !in_tree(bpf_get_current_pid_tgid() >> 32))
+	dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	if (!on_shm_dev(dev) || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG || !in_tree(tgid))
 		return 0;
-
 	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
-	fill_header(&e->h, SG_AUDIT_INODE);
+	fill_header(&e->h, SG_AUDIT_CREATE);
 	e->ino = BPF_CORE_READ(inode, i_ino);
-	e->size = BPF_CORE_READ(inode, i_size);
-	e->blocks = BPF_CORE_READ(inode, i_blocks);
 	e->dev = dev;
-	e->nlink = nlink;
-	e->created = created;
-	e->parent_ino = 0;
-	e->name_kind = SG_AUDIT_NAME_NONE;
-	e->name[0] = '\0';
-	if (alias) {
-		struct dentry *d = container_of(alias, struct dentry, d_u.d_alias);
-
-		if (bpf_probe_read_kernel_str(e->name, sizeof(e->name), BPF_CORE_READ(d, d_name.name)) > 0) {
-			e->name_kind = SG_AUDIT_NAME_DENTRY;
-			e->parent_ino = BPF_CORE_READ(d, d_parent, d_inode, i_ino);
-		}
-	} else if (created && creating_path(e)) {
-		e->name_kind = SG_AUDIT_NAME_PATH;
-	}
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
-/* Kernels with multigrain timestamps (tmpfs since 6.13) use the first two;
- * the last is the plain path. */
+/* A new inode's first ctime: with multigrain timestamps (tmpfs since 6.13)
+ * it is exchanged in (a new inode's zero ctime is never skipped, so
+ * ctime_xchg_skip need not be watched); without, it is set plainly. */
 SEC("raw_tp/ctime_ns_xchg")
 int BPF_PROG(ctime_ns_xchg, struct inode *inode)
-{
-	return on_ctime(inode);
-}
-
-SEC("raw_tp/ctime_xchg_skip")
-int BPF_PROG(ctime_xchg_skip, struct inode *inode)
 {
 	return on_ctime(inode);
 }
@@ -191,6 +155,6 @@ int BPF_USDT(shim_tag, const char *request, __u64 dev, __u64 ino)
 	e->ino = ino;
 	if (bpf_probe_read_user_str(e->request, sizeof(e->request), request) <= 0)
 		e->request[0] = '\0';
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }

@@ -9,15 +9,8 @@
 #define SG_AUDIT_COMM_LEN 16
 
 enum sg_audit_event_type {
-	SG_AUDIT_INODE = 1, /* an inode on a shm device changed */
-	SG_AUDIT_TAG = 2,   /* the shim tagged a file it created (USDT) */
-};
-
-/* What the name of an inode event holds. */
-enum sg_audit_name_kind {
-	SG_AUDIT_NAME_NONE = 0,
-	SG_AUDIT_NAME_DENTRY = 1, /* the file's own name in its directory */
-	SG_AUDIT_NAME_PATH = 2,   /* the path the creating system call was given */
+	SG_AUDIT_CREATE = 1, /* a file was created on a shm device */
+	SG_AUDIT_TAG = 2,    /* the shim tagged a file it created (USDT) */
 };
 
 struct sg_audit_header {
@@ -27,19 +20,14 @@ struct sg_audit_header {
 	char comm[SG_AUDIT_COMM_LEN];
 };
 
-/* Fired by the ctime tracepoints: creation (nlink > 0, no name yet),
- * resize, rename, unlink (nlink 0)... */
-struct sg_audit_inode {
+/* A new regular file, not yet named.  Nothing else about files is sent:
+ * names and what is left are read from the filesystem and /proc when the
+ * auditor measures. */
+struct sg_audit_create {
 	struct sg_audit_header h;
 	__u64 ino;
-	__u64 parent_ino; /* directory holding the name, with NAME_DENTRY */
-	__s64 size;
-	__u64 blocks; /* 512-byte units */
-	__u32 dev;    /* the kernel's encoding: major << 20 | minor */
-	__u32 nlink;
-	__u32 created; /* first event of a new inode */
-	__u32 name_kind;
-	char name[SG_AUDIT_NAME_MAX];
+	__u32 dev; /* the kernel's encoding: major << 20 | minor */
+	__u32 pad;
 };
 
 struct sg_audit_tag {

@@ -120,6 +120,9 @@ int sg_config_from_env(struct sg_config *c, char *err, size_t errlen)
 			return bad(err, errlen, "SHMGUARD_REQUEST_ID", v, why);
 		strcpy(c->request_id, v);
 	}
+	for (unsigned k = 0; k < c->nroots; k++)
+		if (strcmp(c->abort_dir, c->roots[k]) == 0)
+			return bad(err, errlen, "SHMGUARD_ABORT_DIR", c->abort_dir, SG_ABORT_DIR_IS_ROOT);
 	if ((v = getenv("SHMGUARD_ABORT_TTL")) && sg_config_parse_ttl(v, &c->abort_ttl) < 0)
 		return bad(err, errlen, "SHMGUARD_ABORT_TTL", v, "expected whole seconds from 1 to 604800");
 	return 0;

@@ -15,6 +15,8 @@
 #define SG_DEFAULT_ABORT_DIR "/dev/shm/shmguard-abort"
 #define SG_DEFAULT_ABORT_TTL 600
 #define SG_MAX_ABORT_TTL (7 * 24 * 3600)
+/* Markers among the segments would make every segment a marker. */
+#define SG_ABORT_DIR_IS_ROOT "the abort directory must not be a shm root itself (use a subdirectory, such as " SG_DEFAULT_ABORT_DIR ")"
 
 enum sg_log_level { SG_LOG_OFF, SG_LOG_WARN, SG_LOG_INFO, SG_LOG_DEBUG };
 

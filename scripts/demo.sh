@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The demonstration: the two-stage pipeline in examples/ runs twice, once as
-# it is and once under `shmguard run`.  Some requests are aborted half-way
-# (their chunks are never read); the first run leaves their segments and lock
-# files in /dev/shm, the second leaves nothing of them.  Live requests that
-# are still waiting to be read stay in both runs.
+# it is and once under `shmguard run`, each time measured by `shmguard audit`
+# with a budget of 0 KiB per abort (the CI gate).  Some requests are aborted
+# half-way (their chunks are never read): the first run leaves their segments
+# and lock files in /dev/shm and fails the gate, the second leaves nothing of
+# them and passes.  Live requests still waiting to be read stay in both runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -15,8 +16,16 @@ requests=200 chunks=2 chunk_size=45000 abort_every=10 hold=4
 
 cleanup() { rm -rf /dev/shm/"$prefix"* /dev/shm/shm_"$prefix"*; }
 trap cleanup EXIT
+mkdir -p "$abort_dir"
 
-# Files and allocated KiB the pipeline left, by kind.
+# The auditor needs root (eBPF); without it the demonstration only looks.
+audit=(build/auditor/shmguard audit --patterns "$patterns" --abort-dir "$abort_dir" --grace 1 --max-kib-per-abort 0 --)
+if [ "$(id -u)" -ne 0 ]; then
+	echo "(not root: the auditor cannot load its eBPF programs; showing /dev/shm only)"
+	audit=()
+fi
+
+# Files the pipeline left, by kind.
 report() {
 	local aborted=0 aborted_bytes=0 held=0 f name id
 	for f in /dev/shm/"$prefix"*_0_* /dev/shm/shm_"$prefix"*; do
@@ -29,24 +38,27 @@ report() {
 			held=$((held + 1))
 		fi
 	done
-	printf '  left in /dev/shm: %d file(s) of aborted requests (%d KiB, %d KiB per abort); %d of live requests still waiting\n' \
-		"$aborted" $((aborted_bytes / 1024)) $((aborted_bytes / 1024 / (requests / abort_every))) "$held"
+	printf 'ls /dev/shm: %d file(s) of aborted requests (%d KiB); %d of live requests still waiting\n' \
+		"$aborted" $((aborted_bytes / 1024)) "$held"
 }
 
 # The pipeline stays up for a moment after its work, as a server would.
 run_pipeline() {
-	sleep 1 | "$@" build/examples/shmpipe --prefix "$prefix" --requests $requests --chunks $chunks \
-		--chunk-size $chunk_size --abort-every $abort_every --hold $hold --abort-dir "$abort_dir" --wait-stdin
+	local status=0
+	sleep 2 | "${audit[@]}" "$@" build/examples/shmpipe --prefix "$prefix" --requests $requests \
+		--chunks $chunks --chunk-size $chunk_size --abort-every $abort_every --hold $hold \
+		--abort-dir "$abort_dir" --wait-stdin || status=$?
+	echo "exit status $status"
 }
 
-echo "== $requests requests, every ${abort_every}th aborted by its client; the last few are still waiting to be read"
+echo "== $requests requests through a two-stage pipeline; every ${abort_every}th is aborted by its client"
 echo
 echo "== 1. as it is"
 run_pipeline
 report
 cleanup
+mkdir -p "$abort_dir"
 echo
-echo "== 2. under shmguard (no change to the pipeline: LD_PRELOAD through 'shmguard run')"
-echo "     shmguard run --patterns '$patterns' --abort-dir $abort_dir -- shmpipe ..."
-SHMGUARD_LOG=${SHMGUARD_LOG:-warn} run_pipeline build/auditor/shmguard run --patterns "$patterns" --abort-dir "$abort_dir" --
+echo "== 2. under shmguard: no change to the pipeline, LD_PRELOAD through 'shmguard run'"
+run_pipeline build/auditor/shmguard run --patterns "$patterns" --abort-dir "$abort_dir" --
 report

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages shmguard needs to build, test and demonstrate,
 # but only those that are missing: a machine that has them all is left alone.
+# Extra package names (what a benchmark compares against) may follow.
 set -euo pipefail
 
 packages=(
@@ -8,6 +9,7 @@ packages=(
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libjansson-dev libcriterion-dev systemtap-sdt-dev
 	python3 attr util-linux bc
+	"$@"
 )
 
 missing=()

@@ -275,6 +275,8 @@ Test(audit, bad_input_is_refused_with_a_reason)
 	cr_expect_eq(audit_status(&err, "--abort-dir", h_str("%s/missing", abort_dir), "--", "/bin/true"), 2);
 	cr_expect(strstr(err, "does not exist"), "%s", err);
 	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--grace", "soon"), 2);
+	cr_expect_eq(audit_status(&err, "--abort-dir", "/dev/shm", "--", "/bin/true"), 2);
+	cr_expect(strstr(err, "must not be a shm root"), "%s", err);
 	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--max-kib-per-abort", "-1"), 2);
 	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--shm-root", "/nonexistent"), 2);
 }

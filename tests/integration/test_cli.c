@@ -60,6 +60,8 @@ Test(cli, abort_rejects_bad_ids_before_writing_any)
 	cr_expect_eq(cli(&err, "abort", "--abort-dir", abort_dir, longid, NULL), 2);
 	cr_expect(strstr(err, "longer than 255 bytes"), "%s", err);
 	cr_expect_eq(cli(&err, "abort", "--abort-dir", "relative/dir", "x", NULL), 2);
+	cr_expect_eq(cli(&err, "abort", "--abort-dir", "/dev/shm", "x", NULL), 2);
+	cr_expect(strstr(err, "must not be a shm root"), "%s", err);
 	cr_expect_eq(cli(&err, "abort", "--ttl", "soon", "x", NULL), 2);
 	cr_expect_eq(cli(&err, "abort", "--bogus", "x", NULL, NULL), 2);
 	cr_expect_eq(cli(&err, "abort", "--abort-dir", abort_dir, NULL, NULL), 2, "no ID is bad usage");

@@ -66,6 +66,8 @@ Test(config, bad_values_name_their_variable)
 	rejects("SHMGUARD_SHM_ROOTS", "/a:/b:/c:/d:/e:/f:/g:/h:/i");
 	rejects("SHMGUARD_ABORT_DIR", "dev/shm/x");
 	rejects("SHMGUARD_ABORT_DIR", "/dev//shm");
+	rejects("SHMGUARD_ABORT_DIR", "/dev/shm");
+	rejects("SHMGUARD_ABORT_DIR", "/dev/shm/");
 	rejects("SHMGUARD_REQUEST_ID", "a/b");
 	rejects("SHMGUARD_REQUEST_ID", "..");
 	rejects("SHMGUARD_ABORT_TTL", "0");

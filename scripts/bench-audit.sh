@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The auditor's performance figures (README, "Performance"), side by side in
+# one run: each workload plain, under `shmguard audit`, under an equivalent
+# bpftrace script and under strace -f; then a burst of shm events (dropped
+# events must be 0) and the auditor's memory per tracked file.  Needs root.
+#   scripts/bench-audit.sh [ROUNDS]     (default 7 runs a side; a few minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh bpftrace strace
+scripts/build.sh
+
+rounds=${1:-7}
+bench=build/bench/bench_shim
+cli=build/auditor/shmguard
+prefix="benchaudit-$$-"
+abort_dir="/dev/shm/${prefix}abort"
+json="/tmp/${prefix}report.json"
+tracer_pid=
+cleanup() {
+	[ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null || true
+	rm -rf /dev/shm/"$prefix"* "$json" "/tmp/${prefix}bpftrace.out"
+}
+trap cleanup EXIT
+mkdir -p "$abort_dir"
+# bpftrace's syscall tracepoints are found through tracefs.
+[ -d /sys/kernel/tracing/events ] || mount -t tracefs none /sys/kernel/tracing
+
+audited() { "$cli" audit --abort-dir "$abort_dir" --patterns '{req}_{int}_{int}' --json "$json" -- "$@"; }
+
+# What the auditor follows, the bpftrace way: the shm system calls by path.
+bpftrace_script='
+tracepoint:syscalls:sys_enter_openat /strncmp(str(args->filename), "/dev/shm/", 9) == 0/ { @open[comm] = count(); }
+tracepoint:syscalls:sys_enter_unlink /strncmp(str(args->pathname), "/dev/shm/", 9) == 0/ { @unlink[comm] = count(); }
+tracepoint:syscalls:sys_enter_ftruncate { @truncate[comm] = count(); }
+tracepoint:syscalls:sys_enter_fallocate { @fallocate[comm] = count(); }
+'
+under_bpftrace() {
+	local out="/tmp/${prefix}bpftrace.out"
+	bpftrace -e "$bpftrace_script" >"$out" 2>&1 &
+	tracer_pid=$!
+	until grep -q Attaching "$out" 2>/dev/null; do sleep 0.1; done
+	sleep 0.5
+	"$@"
+	kill -TERM "$tracer_pid" # a background job ignores SIGINT
+	wait "$tracer_pid" 2>/dev/null || true
+	tracer_pid=
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ns_of() { awk '$3 == "ns/op" { print $2 }'; }
+
+# row NAME N WORKLOAD ARGS...: N iterations (strace gets N/100: it is that slow).
+row() {
+	local name=$1 n=$2 plain=() aud=() bpf=() str=() i
+	shift 2
+	local w=$1
+	shift
+	for ((i = 0; i < rounds; i++)); do
+		plain+=("$("$bench" "$w" "$n" "$@" | ns_of)")
+		aud+=("$(audited "$bench" "$w" "$n" "$@" | ns_of)")
+		bpf+=("$(under_bpftrace "$bench" "$w" "$n" "$@" | ns_of)")
+		str+=("$(strace -f -qq -o /dev/null "$bench" "$w" $((n / 100)) "$@" | ns_of)")
+	done
+	local p a b s
+	p=$(printf '%s\n' "${plain[@]}" | median)
+	a=$(printf '%s\n' "${aud[@]}" | median)
+	b=$(printf '%s\n' "${bpf[@]}" | median)
+	s=$(printf '%s\n' "${str[@]}" | median)
+	printf '%-32s %9.0f ns %9.0f ns %6.3f %9.0f ns %6.3f %10.0f ns %7.1f\n' "$name" "$p" "$a" \
+		"$(echo "$a / $p" | bc -l)" "$b" "$(echo "$b / $p" | bc -l)" "$s" "$(echo "$s / $p" | bc -l)"
+}
+
+echo "shmguard audit benchmarks: $rounds runs each, medians ($(nproc) CPUs, $(uname -r))"
+printf '%-32s %12s %12s %6s %12s %6s %13s %7s\n' workload plain audited ratio bpftrace ratio "strace -f" ratio
+row "open+close outside /dev/shm" 300000 open-close /etc/hostname
+row "segment lifecycle" 20000 lifecycle "$prefix"
+echo
+echo "burst: 300,000 empty files created and unlinked as fast as one process can:"
+out=$(audited "$bench" churn 300000 "$prefix")
+echo "  ${out%%$'\n'*}"
+jq_get() { python3 -c "import json,sys; r=json.load(open('$json')); print(r['$1'])"; }
+events=$(jq_get events) duration=$(jq_get duration_s)
+printf '  %s events in %.2f s = %.0f events/s, dropped events: %s\n' "$events" "$duration" \
+	"$(echo "$events / $duration" | bc -l)" "$(jq_get dropped_events)"
+echo
+echo "memory: the auditor's peak RSS following 0 and 100,000 files:"
+audited "$bench" keep 1 "${prefix}m0-" >/dev/null
+rss0=$(jq_get auditor_max_rss_kib)
+audited "$bench" keep 100000 "${prefix}m1-" >/dev/null
+rss1=$(jq_get auditor_max_rss_kib)
+rm -f /dev/shm/"$prefix"m*
+printf '  %s KiB and %s KiB: %.0f bytes per tracked file\n' "$rss0" "$rss1" "$(echo "($rss1 - $rss0) * 1024 / 100000" | bc -l)"
