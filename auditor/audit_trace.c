@@ -59,6 +59,7 @@ static unsigned choose_tracepoints(struct audit_bpf *skel)
 		struct bpf_program *prog;
 	} tps[] = {
 		{"btf_trace_ctime_ns_xchg", skel->progs.ctime_ns_xchg},
+		{"btf_trace_ctime_xchg_skip", skel->progs.ctime_xchg_skip},
 		{"btf_trace_inode_set_ctime_to_ts", skel->progs.inode_set_ctime_to_ts},
 	};
 	struct btf *btf = btf__load_vmlinux_btf();
@@ -123,7 +124,7 @@ struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const 
 	t->skel->rodata->follow_tree = follow_tree;
 	if (!choose_tracepoints(t->skel)) {
 		snprintf(err, errlen,
-			 "this kernel has neither of the ctime tracepoints (ctime_ns_xchg, "
+			 "this kernel has none of the ctime tracepoints (ctime_ns_xchg, ctime_xchg_skip, "
 			 "inode_set_ctime_to_ts) the auditor sees new files with");
 		goto fail;
 	}
@@ -139,6 +140,7 @@ struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const 
 		goto fail;
 	}
 	if (attach(t, t->skel->progs.ctime_ns_xchg, err, errlen) ||
+	    attach(t, t->skel->progs.ctime_xchg_skip, err, errlen) ||
 	    attach(t, t->skel->progs.inode_set_ctime_to_ts, err, errlen) ||
 	    attach(t, t->skel->progs.sched_process_fork, err, errlen) ||
 	    attach(t, t->skel->progs.sched_process_exit, err, errlen))

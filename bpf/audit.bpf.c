@@ -106,10 +106,16 @@ static __always_inline int on_ctime(struct inode *inode)
 }
 
 /* A new inode's first ctime: with multigrain timestamps (tmpfs since 6.13)
- * it is exchanged in (a new inode's zero ctime is never skipped, so
- * ctime_xchg_skip need not be watched); without, it is set plainly. */
+ * it is exchanged in, or skipped when the recycled inode memory already
+ * holds the same coarse time; without, it is set plainly. */
 SEC("raw_tp/ctime_ns_xchg")
 int BPF_PROG(ctime_ns_xchg, struct inode *inode)
+{
+	return on_ctime(inode);
+}
+
+SEC("raw_tp/ctime_xchg_skip")
+int BPF_PROG(ctime_xchg_skip, struct inode *inode)
 {
 	return on_ctime(inode);
 }

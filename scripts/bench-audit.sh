@@ -16,9 +16,11 @@ prefix="benchaudit-$$-"
 abort_dir="/dev/shm/${prefix}abort"
 json="/tmp/${prefix}report.json"
 tracer_pid=
+remove_files() { find /dev/shm -maxdepth 1 -name "$1*" -exec rm -rf {} +; }
 cleanup() {
 	[ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null || true
-	rm -rf /dev/shm/"$prefix"* "$json" "/tmp/${prefix}bpftrace.out"
+	remove_files "$prefix"
+	rm -f "$json" "/tmp/${prefix}bpftrace.out"
 }
 trap cleanup EXIT
 mkdir -p "$abort_dir"
@@ -75,9 +77,9 @@ printf '%-32s %12s %12s %6s %12s %6s %13s %7s\n' workload plain audited ratio bp
 row "open+close outside /dev/shm" 300000 open-close /etc/hostname
 row "segment lifecycle" 20000 lifecycle "$prefix"
 echo
-echo "burst: 300,000 empty files created and unlinked as fast as one process can:"
-out=$(audited "$bench" churn 300000 "$prefix")
-echo "  ${out%%$'\n'*}"
+echo "burst: two processes each creating and unlinking 300,000 empty files as fast as they can:"
+out=$(audited sh -c "$bench churn 300000 ${prefix}a- & $bench churn 300000 ${prefix}b-; wait")
+echo "$out" | grep files/s | sed 's/^/  /'
 jq_get() { python3 -c "import json,sys; r=json.load(open('$json')); print(r['$1'])"; }
 events=$(jq_get events) duration=$(jq_get duration_s)
 printf '  %s events in %.2f s = %.0f events/s, dropped events: %s\n' "$events" "$duration" \
@@ -88,5 +90,5 @@ audited "$bench" keep 1 "${prefix}m0-" >/dev/null
 rss0=$(jq_get auditor_max_rss_kib)
 audited "$bench" keep 100000 "${prefix}m1-" >/dev/null
 rss1=$(jq_get auditor_max_rss_kib)
-rm -f /dev/shm/"$prefix"m*
+remove_files "${prefix}m"
 printf '  %s KiB and %s KiB: %.0f bytes per tracked file\n' "$rss0" "$rss1" "$(echo "($rss1 - $rss0) * 1024 / 100000" | bc -l)"
