@@ -31,19 +31,23 @@ audited() { "$cli" audit --abort-dir "$abort_dir" --patterns '{req}_{int}_{int}'
 
 # What the auditor follows, the bpftrace way: the shm system calls by path.
 bpftrace_script='
+BEGIN { printf("READY\n"); }
 tracepoint:syscalls:sys_enter_openat /strncmp(str(args->filename), "/dev/shm/", 9) == 0/ { @open[comm] = count(); }
 tracepoint:syscalls:sys_enter_unlink /strncmp(str(args->pathname), "/dev/shm/", 9) == 0/ { @unlink[comm] = count(); }
 tracepoint:syscalls:sys_enter_ftruncate { @truncate[comm] = count(); }
 tracepoint:syscalls:sys_enter_fallocate { @fallocate[comm] = count(); }
 '
 under_bpftrace() {
-	local out="/tmp/${prefix}bpftrace.out"
+	local out="/tmp/${prefix}bpftrace.out" i
+	rm -f "$out"
 	bpftrace -e "$bpftrace_script" >"$out" 2>&1 &
 	tracer_pid=$!
-	until grep -q Attaching "$out" 2>/dev/null; do sleep 0.1; done
-	sleep 0.5
+	# BEGIN runs once every probe is attached.
+	until grep -q READY "$out" 2>/dev/null; do sleep 0.1; done
 	"$@"
 	kill -TERM "$tracer_pid" # a background job ignores SIGINT
+	for ((i = 0; i < 50; i++)); do kill -0 "$tracer_pid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$tracer_pid" 2>/dev/null || true
 	wait "$tracer_pid" 2>/dev/null || true
 	tracer_pid=
 }
