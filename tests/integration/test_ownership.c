@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -154,4 +155,23 @@ Test(ownership, unlinked_but_mapped_bytes_are_reported)
 	cr_assert_eq(h_finish(&p, &err), 0);
 	cr_expect(strstr(err, "swept 1 (8192 bytes)"), "summary: %s", err);
 	cr_expect(strstr(err, "still mapped 8192 bytes"), "summary: %s", err);
+}
+
+/* The record is also written onto the file, for other processes and the
+ * CLI: request, creator pid and start time, creation time. */
+Test(ownership, the_tag_is_written_onto_the_segment)
+{
+	const char *x = h_str("/dev/shm/%stagged_0_0", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", x + 8, "4096", "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	char value[512] = "";
+	ssize_t n = -1;
+
+	for (long end = h_now_ms() + 1000; n < 0 && h_now_ms() < end; usleep(5000))
+		n = getxattr(x, "user.shmguard", value, sizeof(value) - 1);
+	cr_assert_gt(n, 0, "no user.shmguard tag on %s", x);
+	value[n] = '\0';
+	cr_expect(strncmp(value, h_str("shmguard/1 pid=%d start=", (int)p.pid), 20 + 4) == 0, "%s", value);
+	cr_expect(strstr(value, h_str(" req=%stagged", prefix)) && value[n - 1] == 'd', "%s", value);
+	cr_assert_eq(h_finish(&p, NULL), 0);
 }
