@@ -90,8 +90,6 @@ void audit_on_create(struct audit *a, const struct sg_audit_create *e);
 void audit_on_tag(struct audit *a, const struct sg_audit_tag *e);
 /* Gives f a request from its name when it has none (patterns). */
 void audit_attribute_by_name(struct audit *a, struct audit_file *f);
-/* The kernel's device encoding of a userspace st_dev. */
-uint32_t audit_kdev(uint64_t st_dev);
 
 /* audit_markers.c: a marker appearing in the abort directory is an abort. */
 int audit_markers_open(struct audit *a); /* inotify fd, or -1 */

@@ -3,7 +3,6 @@
  * (it then still uses RAM).  Its allocated bytes are st_blocks * 512, read
  * through the name or through the holder's /proc entry.  Each pass reads
  * the roots and /proc once, and only when it needs them. */
-#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
+#include "holders.h"
 #include "tag.h"
 
 struct named {
@@ -24,21 +23,12 @@ struct named {
 	char *name;
 };
 
-struct holder {
-	uint32_t kdev;
-	uint64_t ino;
-	uint32_t pid;
-	char *stat_path; /* /proc/PID/fd/N or /proc/PID/map_files/RANGE */
-	char *name;      /* as /proc shows it, without " (deleted)"; may be NULL */
-};
-
 struct pass {
 	struct audit *a;
 	struct named *dir[SG_MAX_ROOTS];
 	size_t ndir[SG_MAX_ROOTS];
 	bool dirs_read;
-	struct holder *holders;
-	size_t nholders, holders_cap;
+	struct sg_holders holders;
 	bool holders_read;
 	uint64_t started_ns; /* CLOCK_MONOTONIC, as the events' times */
 	uint64_t tracked, unattributed, files; /* what review() found */
@@ -102,113 +92,18 @@ static int root_by_kdev(const struct audit *a, uint32_t kdev)
 	return -1;
 }
 
-static void add_holder(struct pass *p, uint32_t kdev, uint64_t ino, uint32_t pid, const char *stat_path,
-		       const char *shown)
+static const struct sg_holder *holder_of(struct pass *p, uint32_t kdev, uint64_t ino)
 {
-	if (p->nholders == p->holders_cap) {
-		size_t cap = p->holders_cap ? p->holders_cap * 2 : 64;
-		struct holder *h = realloc(p->holders, cap * sizeof(*h));
-		if (!h)
-			return;
-		p->holders = h;
-		p->holders_cap = cap;
+	size_t n;
+
+	if (!p->holders_read) {
+		uint32_t kdevs[SG_MAX_ROOTS];
+		for (unsigned r = 0; r < p->a->nroots; r++)
+			kdevs[r] = p->a->roots[r].kdev;
+		sg_holders_scan(&p->holders, kdevs, p->a->nroots, true);
+		p->holders_read = true;
 	}
-	char *name = NULL;
-	const char *slash = shown ? strrchr(shown, '/') : NULL;
-	if (slash) {
-		size_t len = strlen(slash + 1);
-		if (len > 10 && strcmp(slash + 1 + len - 10, " (deleted)") == 0)
-			len -= 10;
-		name = strndup(slash + 1, len);
-	}
-	p->holders[p->nholders++] = (struct holder){kdev, ino, pid, strdup(stat_path), name};
-}
-
-/* Unlinked shm files that process pid holds open. */
-static void scan_fds(struct pass *p, uint32_t pid)
-{
-	char dir[64], link[sizeof(dir) + sizeof(((struct dirent *)0)->d_name) + 1], target[512];
-	struct stat st;
-	struct dirent *e;
-	DIR *d;
-
-	snprintf(dir, sizeof(dir), "/proc/%u/fd", pid);
-	if (!(d = opendir(dir)))
-		return;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) ||
-		    st.st_nlink != 0 || root_by_kdev(p->a, audit_kdev(st.st_dev)) < 0)
-			continue;
-		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
-		ssize_t n = readlink(link, target, sizeof(target) - 1);
-		target[n > 0 ? n : 0] = '\0';
-		add_holder(p, audit_kdev(st.st_dev), st.st_ino, pid, link, n > 0 ? target : NULL);
-	}
-	closedir(d);
-}
-
-/* Unlinked shm files that process pid maps. */
-static void scan_maps(struct pass *p, uint32_t pid)
-{
-	char path[64], line[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	if (!(f = fopen(path, "re")))
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, ino;
-		unsigned maj, min;
-		int off = 0;
-
-		if (sscanf(line, "%llx-%llx %*s %*s %x:%x %llu %n", &start, &end, &maj, &min, &ino, &off) < 5 || !ino ||
-		    !strstr(line, " (deleted)"))
-			continue;
-		uint32_t kdev = maj << 20 | min;
-		if (root_by_kdev(p->a, kdev) < 0)
-			continue;
-		char *shown = line + off;
-		shown[strcspn(shown, "\n")] = '\0';
-		char stat_path[96];
-		snprintf(stat_path, sizeof(stat_path), "/proc/%u/map_files/%llx-%llx", pid, start, end);
-		add_holder(p, kdev, ino, pid, stat_path, shown);
-	}
-	fclose(f);
-}
-
-static int by_key(const void *x, const void *y)
-{
-	const struct holder *a = x, *b = y;
-	if (a->kdev != b->kdev)
-		return (a->kdev > b->kdev) - (a->kdev < b->kdev);
-	return (a->ino > b->ino) - (a->ino < b->ino);
-}
-
-static void read_holders(struct pass *p)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-
-	p->holders_read = true;
-	while (d && (e = readdir(d))) {
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10);
-		scan_fds(p, pid);
-		scan_maps(p, pid);
-	}
-	if (d)
-		closedir(d);
-	qsort(p->holders, p->nholders, sizeof(*p->holders), by_key);
-}
-
-static const struct holder *holder_of(struct pass *p, uint32_t kdev, uint64_t ino)
-{
-	struct holder key = {.kdev = kdev, .ino = ino};
-
-	if (!p->holders_read)
-		read_holders(p);
-	return bsearch(&key, p->holders, p->nholders, sizeof(key), by_key);
+	return sg_holders_find(&p->holders, kdev, ino, &n);
 }
 
 static bool stat_linked(struct pass *p, const struct audit_file *f, int root, const char *name, struct stat *st)
@@ -216,7 +111,7 @@ static bool stat_linked(struct pass *p, const struct audit_file *f, int root, co
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
 
 	snprintf(path, sizeof(path), "%s/%s", p->a->roots[root].path, name);
-	return lstat(path, st) == 0 && st->st_ino == f->ino && audit_kdev(st->st_dev) == f->kdev;
+	return lstat(path, st) == 0 && st->st_ino == f->ino && sg_kdev(st->st_dev) == f->kdev;
 }
 
 /* Whether f is still linked: by the last name the events gave, else by what
@@ -251,7 +146,7 @@ static struct measured measure(struct pass *p, struct audit_file *f)
 		m.linked = true;
 		m.name = f->name;
 	} else {
-		const struct holder *h = holder_of(p, f->kdev, f->ino);
+		const struct sg_holder *h = holder_of(p, f->kdev, f->ino);
 		if (!h || stat(h->stat_path, &st) < 0 || st.st_ino != f->ino)
 			return m;
 		m.holder = h->pid;
@@ -325,11 +220,7 @@ static void end_pass(struct pass *p)
 			free(p->dir[r][i].name);
 		free(p->dir[r]);
 	}
-	for (size_t i = 0; i < p->nholders; i++) {
-		free(p->holders[i].stat_path);
-		free(p->holders[i].name);
-	}
-	free(p->holders);
+	sg_holders_free(&p->holders);
 }
 
 struct abort_ctx {

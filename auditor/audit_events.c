@@ -2,16 +2,11 @@
 #include <linux/types.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysmacros.h>
 #include <sys/types.h>
 
 #include "audit.h"
 #include "audit_event.h"
-
-uint32_t audit_kdev(uint64_t st_dev)
-{
-	return (uint32_t)(major(st_dev) << 20 | minor(st_dev));
-}
+#include "holders.h"
 
 void audit_attribute_by_name(struct audit *a, struct audit_file *f)
 {
@@ -48,7 +43,7 @@ void audit_on_create(struct audit *a, const struct sg_audit_create *e)
 
 void audit_on_tag(struct audit *a, const struct sg_audit_tag *e)
 {
-	struct audit_file *f = audit_files_find(a->files, audit_kdev(e->dev), e->ino);
+	struct audit_file *f = audit_files_find(a->files, sg_kdev(e->dev), e->ino);
 
 	a->events++;
 	if (f && e->request[0])

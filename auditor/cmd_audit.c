@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "holders.h"
 #include "audit_trace.h"
 #include "cli.h"
 
@@ -174,7 +175,7 @@ static int resolve_roots(struct audit *a, const struct audit_opts *o)
 	for (unsigned i = 0; i < o->nroots; i++) {
 		if (stat(o->roots[i], &st) < 0 || !S_ISDIR(st.st_mode))
 			return cli_fail(-1, "audit", "shm root %s is not a directory", o->roots[i]);
-		a->roots[a->nroots++] = (struct audit_root){o->roots[i], audit_kdev(st.st_dev), st.st_ino};
+		a->roots[a->nroots++] = (struct audit_root){o->roots[i], sg_kdev(st.st_dev), st.st_ino};
 	}
 	if (stat(o->abort_dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return cli_fail(-1, "audit",
