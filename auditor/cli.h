@@ -12,6 +12,13 @@ enum {
 int cmd_run(int argc, char **argv);
 int cmd_abort(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+
+/* Normalised shm roots from argv (the --root values), or /dev/shm when
+ * none; -1 (reported) on a bad one. */
+int cli_roots(int argc, char **argv, const char *sub, const char **roots, unsigned *n);
 
 #define SG_SHIM_NAME "libshmguard.so"
 

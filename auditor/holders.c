@@ -2,7 +2,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <signal.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -54,7 +53,14 @@ static void add(struct sg_holders *hs, uint32_t kdev, uint64_t ino, uint32_t pid
 	hs->h[hs->n++] = (struct sg_holder){kdev, ino, pid, mapped, strdup(stat_path), name};
 }
 
-/* Files of the devices that process pid holds open; false if unreadable. */
+/* Whether an open that failed says the process is there but hidden from us
+ * (not gone, and not a zombie, which holds nothing). */
+static bool hidden(void)
+{
+	return errno == EACCES || errno == EPERM;
+}
+
+/* Files of the devices that process pid holds open; false if hidden. */
 static bool scan_fds(struct scan *s, uint32_t pid)
 {
 	char dir[64], link[sizeof(dir) + sizeof(((struct dirent *)0)->d_name) + 1], target[512];
@@ -64,7 +70,7 @@ static bool scan_fds(struct scan *s, uint32_t pid)
 
 	snprintf(dir, sizeof(dir), "/proc/%u/fd", pid);
 	if (!(d = opendir(dir)))
-		return false;
+		return !hidden();
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) ||
 		    (s->unlinked_only && st.st_nlink != 0) || !wanted(s, sg_kdev(st.st_dev)))
@@ -78,7 +84,7 @@ static bool scan_fds(struct scan *s, uint32_t pid)
 	return true;
 }
 
-/* Files of the devices that process pid maps; false if unreadable. */
+/* Files of the devices that process pid maps; false if hidden. */
 static bool scan_maps(struct scan *s, uint32_t pid)
 {
 	char path[64], line[4096];
@@ -86,7 +92,7 @@ static bool scan_maps(struct scan *s, uint32_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	if (!(f = fopen(path, "re")))
-		return false;
+		return !hidden();
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, ino;
 		unsigned maj, min;
@@ -132,10 +138,11 @@ int sg_holders_scan(struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs
 			continue;
 		uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10);
 		bool fds = scan_fds(&s, pid), maps = scan_maps(&s, pid);
-		/* A process that exited meanwhile is no holder; one we may not
-		 * read is unknown, not unused. */
-		if ((!fds || !maps) && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
-			hs->unreadable++;
+		/* One we may not read is unknown, not unused. */
+		if (!fds || !maps) {
+			if (!hs->unreadable++)
+				hs->first_unreadable = pid;
+		}
 	}
 	closedir(d);
 	qsort(hs->h, hs->n, sizeof(*hs->h), by_key);

@@ -20,7 +20,8 @@ struct sg_holder {
 struct sg_holders {
 	struct sg_holder *h; /* sorted by (kdev, ino) */
 	size_t n, cap;
-	unsigned unreadable; /* processes whose fds or maps could not be read */
+	unsigned unreadable;     /* processes whose fds or maps could not be read */
+	uint32_t first_unreadable; /* one of them, to name */
 };
 
 /* Scans every process for files on the given devices (unlinked ones only,

@@ -13,6 +13,8 @@ static const struct {
 	{"run", cmd_run, "run a program with libshmguard.so preloaded"},
 	{"abort", cmd_abort, "mark requests aborted: running shims sweep their segments"},
 	{"audit", cmd_audit, "measure what aborted requests leave in /dev/shm (eBPF), gate CI on it"},
+	{"ls", cmd_ls, "list what /dev/shm holds: bytes, tags, creators, holders"},
+	{"sweep", cmd_sweep, "reclaim orphans: dead creators' files, a request's files"},
 };
 
 int cli_fail(int code, const char *sub, const char *fmt, ...)

@@ -1,3 +1,4 @@
+/* What the subcommands share: finding the shim, reading --root options. */
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -5,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "config.h"
 
 static int usable(const char *candidate, char *out)
 {
@@ -27,4 +29,20 @@ int cli_find_shim(const char *given, char *out)
 	}
 	snprintf(candidate, sizeof(candidate), "%s/" SG_SHIM_NAME, SHMGUARD_LIBDIR);
 	return usable(candidate, out);
+}
+
+int cli_roots(int argc, char **argv, const char *sub, const char **roots, unsigned *n)
+{
+	static char norm[SG_MAX_ROOTS][SG_PATH_MAX + 1];
+
+	for (int i = 0; i < argc; i++) {
+		const char *why = *n < SG_MAX_ROOTS ? sg_config_check_dir(argv[i], norm[*n]) : "too many roots";
+		if (why)
+			return cli_fail(-1, sub, "bad root '%s': %s", argv[i], why);
+		roots[*n] = norm[*n];
+		(*n)++;
+	}
+	if (!*n)
+		roots[(*n)++] = SG_DEFAULT_ROOT;
+	return 0;
 }

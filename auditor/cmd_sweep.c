@@ -1,0 +1,288 @@
+/* shmguard sweep: reclaim what no live process will ever unlink.  Every
+ * decision is printed with its reason; anything in use, anything whose
+ * owner cannot be told, and anything that changed since it was examined is
+ * kept. */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "reqid.h"
+#include "shm_files.h"
+
+/* A creator may sit between its O_EXCL create and its ftruncate. */
+#define YOUNG_EMPTY_S 5.0
+
+struct sweep_opts {
+	bool dead, dry_run, json, ignore_unreadable;
+	const char **requests;
+	unsigned nrequests;
+	const char *match;
+	double older_than;
+	bool have_older_than;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: shmguard sweep [--dead] [--request ID]... [--match GLOB --older-than DURATION]\n"
+		"                      [--root DIR]... [--ignore-unreadable] [--dry-run] [--json]\n\n"
+		"Unlinks files under the shm roots that nobody will unlink:\n"
+		"  --dead              tagged files whose creator is gone (a reused pid does not count as\n"
+		"                      alive) and that no live process has open or mapped\n"
+		"  --request ID        every file tagged with that request, whoever created it, unless a\n"
+		"                      live process has it open or mapped (repeatable)\n"
+		"  --match GLOB --older-than DURATION\n"
+		"                      untagged files whose name matches GLOB (fnmatch) and that are older\n"
+		"                      than DURATION (e.g. 90, 30s, 10m, 2h, 1d), when nobody uses them\n"
+		"  --root DIR          a shm root to sweep instead of /dev/shm (repeatable)\n"
+		"  --ignore-unreadable sweep even though some processes' files cannot be read (not\n"
+		"                      root, or a process more privileged than this one): their use\n"
+		"                      of a file is then not seen\n"
+		"  --dry-run           decide and print, unlink nothing\n"
+		"  --json              the decisions as JSON\n"
+		"Never unlinked: a file in use (or, without --ignore-unreadable, whose users cannot all\n"
+		"be seen), a zero-length file younger than %.0f s, a name whose inode changed since it\n"
+		"was examined, a symlink.  Sweeps of one root run one at a time.\n\n"
+		"Exit status: 0, 1 a file could not be removed, 2 bad usage.\n",
+		YOUNG_EMPTY_S);
+}
+
+static int parse_duration(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end), unit = 1;
+
+	if (end == s || v < 0)
+		return -1;
+	switch (*end) {
+	case '\0': case 's': break;
+	case 'm': unit = 60; break;
+	case 'h': unit = 3600; break;
+	case 'd': unit = 86400; break;
+	default: return -1;
+	}
+	if (*end && end[1])
+		return -1;
+	*out = v * unit;
+	return 0;
+}
+
+/* Why f must be kept, or NULL when it may go; *why_go says why it may. */
+static const char *judge(const struct sweep_opts *o, const struct sg_shm_listing *l, const struct sg_shm_file *f,
+			 const char **why_go, char *buf, size_t len)
+{
+	bool wanted = false;
+	char comm[32];
+
+	*why_go = NULL;
+	if (f->tagged) {
+		for (unsigned i = 0; i < o->nrequests && !wanted; i++)
+			if (strcmp(f->tag.req, o->requests[i]) == 0) {
+				wanted = true;
+				*why_go = "its request was swept";
+			}
+		if (!wanted && o->dead && f->creator == CREATOR_DEAD) {
+			wanted = true;
+			*why_go = "its creator is gone";
+		}
+		if (!wanted && o->dead && f->creator == CREATOR_UNKNOWN)
+			return "cannot tell whether its creator runs";
+	} else if (o->match && fnmatch(o->match, f->name, FNM_PATHNAME) == 0) {
+		if (f->age_s < o->older_than)
+			return NULL; /* not a candidate: too young for --older-than */
+		wanted = true;
+		*why_go = "untagged, matches, old enough";
+	}
+	if (!wanted)
+		return NULL;
+	if (f->nholders) {
+		snprintf(buf, len, "in use by %u (%s)", f->holders[0].pid, sg_comm(f->holders[0].pid, comm, sizeof(comm)));
+		return buf;
+	}
+	if (l->holders.unreadable && !o->ignore_unreadable) {
+		snprintf(buf, len, "%u process(es) cannot be read, e.g. %u (%s), and could be using it",
+			 l->holders.unreadable, l->holders.first_unreadable,
+			 sg_comm(l->holders.first_unreadable, comm, sizeof(comm)));
+		return buf;
+	}
+	if (f->size == 0 && f->age_s < YOUNG_EMPTY_S)
+		return "empty and young: its creator may not have sized it yet";
+	return NULL;
+}
+
+struct outcome {
+	unsigned removed, kept, failed;
+	uint64_t bytes;
+	json_t *decisions;
+};
+
+static void say(struct outcome *out, const struct sweep_opts *o, const char *verdict, const char *path,
+		uint64_t bytes, const char *why)
+{
+	if (o->json)
+		json_array_append_new(out->decisions,
+				      json_pack("{s:s, s:s, s:I, s:s}", "decision", verdict, "path", path, "allocated_bytes",
+						(json_int_t)bytes, "reason", why));
+	else
+		printf("%-13s %s (%llu bytes): %s\n", verdict, path, (unsigned long long)bytes, why);
+}
+
+/* Unlinks f if its name still refers to the inode examined. */
+static void remove_file(struct outcome *out, const struct sweep_opts *o, int dfd, const char *path,
+			const struct sg_shm_file *f, const char *why)
+{
+	struct stat st;
+
+	if (fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		say(out, o, "gone", path, 0, "removed by someone else meanwhile");
+		return;
+	}
+	if (sg_kdev(st.st_dev) != f->kdev || st.st_ino != f->ino) {
+		out->kept++;
+		say(out, o, "kept", path, f->bytes, "the name now refers to another file");
+		return;
+	}
+	if (o->dry_run) {
+		out->removed++;
+		out->bytes += f->bytes;
+		say(out, o, "would remove", path, f->bytes, why);
+		return;
+	}
+	if (unlinkat(dfd, f->name, 0) < 0) {
+		char msg[160];
+		out->failed++;
+		snprintf(msg, sizeof(msg), "%s: %s", why, strerror(errno));
+		say(out, o, "failed", path, f->bytes, msg);
+		return;
+	}
+	out->removed++;
+	out->bytes += f->bytes;
+	say(out, o, "removed", path, f->bytes, why);
+}
+
+static int sweep_root(struct outcome *out, const struct sweep_opts *o, const struct sg_shm_listing *l, unsigned r)
+{
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2], buf[96];
+	int dfd = open(l->roots[r], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return -1;
+	/* One sweep at a time per root: two never unlink the same name. */
+	flock(dfd, LOCK_EX);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct sg_shm_file *f = &l->files[i];
+		const char *why_go, *keep;
+
+		if (f->root != (int)r || !f->linked)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", l->roots[r], f->name);
+		keep = judge(o, l, f, &why_go, buf, sizeof(buf));
+		if (keep) {
+			out->kept++;
+			say(out, o, "kept", path, f->bytes, keep);
+		} else if (why_go) {
+			remove_file(out, o, dfd, path, f, why_go);
+		}
+	}
+	close(dfd);
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct sweep_opts *o, const char **roots, unsigned *nroots)
+{
+	static const struct option opts[] = {
+		{"dead", no_argument, NULL, 'D'},       {"request", required_argument, NULL, 'r'},
+		{"match", required_argument, NULL, 'm'}, {"older-than", required_argument, NULL, 'o'},
+		{"root", required_argument, NULL, 'R'}, {"dry-run", no_argument, NULL, 'n'},
+		{"json", no_argument, NULL, 'j'},       {"help", no_argument, NULL, 'h'},
+		{"ignore-unreadable", no_argument, NULL, 'I'},
+		{0},
+	};
+	char *root_args[SG_MAX_ROOTS + 1];
+	int nroot_args = 0, c;
+	const char *why;
+
+	o->requests = calloc((size_t)argc, sizeof(*o->requests));
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'D': o->dead = true; break;
+		case 'r':
+			if ((why = sg_reqid_invalid(optarg)))
+				return cli_fail(-1, "sweep", "bad request ID '%s': %s", optarg, why);
+			o->requests[o->nrequests++] = optarg;
+			break;
+		case 'm': o->match = optarg; break;
+		case 'o':
+			if (parse_duration(optarg, &o->older_than) < 0)
+				return cli_fail(-1, "sweep", "bad --older-than '%s' (e.g. 90, 30s, 10m, 2h, 1d)", optarg);
+			o->have_older_than = true;
+			break;
+		case 'R':
+			if (nroot_args == SG_MAX_ROOTS + 1)
+				return cli_fail(-1, "sweep", "more than %d roots", SG_MAX_ROOTS);
+			root_args[nroot_args++] = optarg;
+			break;
+		case 'n': o->dry_run = true; break;
+		case 'j': o->json = true; break;
+		case 'I': o->ignore_unreadable = true; break;
+		case 'h': usage(stdout); exit(EXIT_OK);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind < argc || (!o->dead && !o->nrequests && !o->match)) {
+		usage(stderr);
+		return -1;
+	}
+	if (!o->match != !o->have_older_than)
+		return cli_fail(-1, "sweep", "--match and --older-than go together: untagged files need both");
+	return cli_roots(nroot_args, root_args, "sweep", roots, nroots);
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	struct sweep_opts o = {0};
+	struct sg_shm_listing l = {0};
+	struct outcome out = {0};
+	char err[256];
+	int status = EXIT_OK;
+
+	if (parse(argc, argv, &o, l.roots, &l.nroots) < 0) {
+		free(o.requests);
+		return EXIT_USAGE;
+	}
+	if (sg_shm_list(&l, err, sizeof(err)) < 0) {
+		status = cli_fail(EXIT_FAIL, "sweep", "%s", err);
+		goto out;
+	}
+	if (o.json)
+		out.decisions = json_array();
+	for (unsigned r = 0; r < l.nroots; r++)
+		if (sweep_root(&out, &o, &l, r) < 0)
+			status = cli_fail(EXIT_FAIL, "sweep", "cannot open %s: %s", l.roots[r], strerror(errno));
+	if (o.json) {
+		json_t *root = json_pack("{s:o, s:i, s:i, s:i, s:I, s:b}", "decisions", out.decisions, "removed",
+					 out.removed, "kept", out.kept, "failed", out.failed, "reclaimed_bytes",
+					 (json_int_t)out.bytes, "dry_run", o.dry_run);
+		json_dumpf(root, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(root);
+	} else {
+		printf("%s %u file(s), %llu bytes%s; kept %u\n", o.dry_run ? "would remove" : "removed", out.removed,
+		       (unsigned long long)out.bytes, o.dry_run ? " would be reclaimed" : " reclaimed", out.kept);
+	}
+	if (out.failed)
+		status = EXIT_FAIL;
+out:
+	sg_shm_listing_free(&l);
+	free(o.requests);
+	return status;
+}

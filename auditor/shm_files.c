@@ -1,0 +1,174 @@
+#include "shm_files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "procstat.h"
+
+const char *sg_creator_state_name(enum sg_creator_state s)
+{
+	static const char *names[] = {"-", "alive", "dead", "unknown"};
+	return names[s];
+}
+
+const char *sg_comm(uint32_t pid, char *buf, size_t len)
+{
+	char path[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return strncpy(buf, "?", len);
+	buf[n - (buf[n - 1] == '\n')] = '\0';
+	return buf;
+}
+
+/* A reused pid is not the creator: the start time must match too. */
+static enum sg_creator_state creator_state(const struct sg_tag *tag)
+{
+	uint64_t ticks;
+
+	if (sg_proc_start_ticks(tag->pid, &ticks) < 0)
+		return errno == ENOENT || errno == ESRCH ? CREATOR_DEAD : CREATOR_UNKNOWN;
+	return ticks == tag->start_ticks ? CREATOR_ALIVE : CREATOR_DEAD;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct sg_shm_file *append(struct sg_shm_listing *l, size_t *cap)
+{
+	if (l->n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct sg_shm_file *f = realloc(l->files, c * sizeof(*f));
+		if (!f)
+			return NULL;
+		l->files = f;
+		*cap = c;
+	}
+	struct sg_shm_file *f = &l->files[l->n++];
+	memset(f, 0, sizeof(*f));
+	return f;
+}
+
+static void fill(struct sg_shm_file *f, const struct stat *st, const char *value, ssize_t vlen, double now)
+{
+	f->kdev = sg_kdev(st->st_dev);
+	f->ino = st->st_ino;
+	f->uid = st->st_uid;
+	f->size = st->st_size;
+	f->bytes = (uint64_t)st->st_blocks * 512;
+	f->age_s = now - (st->st_ctim.tv_sec + st->st_ctim.tv_nsec / 1e9);
+	if (vlen > 0 && sg_tag_decode(&f->tag, value, (size_t)vlen) == 0) {
+		f->tagged = true;
+		f->creator = creator_state(&f->tag);
+		f->age_s = now - f->tag.created_ns / 1e9;
+	}
+}
+
+static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double now)
+{
+	char value[SG_TAG_MAX];
+	struct dirent *e;
+	DIR *d = opendir(l->roots[r]);
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		struct stat st;
+		ssize_t vlen = -1;
+		int fd;
+
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		/* The tag through a descriptor of this very inode. */
+		fd = openat(dirfd(d), e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			char proc[32];
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			vlen = getxattr(proc, SG_TAG_XATTR, value, sizeof(value));
+			close(fd);
+		}
+		struct sg_shm_file *f = append(l, cap);
+		if (!f)
+			break;
+		f->root = (int)r;
+		f->name = strdup(e->d_name);
+		f->linked = true;
+		fill(f, &st, value, vlen, now);
+	}
+	closedir(d);
+	return 0;
+}
+
+int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
+{
+	uint32_t kdevs[SG_MAX_ROOTS];
+	double now = now_s();
+	size_t cap = 0;
+	struct stat st;
+
+	for (unsigned r = 0; r < l->nroots; r++) {
+		if (stat(l->roots[r], &st) < 0 || !S_ISDIR(st.st_mode) || read_root(l, r, &cap, now) < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", l->roots[r], strerror(errno ? errno : ENOTDIR));
+			return -1;
+		}
+		kdevs[r] = sg_kdev(st.st_dev);
+	}
+	if (sg_holders_scan(&l->holders, kdevs, l->nroots, false) < 0) {
+		snprintf(err, errlen, "cannot read /proc: %s", strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < l->n; i++)
+		l->files[i].holders = sg_holders_find(&l->holders, l->files[i].kdev, l->files[i].ino, &l->files[i].nholders);
+
+	/* Unlinked files still held: one entry per inode, through its first holder. */
+	for (size_t i = 0; i < l->holders.n; i++) {
+		const struct sg_holder *h = &l->holders.h[i];
+		char value[SG_TAG_MAX];
+		ssize_t vlen;
+
+		if (i > 0 && h[-1].kdev == h->kdev && h[-1].ino == h->ino)
+			continue;
+		if (stat(h->stat_path, &st) < 0 || st.st_nlink != 0 || st.st_ino != h->ino)
+			continue;
+		vlen = getxattr(h->stat_path, SG_TAG_XATTR, value, sizeof(value));
+		struct sg_shm_file *f = append(l, &cap);
+		if (!f)
+			break;
+		f->root = -1;
+		for (unsigned r = 0; r < l->nroots && f->root < 0; r++)
+			if (kdevs[r] == h->kdev)
+				f->root = (int)r;
+		f->name = h->name ? strdup(h->name) : NULL;
+		fill(f, &st, value, vlen, now);
+		f->holders = sg_holders_find(&l->holders, h->kdev, h->ino, &f->nholders);
+	}
+	return 0;
+}
+
+void sg_shm_listing_free(struct sg_shm_listing *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->files[i].name);
+	free(l->files);
+	sg_holders_free(&l->holders);
+	l->files = NULL;
+	l->n = 0;
+}

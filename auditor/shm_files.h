@@ -1,0 +1,59 @@
+/* What the shm roots hold right now, for `shmguard ls` and `shmguard sweep`:
+ * every regular file in each root (symlinks are never followed), and every
+ * unlinked file some process still holds open or mapped, with its tag, the
+ * state of its creator and its holders. */
+#ifndef SHMGUARD_SHM_FILES_H
+#define SHMGUARD_SHM_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "config.h"
+#include "holders.h"
+#include "tag.h"
+
+enum sg_creator_state {
+	CREATOR_NONE,    /* untagged */
+	CREATOR_ALIVE,   /* its pid runs, with the start time the tag names */
+	CREATOR_DEAD,    /* no such process, or the pid was reused */
+	CREATOR_UNKNOWN, /* /proc would not say */
+};
+
+struct sg_shm_file {
+	int root;   /* index into the roots */
+	char *name; /* in its root; for an unlinked file, as /proc shows it (may be NULL) */
+	bool linked;
+	uint32_t kdev;
+	uint64_t ino;
+	uid_t uid;
+	int64_t size;
+	uint64_t bytes; /* allocated: st_blocks * 512 */
+	double age_s;   /* since creation (the tag's time, else the inode's) */
+	bool tagged;
+	struct sg_tag tag;
+	enum sg_creator_state creator;
+	const struct sg_holder *holders;
+	size_t nholders;
+};
+
+struct sg_shm_listing {
+	const char *roots[SG_MAX_ROOTS];
+	unsigned nroots;
+	struct sg_shm_file *files;
+	size_t n;
+	struct sg_holders holders;
+};
+
+/* Reads the roots and /proc.  Returns 0, or -1 with err set. */
+int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen);
+void sg_shm_listing_free(struct sg_shm_listing *l);
+
+const char *sg_creator_state_name(enum sg_creator_state s);
+
+/* The command name of pid, or "?". */
+const char *sg_comm(uint32_t pid, char *buf, size_t len);
+
+#endif
