@@ -8,6 +8,8 @@
  *   open PATH SIZE       open(O_CREAT|O_RDWR) (re-opens an existing file), size and fill it
  *   open64 / openat / creat PATH SIZE   the same through that function
  *   map NAME SIZE        like shm, but the mapping is kept until the process exits
+ *   region PATH SIZE     create PATH with O_CREAT|O_EXCL and size it, or join it if it
+ *                        exists; map it and keep the mapping (a shared region)
  *   unlink PATH          unlink(PATH)
  *   touch PATH           create an empty file (an abort marker, say)
  *   req ID               shmguard_set_request(ID) for this thread ("-" clears it)
@@ -84,6 +86,25 @@ static int make_file(const char *how, const char *path, size_t size)
 		return fail(how, path);
 	if (strcmp(how, "creat") == 0 ? ftruncate(fd, (off_t)size) < 0 : fill(fd, size, false) < 0)
 		return fail(how, path);
+	close(fd);
+	return 0;
+}
+
+static int region(const char *path, size_t size)
+{
+	int fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+	bool created = fd >= 0;
+	char *p;
+
+	if (!created && errno == EEXIST)
+		fd = open(path, O_RDWR);
+	if (fd < 0 || (created && ftruncate(fd, (off_t)size) < 0))
+		return fail("region", path);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return fail("region", path);
+	if (created)
+		memset(p, 0x7e, size);
 	close(fd);
 	return 0;
 }
@@ -183,6 +204,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(cmd, "open") || !strcmp(cmd, "open64") || !strcmp(cmd, "openat") ||
 			   !strcmp(cmd, "creat")) {
 			ret = make_file(cmd, a, size_arg(b));
+			i += 2;
+		} else if (strcmp(cmd, "region") == 0) {
+			ret = region(a, size_arg(b));
 			i += 2;
 		} else if (strcmp(cmd, "unlink") == 0) {
 			ret = unlink(a) < 0 ? fail("unlink", a) : 0;
