@@ -15,6 +15,7 @@ static const struct {
 	{"audit", cmd_audit, "measure what aborted requests leave in /dev/shm (eBPF), gate CI on it"},
 	{"ls", cmd_ls, "list what /dev/shm holds: bytes, tags, creators, holders"},
 	{"sweep", cmd_sweep, "reclaim orphans: dead creators' files, a request's files"},
+	{"doctor", cmd_doctor, "check whether shmguard can work here, and say why not"},
 };
 
 int cli_fail(int code, const char *sub, const char *fmt, ...)

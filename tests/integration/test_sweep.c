@@ -246,6 +246,26 @@ Test(sweep, unseen_users_keep_files_unless_told)
 	cr_expect(!h_exists(in_root("unseen_0_0")), "not swept with every user seen or ignored");
 }
 
+/* Untagged files go only by name and age, and never while young and empty. */
+Test(sweep, untagged_files_need_match_and_age)
+{
+	char *out;
+	int fd;
+
+	fd = open(in_root("stale.tmp"), O_CREAT | O_RDWR, 0600);
+	cr_assert_eq(ftruncate(fd, 4096), 0);
+	close(fd);
+	close(open(in_root("fresh.tmp"), O_CREAT | O_RDWR, 0600)); /* empty: a creator may size it next */
+	close(open(in_root("other.dat"), O_CREAT | O_RDWR, 0600));
+	cr_assert_eq(sweep(&out, "--match", "*.tmp", "--older-than", "1h"), 0, "%s", out);
+	cr_expect(h_exists(in_root("stale.tmp")), "younger than --older-than, yet swept: %s", out);
+	cr_assert_eq(sweep(&out, "--match", "*.tmp", "--older-than", "0s"), 0, "%s", out);
+	cr_expect(!h_exists(in_root("stale.tmp")), "%s", out);
+	cr_expect(h_exists(in_root("fresh.tmp")), "a young empty file was swept: %s", out);
+	cr_expect(strstr(out, "empty and young"), "%s", out);
+	cr_expect(h_exists(in_root("other.dat")), "a name that does not match was swept: %s", out);
+}
+
 Test(sweep, bad_usage)
 {
 	const char *argv1[] = {h_bin("SG_CLI"), "sweep", "--root", root, NULL};

@@ -1,0 +1,193 @@
+/* shmguard doctor: can shmguard work here, and if not, why. */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "audit_trace.h"
+#include "cli.h"
+#include "holders.h"
+
+#define TMPFS_MAGIC 0x01021994
+
+static void usage(FILE *out)
+{
+	fprintf(out, "Usage: shmguard doctor [--binary PATH] [--root DIR]...\n\n"
+		     "Checks, one line each: the kernel and its BTF, whether the auditor's BPF programs load\n"
+		     "here (and why not), tracefs, and for each shm root (default /dev/shm) its filesystem,\n"
+		     "size and use and whether it keeps the shim's tags (user xattrs); with --binary, whether\n"
+		     "that program can run under the shim.\n\n"
+		     "Exit status: 0 all is well, 1 something is not, 2 bad usage.\n");
+}
+
+static int line(const char *what, bool ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int line(const char *what, bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%-10s %-4s ", what, ok ? "ok" : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	return ok ? 0 : 1;
+}
+
+static int check_bpf(const char **roots, unsigned nroots)
+{
+	struct audit_opts o = {0};
+	struct audit a = {.o = &o};
+	struct audit_tracer *t;
+	struct stat st;
+	char err[256];
+
+	for (unsigned i = 0; i < nroots; i++)
+		if (stat(roots[i], &st) == 0)
+			a.roots[a.nroots++] = (struct audit_root){roots[i], sg_kdev(st.st_dev), st.st_ino};
+	t = audit_trace_start(&a, false, NULL, err, sizeof(err));
+	if (!t)
+		return line("bpf", false, "shmguard audit cannot trace here: %s", err);
+	audit_trace_stop(t);
+	return line("bpf", true, "the auditor's programs load and attach");
+}
+
+static int check_root(const char *root)
+{
+	char probe[SG_PATH_MAX + 64], label[SG_PATH_MAX + 8];
+	struct statfs fs;
+	int fd, status = 0;
+
+	snprintf(label, sizeof(label), "%s", root);
+	if (statfs(root, &fs) < 0)
+		return line(label, false, "cannot be read: %s", strerror(errno));
+	double total = (double)fs.f_blocks * fs.f_bsize, used = total - (double)fs.f_bfree * fs.f_bsize;
+	status |= line(label, true, "%s, %.1f MiB, %.1f MiB used (%.1f%%)",
+		       fs.f_type == TMPFS_MAGIC ? "tmpfs" : "not tmpfs (memory use is not RAM)", total / 1048576,
+		       used / 1048576, total > 0 ? 100 * used / total : 0);
+	/* Tags need user xattrs: try one on a file of our own. */
+	snprintf(probe, sizeof(probe), "%s/.shmguard-doctor-%d", root, (int)getpid());
+	fd = open(probe, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return status | line("", false, "  cannot create a file there: %s", strerror(errno));
+	if (fsetxattr(fd, "user.shmguard-doctor", "1", 1, 0) == 0)
+		line("", true, "  keeps user xattrs: the shim's tags are visible to other processes");
+	else
+		status |= line("", false, "  refuses user xattrs (%s): the shim works from its own records, "
+					  "but ls, sweep and the auditor cannot read its tags",
+			       strerror(errno));
+	close(fd);
+	unlink(probe);
+	return status;
+}
+
+/* Dynamically linked against glibc, and not set-id: LD_PRELOAD applies. */
+static int check_binary(const char *path)
+{
+	bool dynamic = false, libc = false;
+	struct stat st;
+	Elf_Scn *scn = NULL;
+	size_t nph;
+	Elf *elf;
+	int fd;
+
+	if (stat(path, &st) < 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return line("binary", false, "%s: %s", path, strerror(errno));
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph) < 0) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return line("binary", false, "%s is not an ELF program (a script runs its interpreter: check that)",
+			    path);
+	}
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP)
+			dynamic = true;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t k = 0; k < sh.sh_size / sh.sh_entsize; k++) {
+			GElf_Dyn dyn;
+			const char *name;
+			if (gelf_getdyn(data, (int)k, &dyn) && dyn.d_tag == DT_NEEDED &&
+			    (name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val)) && strncmp(name, "libc.so", 7) == 0)
+				libc = true;
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	if (!dynamic)
+		return line("binary", false, "%s is statically linked: LD_PRELOAD cannot reach its calls", path);
+	if (!libc)
+		return line("binary", false, "%s does not link libc.so directly (Go, or raw system calls?): its "
+					    "files are probably not created through libc",
+			    path);
+	if (st.st_mode & (S_ISUID | S_ISGID))
+		return line("binary", false, "%s is set-id: the loader ignores LD_PRELOAD for it", path);
+	return line("binary", true, "%s is dynamically linked against libc and not set-id: it can run under the shim",
+		    path);
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"binary", required_argument, NULL, 'b'}, {"root", required_argument, NULL, 'r'},
+		{"help", no_argument, NULL, 'h'}, {0},
+	};
+	char *root_args[SG_MAX_ROOTS + 1];
+	const char *roots[SG_MAX_ROOTS], *binary = NULL;
+	unsigned nroots = 0;
+	int nroot_args = 0, c, status = 0;
+	struct utsname u;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b': binary = optarg; break;
+		case 'r':
+			if (nroot_args == SG_MAX_ROOTS + 1)
+				return cli_fail(EXIT_USAGE, "doctor", "more than %d roots", SG_MAX_ROOTS);
+			root_args[nroot_args++] = optarg;
+			break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (cli_roots(nroot_args, root_args, "doctor", roots, &nroots) < 0)
+		return EXIT_USAGE;
+
+	uname(&u);
+	line("kernel", true, "%s %s", u.release, u.machine);
+	status |= access("/sys/kernel/btf/vmlinux", R_OK) == 0
+			  ? line("btf", true, "/sys/kernel/btf/vmlinux")
+			  : line("btf", false, "no /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF for the auditor");
+	status |= check_bpf(roots, nroots);
+	if (access("/sys/kernel/tracing/events", F_OK) == 0)
+		line("tracefs", true, "mounted at /sys/kernel/tracing (shmguard does not need it)");
+	else
+		line("tracefs", true, "not mounted: shmguard does not need it (syscall-tracepoint tools do: mount -t "
+				      "tracefs none /sys/kernel/tracing)");
+	for (unsigned i = 0; i < nroots; i++)
+		status |= check_root(roots[i]);
+	if (binary)
+		status |= check_binary(binary);
+	return status ? EXIT_FAIL : EXIT_OK;
+}
