@@ -18,7 +18,10 @@ extern char **environ;
 
 /* Children still running, ended by h_cleanup(): a test that fails half-way
  * must not leave a shim behind that recreates what the cleanup removes. */
-static pid_t live[64];
+static struct {
+	pid_t pid;
+	char err[128];
+} live[64];
 static size_t nlive;
 
 static void die(const char *what)
@@ -110,8 +113,10 @@ struct h_proc h_spawn(const char *const *argv, const char *const *env)
 	close(in[0]);
 	close(out[1]);
 	close(errfd);
-	if (nlive < sizeof(live) / sizeof(live[0]))
-		live[nlive++] = p.pid;
+	if (nlive < sizeof(live) / sizeof(live[0])) {
+		live[nlive].pid = p.pid;
+		memcpy(live[nlive++].err, p.err, sizeof(p.err));
+	}
 	p.in = in[1];
 	p.out = out[0];
 	return p;
@@ -168,7 +173,7 @@ int h_finish(struct h_proc *p, char **err)
 			die("waitpid");
 	close(p->out);
 	for (size_t i = 0; i < nlive; i++)
-		if (live[i] == p->pid)
+		if (live[i].pid == p->pid)
 			live[i] = live[--nlive];
 	if (err)
 		*err = slurp(p->err);
@@ -224,8 +229,9 @@ void h_cleanup(const char *prefix)
 	size_t len = strlen(prefix);
 
 	for (; nlive; nlive--) {
-		kill(live[nlive - 1], SIGKILL);
-		waitpid(live[nlive - 1], NULL, 0);
+		kill(live[nlive - 1].pid, SIGKILL);
+		waitpid(live[nlive - 1].pid, NULL, 0);
+		unlink(live[nlive - 1].err);
 	}
 	DIR *d = opendir("/dev/shm");
 	if (!d)
