@@ -16,9 +16,10 @@ int cmd_ls(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 
-/* Normalised shm roots from argv (the --root values), or /dev/shm when
- * none; -1 (reported) on a bad one. */
-int cli_roots(int argc, char **argv, const char *sub, const char **roots, unsigned *n);
+/* Adds a --root value, normalised, to roots; -1 (reported) on a bad one.
+ * cli_default_root() then gives /dev/shm when none was given. */
+int cli_add_root(const char *sub, const char *dir, const char **roots, unsigned *n);
+void cli_default_root(const char **roots, unsigned *n);
 
 #define SG_SHIM_NAME "libshmguard.so"
 

@@ -31,18 +31,20 @@ int cli_find_shim(const char *given, char *out)
 	return usable(candidate, out);
 }
 
-int cli_roots(int argc, char **argv, const char *sub, const char **roots, unsigned *n)
+int cli_add_root(const char *sub, const char *dir, const char **roots, unsigned *n)
 {
 	static char norm[SG_MAX_ROOTS][SG_PATH_MAX + 1];
+	const char *why = *n < SG_MAX_ROOTS ? sg_config_check_dir(dir, norm[*n]) : "more than 8 roots";
 
-	for (int i = 0; i < argc; i++) {
-		const char *why = *n < SG_MAX_ROOTS ? sg_config_check_dir(argv[i], norm[*n]) : "too many roots";
-		if (why)
-			return cli_fail(-1, sub, "bad root '%s': %s", argv[i], why);
-		roots[*n] = norm[*n];
-		(*n)++;
-	}
+	if (why)
+		return cli_fail(-1, sub, "bad root '%s': %s", dir, why);
+	roots[*n] = norm[*n];
+	(*n)++;
+	return 0;
+}
+
+void cli_default_root(const char **roots, unsigned *n)
+{
 	if (!*n)
 		roots[(*n)++] = SG_DEFAULT_ROOT;
-	return 0;
 }

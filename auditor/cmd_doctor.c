@@ -149,19 +149,17 @@ int cmd_doctor(int argc, char **argv)
 		{"binary", required_argument, NULL, 'b'}, {"root", required_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'}, {0},
 	};
-	char *root_args[SG_MAX_ROOTS + 1];
 	const char *roots[SG_MAX_ROOTS], *binary = NULL;
 	unsigned nroots = 0;
-	int nroot_args = 0, c, status = 0;
+	int c, status = 0;
 	struct utsname u;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b': binary = optarg; break;
 		case 'r':
-			if (nroot_args == SG_MAX_ROOTS + 1)
-				return cli_fail(EXIT_USAGE, "doctor", "more than %d roots", SG_MAX_ROOTS);
-			root_args[nroot_args++] = optarg;
+			if (cli_add_root("doctor", optarg, roots, &nroots) < 0)
+				return EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;
@@ -171,8 +169,7 @@ int cmd_doctor(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (cli_roots(nroot_args, root_args, "doctor", roots, &nroots) < 0)
-		return EXIT_USAGE;
+	cli_default_root(roots, &nroots);
 
 	uname(&u);
 	line("kernel", true, "%s %s", u.release, u.machine);

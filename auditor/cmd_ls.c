@@ -121,8 +121,7 @@ int cmd_ls(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'}, {"root", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'}, {0},
 	};
 	struct sg_shm_listing l = {0};
-	char *root_args[SG_MAX_ROOTS + 1];
-	int nroot_args = 0, c, status;
+	int c, status;
 	bool json = false;
 	char err[256];
 
@@ -130,9 +129,8 @@ int cmd_ls(int argc, char **argv)
 		switch (c) {
 		case 'j': json = true; break;
 		case 'r':
-			if (nroot_args == SG_MAX_ROOTS + 1)
-				return cli_fail(EXIT_USAGE, "ls", "more than %d roots", SG_MAX_ROOTS);
-			root_args[nroot_args++] = optarg;
+			if (cli_add_root("ls", optarg, l.roots, &l.nroots) < 0)
+				return EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;
@@ -142,8 +140,7 @@ int cmd_ls(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (cli_roots(nroot_args, root_args, "ls", l.roots, &l.nroots) < 0)
-		return EXIT_USAGE;
+	cli_default_root(l.roots, &l.nroots);
 	if (sg_shm_list(&l, err, sizeof(err)) < 0) {
 		sg_shm_listing_free(&l);
 		return cli_fail(EXIT_FAIL, "ls", "%s", err);

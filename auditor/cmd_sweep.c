@@ -207,8 +207,7 @@ static int parse(int argc, char **argv, struct sweep_opts *o, const char **roots
 		{"ignore-unreadable", no_argument, NULL, 'I'},
 		{0},
 	};
-	char *root_args[SG_MAX_ROOTS + 1];
-	int nroot_args = 0, c;
+	int c;
 	const char *why;
 
 	o->requests = calloc((size_t)argc, sizeof(*o->requests));
@@ -227,9 +226,8 @@ static int parse(int argc, char **argv, struct sweep_opts *o, const char **roots
 			o->have_older_than = true;
 			break;
 		case 'R':
-			if (nroot_args == SG_MAX_ROOTS + 1)
-				return cli_fail(-1, "sweep", "more than %d roots", SG_MAX_ROOTS);
-			root_args[nroot_args++] = optarg;
+			if (cli_add_root("sweep", optarg, roots, nroots) < 0)
+				return -1;
 			break;
 		case 'n': o->dry_run = true; break;
 		case 'j': o->json = true; break;
@@ -244,7 +242,8 @@ static int parse(int argc, char **argv, struct sweep_opts *o, const char **roots
 	}
 	if (!o->match != !o->have_older_than)
 		return cli_fail(-1, "sweep", "--match and --older-than go together: untagged files need both");
-	return cli_roots(nroot_args, root_args, "sweep", roots, nroots);
+	cli_default_root(roots, nroots);
+	return 0;
 }
 
 int cmd_sweep(int argc, char **argv)
