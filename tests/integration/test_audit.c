@@ -259,6 +259,20 @@ Test(audit, a_burst_loses_no_events)
 	json_decref(r);
 }
 
+/* COMMAND's failure shows in the report and in the exit status. */
+Test(audit, a_failing_command_still_gets_its_report)
+{
+	need_bpf();
+	const char *cmd[] = {"/bin/sh", "-c", "exit 3", NULL};
+	char *err;
+
+	cr_assert_eq(h_run(audit_argv("0", cmd), NULL, &err), 4, "%s", err);
+	json_t *r = report();
+	cr_expect_eq(jint(r, "command_exit_status"), 3);
+	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "pass");
+	json_decref(r);
+}
+
 static int audit_status(char **err, const char *a1, const char *a2, const char *a3, const char *a4)
 {
 	const char *argv[] = {h_bin("SG_CLI"), "audit", a1, a2, a3, a4, NULL};
