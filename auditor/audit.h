@@ -7,6 +7,7 @@
 #define SHMGUARD_AUDIT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "audit_files.h"
@@ -83,11 +84,9 @@ struct audit {
 
 double audit_now_s(const struct audit *a);
 
-/* audit_events.c: the BPF events' effect on the file table. */
-struct sg_audit_create;
-struct sg_audit_tag;
-void audit_on_create(struct audit *a, const struct sg_audit_create *e);
-void audit_on_tag(struct audit *a, const struct sg_audit_tag *e);
+/* audit_events.c: one event from the ring buffer (size bytes of data,
+ * checked before use) and its effect on the file table. */
+void audit_on_event(struct audit *a, const void *data, size_t size);
 /* Gives f a request from its name when it has none (patterns). */
 void audit_attribute_by_name(struct audit *a, struct audit_file *f);
 

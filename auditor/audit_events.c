@@ -7,6 +7,7 @@
 #include "audit.h"
 #include "audit_event.h"
 #include "holders.h"
+#include "reqid.h"
 
 void audit_attribute_by_name(struct audit *a, struct audit_file *f)
 {
@@ -28,7 +29,7 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f)
 	}
 }
 
-void audit_on_create(struct audit *a, const struct sg_audit_create *e)
+static void on_create(struct audit *a, const struct sg_audit_create *e)
 {
 	struct audit_file *f;
 
@@ -41,11 +42,30 @@ void audit_on_create(struct audit *a, const struct sg_audit_create *e)
 	f->created_ns = e->h.ts_ns;
 }
 
-void audit_on_tag(struct audit *a, const struct sg_audit_tag *e)
+static void on_tag(struct audit *a, const struct sg_audit_tag *e)
 {
 	struct audit_file *f = audit_files_find(a->files, sg_kdev(e->dev), e->ino);
 
 	a->events++;
-	if (f && e->request[0])
+	/* The kernel side terminates the string; a request must still be one. */
+	if (f && memchr(e->request, '\0', sizeof(e->request)) && !sg_reqid_invalid(e->request))
 		audit_files_attribute(a->files, f, e->request, REQ_TAG, -1);
+}
+
+void audit_on_event(struct audit *a, const void *data, size_t size)
+{
+	const struct sg_audit_header *h = data;
+
+	if (size < sizeof(*h))
+		return;
+	switch (h->type) {
+	case SG_AUDIT_CREATE:
+		if (size >= sizeof(struct sg_audit_create))
+			on_create(a, data);
+		break;
+	case SG_AUDIT_TAG:
+		if (size >= sizeof(struct sg_audit_tag))
+			on_tag(a, data);
+		break;
+	}
 }

@@ -32,21 +32,7 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 
 static int on_event(void *ctx, void *data, size_t size)
 {
-	struct audit *a = ctx;
-	const struct sg_audit_header *h = data;
-
-	if (size < sizeof(*h))
-		return 0;
-	switch (h->type) {
-	case SG_AUDIT_CREATE:
-		if (size >= sizeof(struct sg_audit_create))
-			audit_on_create(a, data);
-		break;
-	case SG_AUDIT_TAG:
-		if (size >= sizeof(struct sg_audit_tag))
-			audit_on_tag(a, data);
-		break;
-	}
+	audit_on_event(ctx, data, size);
 	return 0;
 }
 
