@@ -200,7 +200,8 @@ enum sg_match_result sg_patterns_match(const struct sg_pattern_set *set, const c
 
 	if (shape)
 		*shape = -1;
-	if (len == 0 || len > SG_NAME_MAX)
+	/* No file name holds a NUL byte: nothing that does is a name. */
+	if (len == 0 || len > SG_NAME_MAX || memchr(name, '\0', len))
 		return SG_MATCH_NONE;
 	for (unsigned k = 0; k < set->count; k++) {
 		bool had = m.have_req;

@@ -94,6 +94,13 @@ Test(pattern, literal_only_and_whole_name)
 	cr_assert_eq(match("axmidy"), SG_MATCH_NONE);
 }
 
+Test(pattern, names_with_nul_bytes_never_match)
+{
+	parse_ok("{req}_{any}");
+	cr_assert_eq(sg_patterns_match(&set, "a\0_b", 4, req, other, NULL), SG_MATCH_NONE);
+	cr_assert_eq(sg_patterns_match(&set, "a_b\0", 4, req, other, NULL), SG_MATCH_NONE);
+}
+
 Test(pattern, overlong_names_never_match)
 {
 	char name[400];

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Fuzzing with libFuzzer (clang, AddressSanitizer, UndefinedBehaviorSanitizer)
+# of everything that parses outside input: name patterns, SHMGUARD_* values,
+# tags and marker names, the auditor's events.  Corpora: tests/fuzz/corpus/.
+#   scripts/fuzz.sh --seconds N [TARGET...]   each target for N seconds
+#   scripts/fuzz.sh --runs N [TARGET...]      each target for N executions
+# Targets: patterns config tag audit_events (default: all).  Builds and
+# findings go to $FUZZ_OUT (default build-fuzz/); a finding fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh libclang-rt-14-dev
+
+limit=(-max_total_time=10)
+case "${1:-}" in
+--seconds) limit=(-max_total_time="$2"); shift 2 ;;
+--runs) limit=(-runs="$2"); shift 2 ;;
+esac
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(patterns config tag audit_events)
+
+declare -A sources=(
+	[patterns]="common/pattern.c"
+	[config]="common/config.c common/pattern.c common/reqid.c"
+	[tag]="common/tag.c common/reqid.c"
+	[audit_events]="auditor/audit_events.c auditor/audit_files.c auditor/holders.c common/pattern.c common/reqid.c"
+)
+out=$(realpath -m "${FUZZ_OUT:-build-fuzz}")
+mkdir -p "$out"
+for t in "${targets[@]}"; do
+	[ -n "${sources[$t]:-}" ] || { echo "fuzz.sh: unknown target $t" >&2; exit 2; }
+	# shellcheck disable=SC2086
+	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-Icommon -Iauditor -Ibpf -o "$out/fuzz_$t" "tests/fuzz/fuzz_$t.c" ${sources[$t]}
+	work="$out/corpus_$t"
+	mkdir -p "$work"
+	echo "== fuzz_$t ${limit[*]}"
+	# New inputs go to the scratch corpus; the repo's seeds are only read.
+	status=0
+	(cd "$out" && ASAN_OPTIONS=detect_leaks=1 "./fuzz_$t" "${limit[@]}" -print_final_stats=1 \
+		"corpus_$t" "$OLDPWD/tests/fuzz/corpus/$t") >"$out/fuzz_$t.log" 2>&1 || status=$?
+	grep -E "^(stat::number_of_executed_units|Done|==.*ERROR|SUMMARY|artifact)" "$out/fuzz_$t.log" || true
+	if [ "$status" -ne 0 ]; then
+		echo "fuzz.sh: fuzz_$t found a problem (exit $status); its log: $out/fuzz_$t.log" >&2
+		exit 1
+	fi
+done

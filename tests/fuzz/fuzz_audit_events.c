@@ -1,0 +1,31 @@
+/* libFuzzer target: the auditor's decoding of ring-buffer events.  Input:
+ * events, each a 2-byte little-endian length and that many bytes, given
+ * to the decoder in buffers of exactly that size. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct audit_opts o;
+	struct audit a = {.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1};
+
+	a.files = audit_files_new(64);
+	while (size >= 2) {
+		size_t len = (size_t)(data[0] | data[1] << 8);
+		data += 2;
+		size -= 2;
+		if (len > size)
+			len = size;
+		uint8_t *event = malloc(len ? len : 1);
+		memcpy(event, data, len);
+		audit_on_event(&a, event, len);
+		free(event);
+		data += len;
+		size -= len;
+	}
+	audit_files_free(a.files);
+	return 0;
+}

@@ -1,0 +1,43 @@
+/* libFuzzer target: the SHMGUARD_* values.  Input: up to six lines, one per
+ * variable, in the order below. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+static const char *const vars[] = {"SHMGUARD_PATTERNS",   "SHMGUARD_SHM_ROOTS", "SHMGUARD_ABORT_DIR",
+				   "SHMGUARD_REQUEST_ID", "SHMGUARD_ABORT_TTL", "SHMGUARD_LOG"};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct sg_config cfg;
+	char buf[4096], err[256];
+	char *line = buf, *next;
+	unsigned i = 0;
+
+	if (size >= sizeof(buf) || memchr(data, '\0', size))
+		return 0;
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	for (unsigned k = 0; k < 6; k++)
+		unsetenv(vars[k]);
+	for (; line && i < 6; line = next, i++) {
+		if ((next = strchr(line, '\n')))
+			*next++ = '\0';
+		if (*line != '-') /* a lone '-' leaves the variable unset */
+			setenv(vars[i], line, 1);
+	}
+	if (sg_config_from_env(&cfg, err, sizeof(err)) == 0) {
+		/* What the shim relies on once the configuration is accepted. */
+		if (!cfg.nroots || cfg.nroots > SG_MAX_ROOTS || cfg.abort_dir[0] != '/' || !cfg.abort_ttl)
+			abort();
+		for (unsigned k = 0; k < cfg.nroots; k++)
+			if (cfg.roots[k][0] != '/' || strcmp(cfg.roots[k], cfg.abort_dir) == 0 ||
+			    strlen(cfg.roots[k]) != cfg.root_len[k])
+				abort();
+	} else if (!strstr(err, "SHMGUARD_")) {
+		abort(); /* every fault names its variable */
+	}
+	return 0;
+}

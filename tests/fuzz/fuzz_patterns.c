@@ -1,0 +1,40 @@
+/* libFuzzer target: name patterns, parsed and matched.  Input: a pattern
+ * list, a newline, a name. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pattern.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct sg_pattern_set set;
+	char spec[1024], req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1], err[256];
+	const uint8_t *nl = memchr(data, '\n', size);
+	size_t slen = nl ? (size_t)(nl - data) : size;
+	int shape;
+
+	if (slen >= sizeof(spec) || memchr(data, '\0', slen))
+		return 0;
+	memcpy(spec, data, slen);
+	spec[slen] = '\0';
+	if (sg_patterns_parse(&set, spec, err, sizeof(err)) < 0)
+		return 0;
+	const char *name = nl ? (const char *)nl + 1 : "";
+	size_t nlen = nl ? size - slen - 1 : 0;
+	switch (sg_patterns_match(&set, name, nlen, req, other, &shape)) {
+	case SG_MATCH_ONE:
+		/* The request is a non-empty part of the name, without '/'. */
+		if (!*req || strchr(req, '/') || !memmem(name, nlen, req, strlen(req)) || shape < 0 ||
+		    (unsigned)shape >= set.count)
+			abort();
+		break;
+	case SG_MATCH_AMBIGUOUS:
+		if (strcmp(req, other) == 0)
+			abort();
+		break;
+	case SG_MATCH_NONE:
+		break;
+	}
+	return 0;
+}
