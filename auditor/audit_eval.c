@@ -70,7 +70,8 @@ static void read_dirs(struct pass *p)
 		}
 		if (d)
 			closedir(d);
-		qsort(p->dir[r], p->ndir[r], sizeof(struct named), by_ino);
+		if (p->ndir[r])
+			qsort(p->dir[r], p->ndir[r], sizeof(struct named), by_ino);
 	}
 }
 
@@ -80,7 +81,7 @@ static const char *dir_name(struct pass *p, unsigned r, uint64_t ino)
 
 	if (!p->dirs_read)
 		read_dirs(p);
-	hit = bsearch(&key, p->dir[r], p->ndir[r], sizeof(key), by_ino);
+	hit = p->ndir[r] ? bsearch(&key, p->dir[r], p->ndir[r], sizeof(key), by_ino) : NULL;
 	return hit ? hit->name : NULL;
 }
 

@@ -85,8 +85,10 @@ static void group_leftovers(const struct audit *a, struct groups *by_proc, struc
 			}
 		}
 	}
-	qsort(by_proc->g, by_proc->n, sizeof(struct group), by_bytes);
-	qsort(by_shape->g, by_shape->n, sizeof(struct group), by_bytes);
+	if (by_proc->n)
+		qsort(by_proc->g, by_proc->n, sizeof(struct group), by_bytes);
+	if (by_shape->n)
+		qsort(by_shape->g, by_shape->n, sizeof(struct group), by_bytes);
 }
 
 static const char *human(uint64_t bytes, char *buf, size_t len)

@@ -145,7 +145,8 @@ int cmd_ls(int argc, char **argv)
 		sg_shm_listing_free(&l);
 		return cli_fail(EXIT_FAIL, "ls", "%s", err);
 	}
-	qsort(l.files, l.n, sizeof(*l.files), by_bytes);
+	if (l.n)
+		qsort(l.files, l.n, sizeof(*l.files), by_bytes);
 	/* Holder pointers survive the sort: they point into the holder list. */
 	status = json ? print_json(&l) : (print_text(&l), EXIT_OK);
 	sg_shm_listing_free(&l);

@@ -145,7 +145,8 @@ int sg_holders_scan(struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs
 		}
 	}
 	closedir(d);
-	qsort(hs->h, hs->n, sizeof(*hs->h), by_key);
+	if (hs->n)
+		qsort(hs->h, hs->n, sizeof(*hs->h), by_key);
 	return 0;
 }
 

@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# Build shmguard and run every test: unit and integration (meson test).
-# Installs missing Debian packages first.  Extra arguments go to `meson test`
-# (a suite name, say: scripts/test.sh --suite unit).
+# Build shmguard and run every test (meson test): unit, integration and a
+# short fuzzing run; then the unit and integration tests again in a second
+# build under AddressSanitizer and UndefinedBehaviorSanitizer.  Installs
+# missing Debian packages first.  Extra arguments go to `meson test` in the
+# first build (a suite name, say: scripts/test.sh --suite unit), and skip the
+# sanitized pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 status=0
 meson test -C build --print-errorlogs "$@" || status=$?
+if [ $# -eq 0 ]; then
+	[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	meson compile -C build-asan >/dev/null
+	# The sanitized shim is preloaded into programs that are not (python3,
+	# sh), so ASan must not insist on being first; leaks are valgrind's job
+	# (the tests' own strings live until each test ends).
+	ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C build-asan --no-suite fuzz --print-errorlogs --logbase asan || status=$?
+fi
 # One closing line over the individual test cases of every Criterion binary.
+logs=(build/meson-logs/testlog.txt)
+[ -f build-asan/meson-logs/asan.txt ] && [ $# -eq 0 ] && logs+=(build-asan/meson-logs/asan.txt)
 awk '/Synthesis: Tested:/ {
 	for (i = 1; i <= NF; i++) {
 		if ($i == "Passing:") passed += $(i + 1)
 		if ($i == "Failing:") failed += $(i + 1)
 	}
-} END { printf "%d passed, %d failed\n", passed, failed }' build/meson-logs/testlog.txt
+} END { printf "%d passed, %d failed\n", passed, failed }' "${logs[@]}"
 exit "$status"

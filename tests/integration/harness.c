@@ -103,6 +103,7 @@ struct h_proc h_spawn(const char *const *argv, const char *const *env)
 	if (p.pid < 0)
 		die("fork");
 	if (p.pid == 0) {
+		setpgid(0, 0); /* its own group: h_cleanup() ends grandchildren too */
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		dup2(errfd, 2);
@@ -229,7 +230,7 @@ void h_cleanup(const char *prefix)
 	size_t len = strlen(prefix);
 
 	for (; nlive; nlive--) {
-		kill(live[nlive - 1].pid, SIGKILL);
+		kill(-live[nlive - 1].pid, SIGKILL);
 		waitpid(live[nlive - 1].pid, NULL, 0);
 		unlink(live[nlive - 1].err);
 	}
