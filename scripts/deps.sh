@@ -8,7 +8,7 @@ packages=(
 	meson ninja-build pkg-config gcc g++ libc6-dev clang llvm
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libjansson-dev libcriterion-dev systemtap-sdt-dev
-	python3 attr util-linux bc
+	python3 attr util-linux bc valgrind
 	"$@"
 )
 

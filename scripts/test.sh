@@ -16,7 +16,8 @@ if [ $# -eq 0 ]; then
 	# The sanitized shim is preloaded into programs that are not (python3,
 	# sh), so ASan must not insist on being first; leaks are valgrind's job
 	# (the tests' own strings live until each test ends).
-	ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	SG_SANITIZED=1 ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --no-suite fuzz --print-errorlogs --logbase asan || status=$?
 fi
 # One closing line over the individual test cases of every Criterion binary.
