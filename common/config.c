@@ -83,7 +83,19 @@ static int parse_roots(struct sg_config *c, const char *val, char *err, size_t e
 	}
 }
 
+static const char *from_environ(const char *name, void *ctx)
+{
+	(void)ctx;
+	return getenv(name);
+}
+
 int sg_config_from_env(struct sg_config *c, char *err, size_t errlen)
+{
+	return sg_config_from(c, from_environ, NULL, err, errlen);
+}
+
+int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, void *ctx), void *ctx, char *err,
+		   size_t errlen)
 {
 	const char *v;
 	char perr[160];
@@ -96,7 +108,7 @@ int sg_config_from_env(struct sg_config *c, char *err, size_t errlen)
 	c->nroots = 1;
 	strcpy(c->abort_dir, SG_DEFAULT_ABORT_DIR);
 
-	if ((v = getenv("SHMGUARD_LOG"))) {
+	if ((v = get("SHMGUARD_LOG", ctx))) {
 		static const char *names[] = {"off", "warn", "info", "debug"};
 		unsigned k;
 		for (k = 0; k < 4 && strcmp(v, names[k]) != 0; k++)
@@ -105,16 +117,16 @@ int sg_config_from_env(struct sg_config *c, char *err, size_t errlen)
 			return bad(err, errlen, "SHMGUARD_LOG", v, "expected off, warn, info or debug");
 		c->log_level = (enum sg_log_level)k;
 	}
-	if ((v = getenv("SHMGUARD_PATTERNS")) && *v && sg_patterns_parse(&c->patterns, v, perr, sizeof(perr)) < 0)
+	if ((v = get("SHMGUARD_PATTERNS", ctx)) && *v && sg_patterns_parse(&c->patterns, v, perr, sizeof(perr)) < 0)
 		return bad(err, errlen, "SHMGUARD_PATTERNS", v, perr);
-	if ((v = getenv("SHMGUARD_SHM_ROOTS")) && *v && parse_roots(c, v, err, errlen) < 0)
+	if ((v = get("SHMGUARD_SHM_ROOTS", ctx)) && *v && parse_roots(c, v, err, errlen) < 0)
 		return -1;
-	if ((v = getenv("SHMGUARD_ABORT_DIR"))) {
+	if ((v = get("SHMGUARD_ABORT_DIR", ctx))) {
 		const char *why = sg_config_check_dir(v, c->abort_dir);
 		if (why)
 			return bad(err, errlen, "SHMGUARD_ABORT_DIR", v, why);
 	}
-	if ((v = getenv("SHMGUARD_REQUEST_ID")) && *v) {
+	if ((v = get("SHMGUARD_REQUEST_ID", ctx)) && *v) {
 		const char *why = sg_reqid_invalid(v);
 		if (why)
 			return bad(err, errlen, "SHMGUARD_REQUEST_ID", v, why);
@@ -123,7 +135,7 @@ int sg_config_from_env(struct sg_config *c, char *err, size_t errlen)
 	for (unsigned k = 0; k < c->nroots; k++)
 		if (strcmp(c->abort_dir, c->roots[k]) == 0)
 			return bad(err, errlen, "SHMGUARD_ABORT_DIR", c->abort_dir, SG_ABORT_DIR_IS_ROOT);
-	if ((v = getenv("SHMGUARD_ABORT_TTL")) && sg_config_parse_ttl(v, &c->abort_ttl) < 0)
+	if ((v = get("SHMGUARD_ABORT_TTL", ctx)) && sg_config_parse_ttl(v, &c->abort_ttl) < 0)
 		return bad(err, errlen, "SHMGUARD_ABORT_TTL", v, "expected whole seconds from 1 to 604800");
 	return 0;
 }

@@ -36,6 +36,10 @@ struct sg_config {
  * was readable, so the fault can be reported at the level the user asked for. */
 int sg_config_from_env(struct sg_config *c, char *err, size_t errlen);
 
+/* The same, with the values from get (NULL: unset). */
+int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, void *ctx), void *ctx, char *err,
+		   size_t errlen);
+
 /* Normalise an absolute directory path (no trailing '/', no '.', '..' or
  * empty components) into out; returns NULL or why it is unusable. */
 const char *sg_config_check_dir(const char *path, char *out);

@@ -9,26 +9,34 @@
 static const char *const vars[] = {"SHMGUARD_PATTERNS",   "SHMGUARD_SHM_ROOTS", "SHMGUARD_ABORT_DIR",
 				   "SHMGUARD_REQUEST_ID", "SHMGUARD_ABORT_TTL", "SHMGUARD_LOG"};
 
+static const char *value_of(const char *name, void *ctx)
+{
+	char **values = ctx;
+
+	for (unsigned k = 0; k < 6; k++)
+		if (strcmp(name, vars[k]) == 0)
+			return values[k];
+	return NULL;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct sg_config cfg;
 	char buf[4096], err[256];
-	char *line = buf, *next;
+	char *line = buf, *next, *values[6] = {0};
 	unsigned i = 0;
 
 	if (size >= sizeof(buf) || memchr(data, '\0', size))
 		return 0;
 	memcpy(buf, data, size);
 	buf[size] = '\0';
-	for (unsigned k = 0; k < 6; k++)
-		unsetenv(vars[k]);
 	for (; line && i < 6; line = next, i++) {
 		if ((next = strchr(line, '\n')))
 			*next++ = '\0';
-		if (*line != '-') /* a lone '-' leaves the variable unset */
-			setenv(vars[i], line, 1);
+		if (strcmp(line, "-") != 0) /* a lone '-' leaves the variable unset */
+			values[i] = line;
 	}
-	if (sg_config_from_env(&cfg, err, sizeof(err)) == 0) {
+	if (sg_config_from(&cfg, value_of, values, err, sizeof(err)) == 0) {
 		/* What the shim relies on once the configuration is accepted. */
 		if (!cfg.nroots || cfg.nroots > SG_MAX_ROOTS || cfg.abort_dir[0] != '/' || !cfg.abort_ttl)
 			abort();
