@@ -47,6 +47,8 @@ struct audit_root {
 struct audit_leftover {
 	struct audit_leftover *next;
 	char *name; /* NULL if it has none any more and no holder showed it */
+	uint32_t kdev;
+	uint64_t ino;
 	uint64_t bytes;
 	bool linked;
 	uint32_t holder; /* a process still mapping or holding it (unlinked files) */

@@ -238,6 +238,8 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 	if (!m.exists || !(l = calloc(1, sizeof(*l))))
 		return;
 	l->name = m.name ? strdup(m.name) : NULL;
+	l->kdev = f->kdev;
+	l->ino = f->ino;
 	l->bytes = m.bytes;
 	l->linked = m.linked;
 	l->holder = m.holder;

@@ -162,15 +162,24 @@ static json_t *groups_json(const struct audit *a, const struct groups *gs, bool 
 	return arr;
 }
 
+/* major:minor, as /proc shows devices. */
+static const char *dev_text(uint32_t kdev, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u:%u", kdev >> 20, kdev & 0xfffff);
+	return buf;
+}
+
 static json_t *aborts_json(const struct audit *a)
 {
 	json_t *arr = json_array();
+	char dev[24];
 
 	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
 		json_t *files = json_array();
 		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next) {
-			json_t *f = json_pack("{s:I, s:b, s:I, s:s}", "bytes", (json_int_t)l->bytes, "linked",
-					      l->linked, "creator_pid", (json_int_t)l->creator, "creator", l->comm);
+			json_t *f = json_pack("{s:I, s:b, s:I, s:s, s:s, s:I}", "bytes", (json_int_t)l->bytes, "linked",
+					      l->linked, "creator_pid", (json_int_t)l->creator, "creator", l->comm, "device",
+					      dev_text(l->kdev, dev, sizeof(dev)), "inode", (json_int_t)l->ino);
 			json_object_set_new(f, "name", l->name ? json_string(l->name) : json_null());
 			json_object_set_new(f, "held_by_pid", l->holder ? json_integer(l->holder) : json_null());
 			json_array_append_new(files, f);

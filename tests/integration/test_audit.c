@@ -247,6 +247,11 @@ Test(audit, only_the_command_tree_is_counted)
 	json_t *r = report();
 	cr_expect_eq(jint(r, "aborts"), 2, "both markers are aborts");
 	cr_expect_eq(jint(r, "leaked_bytes"), (long long)blocks_of(inside), "only the tree's file counts");
+	struct stat st;
+	json_t *left = json_array_get(json_object_get(json_array_get(json_object_get(r, "aborted_requests"), 0),
+						      "leftover_files"), 0);
+	cr_assert_eq(stat(inside, &st), 0);
+	cr_expect_eq(json_integer_value(json_object_get(left, "inode")), (long long)st.st_ino);
 	cr_expect_null(request_of(r, h_str("%sout_0_0", prefix)), "a file from outside the tree was counted");
 	json_decref(r);
 }
