@@ -19,10 +19,21 @@ static void setup(void)
 
 static void teardown(void)
 {
-	/* The ramfs test's mount, if it got that far: it lives in this test
-	 * process's own mount namespace, over a directory of the shared one. */
+	/* The ramfs and full-tmpfs tests' mounts, if they got that far: they
+	 * live in the test process's own mount namespace, over directories of
+	 * the shared one. */
 	umount2(h_str("/dev/shm/%sramfs", prefix), MNT_DETACH);
+	umount2(h_str("/dev/shm/%sfull", prefix), MNT_DETACH);
 	h_cleanup(prefix);
+}
+
+/* A private mount namespace for this test process, or a skip (never in CI). */
+static void private_mounts(void)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		cr_assert(!getenv("CI"), "cannot make a mount namespace in CI: %s", strerror(errno));
+		cr_skip_test("needs CAP_SYS_ADMIN for a private mount namespace");
+	}
 }
 
 TestSuite(processes, .init = setup, .fini = teardown, .timeout = 60);
@@ -154,10 +165,7 @@ Test(processes, without_xattrs_the_record_still_sweeps)
 	struct h_proc p;
 	char *err;
 
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		cr_assert(!getenv("CI"), "cannot make a mount namespace in CI: %s", strerror(errno));
-		cr_skip_test("needs CAP_SYS_ADMIN for a private mount namespace");
-	}
+	private_mounts();
 	cr_assert_eq(mkdir(root, 0755), 0);
 	cr_assert_eq(mount("none", root, "ramfs", 0, NULL), 0, "mount ramfs: %s", strerror(errno));
 	p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL));
@@ -165,4 +173,50 @@ Test(processes, without_xattrs_the_record_still_sweeps)
 	cr_expect(h_wait_gone(file, 1000), "not swept without a tag");
 	cr_assert_eq(h_finish(&p, &err), 0);
 	cr_expect_eq(h_occurrences(err, "cannot write the user.shmguard tag"), 1, "%s", err);
+}
+
+/* A shm root that runs out of space: the program sees the very errors it
+ * sees without the shim, and the shim records only what was created. */
+Test(processes, a_full_shm_root_fails_the_same_and_records_only_what_exists)
+{
+	const char *root = h_str("/dev/shm/%sfull", prefix);
+	const char *argv[13] = {h_bin("SG_SHMTOOL")};
+	char *plain_err, *shim_err;
+	int plain, shimmed;
+
+	private_mounts();
+	cr_assert_eq(mkdir(root, 0755), 0);
+	/* Room for a few files only; a fresh one for each run. */
+	cr_assert_eq(mount("none", root, "tmpfs", 0, "nr_inodes=5,size=64k"), 0, "mount tmpfs: %s", strerror(errno));
+	for (int i = 0; i < 6; i++) {
+		argv[1 + 2 * i] = "creat";
+		argv[2 + 2 * i] = h_str("%s/full_0_%d", root, i);
+	}
+	/* creat PATH SIZE takes a size: 0 keeps it to an inode. */
+	const char *run[20];
+	size_t n = 0;
+	run[n++] = argv[0];
+	for (int i = 0; i < 6; i++) {
+		run[n++] = "creat";
+		run[n++] = argv[2 + 2 * i];
+		run[n++] = "0";
+	}
+	run[n] = NULL;
+
+	plain = h_run(run, NULL, &plain_err);
+	int fit = h_count(root, "full_");
+	cr_assert(fit > 0 && fit < 6, "%d files fit", fit);
+	cr_assert_eq(umount(root), 0);
+	cr_assert_eq(mount("none", root, "tmpfs", 0, "nr_inodes=5,size=64k"), 0);
+	shimmed = h_run(run, h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL),
+			&shim_err);
+	cr_expect_eq(plain, 1);
+	cr_expect_eq(shimmed, plain, "exit %d under the shim, %d without", shimmed, plain);
+	cr_expect(strstr(plain_err, "No space left on device"), "%s", plain_err);
+	cr_expect(strstr(shim_err, "shmtool: creat ") && strstr(shim_err, "No space left on device"), "%s", shim_err);
+	/* What was created is recorded, nothing more.  (tmpfs charges the tags'
+	 * xattrs to its inode space: with the shim one file fewer fits here.) */
+	int made = h_count(root, "full_");
+	cr_expect(made > 0 && made <= fit, "%d fit without the shim, %d with", fit, made);
+	cr_expect(strstr(shim_err, h_str("summary: tagged %d,", made)), "%d files made; %s", made, shim_err);
 }
