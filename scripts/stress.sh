@@ -3,12 +3,12 @@
 # segment lifecycles in 6 processes of 4 threads under the shim, colliding
 # request IDs, late puts, forks, a worker killed with SIGKILL and reclaimed by
 # `shmguard sweep --dead`, all checked against the driver's own log.
-#   scripts/stress.sh [OPS_PER_THREAD]    (default 42000)
+#   scripts/stress.sh [OPS_PER_THREAD]    (default 52000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 
-ops=${1:-42000}
+ops=${1:-52000}
 prefix="stress-$$-"
 root="/dev/shm/${prefix}root" abort_dir="/dev/shm/${prefix}abort" logs="/tmp/${prefix}logs"
 trap 'rm -rf "$root" "$abort_dir" "$logs"' EXIT
