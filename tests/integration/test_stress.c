@@ -41,7 +41,14 @@ Test(stress, no_wrong_unlink_no_leftover_no_orphan)
 	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, NULL, h_str("SHMGUARD_SHM_ROOTS=%s", root),
 							 "SHMGUARD_LOG=warn", NULL));
 	/* The killed worker's files are orphans: the sweep reclaims them. */
-	cr_assert_eq(h_run(sweep, NULL, &err), 0, "%s", err);
+	struct h_proc sw = h_spawn(sweep, NULL);
+	char *line, *last = NULL;
+	unsigned removed = 0;
+	while ((line = h_read_line(&sw, 30000)))
+		last = line;
+	cr_assert_eq(h_finish(&sw, &err), 0, "%s", err);
+	cr_assert(last && sscanf(last, "removed %u file(s)", &removed) == 1, "%s", last ? last : "(no output)");
+	cr_expect_gt(removed, 0, "the killed worker left no orphan to reclaim");
 	usleep(300 * 1000); /* the last markers reach every watcher */
 	cr_assert_eq(write(p.in, "check\n", 6), 6);
 	verdict = h_read_line(&p, 60000);

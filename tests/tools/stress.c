@@ -233,6 +233,26 @@ static int check(pid_t killed_pid)
 	return wrong || leftovers || orphans;
 }
 
+/* Bytes the threads of worker proc have logged so far. */
+static long logged(int proc)
+{
+	char want[32], path[600];
+	struct dirent *e;
+	struct stat st;
+	long total = 0;
+	DIR *d = opendir(log_dir);
+
+	snprintf(want, sizeof(want), "log-%d-", proc);
+	while (d && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "%s/%s", log_dir, e->d_name);
+		if (strncmp(e->d_name, want, strlen(want)) == 0 && stat(path, &st) == 0)
+			total += st.st_size;
+	}
+	if (d)
+		closedir(d);
+	return total;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -283,10 +303,13 @@ int main(int argc, char **argv)
 	}
 	close(go[0]);
 	close(done[1]);
-	/* The odd workers do not fork: the last of them is killed half-way. */
+	/* The odd workers do not fork: the last of them is killed once it has
+	 * made some files (its log holds a few KiB), so that it leaves orphans. */
 	if (kill_one && procs > 1) {
-		killed = pids[procs % 2 ? procs - 2 : procs - 1];
-		usleep(20000);
+		int victim = procs % 2 ? procs - 2 : procs - 1;
+		killed = pids[victim];
+		for (int tries = 0; tries < 1000 && logged(victim) < 8192; tries++)
+			usleep(10000);
 		kill(killed, SIGKILL);
 		waitpid(killed, NULL, 0);
 	}
