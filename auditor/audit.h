@@ -34,6 +34,7 @@ struct audit_opts {
 	double budget_kib;
 	const char *lib;
 	size_t max_files;
+	unsigned ring_kib; /* the kernel side's event buffer, a power of two */
 	char **cmd; /* NULL: the whole system */
 };
 

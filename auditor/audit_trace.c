@@ -107,6 +107,10 @@ struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const 
 			t->skel->rodata->shm_devs[ndevs++] = a->roots[i].kdev;
 	}
 	t->skel->rodata->n_shm_devs = ndevs;
+	if (a->o->ring_kib && bpf_map__set_max_entries(t->skel->maps.events, a->o->ring_kib * 1024) < 0) {
+		snprintf(err, errlen, "cannot size the event buffer to %u KiB", a->o->ring_kib);
+		goto fail;
+	}
 	t->skel->rodata->follow_tree = follow_tree;
 	if (!choose_tracepoints(t->skel)) {
 		snprintf(err, errlen,

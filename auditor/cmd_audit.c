@@ -40,6 +40,8 @@ static void usage(FILE *out)
 		"  -i, --interval SECONDS     a progress line this often when stderr is not a terminal\n"
 		"      --lib PATH             the shim whose tags to follow (default: found as by 'run')\n"
 		"      --max-files N          files followed at most (default 1000000); more fails the gate\n"
+		"      --ring-kib N           the kernel side's event buffer, a power of two from 4 (default\n"
+		"                             8192); events it cannot hold are counted and fail the gate\n"
 		"  -v, --verbose              libbpf's messages\n"
 		"  -h, --help                 show this help\n\n"
 		"Exit status: 0 pass (or no budget given), 1 over budget or events lost, 2 bad usage or\n"
@@ -98,6 +100,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 		{"json", required_argument, NULL, 'j'},      {"duration", required_argument, NULL, 'd'},
 		{"interval", required_argument, NULL, 'i'},  {"lib", required_argument, NULL, 'L'},
 		{"max-files", required_argument, NULL, 'M'}, {"verbose", no_argument, NULL, 'v'},
+		{"ring-kib", required_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},            {0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
@@ -140,6 +143,13 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 			o->max_files = strtoul(optarg, &end, 10);
 			if (!*optarg || *end || o->max_files == 0)
 				return cli_fail(-1, "audit", "bad --max-files '%s'", optarg);
+			break;
+		case 'R':
+			o->ring_kib = (unsigned)strtoul(optarg, &end, 10);
+			if (!*optarg || *end || o->ring_kib < 4 || o->ring_kib > (1u << 20) ||
+			    (o->ring_kib & (o->ring_kib - 1)))
+				return cli_fail(-1, "audit", "bad --ring-kib '%s': a power of two from 4 to 1048576",
+						optarg);
 			break;
 		case 'v': o->verbose = true; break;
 		case 'h':

@@ -271,6 +271,48 @@ Test(audit, a_burst_loses_no_events)
 	json_decref(r);
 }
 
+/* audit_argv() with extra options right after "audit". */
+static const char **with_options(const char **argv, const char *o1, const char *o2, const char *o3)
+{
+	const char **out = calloc(80, sizeof(*out)), *extra[] = {o1, o2, o3};
+	size_t n = 0;
+
+	out[n++] = argv[0];
+	out[n++] = argv[1];
+	for (size_t i = 0; i < 3; i++)
+		if (extra[i])
+			out[n++] = extra[i];
+	for (size_t i = 2; argv[i]; i++)
+		out[n++] = argv[i];
+	return out;
+}
+
+/* A burst beyond a tiny event buffer: the loss is counted, reported and
+ * fails the gate, unless --allow-drops. */
+Test(audit, dropped_events_fail_the_gate_unless_allowed)
+{
+	need_bpf();
+	const char *burst[] = {h_bin("SG_LEAKGEN"), "--prefix", prefix, "--requests", "2000", "--abort-every", "1000",
+			       "--abort-dir", abort_dir, NULL};
+	char *err;
+	json_t *r;
+
+	cr_assert_eq(h_run(with_options(audit_argv(NULL, burst), "--ring-kib", "4", NULL), NULL, &err), 1,
+		     "events were lost: the gate must fail: %s", err);
+	r = report();
+	cr_expect_gt(jint(r, "dropped_events"), 0);
+	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "fail");
+	json_decref(r);
+
+	h_cleanup(prefix);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	cr_assert_eq(h_run(with_options(audit_argv(NULL, burst), "--ring-kib", "4", "--allow-drops"), NULL, &err), 0,
+		     "%s", err);
+	r = report();
+	cr_expect_gt(jint(r, "dropped_events"), 0);
+	json_decref(r);
+}
+
 /* COMMAND's failure shows in the report and in the exit status. */
 Test(audit, a_failing_command_still_gets_its_report)
 {
