@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -173,12 +174,32 @@ SG_EXPORT int shm_open(const char *name, int flags, mode_t mode)
 	return sg_create(&c, flags, path);
 }
 
+/* The shim's bookkeeping inside a wrapper runs with sg_busy set: a signal
+ * handler that interrupts it on this thread and calls back into libc (open
+ * and unlink are async-signal-safe) then goes straight through, instead of
+ * waiting for a lock this very thread holds.  False: the thread is busy
+ * already, and the bookkeeping is skipped. */
+static bool enter(void)
+{
+	if (sg_busy)
+		return false;
+	sg_busy = true;
+	return true;
+}
+
+static void leave(void)
+{
+	sg_busy = false;
+}
+
 /* The program unlinked a name itself (a consumer in this process): the
  * record goes, so that a later sweep cannot touch a file of that name. */
 static void forget(const char *path)
 {
-	if (sg_registry_count() && path && path[0] == '/')
+	if (sg_registry_count() && path && path[0] == '/' && enter()) {
 		sg_registry_forget_path(path);
+		leave();
+	}
 }
 
 SG_EXPORT int shm_unlink(const char *name)
@@ -217,10 +238,11 @@ SG_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 
 static void *after_mmap(void *addr, size_t len, int fd)
 {
-	if (addr != MAP_FAILED && fd >= 0 && !sg_busy) {
+	if (addr != MAP_FAILED && fd >= 0 && enter()) {
 		int saved = errno;
 		sg_mappings_on_mmap(addr, len, fd);
 		errno = saved;
+		leave();
 	}
 	return addr;
 }
@@ -243,8 +265,10 @@ SG_EXPORT int munmap(void *addr, size_t len)
 
 	sg_real_ensure();
 	ret = sg_real.munmap(addr, len);
-	if (ret == 0 && sg_mappings_any())
+	if (ret == 0 && sg_mappings_any() && enter()) {
 		sg_mappings_on_munmap(addr, len);
+		leave();
+	}
 	return ret;
 }
 

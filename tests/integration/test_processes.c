@@ -2,6 +2,7 @@
  * bad configuration that must not hurt the host. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -219,4 +220,27 @@ Test(processes, a_full_shm_root_fails_the_same_and_records_only_what_exists)
 	int made = h_count(root, "full_");
 	cr_expect(made > 0 && made <= fit, "%d fit without the shim, %d with", fit, made);
 	cr_expect(strstr(shim_err, h_str("summary: tagged %d,", made)), "%d files made; %s", made, shim_err);
+}
+
+/* Signals land inside the shim's own work (its locks held) and their
+ * handler creates and unlinks files too: no deadlock, no error, and the
+ * main loop's files are tracked all along. */
+Test(processes, signal_handlers_calling_into_libc_do_not_deadlock, .timeout = 30)
+{
+	const char *root = h_str("/dev/shm/%ssig", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "signals", "2", root, NULL};
+	struct h_proc p;
+	char *line, *err;
+	long loops = 0, sigs = 0;
+
+	cr_assert_eq(mkdir(root, 0755), 0);
+	p = h_spawn(argv, h_shim_env(abort_dir, "{any}_{req}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL));
+	line = h_read_line(&p, 20000);
+	cr_assert_not_null(line, "no result: a deadlock?");
+	cr_assert_eq(sscanf(line, "main %ld signals %ld", &loops, &sigs), 2, "%s", line);
+	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
+	cr_expect_gt(loops, 100);
+	cr_expect_gt(sigs, 100, "the signals did not come: %s", line);
+	cr_expect(strstr(err, "summary: tagged"), "the main loop's files were not tracked: %s", err);
+	cr_expect_eq(h_count(root, ""), 2, "files left behind (only . and ..)");
 }

@@ -16,6 +16,9 @@
  *   threads N COUNT P    N threads; thread t sets request P<t> and creates COUNT
  *                        segments P<t>_0_<i>; even threads write their abort marker
  *                        into $SHMTOOL_ABORT_DIR half-way and keep creating
+ *   signals SECONDS DIR  for SECONDS, creates and unlinks files DIR/main_<n> in a loop while
+ *                        a SIGALRM handler, every 100 us, creates and unlinks DIR/sig_<n>
+ *                        (open and unlink are async-signal-safe); prints the counts
  *   fork                 the child runs the rest of the script; the parent waits
  *                        for it and exits with its status
  *   exec                 re-executes shmtool with the rest of the script
@@ -32,7 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,6 +112,54 @@ static int region(const char *path, size_t size)
 	if (created)
 		memset(p, 0x7e, size);
 	close(fd);
+	return 0;
+}
+
+static char sig_path[512];
+static size_t sig_len;
+static volatile sig_atomic_t sig_count;
+
+/* Only async-signal-safe calls: the name is formatted by hand. */
+static void on_alarm(int signo)
+{
+	int saved = errno, n = sig_count++, k = 0;
+	char digits[16];
+
+	(void)signo;
+	do
+		digits[k++] = (char)('0' + n % 10);
+	while ((n /= 10));
+	for (size_t i = 0; k; i++)
+		sig_path[sig_len + i] = digits[--k], sig_path[sig_len + i + 1] = '\0';
+	int fd = open(sig_path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	if (fd >= 0) {
+		close(fd);
+		unlink(sig_path);
+	}
+	errno = saved;
+}
+
+static int signals(int seconds, const char *dir)
+{
+	struct itimerval every = {{0, 100}, {0, 100}}, off = {0};
+	struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
+	char path[600];
+	long loops = 0;
+	time_t end = time(NULL) + seconds;
+
+	sig_len = (size_t)snprintf(sig_path, sizeof(sig_path) - 16, "%s/sig_", dir);
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &every, NULL);
+	while (time(NULL) < end) {
+		snprintf(path, sizeof(path), "%s/main_%ld", dir, loops++);
+		if (make_file("open", path, 4096) < 0)
+			return -1;
+		if (unlink(path) < 0)
+			return fail("unlink", path);
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	printf("main %ld signals %d\n", loops, (int)sig_count);
+	fflush(stdout);
 	return 0;
 }
 
@@ -221,6 +275,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(cmd, "threads") == 0) {
 			ret = run_threads(atoi(a), atoi(b), i + 3 < argc ? argv[i + 3] : "t");
 			i += 3;
+		} else if (strcmp(cmd, "signals") == 0) {
+			ret = signals(atoi(a), b);
+			i += 2;
 		} else if (strcmp(cmd, "fork") == 0) {
 			pid_t pid = fork();
 			int st;
