@@ -223,17 +223,19 @@ Test(processes, a_full_shm_root_fails_the_same_and_records_only_what_exists)
 }
 
 /* Signals land inside the shim's own work (its locks held) and their
- * handler creates and unlinks files too: no deadlock, no error, and the
- * main loop's files are tracked all along. */
+ * handler creates and unlinks files too (elsewhere: creating tracked files
+ * in a handler is not supported, see README): no deadlock, no error, and
+ * the main loop's files are tracked all along. */
 Test(processes, signal_handlers_calling_into_libc_do_not_deadlock, .timeout = 30)
 {
-	const char *root = h_str("/dev/shm/%ssig", prefix);
-	const char *argv[] = {h_bin("SG_SHMTOOL"), "signals", "2", root, NULL};
+	const char *root = h_str("/dev/shm/%ssig", prefix), *elsewhere = h_str("/dev/shm/%ssig-handler", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "signals", "2", root, elsewhere, NULL};
 	struct h_proc p;
 	char *line, *err;
 	long loops = 0, sigs = 0;
 
 	cr_assert_eq(mkdir(root, 0755), 0);
+	cr_assert_eq(mkdir(elsewhere, 0755), 0);
 	p = h_spawn(argv, h_shim_env(abort_dir, "{any}_{req}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL));
 	line = h_read_line(&p, 20000);
 	cr_assert_not_null(line, "no result: a deadlock?");
@@ -243,4 +245,36 @@ Test(processes, signal_handlers_calling_into_libc_do_not_deadlock, .timeout = 30
 	cr_expect_gt(sigs, 100, "the signals did not come: %s", line);
 	cr_expect(strstr(err, "summary: tagged"), "the main loop's files were not tracked: %s", err);
 	cr_expect_eq(h_count(root, ""), 2, "files left behind (only . and ..)");
+	cr_expect_eq(h_count(elsewhere, ""), 2, "the handler's files left behind");
+}
+
+/* Out of file descriptors: the program gets EMFILE as it would without the
+ * shim, and the shim records only the files that were made. */
+Test(processes, fd_exhaustion_fails_the_same_and_records_only_what_exists)
+{
+	const char *root = h_str("/dev/shm/%semfile", prefix);
+	const char *argv[48] = {h_bin("SG_SHMTOOL"), "nofile", "16"};
+	char *plain_err, *shim_err;
+	size_t n = 3;
+
+	cr_assert_eq(mkdir(root, 0755), 0);
+	for (int i = 0; i < 20; i++) {
+		argv[n++] = "hold";
+		argv[n++] = h_str("%s/emfile_0_%d", root, i);
+	}
+	int plain = h_run(argv, NULL, &plain_err);
+	int fit = h_count(root, "emfile_");
+	h_cleanup(h_str("%semfile", prefix));
+	cr_assert_eq(mkdir(root, 0755), 0);
+	int shimmed = h_run(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL),
+			    &shim_err);
+	int made = h_count(root, "emfile_");
+
+	cr_expect_eq(plain, 1);
+	cr_expect_eq(shimmed, plain, "exit %d under the shim, %d without", shimmed, plain);
+	cr_expect(strstr(plain_err, "Too many open files"), "%s", plain_err);
+	cr_expect(strstr(shim_err, "Too many open files"), "%s", shim_err);
+	/* The shim's watcher holds a descriptor of its own: one file fewer fits. */
+	cr_expect(made > 0 && made <= fit, "%d fit without the shim, %d with", fit, made);
+	cr_expect(strstr(shim_err, h_str("summary: tagged %d,", made)), "%d made; %s", made, shim_err);
 }

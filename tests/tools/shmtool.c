@@ -10,14 +10,17 @@
  *   map NAME SIZE        like shm, but the mapping is kept until the process exits
  *   region PATH SIZE     create PATH with O_CREAT|O_EXCL and size it, or join it if it
  *                        exists; map it and keep the mapping (a shared region)
+ *   hold PATH            open(O_CREAT|O_EXCL) and keep the descriptor open
+ *   nofile N             lower this process's open-file limit to N
  *   unlink PATH          unlink(PATH)
  *   touch PATH           create an empty file (an abort marker, say)
  *   req ID               shmguard_set_request(ID) for this thread ("-" clears it)
  *   threads N COUNT P    N threads; thread t sets request P<t> and creates COUNT
  *                        segments P<t>_0_<i>; even threads write their abort marker
  *                        into $SHMTOOL_ABORT_DIR half-way and keep creating
- *   signals SECONDS DIR  for SECONDS, creates and unlinks files DIR/main_<n> in a loop while
- *                        a SIGALRM handler, every 100 us, creates and unlinks DIR/sig_<n>
+ *   signals SECONDS DIR SIGDIR
+ *                        for SECONDS, creates and unlinks files DIR/main_<n> in a loop while
+ *                        a SIGALRM handler, every 100 us, creates and unlinks SIGDIR/sig_<n>
  *                        (open and unlink are async-signal-safe); prints the counts
  *   fork                 the child runs the rest of the script; the parent waits
  *                        for it and exits with its status
@@ -36,6 +39,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
@@ -139,7 +143,7 @@ static void on_alarm(int signo)
 	errno = saved;
 }
 
-static int signals(int seconds, const char *dir)
+static int signals(int seconds, const char *dir, const char *sig_dir)
 {
 	struct itimerval every = {{0, 100}, {0, 100}}, off = {0};
 	struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
@@ -147,7 +151,7 @@ static int signals(int seconds, const char *dir)
 	long loops = 0;
 	time_t end = time(NULL) + seconds;
 
-	sig_len = (size_t)snprintf(sig_path, sizeof(sig_path) - 16, "%s/sig_", dir);
+	sig_len = (size_t)snprintf(sig_path, sizeof(sig_path) - 16, "%s/sig_", sig_dir);
 	sigaction(SIGALRM, &sa, NULL);
 	setitimer(ITIMER_REAL, &every, NULL);
 	while (time(NULL) < end) {
@@ -259,6 +263,13 @@ int main(int argc, char **argv)
 			   !strcmp(cmd, "creat")) {
 			ret = make_file(cmd, a, size_arg(b));
 			i += 2;
+		} else if (strcmp(cmd, "hold") == 0) {
+			ret = open(a, O_CREAT | O_EXCL | O_RDWR, 0600) < 0 ? fail("hold", a) : 0;
+			i += 1;
+		} else if (strcmp(cmd, "nofile") == 0) {
+			struct rlimit rl = {(rlim_t)atoi(a), (rlim_t)atoi(a)};
+			ret = setrlimit(RLIMIT_NOFILE, &rl) < 0 ? fail("nofile", a) : 0;
+			i += 1;
 		} else if (strcmp(cmd, "region") == 0) {
 			ret = region(a, size_arg(b));
 			i += 2;
@@ -276,8 +287,8 @@ int main(int argc, char **argv)
 			ret = run_threads(atoi(a), atoi(b), i + 3 < argc ? argv[i + 3] : "t");
 			i += 3;
 		} else if (strcmp(cmd, "signals") == 0) {
-			ret = signals(atoi(a), b);
-			i += 2;
+			ret = signals(atoi(a), b, i + 3 < argc ? argv[i + 3] : b);
+			i += 3;
 		} else if (strcmp(cmd, "fork") == 0) {
 			pid_t pid = fork();
 			int st;
