@@ -24,7 +24,6 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,9 +42,6 @@
 static const char *requests[NREQ] = {"0", "_", "abc", "abc_def", "abc_1", "abc_1_2", "1_abc", "00", "a", "a_",
 				     NULL /* 255 x's */, "x"};
 static char longest[256];
-
-/* Shared between all processes: which requests are aborted. */
-static atomic_int *aborted;
 
 static const char *root, *abort_dir, *log_dir;
 static int threads = 4, ops = 1000;
@@ -73,7 +69,16 @@ static void mark_aborted(int r)
 	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
 	if (fd >= 0)
 		close(fd);
-	atomic_store(&aborted[r], 1);
+}
+
+/* Aborted means its marker exists: what every process (exec'd ones too)
+ * and the shim go by. */
+static bool is_aborted(int r)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s", abort_dir, requests[r]);
+	return access(path, F_OK) == 0;
 }
 
 /* Logs "C name ino request" once the file exists, "U name" once consumed:
@@ -138,24 +143,34 @@ static void run_threads(int proc, unsigned rnd)
 		pthread_join(tid[t], NULL);
 }
 
-/* A worker: its threads, and half-way through a fork whose child works on. */
-static void worker_main(int proc, int go_fd, int done_fd)
+/* Works, reports done, and stays alive until the check is over. */
+static void work_and_wait(int proc, unsigned rnd, int go_fd, int done_fd)
 {
 	char c;
 
-	if (proc % 2 == 0) {
-		pid_t child = fork();
-		if (child == 0) {
-			run_threads(proc + 1000, seed * 31u + (unsigned)proc);
-			(void)!write(done_fd, "d", 1);
-			(void)!read(go_fd, &c, 1);
-			_exit(0);
-		}
-	}
-	run_threads(proc, seed * 17u + (unsigned)proc);
+	run_threads(proc, rnd);
 	(void)!write(done_fd, "d", 1);
-	(void)!read(go_fd, &c, 1); /* stay alive until the check is done */
+	(void)!read(go_fd, &c, 1);
 	_exit(0);
+}
+
+/* A worker: its threads, and a child forked at the start that execs this
+ * program again (a new image under the shim) to work alongside. */
+static void worker_main(int proc, int go_fd, int done_fd)
+{
+	if (proc % 2 == 0 && fork() == 0) {
+		char args[6][32];
+		snprintf(args[0], sizeof(args[0]), "%d", proc + 1000);
+		snprintf(args[1], sizeof(args[1]), "%d", go_fd);
+		snprintf(args[2], sizeof(args[2]), "%d", done_fd);
+		snprintf(args[3], sizeof(args[3]), "%d", threads);
+		snprintf(args[4], sizeof(args[4]), "%d", ops);
+		snprintf(args[5], sizeof(args[5]), "%u", seed * 31u + (unsigned)proc);
+		execl("/proc/self/exe", "stress", "--exec-child", args[0], args[1], args[2], args[3], args[4], args[5],
+		      root, abort_dir, log_dir, (char *)NULL);
+		_exit(127);
+	}
+	work_and_wait(proc, seed * 17u + (unsigned)proc, go_fd, done_fd);
 }
 
 struct record {
@@ -222,7 +237,7 @@ static int check(pid_t killed_pid)
 		there = lstat(path, &st) == 0 && st.st_ino == recs[k].ino;
 		if (recs[k].killed)
 			orphans += there;
-		else if (atomic_load(&aborted[recs[k].request]))
+		else if (is_aborted(recs[k].request))
 			leftovers += there;
 		else
 			wrong += !there;
@@ -255,6 +270,19 @@ static long logged(int proc)
 
 int main(int argc, char **argv)
 {
+	/* An exec'd worker: --exec-child PROC GO DONE THREADS OPS SEED ROOT ABORT LOGS */
+	if (argc == 11 && strcmp(argv[1], "--exec-child") == 0) {
+		if (!(set_request = (int (*)(const char *))dlsym(RTLD_DEFAULT, "shmguard_set_request")))
+			return 2;
+		memset(longest, 'x', 255);
+		requests[10] = longest;
+		threads = atoi(argv[5]);
+		ops = atoi(argv[6]);
+		root = argv[8];
+		abort_dir = argv[9];
+		log_dir = argv[10];
+		work_and_wait(atoi(argv[2]), (unsigned)strtoul(argv[7], NULL, 10), atoi(argv[3]), atoi(argv[4]));
+	}
 	static const struct option opts[] = {
 		{"root", required_argument, NULL, 'r'},    {"abort-dir", required_argument, NULL, 'a'},
 		{"procs", required_argument, NULL, 'p'},   {"threads", required_argument, NULL, 't'},
@@ -290,7 +318,6 @@ int main(int argc, char **argv)
 	}
 	memset(longest, 'x', 255);
 	requests[10] = longest;
-	aborted = mmap(NULL, NREQ * sizeof(*aborted), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (pipe(go) < 0 || pipe(done) < 0)
 		return 2;
 	pids = calloc((size_t)procs, sizeof(*pids));
