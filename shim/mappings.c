@@ -31,7 +31,9 @@ void sg_mappings_track_fd(int fd, dev_t dev, ino_t ino)
 {
 	if ((unsigned)fd >= SG_MAX_TRACKED_FD)
 		return;
-	fds[fd].dev = dev;
+	/* Another thread may have used this number a moment ago: the kernel
+	 * orders the close and the reuse, the atomics make that visible. */
+	__atomic_store_n(&fds[fd].dev, dev, __ATOMIC_RELAXED);
 	__atomic_store_n(&fds[fd].ino, ino, __ATOMIC_RELEASE);
 }
 
@@ -56,7 +58,7 @@ void sg_mappings_on_mmap(void *addr, size_t len, int fd)
 		maps = m;
 		maps_cap = cap;
 	}
-	maps[nmaps] = (struct mapping){(uintptr_t)addr, len, fds[fd].dev, ino, false};
+	maps[nmaps] = (struct mapping){(uintptr_t)addr, len, __atomic_load_n(&fds[fd].dev, __ATOMIC_RELAXED), ino, false};
 	__atomic_store_n(&nmaps, nmaps + 1, __ATOMIC_RELAXED);
 out:
 	pthread_mutex_unlock(&lock);
