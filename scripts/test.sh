@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Build shmguard and run every test (meson test): unit, integration and a
 # short fuzzing run; then the unit and integration tests again in a second
-# build under AddressSanitizer and UndefinedBehaviorSanitizer.  Installs
-# missing Debian packages first.  Extra arguments go to `meson test` in the
-# first build (a suite name, say: scripts/test.sh --suite unit), and skip the
-# sanitized pass.
+# build under AddressSanitizer and UndefinedBehaviorSanitizer; then the
+# shim's threaded workloads under ThreadSanitizer (scripts/tsan.sh).
+# Installs missing Debian packages first.  Extra arguments go to `meson test`
+# in the first build (a suite name, say: scripts/test.sh --suite unit), and
+# skip the sanitized passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -19,6 +20,7 @@ if [ $# -eq 0 ]; then
 	SG_SANITIZED=1 ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --no-suite fuzz --print-errorlogs --logbase asan || status=$?
+	scripts/tsan.sh || status=$?
 fi
 # One closing line over the individual test cases of every Criterion binary.
 logs=(build/meson-logs/testlog.txt)
