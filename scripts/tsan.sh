@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The shim's threaded workloads under ThreadSanitizer: a TSan build of the
-# shim and of shmtool (build-tsan/), with libtsan preloaded ahead of the shim
+# shim, shmtool and the stress driver (build-tsan/), with libtsan preloaded ahead of the shim
 # so that it is initialised before any instrumented code runs.  (Criterion
 # cannot start under TSan, so these run from here, not from meson test.)
 # Any report fails the run.  scripts/test.sh runs this as its third pass.
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 
 [ -f build-tsan/build.ninja ] || meson setup build-tsan -Db_sanitize=thread -Db_lundef=false >/dev/null
-meson compile -C build-tsan shmguard:shared_library shmtool >/dev/null
+meson compile -C build-tsan shmguard:shared_library shmguard:executable shmtool stress >/dev/null
 tsan=$(readlink -f "$(gcc -print-file-name=libtsan.so)")
 prefix="tsan-$$-"
 abort_dir="/dev/shm/${prefix}abort" root="/dev/shm/${prefix}root"
@@ -39,4 +39,28 @@ run "threads creating and sweeping" threads 8 60 "${prefix}t"
 # The same around a fork: the child's watcher and records are its own.
 # (TSan would refuse new threads after a multi-threaded fork: die_after_fork=0.)
 run "threads around a fork" threads 4 30 "${prefix}u" , fork , threads 4 30 "${prefix}v"
+# The stress driver: processes, threads, fork+exec, a killed worker.
+logs="/tmp/${prefix}logs" sroot="/dev/shm/${prefix}sroot" sabort="/dev/shm/${prefix}sabort"
+mkdir -p "$logs" "$sroot" "$sabort"
+coproc STRESS {
+	SHMGUARD_ABORT_DIR="$sabort" SHMGUARD_SHM_ROOTS="$sroot" TSAN_OPTIONS="halt_on_error=1:exitcode=66:die_after_fork=0" \
+		LD_PRELOAD="$tsan $PWD/build-tsan/shim/libshmguard.so" timeout 300 build-tsan/tests/stress --root "$sroot" \
+		--abort-dir "$sabort" --logs "$logs" --procs 2 --threads 3 --ops 150 --kill 2>"/tmp/${prefix}stress.err"
+}
+if read -r -t 120 ready <&"${STRESS[0]}"; then
+	build-tsan/auditor/shmguard sweep --root "$sroot" --ignore-unreadable --dead >/dev/null
+	sleep 0.5
+	echo check >&"${STRESS[1]}"
+	read -r -t 60 verdict <&"${STRESS[0]}" || verdict="(no verdict)"
+fi
+stress_status=0
+wait "$STRESS_PID" || stress_status=$?
+if [ "$stress_status" -ne 0 ]; then
+	echo "tsan: stress driver: FAILED (exit $stress_status): ${verdict:-no result}"
+	grep -E "WARNING: ThreadSanitizer|^    #[0-9] |SUMMARY" "/tmp/${prefix}stress.err" | head -30
+	status=1
+else
+	echo "tsan: stress driver: no report ($verdict)"
+fi
+rm -rf "$logs" "/tmp/${prefix}stress.err"
 exit "$status"

@@ -79,6 +79,13 @@ static void **find(struct table *t, const char *k, const char *(*key)(void *))
 	return slot;
 }
 
+/* Counts change under the lock, but sg_registry_count() reads them without
+ * it (the unlink wrappers' fast path): atomics keep that race-free. */
+static void count_add(struct table *t, long d)
+{
+	__atomic_add_fetch(&t->count, (size_t)d, __ATOMIC_RELAXED);
+}
+
 static int make_room(struct table *t, const char *(*key)(void *))
 {
 	return t->count + 1 > t->nbuckets ? grow(t, key) : 0;
@@ -89,7 +96,7 @@ static void drop_request(struct sg_request *req)
 	void **rslot = find(&by_request, req->id, request_key);
 
 	*rslot = req->next;
-	by_request.count--;
+	count_add(&by_request, -1);
 	free(req);
 }
 
@@ -111,7 +118,7 @@ static struct sg_request *request_entry(const char *id)
 		req->aborted_at = 0;
 		memcpy(req->id, id, len);
 		*slot = req;
-		by_request.count++;
+		count_add(&by_request, 1);
 	}
 	return *slot;
 }
@@ -124,7 +131,7 @@ static void detach(struct sg_segment *seg)
 	struct sg_request *req = seg->request;
 
 	*slot = seg->next_of_path;
-	by_path.count--;
+	count_add(&by_path, -1);
 	*seg->prev_of_request = seg->next_of_request;
 	if (seg->next_of_request)
 		seg->next_of_request->prev_of_request = seg->prev_of_request;
@@ -165,7 +172,7 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 	slot = find(&by_path, path, path_key);
 	seg->next_of_path = NULL;
 	*slot = seg;
-	by_path.count++;
+	count_add(&by_path, 1);
 	seg = NULL;
 	ret = req->aborted_at ? SG_ADDED_ABORTED : SG_ADDED;
 out:
