@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+
 struct req_chain {
 	struct req_chain *next;
 	struct audit_file *files;
@@ -21,14 +23,6 @@ static uint64_t hash_key(uint32_t kdev, uint64_t ino)
 {
 	uint64_t h = ino * 0x9e3779b97f4a7c15ull ^ kdev;
 	return h ^ (h >> 29);
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
 }
 
 struct audit_files *audit_files_new(size_t max_files)
@@ -130,7 +124,7 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 
 static struct req_chain **find_req(struct audit_files *t, const char *request)
 {
-	struct req_chain **slot = &t->rbuckets[hash_str(request) & (t->nrbuckets - 1)];
+	struct req_chain **slot = &t->rbuckets[sg_hash_str(request) & (t->nrbuckets - 1)];
 
 	while (*slot && strcmp((*slot)->request, request) != 0)
 		slot = &(*slot)->next;
@@ -147,7 +141,7 @@ static void grow_requests(struct audit_files *t)
 	for (size_t i = 0; i < t->nrbuckets; i++) {
 		for (struct req_chain *r = t->rbuckets[i], *next; r; r = next) {
 			next = r->next;
-			struct req_chain **slot = &b[hash_str(r->request) & (n - 1)];
+			struct req_chain **slot = &b[sg_hash_str(r->request) & (n - 1)];
 			r->next = *slot;
 			*slot = r;
 		}

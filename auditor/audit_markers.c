@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "hash.h"
 #include "reqid.h"
 
 int audit_markers_open(struct audit *a)
@@ -27,18 +28,10 @@ int audit_markers_open(struct audit *a)
 	return fd;
 }
 
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
 /* Open addressing over a->abort_index, kept at most half full. */
 static struct audit_abort **slot_of(struct audit *a, const char *request)
 {
-	size_t mask = a->abort_index_size - 1, i = hash(request) & mask;
+	size_t mask = a->abort_index_size - 1, i = sg_hash_str(request) & mask;
 
 	while (a->abort_index[i] && strcmp(a->abort_index[i]->request, request) != 0)
 		i = (i + 1) & mask;

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "hash.h"
+
 struct sg_request {
 	struct sg_request *next; /* hash chain; must stay first */
 	struct sg_segment *segments;
@@ -22,15 +24,6 @@ struct table {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct table by_path, by_request;
 static size_t prune_cursor;
-
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
 
 /* Both kinds of node keep their chain pointer first, so one resize serves. */
 static void **chain_of(void *node)
@@ -57,7 +50,7 @@ static int grow(struct table *t, const char *(*key)(void *))
 		return -1;
 	for (size_t i = 0; i < t->nbuckets; i++) {
 		for (void *node = t->buckets[i], *next; node; node = next) {
-			void **slot = &b[hash(key(node)) & (n - 1)];
+			void **slot = &b[sg_hash_str(key(node)) & (n - 1)];
 			next = *chain_of(node);
 			*chain_of(node) = *slot;
 			*slot = node;
@@ -72,7 +65,7 @@ static int grow(struct table *t, const char *(*key)(void *))
 /* Slot holding the node with that key, or the empty slot ending its chain. */
 static void **find(struct table *t, const char *k, const char *(*key)(void *))
 {
-	void **slot = &t->buckets[hash(k) & (t->nbuckets - 1)];
+	void **slot = &t->buckets[sg_hash_str(k) & (t->nbuckets - 1)];
 
 	while (*slot && strcmp(key(*slot), k) != 0)
 		slot = chain_of(*slot);
