@@ -188,6 +188,23 @@ int h_run(const char *const *argv, const char *const *env, char **err)
 	return h_finish(&p, err);
 }
 
+char *h_read_all(struct h_proc *p, int timeout_ms)
+{
+	char *all = h_str("%s", ""), *line;
+
+	while ((line = h_read_line(p, timeout_ms)))
+		all = h_str("%s%s\n", all, line);
+	return all;
+}
+
+int h_output(const char *const *argv, const char *const *env, char **out, char **err)
+{
+	struct h_proc p = h_spawn(argv, env);
+
+	*out = h_read_all(&p, 30000);
+	return h_finish(&p, err);
+}
+
 bool h_exists(const char *path)
 {
 	struct stat st;

@@ -37,6 +37,13 @@ int h_finish(struct h_proc *p, char **err);
 /* Runs argv to completion (stdin empty); as h_finish. */
 int h_run(const char *const *argv, const char *const *env, char **err);
 
+/* Every line the child prints on stdout until it closes it, each ended by
+ * '\n' (a line slower than timeout_ms ends the reading). */
+char *h_read_all(struct h_proc *p, int timeout_ms);
+
+/* As h_run, with the child's stdout in *out too. */
+int h_output(const char *const *argv, const char *const *env, char **out, char **err);
+
 bool h_exists(const char *path);
 /* Polls until path is gone; returns whether it went within timeout_ms. */
 bool h_wait_gone(const char *path, int timeout_ms);

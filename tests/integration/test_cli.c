@@ -101,29 +101,18 @@ Test(cli, doctor_tells_which_binaries_can_be_interposed)
 	const char *ok[] = {h_bin("SG_CLI"), "doctor", "--binary", h_bin("SG_SHMTOOL"), NULL};
 	const char *stat_bin[] = {h_bin("SG_CLI"), "doctor", "--binary", h_bin("SG_STATIC"), NULL};
 	const char *setid_bin[] = {h_bin("SG_CLI"), "doctor", "--binary", setid, NULL};
-	struct h_proc p;
-	char *line, *text;
+	char *text;
 
 	/* The whole verdict depends on BPF too: only the binary's line is checked. */
-	p = h_spawn(ok, NULL);
-	for (text = h_str("%s", ""); (line = h_read_line(&p, 20000));)
-		text = h_str("%s%s\n", text, line);
-	h_finish(&p, NULL);
+	h_output(ok, NULL, &text, NULL);
 	cr_expect(strstr(text, "binary     ok"), "%s", text);
 	cr_expect(strstr(text, "/dev/shm   ok"), "%s", text);
 
-	cr_expect_eq(h_run(stat_bin, NULL, &err), 1);
-	p = h_spawn(stat_bin, NULL);
-	for (text = h_str("%s", ""); (line = h_read_line(&p, 20000));)
-		text = h_str("%s%s\n", text, line);
-	h_finish(&p, NULL);
+	cr_expect_eq(h_output(stat_bin, NULL, &text, &err), 1);
 	cr_expect(strstr(text, "statically linked"), "%s", text);
 
 	cr_assert_eq(system(h_str("cp %s %s && chmod u+s %s", h_bin("SG_SHMTOOL"), setid, setid)), 0);
-	p = h_spawn(setid_bin, NULL);
-	for (text = h_str("%s", ""); (line = h_read_line(&p, 20000));)
-		text = h_str("%s%s\n", text, line);
-	cr_expect_eq(h_finish(&p, NULL), 1);
+	cr_expect_eq(h_output(setid_bin, NULL, &text, NULL), 1);
 	cr_expect(strstr(text, "set-id"), "%s", text);
 	unlink(setid);
 	cr_expect_eq(cli(&err, "doctor", "--bogus", NULL, NULL, NULL), 2);

@@ -47,15 +47,8 @@ static const char **env_for(const char *request)
 static int sweep(char **out, const char *a1, const char *a2, const char *a3, const char *a4)
 {
 	const char *argv[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--ignore-unreadable", a1, a2, a3, a4, NULL};
-	struct h_proc p = h_spawn(argv, NULL);
-	char *line, *all = h_str("%s", "");
-	int status;
 
-	while ((line = h_read_line(&p, 20000)))
-		all = h_str("%s%s\n", all, line);
-	status = h_finish(&p, NULL);
-	*out = all;
-	return status;
+	return h_output(argv, NULL, out, NULL);
 }
 
 static void kill9(struct h_proc *p)
@@ -157,16 +150,13 @@ Test(sweep, ls_shows_unlinked_but_mapped_bytes_and_holder)
 	const char *argv[] = {h_bin("SG_SHMTOOL"), "region", x, "8192", "unlink", x, "wait", NULL};
 	struct h_proc p = h_start_ready(argv, env_for(NULL));
 	const char *ls[] = {h_bin("SG_CLI"), "ls", "--json", "--root", root, NULL};
-	struct h_proc l = h_spawn(ls, NULL);
-	char *line, *text = h_str("%s", "");
+	char *text;
 	json_error_t err;
 	json_t *r, *f;
 	size_t i;
 	bool found = false;
 
-	while ((line = h_read_line(&l, 20000)))
-		text = h_str("%s%s\n", text, line);
-	cr_assert_eq(h_finish(&l, NULL), 0);
+	cr_assert_eq(h_output(ls, NULL, &text, NULL), 0);
 	cr_assert_not_null(r = json_loads(text, 0, &err), "%s", err.text);
 	json_array_foreach(json_object_get(r, "files"), i, f) {
 		if (!strstr(json_string_value(json_object_get(f, "path")), "mapped_0_0"))
@@ -202,11 +192,7 @@ Test(sweep, concurrent_sweeps_never_unlink_a_name_twice)
 
 	const char *a[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--ignore-unreadable", "--dead", "--json", NULL};
 	struct h_proc s1 = h_spawn(a, NULL), s2 = h_spawn(a, NULL);
-	char *t1 = h_str("%s", ""), *t2 = h_str("%s", ""), *line;
-	while ((line = h_read_line(&s1, 30000)))
-		t1 = h_str("%s%s", t1, line);
-	while ((line = h_read_line(&s2, 30000)))
-		t2 = h_str("%s%s", t2, line);
+	char *t1 = h_read_all(&s1, 30000), *t2 = h_read_all(&s2, 30000);
 	cr_assert_eq(h_finish(&s1, NULL), 0);
 	cr_assert_eq(h_finish(&s2, NULL), 0);
 	json_t *r1 = json_loads(t1, 0, NULL), *r2 = json_loads(t2, 0, NULL);
@@ -226,13 +212,10 @@ Test(sweep, unseen_users_keep_files_unless_told)
 {
 	const char *ls[] = {h_bin("SG_CLI"), "ls", "--json", "--root", root, NULL};
 	const char *argv[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--request", h_str("%sforged", prefix), NULL};
-	struct h_proc l = h_spawn(ls, NULL);
-	char *line, *text = h_str("%s", ""), *out;
+	char *text, *out;
 	json_t *r;
 
-	while ((line = h_read_line(&l, 20000)))
-		text = h_str("%s%s\n", text, line);
-	cr_assert_eq(h_finish(&l, NULL), 0);
+	cr_assert_eq(h_output(ls, NULL, &text, NULL), 0);
 	cr_assert_not_null(r = json_loads(text, 0, NULL));
 	long long unreadable = json_integer_value(json_object_get(r, "unreadable_processes"));
 	json_decref(r);
