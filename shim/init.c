@@ -14,8 +14,8 @@
 struct sg_config sg_cfg;
 struct sg_stats sg_stats;
 struct sg_self sg_self;
-__thread bool sg_busy;
-__thread char sg_thread_request[SG_NAME_MAX + 1];
+SG_THREAD_LOCAL bool sg_busy;
+SG_THREAD_LOCAL char sg_thread_request[SG_NAME_MAX + 1];
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static bool active;

@@ -10,49 +10,45 @@
 #include "hash.h"
 
 struct sg_request {
-	struct sg_request *next; /* hash chain; must stay first */
+	struct sg_chain by_id; /* must stay first */
 	struct sg_segment *segments;
 	time_t aborted_at; /* 0: not aborted */
 	char id[];
 };
 
 struct table {
-	void **buckets;
+	struct sg_chain **buckets;
 	size_t nbuckets, count;
+	/* The node's key: both kinds of node start with their chain. */
+	const char *(*key)(const struct sg_chain *node);
 };
 
+static const char *path_key(const struct sg_chain *node)
+{
+	return ((const struct sg_segment *)node)->path;
+}
+
+static const char *request_key(const struct sg_chain *node)
+{
+	return ((const struct sg_request *)node)->id;
+}
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct table by_path, by_request;
+static struct table by_path = {.key = path_key}, by_request = {.key = request_key};
 static size_t prune_cursor;
 
-/* Both kinds of node keep their chain pointer first, so one resize serves. */
-static void **chain_of(void *node)
-{
-	return (void **)node;
-}
-
-static const char *path_key(void *node)
-{
-	return ((struct sg_segment *)node)->path;
-}
-
-static const char *request_key(void *node)
-{
-	return ((struct sg_request *)node)->id;
-}
-
-static int grow(struct table *t, const char *(*key)(void *))
+static int grow(struct table *t)
 {
 	size_t n = t->nbuckets ? t->nbuckets * 2 : 64;
-	void **b = calloc(n, sizeof(*b));
+	struct sg_chain **b = calloc(n, sizeof(*b));
 
 	if (!b)
 		return -1;
 	for (size_t i = 0; i < t->nbuckets; i++) {
-		for (void *node = t->buckets[i], *next; node; node = next) {
-			void **slot = &b[sg_hash_str(key(node)) & (n - 1)];
-			next = *chain_of(node);
-			*chain_of(node) = *slot;
+		for (struct sg_chain *node = t->buckets[i], *next; node; node = next) {
+			struct sg_chain **slot = &b[node->hash & (n - 1)];
+			next = node->next;
+			node->next = *slot;
 			*slot = node;
 		}
 	}
@@ -62,13 +58,14 @@ static int grow(struct table *t, const char *(*key)(void *))
 	return 0;
 }
 
-/* Slot holding the node with that key, or the empty slot ending its chain. */
-static void **find(struct table *t, const char *k, const char *(*key)(void *))
+/* Slot holding the node with key k (whose hash is h), or the empty slot
+ * ending its chain. */
+static struct sg_chain **find(struct table *t, const char *k, uint64_t h)
 {
-	void **slot = &t->buckets[sg_hash_str(k) & (t->nbuckets - 1)];
+	struct sg_chain **slot = &t->buckets[h & (t->nbuckets - 1)];
 
-	while (*slot && strcmp(key(*slot), k) != 0)
-		slot = chain_of(*slot);
+	while (*slot && ((*slot)->hash != h || strcmp(t->key(*slot), k) != 0))
+		slot = &(*slot)->next;
 	return slot;
 }
 
@@ -79,16 +76,16 @@ static void count_add(struct table *t, long d)
 	__atomic_add_fetch(&t->count, (size_t)d, __ATOMIC_RELAXED);
 }
 
-static int make_room(struct table *t, const char *(*key)(void *))
+static int make_room(struct table *t)
 {
-	return t->count + 1 > t->nbuckets ? grow(t, key) : 0;
+	return t->count + 1 > t->nbuckets ? grow(t) : 0;
 }
 
 static void drop_request(struct sg_request *req)
 {
-	void **rslot = find(&by_request, req->id, request_key);
+	struct sg_chain **rslot = find(&by_request, req->id, req->by_id.hash);
 
-	*rslot = req->next;
+	*rslot = req->by_id.next;
 	count_add(&by_request, -1);
 	free(req);
 }
@@ -96,34 +93,35 @@ static void drop_request(struct sg_request *req)
 /* The request entry for id, created if missing; NULL when out of memory. */
 static struct sg_request *request_entry(const char *id)
 {
-	size_t len = strlen(id) + 1;
-	void **slot;
+	size_t len = strlen(id);
+	uint64_t h = sg_hash_mem(id, len);
+	struct sg_chain **slot;
 
-	if (make_room(&by_request, request_key) < 0)
+	if (make_room(&by_request) < 0)
 		return NULL;
-	slot = find(&by_request, id, request_key);
+	slot = find(&by_request, id, h);
 	if (!*slot) {
-		struct sg_request *req = malloc(sizeof(*req) + len);
+		struct sg_request *req = malloc(sizeof(*req) + len + 1);
 		if (!req)
 			return NULL;
-		req->next = NULL;
+		req->by_id = (struct sg_chain){.next = NULL, .hash = h};
 		req->segments = NULL;
 		req->aborted_at = 0;
-		memcpy(req->id, id, len);
-		*slot = req;
+		memcpy(req->id, id, len + 1);
+		*slot = &req->by_id;
 		count_add(&by_request, 1);
 	}
-	return *slot;
+	return (struct sg_request *)*slot;
 }
 
 /* Takes seg out of both indexes; frees its request with the last segment
  * unless the request is remembered as aborted. */
 static void detach(struct sg_segment *seg)
 {
-	void **slot = find(&by_path, seg->path, path_key);
+	struct sg_chain **slot = find(&by_path, seg->path, seg->by_path.hash);
 	struct sg_request *req = seg->request;
 
-	*slot = seg->next_of_path;
+	*slot = seg->by_path.next;
 	count_add(&by_path, -1);
 	*seg->prev_of_request = seg->next_of_request;
 	if (seg->next_of_request)
@@ -134,23 +132,25 @@ static void detach(struct sg_segment *seg)
 
 int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 {
-	size_t plen = strlen(path) + 1;
-	struct sg_segment *seg = malloc(sizeof(*seg) + plen);
+	size_t plen = strlen(path);
+	struct sg_segment *seg = malloc(sizeof(*seg) + plen + 1);
+	struct sg_chain **slot;
 	struct sg_request *req;
 	int ret = -1;
 
 	if (!seg)
 		return -1;
-	memcpy(seg->path, path, plen);
+	memcpy(seg->path, path, plen + 1);
+	seg->by_path.hash = sg_hash_mem(path, plen);
 	seg->dev = dev;
 	seg->ino = ino;
 
 	pthread_mutex_lock(&lock);
-	if (make_room(&by_path, path_key) < 0)
+	if (make_room(&by_path) < 0)
 		goto out;
-	void **slot = find(&by_path, path, path_key);
+	slot = find(&by_path, path, seg->by_path.hash);
 	if (*slot) { /* an older file of that name, since unlinked by someone else */
-		struct sg_segment *old = *slot;
+		struct sg_segment *old = (struct sg_segment *)*slot;
 		detach(old);
 		free(old);
 	}
@@ -162,9 +162,10 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 	if (req->segments)
 		req->segments->prev_of_request = &seg->next_of_request;
 	req->segments = seg;
-	slot = find(&by_path, path, path_key);
-	seg->next_of_path = NULL;
-	*slot = seg;
+	/* Found again: detach() may have changed the chain. */
+	slot = find(&by_path, path, seg->by_path.hash);
+	seg->by_path.next = NULL;
+	*slot = &seg->by_path;
 	count_add(&by_path, 1);
 	seg = NULL;
 	ret = req->aborted_at ? SG_ADDED_ABORTED : SG_ADDED;
@@ -176,9 +177,11 @@ out:
 
 void sg_registry_forget_path(const char *path)
 {
+	uint64_t h = sg_hash_str(path);
+
 	pthread_mutex_lock(&lock);
 	if (by_path.count) {
-		struct sg_segment *seg = *find(&by_path, path, path_key);
+		struct sg_segment *seg = (struct sg_segment *)*find(&by_path, path, h);
 		if (seg) {
 			detach(seg);
 			free(seg);
@@ -212,8 +215,9 @@ void sg_registry_expire_aborts(time_t cutoff)
 {
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < by_request.nbuckets; i++) {
-		for (struct sg_request *req = by_request.buckets[i], *next; req; req = next) {
-			next = req->next;
+		for (struct sg_chain *node = by_request.buckets[i], *next; node; node = next) {
+			struct sg_request *req = (struct sg_request *)node;
+			next = node->next;
 			if (req->aborted_at && req->aborted_at < cutoff && !req->segments)
 				drop_request(req);
 		}
@@ -226,11 +230,10 @@ void sg_registry_prune(size_t max)
 	pthread_mutex_lock(&lock);
 	for (size_t seen = 0; by_path.count && seen < max && seen < by_path.nbuckets; seen++) {
 		size_t b = prune_cursor++ & (by_path.nbuckets - 1);
-		struct sg_segment *seg = by_path.buckets[b], *next;
-
-		for (; seg; seg = next) {
+		for (struct sg_chain *node = by_path.buckets[b], *next; node; node = next) {
+			struct sg_segment *seg = (struct sg_segment *)node;
 			struct stat st;
-			next = seg->next_of_path;
+			next = node->next;
 			if (lstat(seg->path, &st) < 0 || st.st_dev != seg->dev || st.st_ino != seg->ino) {
 				detach(seg);
 				free(seg);
@@ -258,19 +261,19 @@ void sg_registry_unlock(void)
 void sg_registry_forget_all(void)
 {
 	for (size_t i = 0; i < by_path.nbuckets; i++) {
-		for (struct sg_segment *seg = by_path.buckets[i], *next; seg; seg = next) {
-			next = seg->next_of_path;
-			free(seg);
+		for (struct sg_chain *node = by_path.buckets[i], *next; node; node = next) {
+			next = node->next;
+			free(node);
 		}
 	}
 	for (size_t i = 0; i < by_request.nbuckets; i++) {
-		for (struct sg_request *req = by_request.buckets[i], *next; req; req = next) {
-			next = req->next;
-			free(req);
+		for (struct sg_chain *node = by_request.buckets[i], *next; node; node = next) {
+			next = node->next;
+			free(node);
 		}
 	}
 	free(by_path.buckets);
 	free(by_request.buckets);
-	memset(&by_path, 0, sizeof(by_path));
-	memset(&by_request, 0, sizeof(by_request));
+	by_path = (struct table){.key = path_key};
+	by_request = (struct table){.key = request_key};
 }

@@ -8,11 +8,19 @@
 #define SHMGUARD_REGISTRY_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
+/* A hash-table node's header: its chain and its key's hash, kept so that
+ * neither a lookup's comparisons nor a resize rehash the key. */
+struct sg_chain {
+	struct sg_chain *next;
+	uint64_t hash;
+};
+
 struct sg_segment {
-	struct sg_segment *next_of_path;    /* path hash chain (private; must stay first) */
+	struct sg_chain by_path;            /* (private; must stay first) */
 	struct sg_segment *next_of_request; /* list handed out by sg_registry_abort() */
 	struct sg_request *request;         /* (private) */
 	struct sg_segment **prev_of_request; /* (private) */

@@ -17,12 +17,17 @@ extern struct sg_config sg_cfg;
  * after a bad configuration, when every call passes through untouched. */
 bool sg_active(void);
 
+/* The shim's thread-locals live in the static TLS block (it is preloaded,
+ * and glibc keeps room for a late dlopen): every wrapper reads them, and the
+ * default model would make each read a call to __tls_get_addr. */
+#define SG_THREAD_LOCAL __thread __attribute__((tls_model("initial-exec")))
+
 /* Set while a thread runs the shim's own work, so the file calls that work
  * makes are not intercepted again. */
-extern __thread bool sg_busy;
+extern SG_THREAD_LOCAL bool sg_busy;
 
 /* The request set for this thread with shmguard_set_request(), or "". */
-extern __thread char sg_thread_request[SG_NAME_MAX + 1];
+extern SG_THREAD_LOCAL char sg_thread_request[SG_NAME_MAX + 1];
 
 /* This process, as its tags name it: pid and start time (kept current
  * across fork). */
