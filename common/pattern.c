@@ -92,8 +92,45 @@ int sg_patterns_parse(struct sg_pattern_set *set, const char *spec, char *err, s
 	}
 }
 
-/* Positions are 0..len inclusive; a name is at most SG_NAME_MAX bytes. */
-typedef bool posset[SG_NAME_MAX + 1];
+/* A set of positions in a name, 0..len inclusive (a name is at most
+ * SG_NAME_MAX bytes).  Members lie in [lo, hi); at[] outside that range is
+ * stale, so a step clears and visits only the positions it can reach. */
+struct posset {
+	bool at[SG_NAME_MAX + 1];
+	size_t lo, hi;
+};
+
+static void posset_only(struct posset *s, size_t pos)
+{
+	s->at[pos] = true;
+	s->lo = pos;
+	s->hi = pos + 1;
+}
+
+/* Empties s, ready to take members in [lo, hi) (none when lo >= hi). */
+static void posset_clear(struct posset *s, size_t lo, size_t hi)
+{
+	if (lo >= hi)
+		lo = hi = 0;
+	memset(s->at + lo, 0, hi - lo);
+	/* Inverted, so that the first posset_add() sets both ends. */
+	s->lo = hi;
+	s->hi = lo;
+}
+
+static void posset_add(struct posset *s, size_t pos)
+{
+	s->at[pos] = true;
+	if (pos < s->lo)
+		s->lo = pos;
+	if (pos + 1 > s->hi)
+		s->hi = pos + 1;
+}
+
+static bool posset_has(const struct posset *s, size_t pos)
+{
+	return pos >= s->lo && pos < s->hi && s->at[pos];
+}
 
 static bool is_run_char(enum sg_token_kind kind, char c)
 {
@@ -102,37 +139,47 @@ static bool is_run_char(enum sg_token_kind kind, char c)
 
 /* One token, read left to right: from every position in in, where can it end? */
 static void step_forward(const struct sg_pattern *p, const struct sg_token *t, const char *name, size_t len,
-			 const bool *in, bool *out)
+			 const struct posset *in, struct posset *out)
 {
-	memset(out, 0, len + 1);
-	for (size_t pos = 0; pos <= len; pos++) {
-		if (!in[pos])
+	if (in->lo >= in->hi) {
+		posset_clear(out, 0, 0);
+		return;
+	}
+	posset_clear(out, in->lo + (t->kind == SG_TOK_LITERAL ? t->len : 1), len + 1);
+	for (size_t pos = in->lo; pos < in->hi; pos++) {
+		if (!in->at[pos])
 			continue;
 		if (t->kind == SG_TOK_LITERAL) {
 			if (len - pos >= t->len && memcmp(name + pos, p->text + t->off, t->len) == 0)
-				out[pos + t->len] = true;
+				posset_add(out, pos + t->len);
 			continue;
 		}
 		for (size_t end = pos; end < len && is_run_char(t->kind, name[end]); end++)
-			out[end + 1] = true;
+			posset_add(out, end + 1);
 	}
 }
 
 /* One token, read right to left: from every position in in, where can it start? */
-static void step_backward(const struct sg_pattern *p, const struct sg_token *t, const char *name, size_t len,
-			  const bool *in, bool *out)
+static void step_backward(const struct sg_pattern *p, const struct sg_token *t, const char *name,
+			  const struct posset *in, struct posset *out)
 {
-	memset(out, 0, len + 1);
-	for (size_t pos = 0; pos <= len; pos++) {
-		if (!in[pos])
+	size_t reach = t->kind == SG_TOK_LITERAL ? t->len : 1;
+
+	if (in->lo >= in->hi || in->hi - 1 < reach) {
+		posset_clear(out, 0, 0);
+		return;
+	}
+	posset_clear(out, 0, in->hi - reach);
+	for (size_t pos = in->lo; pos < in->hi; pos++) {
+		if (!in->at[pos])
 			continue;
 		if (t->kind == SG_TOK_LITERAL) {
 			if (pos >= t->len && memcmp(name + pos - t->len, p->text + t->off, t->len) == 0)
-				out[pos - t->len] = true;
+				posset_add(out, pos - t->len);
 			continue;
 		}
 		for (size_t start = pos; start > 0 && is_run_char(t->kind, name[start - 1]); start--)
-			out[start - 1] = true;
+			posset_add(out, start - 1);
 	}
 }
 
@@ -141,26 +188,24 @@ static void step_backward(const struct sg_pattern *p, const struct sg_token *t, 
 static bool extract(const struct sg_pattern *p, const char *name, size_t len,
 		    bool (*found)(const char *req, size_t rlen, void *ctx), void *ctx)
 {
-	posset before, after, tmp;
+	struct posset sets[3], *before = &sets[0], *after = &sets[1], *spare = &sets[2], *swap;
 
-	memset(before, 0, len + 1);
-	before[0] = true;
+	posset_only(before, 0);
 	for (unsigned k = 0; k < p->req_index; k++) {
-		step_forward(p, &p->tokens[k], name, len, before, tmp);
-		memcpy(before, tmp, len + 1);
+		step_forward(p, &p->tokens[k], name, len, before, spare);
+		swap = before, before = spare, spare = swap;
 	}
-	memset(after, 0, len + 1);
-	after[len] = true;
+	posset_only(after, len);
 	for (unsigned k = p->ntokens; k-- > p->req_index + 1;) {
-		step_backward(p, &p->tokens[k], name, len, after, tmp);
-		memcpy(after, tmp, len + 1);
+		step_backward(p, &p->tokens[k], name, after, spare);
+		swap = after, after = spare, spare = swap;
 	}
 	/* {req}: one or more characters other than '/' between the two. */
-	for (size_t i = 0; i < len; i++) {
-		if (!before[i])
+	for (size_t i = before->lo; i < before->hi && i < len; i++) {
+		if (!before->at[i])
 			continue;
-		for (size_t j = i + 1; j <= len && name[j - 1] != '/'; j++)
-			if (after[j] && !found(name + i, j - i, ctx))
+		for (size_t j = i + 1; j < after->hi && name[j - 1] != '/'; j++)
+			if (posset_has(after, j) && !found(name + i, j - i, ctx))
 				return false;
 	}
 	return true;

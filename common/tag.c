@@ -7,20 +7,27 @@
 #define TAG_MAGIC "shmguard/1 "
 
 /* Appends "key=<v> " at p; returns the end.  (snprintf would do, but this
- * runs on every tagged creation.) */
+ * runs on every tagged creation: two digits a division.) */
 static char *put_field(char *p, const char *key, uint64_t v)
 {
-	char digits[20];
-	int n = 0;
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	char digits[20], *d = digits + sizeof(digits);
+	size_t n;
 
 	while (*key)
 		*p++ = *key++;
 	*p++ = '=';
-	do
-		digits[n++] = (char)('0' + v % 10);
-	while ((v /= 10));
-	while (n)
-		*p++ = digits[--n];
+	for (; v >= 100; v /= 100)
+		d = memcpy(d - 2, pairs + 2 * (v % 100), 2);
+	if (v >= 10)
+		d = memcpy(d - 2, pairs + 2 * v, 2);
+	else
+		*--d = (char)('0' + v);
+	n = (size_t)(digits + sizeof(digits) - d);
+	memcpy(p, d, n);
+	p += n;
 	*p++ = ' ';
 	return p;
 }

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tag.h"
@@ -31,6 +32,27 @@ Test(tag, longest_request_fits)
 	cr_assert_gt(n, 0);
 	cr_assert_eq(sg_tag_decode(&out, buf, (size_t)n), 0);
 	cr_assert_str_eq(out.req, in.req);
+}
+
+/* The encoder writes digits two at a time: every length and both kinds of
+ * last digit, against snprintf's text. */
+Test(tag, numbers_written_exactly)
+{
+	static const uint64_t values[] = {0, 7, 10, 42, 99, 100, 101, 999, 1000, 65536, 10000000000000000000ull, UINT64_MAX};
+
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		struct sg_tag in = {.pid = 1, .start_ticks = values[i], .created_ns = values[i]};
+		char buf[SG_TAG_MAX + 1], want[SG_TAG_MAX + 1];
+		int n;
+
+		strcpy(in.req, "r");
+		n = sg_tag_encode(&in, buf, sizeof(buf) - 1);
+		cr_assert_gt(n, 0);
+		buf[n] = '\0';
+		snprintf(want, sizeof(want), "shmguard/1 pid=1 start=%llu created=%llu req=r", (unsigned long long)values[i],
+			 (unsigned long long)values[i]);
+		cr_assert_str_eq(buf, want);
+	}
 }
 
 static void rejected(const char *text)
