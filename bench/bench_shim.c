@@ -4,10 +4,13 @@
  *   bench_shim open-close N PATH          ns per open+close of PATH (not under a shm root)
  *   bench_shim lifecycle N PREFIX         ns per segment lifecycle: shm_open create,
  *                                         ftruncate, mmap, write, munmap, close, shm_unlink
- *   bench_shim lifecycle-floor N PREFIX   the same plus, by hand, the two system calls the
- *                                         shim adds to a tagged creation (fstat for the
- *                                         inode, fsetxattr for the tag): what no shim that
- *                                         records inodes and tags segments can go below
+ *   bench_shim lifecycle-floor N PREFIX [WATCH_DIR]
+ *                                         the same plus, by hand, the two system calls the
+ *                                         shim adds to a tagged creation (statx for the
+ *                                         inode, fsetxattr for the tag); with WATCH_DIR,
+ *                                         also an idle thread holding an inotify watch on
+ *                                         it, as the shim's marker watcher does: what no
+ *                                         shim built as the issue asks can go below
  *   bench_shim churn N PREFIX             creates and unlinks N empty files as fast as it can
  *                                         (files/s): a burst of shm events for the auditor
  *   bench_shim keep N PREFIX              creates N empty files and leaves them (for the
@@ -19,10 +22,13 @@
  *                                         the marker to the last of the K names being gone
  *                                         (needs the shim; removes what it made) */
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -51,17 +57,53 @@ static int open_close(long n, const char *path)
 	return 0;
 }
 
-static int lifecycle(long n, const char *prefix, bool floor)
+static void *idle_watcher(void *arg)
+{
+	struct pollfd p = {.fd = (int)(long)arg, .events = POLLIN};
+
+	for (;;)
+		poll(&p, 1, 1000);
+	return NULL;
+}
+
+/* What the shim's marker watcher leaves behind while the program works: an
+ * inotify watch on the abort directory and a thread asleep on it. */
+static int start_idle_watcher(const char *dir)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+
+	mkdir(dir, 0755);
+	if (fd < 0 || inotify_add_watch(fd, dir, IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_ONLYDIR) < 0) {
+		perror(dir);
+		return -1;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	if (pthread_create(&tid, &attr, idle_watcher, (void *)(long)fd) != 0)
+		return -1;
+	pthread_attr_destroy(&attr);
+	return 0;
+}
+
+static int lifecycle(long n, const char *prefix, bool floor, const char *watch_dir)
 {
 	static const char tag[] = "shmguard/1 pid=4242 start=123456 created=1795968667504769199 req=bench-0";
 	char name[256];
-	struct stat st;
-	double t0 = now_ns();
+	struct statx stx;
+	double t0;
 
+	if (watch_dir && start_idle_watcher(watch_dir) < 0)
+		return 1;
+	t0 = now_ns();
 	for (long i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "/%s%ld_0_0", prefix, i);
 		int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-		if (fd < 0 || (floor && (fstat(fd, &st) < 0 || fsetxattr(fd, "user.shmguard", tag, sizeof(tag) - 1, 0) < 0)) ||
+		if (fd < 0 ||
+		    (floor && (statx(fd, "", AT_EMPTY_PATH, STATX_INO, &stx) < 0 ||
+			       fsetxattr(fd, "user.shmguard", tag, sizeof(tag) - 1, 0) < 0)) ||
 		    ftruncate(fd, 4096) < 0) {
 			perror(name);
 			return 1;
@@ -77,6 +119,8 @@ static int lifecycle(long n, const char *prefix, bool floor)
 		shm_unlink(name);
 	}
 	printf("%s %.1f ns/op\n", floor ? "lifecycle-floor" : "lifecycle", (now_ns() - t0) / n);
+	if (watch_dir)
+		rmdir(watch_dir);
 	return 0;
 }
 
@@ -174,9 +218,9 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "open-close") == 0)
 		return open_close(atol(argv[2]), argv[3]);
 	if (argc == 4 && strcmp(argv[1], "lifecycle") == 0)
-		return lifecycle(atol(argv[2]), argv[3], false);
-	if (argc == 4 && strcmp(argv[1], "lifecycle-floor") == 0)
-		return lifecycle(atol(argv[2]), argv[3], true);
+		return lifecycle(atol(argv[2]), argv[3], false, NULL);
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "lifecycle-floor") == 0)
+		return lifecycle(atol(argv[2]), argv[3], true, argc == 5 ? argv[4] : NULL);
 	if (argc == 4 && strcmp(argv[1], "churn") == 0)
 		return churn(atol(argv[2]), argv[3], false);
 	if (argc == 4 && strcmp(argv[1], "keep") == 0)

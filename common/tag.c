@@ -32,24 +32,40 @@ static char *put_field(char *p, const char *key, uint64_t v)
 	return p;
 }
 
-int sg_tag_encode(const struct sg_tag *tag, char *buf, size_t buflen)
+void sg_tag_head_init(struct sg_tag_head *head, pid_t pid, uint64_t start_ticks)
 {
-	/* magic + three fields of at most 20 digits + "req=" */
-	char head[sizeof(TAG_MAGIC) + 3 * 30 + 4], *p = head;
-	size_t rlen = strlen(tag->req), hlen;
+	char *p = head->text; /* magic + two fields of at most 20 digits: fits */
 
 	memcpy(p, TAG_MAGIC, sizeof(TAG_MAGIC) - 1);
 	p += sizeof(TAG_MAGIC) - 1;
-	p = put_field(p, "pid", (uint64_t)tag->pid);
-	p = put_field(p, "start", tag->start_ticks);
-	p = put_field(p, "created", tag->created_ns);
+	p = put_field(p, "pid", (uint64_t)pid);
+	p = put_field(p, "start", start_ticks);
+	head->len = (size_t)(p - head->text);
+}
+
+int sg_tag_encode_with(const struct sg_tag_head *head, uint64_t created_ns, const char *req, char *buf,
+		       size_t buflen)
+{
+	char mid[sizeof("created=") + 20 + sizeof(" req=")], *p = mid;
+	size_t rlen = strlen(req), mlen;
+
+	p = put_field(p, "created", created_ns);
 	memcpy(p, "req=", 4);
-	hlen = (size_t)(p + 4 - head);
-	if (hlen + rlen > buflen)
+	mlen = (size_t)(p + 4 - mid);
+	if (head->len + mlen + rlen > buflen)
 		return -1;
-	memcpy(buf, head, hlen);
-	memcpy(buf + hlen, tag->req, rlen);
-	return (int)(hlen + rlen);
+	memcpy(buf, head->text, head->len);
+	memcpy(buf + head->len, mid, mlen);
+	memcpy(buf + head->len + mlen, req, rlen);
+	return (int)(head->len + mlen + rlen);
+}
+
+int sg_tag_encode(const struct sg_tag *tag, char *buf, size_t buflen)
+{
+	struct sg_tag_head head;
+
+	sg_tag_head_init(&head, tag->pid, tag->start_ticks);
+	return sg_tag_encode_with(&head, tag->created_ns, tag->req, buf, buflen);
 }
 
 /* Reads "key=<decimal>" followed by a space; advances *p. */

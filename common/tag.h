@@ -24,6 +24,17 @@ struct sg_tag {
 /* Returns the value's length, or -1 if it does not fit in buflen. */
 int sg_tag_encode(const struct sg_tag *tag, char *buf, size_t buflen);
 
+/* The same in two steps, for a creator that writes many tags: the part
+ * naming the creator ("shmguard/1 pid=P start=S ") is written once. */
+struct sg_tag_head {
+	char text[64];
+	size_t len;
+};
+
+void sg_tag_head_init(struct sg_tag_head *head, pid_t pid, uint64_t start_ticks);
+int sg_tag_encode_with(const struct sg_tag_head *head, uint64_t created_ns, const char *req, char *buf,
+		       size_t buflen);
+
 /* Returns 0, or -1 when buf is not a well-formed tag of this version. */
 int sg_tag_decode(struct sg_tag *tag, const char *buf, size_t len);
 

@@ -12,22 +12,24 @@ bench=build/bench/bench_shim
 shim=$PWD/build/shim/libshmguard.so
 prefix="bench-$$-"
 abort_dir="/dev/shm/${prefix}abort"
-trap 'rm -rf /dev/shm/"$prefix"*' EXIT
+# For the row that keeps the markers on another filesystem than /dev/shm.
+other_abort_dir="${TMPDIR:-/tmp}/${prefix}abort"
+trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir"' EXIT
 
 shimmed() {
-	LD_PRELOAD=$shim SHMGUARD_PATTERNS='{req}_{int}_{int}' SHMGUARD_ABORT_DIR=$abort_dir "$@"
+	LD_PRELOAD=$shim SHMGUARD_PATTERNS='{req}_{int}_{int}' SHMGUARD_ABORT_DIR=${ABORT_DIR:-$abort_dir} "$@"
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # compare NAME WORKLOAD ARGS...: alternating runs of the workload without
 # and with the shim; prints medians and the ratio.  With FLOOR set, the
-# "without" side runs the FLOOR workload instead.
+# "without" side runs the FLOOR workload instead, with FLOOR_ARGS added.
 compare() {
 	local name=$1 workload=$2 without=() with=() i
 	shift 2
 	for ((i = 0; i < rounds; i++)); do
-		without+=("$("$bench" "${FLOOR:-$workload}" "$@" | awk '{ print $2 }')")
+		without+=("$("$bench" "${FLOOR:-$workload}" "$@" ${FLOOR_ARGS:-} | awk '{ print $2 }')")
 		with+=("$(shimmed "$bench" "$workload" "$@" | awk '{ print $2 }')")
 	done
 	local a b
@@ -40,7 +42,10 @@ echo "shmguard shim benchmarks: $rounds alternating runs a side, medians ($(npro
 printf '%-34s %13s %13s %8s\n' workload "without shim" "with shim" ratio
 compare "open+close, path outside /dev/shm" open-close 300000 /etc/hostname
 compare "segment lifecycle (tagged)" lifecycle 20000 "$prefix"
-FLOOR=lifecycle-floor compare "  against fstat+fsetxattr by hand" lifecycle 20000 "$prefix"
+FLOOR=lifecycle-floor compare "  against statx+fsetxattr by hand" lifecycle 20000 "$prefix"
+FLOOR=lifecycle-floor FLOOR_ARGS="/dev/shm/${prefix}watch" \
+	compare "  ... and an idle inotify watcher" lifecycle 20000 "$prefix"
+ABORT_DIR=$other_abort_dir compare "lifecycle, abort dir off /dev/shm" lifecycle 20000 "$prefix"
 echo
 echo "marker to the last of a request's 4 segments unlinked (1000 aborts):"
 shimmed "$bench" sweep 1000 4 100 "$prefix" "$abort_dir"

@@ -114,11 +114,12 @@ static struct sg_request *request_entry(const char *id)
 	return (struct sg_request *)*slot;
 }
 
-/* Takes seg out of both indexes; frees its request with the last segment
- * unless the request is remembered as aborted. */
-static void detach(struct sg_segment *seg)
+/* Takes the segment in slot (of the path index) out of both indexes; frees
+ * its request with the last segment unless the request is remembered as
+ * aborted. */
+static void detach_at(struct sg_chain **slot)
 {
-	struct sg_chain **slot = find(&by_path, seg->path, seg->by_path.hash);
+	struct sg_segment *seg = (struct sg_segment *)*slot;
 	struct sg_request *req = seg->request;
 
 	*slot = seg->by_path.next;
@@ -128,6 +129,11 @@ static void detach(struct sg_segment *seg)
 		seg->next_of_request->prev_of_request = seg->prev_of_request;
 	if (!req->segments && !req->aborted_at)
 		drop_request(req);
+}
+
+static void detach(struct sg_segment *seg)
+{
+	detach_at(find(&by_path, seg->path, seg->by_path.hash));
 }
 
 int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
@@ -151,7 +157,7 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 	slot = find(&by_path, path, seg->by_path.hash);
 	if (*slot) { /* an older file of that name, since unlinked by someone else */
 		struct sg_segment *old = (struct sg_segment *)*slot;
-		detach(old);
+		detach_at(slot);
 		free(old);
 	}
 	if (!(req = request_entry(request)))
@@ -162,9 +168,9 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 	if (req->segments)
 		req->segments->prev_of_request = &seg->next_of_request;
 	req->segments = seg;
-	/* Found again: detach() may have changed the chain. */
-	slot = find(&by_path, path, seg->by_path.hash);
-	seg->by_path.next = NULL;
+	/* Only the request index changed since the lookup: slot still holds
+	 * this path's place in its chain. */
+	seg->by_path.next = *slot;
 	*slot = &seg->by_path;
 	count_add(&by_path, 1);
 	seg = NULL;
@@ -181,9 +187,10 @@ void sg_registry_forget_path(const char *path)
 
 	pthread_mutex_lock(&lock);
 	if (by_path.count) {
-		struct sg_segment *seg = (struct sg_segment *)*find(&by_path, path, h);
+		struct sg_chain **slot = find(&by_path, path, h);
+		struct sg_segment *seg = (struct sg_segment *)*slot;
 		if (seg) {
-			detach(seg);
+			detach_at(slot);
 			free(seg);
 		}
 	}

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "tag.h"
 
 #define SG_EXPORT __attribute__((visibility("default")))
 
@@ -34,6 +35,7 @@ extern SG_THREAD_LOCAL char sg_thread_request[SG_NAME_MAX + 1];
 struct sg_self {
 	pid_t pid;
 	uint64_t start_ticks;
+	struct sg_tag_head tag_head; /* the start of every tag it writes */
 };
 
 extern struct sg_self sg_self;

@@ -100,7 +100,6 @@ static int open_learning_creation(const struct sg_call *call, int flags, bool *c
 
 static void write_tag(int fd, const char *req)
 {
-	struct sg_tag tag = {.pid = sg_self.pid, .start_ticks = sg_self.start_ticks};
 	struct timespec now;
 	char buf[SG_TAG_MAX];
 	int n;
@@ -108,9 +107,8 @@ static void write_tag(int fd, const char *req)
 	/* A tick's precision is plenty for an age, and the coarse clock is a
 	 * plain read where the precise one may be a paravirtual clock read. */
 	clock_gettime(CLOCK_REALTIME_COARSE, &now);
-	tag.created_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	strcpy(tag.req, req);
-	n = sg_tag_encode(&tag, buf, sizeof(buf));
+	n = sg_tag_encode_with(&sg_self.tag_head, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec, req,
+			       buf, sizeof(buf));
 	if (n > 0 && fsetxattr(fd, SG_TAG_XATTR, buf, (size_t)n, 0) < 0)
 		sg_log_once(&said_xattr, SG_LOG_INFO,
 			    "cannot write the %s tag (%s); this process works from its own records, but other "
