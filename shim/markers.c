@@ -157,11 +157,7 @@ static void *watcher(void *arg)
 	int fd = (int)(long)arg;
 	long ttl_ms = sg_cfg.abort_ttl * 1000L, expire_every = ttl_ms / 10;
 	long next_prune = now_ms() + 1000, next_expire = now_ms();
-	sigset_t all;
 
-	/* The host's signals are for the host's threads. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	sg_busy = true;
 	if (expire_every < 1000)
 		expire_every = 1000;
@@ -204,6 +200,8 @@ void sg_markers_start(void)
 {
 	pthread_attr_t attr;
 	pthread_t tid;
+	sigset_t all, old;
+	bool created;
 	int fd;
 
 	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE))
@@ -225,7 +223,15 @@ void sg_markers_start(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
-	if (pthread_create(&tid, &attr, watcher, (void *)(long)fd) != 0) {
+	/* The host's signals are for the host's threads: the watcher starts
+	 * with every signal blocked, so that not even its first instructions
+	 * can run a handler (which may count on running on one of the host's
+	 * threads, or on running on one thread at a time). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	created = pthread_create(&tid, &attr, watcher, (void *)(long)fd) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!created) {
 		close(fd);
 		sg_log_once(&said_thread, SG_LOG_WARN, "cannot start the marker watcher thread; aborts will not be "
 						       "swept in this process");

@@ -232,17 +232,18 @@ Test(processes, signal_handlers_calling_into_libc_do_not_deadlock, .timeout = 30
 	const char *argv[] = {h_bin("SG_SHMTOOL"), "signals", "2", root, elsewhere, NULL};
 	struct h_proc p;
 	char *line, *err;
-	long loops = 0, sigs = 0;
+	long loops = 0, sigs = 0, foreign = -1;
 
 	cr_assert_eq(mkdir(root, 0755), 0);
 	cr_assert_eq(mkdir(elsewhere, 0755), 0);
 	p = h_spawn(argv, h_shim_env(abort_dir, "{any}_{req}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL));
 	line = h_read_line(&p, 20000);
 	cr_assert_not_null(line, "no result: a deadlock?");
-	cr_assert_eq(sscanf(line, "main %ld signals %ld", &loops, &sigs), 2, "%s", line);
+	cr_assert_eq(sscanf(line, "main %ld signals %ld foreign %ld", &loops, &sigs, &foreign), 3, "%s", line);
 	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
 	cr_expect_gt(loops, 100);
 	cr_expect_gt(sigs, 100, "the signals did not come: %s", line);
+	cr_expect_eq(foreign, 0, "the program's handler ran on the shim's thread");
 	cr_expect(strstr(err, "summary: tagged"), "the main loop's files were not tracked: %s", err);
 	cr_expect_eq(h_count(root, ""), 2, "files left behind (only . and ..)");
 	cr_expect_eq(h_count(elsewhere, ""), 2, "the handler's files left behind");

@@ -21,7 +21,8 @@
  *   signals SECONDS DIR SIGDIR
  *                        for SECONDS, creates and unlinks files DIR/main_<n> in a loop while
  *                        a SIGALRM handler, every 100 us, creates and unlinks SIGDIR/sig_<n>
- *                        (open and unlink are async-signal-safe); prints the counts
+ *                        (open and unlink are async-signal-safe); prints the counts, and
+ *                        how many handler runs came on a thread other than the main one
  *   fork                 the child runs the rest of the script; the parent waits
  *                        for it and exits with its status
  *   exec                 re-executes shmtool with the rest of the script
@@ -121,7 +122,8 @@ static int region(const char *path, size_t size)
 
 static char sig_path[512];
 static size_t sig_len;
-static volatile sig_atomic_t sig_count;
+static volatile sig_atomic_t sig_count, sig_foreign;
+static pid_t main_tid;
 
 /* Only async-signal-safe calls: the name is formatted by hand. */
 static void on_alarm(int signo)
@@ -130,6 +132,12 @@ static void on_alarm(int signo)
 	char digits[16];
 
 	(void)signo;
+	/* The shim's thread must never run the program's handlers. */
+	if (gettid() != main_tid) {
+		sig_foreign++;
+		errno = saved;
+		return;
+	}
 	do
 		digits[k++] = (char)('0' + n % 10);
 	while ((n /= 10));
@@ -151,6 +159,7 @@ static int signals(int seconds, const char *dir, const char *sig_dir)
 	long loops = 0;
 	time_t end = time(NULL) + seconds;
 
+	main_tid = gettid();
 	sig_len = (size_t)snprintf(sig_path, sizeof(sig_path) - 16, "%s/sig_", sig_dir);
 	sigaction(SIGALRM, &sa, NULL);
 	setitimer(ITIMER_REAL, &every, NULL);
@@ -162,7 +171,7 @@ static int signals(int seconds, const char *dir, const char *sig_dir)
 			return fail("unlink", path);
 	}
 	setitimer(ITIMER_REAL, &off, NULL);
-	printf("main %ld signals %d\n", loops, (int)sig_count);
+	printf("main %ld signals %d foreign %d\n", loops, (int)sig_count, (int)sig_foreign);
 	fflush(stdout);
 	return 0;
 }
