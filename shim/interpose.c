@@ -236,11 +236,11 @@ SG_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	return ret;
 }
 
-static void *after_mmap(void *addr, size_t len, int fd)
+static void *after_mmap(void *addr, size_t len, int flags, int fd)
 {
-	if (addr != MAP_FAILED && fd >= 0 && enter()) {
+	if (addr != MAP_FAILED && (fd >= 0 || ((flags & MAP_FIXED) && sg_mappings_any())) && enter()) {
 		int saved = errno;
-		sg_mappings_on_mmap(addr, len, fd);
+		sg_mappings_on_mmap(addr, len, fd, flags);
 		errno = saved;
 		leave();
 	}
@@ -250,13 +250,13 @@ static void *after_mmap(void *addr, size_t len, int fd)
 SG_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	sg_real_ensure();
-	return after_mmap(sg_real.mmap(addr, len, prot, flags, fd, off), len, fd);
+	return after_mmap(sg_real.mmap(addr, len, prot, flags, fd, off), len, flags, fd);
 }
 
 SG_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
 	sg_real_ensure();
-	return after_mmap(sg_real.mmap64(addr, len, prot, flags, fd, off), len, fd);
+	return after_mmap(sg_real.mmap64(addr, len, prot, flags, fd, off), len, flags, fd);
 }
 
 SG_EXPORT int munmap(void *addr, size_t len)

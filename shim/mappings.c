@@ -1,40 +1,58 @@
 #include "mappings.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include "real.h"
 #include "shim.h"
-
-struct mapping {
-	uintptr_t start;
-	size_t len;
-	dev_t dev;
-	ino_t ino;
-	bool swept;
-};
 
 /* Identity of the segment each tracked fd refers to, indexed by fd; ino 0
  * means untracked.  The close() wrapper clears a slot before the number can
- * be reused, so mmap() needs no fstat to trust it.  (An fd number taken over
- * by dup2() keeps a stale slot: only the mapped-bytes figure can suffer.) */
+ * be reused.  (An fd number taken over by dup2() keeps a stale slot: only
+ * the mapped-bytes figure can suffer.) */
 static struct {
 	dev_t dev;
 	ino_t ino;
+	bool swept;
 } fds[SG_MAX_TRACKED_FD];
+static int fds_end; /* one past the highest slot ever used */
+
+struct range {
+	uintptr_t start;
+	size_t len;
+};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mapping *maps;
-static size_t nmaps, maps_cap;
+static struct range *swept; /* mappings of swept segments that are still mapped */
+static size_t nswept, swept_cap;
+/* Whether a sweep can find any mapping of a tracked segment at all (if the
+ * program never maps one, /proc/self/maps need not be read). */
+static bool mapped_any;
+/* Set while a sweep reads /proc/self/maps: a munmap() that the read may
+ * have seen must wait for the list instead of skipping it. */
+static bool reading;
 
 void sg_mappings_track_fd(int fd, dev_t dev, ino_t ino)
 {
+	int end;
+
 	if ((unsigned)fd >= SG_MAX_TRACKED_FD)
 		return;
 	/* Another thread may have used this number a moment ago: the kernel
 	 * orders the close and the reuse, the atomics make that visible. */
 	__atomic_store_n(&fds[fd].dev, dev, __ATOMIC_RELAXED);
+	__atomic_store_n(&fds[fd].swept, false, __ATOMIC_RELAXED);
 	__atomic_store_n(&fds[fd].ino, ino, __ATOMIC_RELEASE);
+	end = __atomic_load_n(&fds_end, __ATOMIC_RELAXED);
+	while (fd >= end && !__atomic_compare_exchange_n(&fds_end, &end, fd + 1, false, __ATOMIC_RELAXED,
+							 __ATOMIC_RELAXED))
+		;
 }
 
 void sg_mappings_forget_fd(int fd)
@@ -43,34 +61,34 @@ void sg_mappings_forget_fd(int fd)
 		__atomic_store_n(&fds[fd].ino, 0, __ATOMIC_RELAXED);
 }
 
-void sg_mappings_on_mmap(void *addr, size_t len, int fd)
+static size_t page_round(size_t len)
 {
-	ino_t ino;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-	if ((unsigned)fd >= SG_MAX_TRACKED_FD || !(ino = __atomic_load_n(&fds[fd].ino, __ATOMIC_ACQUIRE)))
-		return;
-	pthread_mutex_lock(&lock);
-	if (nmaps == maps_cap) {
-		size_t cap = maps_cap ? maps_cap * 2 : 16;
-		struct mapping *m = realloc(maps, cap * sizeof(*m));
-		if (!m)
-			goto out;
-		maps = m;
-		maps_cap = cap;
-	}
-	maps[nmaps] = (struct mapping){(uintptr_t)addr, len, __atomic_load_n(&fds[fd].dev, __ATOMIC_RELAXED), ino, false};
-	__atomic_store_n(&nmaps, nmaps + 1, __ATOMIC_RELAXED);
-out:
-	pthread_mutex_unlock(&lock);
+	return (len + page - 1) & ~(page - 1);
 }
 
-void sg_mappings_on_munmap(void *addr, size_t len)
+/* Called with the lock held. */
+static void add_swept(uintptr_t start, size_t len)
 {
-	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+	if (nswept == swept_cap) {
+		size_t cap = swept_cap ? swept_cap * 2 : 16;
+		struct range *r = realloc(swept, cap * sizeof(*r));
+		if (!r)
+			return; /* the figure undercounts; nothing else depends on it */
+		swept = r;
+		swept_cap = cap;
+	}
+	swept[nswept] = (struct range){start, len};
+	__atomic_store_n(&nswept, nswept + 1, __ATOMIC_RELAXED);
+	sg_count(mapped_bytes, len);
+}
 
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nmaps;) {
-		struct mapping *m = &maps[i];
+/* Called with the lock held. */
+static void remove_swept(uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < nswept;) {
+		struct range *m = &swept[i];
 		uintptr_t mlo = m->start, mhi = m->start + m->len;
 		uintptr_t olo = lo > mlo ? lo : mlo, ohi = hi < mhi ? hi : mhi;
 
@@ -78,42 +96,155 @@ void sg_mappings_on_munmap(void *addr, size_t len)
 			i++;
 			continue;
 		}
-		if (m->swept)
-			sg_count(mapped_bytes, -(uint64_t)(ohi - olo));
+		sg_count(mapped_bytes, -(uint64_t)(ohi - olo));
 		/* A hole punched in the middle leaves the mapping counted as one
 		 * piece of the remaining length: only byte totals matter here. */
 		m->len -= ohi - olo;
 		if (olo == mlo)
 			m->start = ohi;
 		if (m->len == 0) {
-			*m = maps[nmaps - 1];
-			__atomic_store_n(&nmaps, nmaps - 1, __ATOMIC_RELAXED);
+			*m = swept[nswept - 1];
+			__atomic_store_n(&nswept, nswept - 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		i++;
 	}
-	pthread_mutex_unlock(&lock);
 }
 
-uint64_t sg_mappings_swept(dev_t dev, ino_t ino)
+void sg_mappings_on_mmap(void *addr, size_t len, int fd, int flags)
 {
-	uint64_t bytes = 0;
+	/* MAP_FIXED replaces whatever was mapped there. */
+	if ((flags & MAP_FIXED) && sg_mappings_any())
+		sg_mappings_on_munmap(addr, len);
+	if ((unsigned)fd >= SG_MAX_TRACKED_FD || !__atomic_load_n(&fds[fd].ino, __ATOMIC_ACQUIRE))
+		return;
+	if (!__atomic_load_n(&mapped_any, __ATOMIC_RELAXED))
+		__atomic_store_n(&mapped_any, true, __ATOMIC_SEQ_CST);
+	/* Mapped after its sweep (a late put, say): counted from now on,
+	 * unless the sweep's own reading of /proc/self/maps already found it. */
+	if (__atomic_load_n(&fds[fd].swept, __ATOMIC_RELAXED)) {
+		size_t i;
 
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nmaps; i++) {
-		if (maps[i].dev == dev && maps[i].ino == ino && !maps[i].swept) {
-			maps[i].swept = true;
-			bytes += maps[i].len;
-		}
+		pthread_mutex_lock(&lock);
+		for (i = 0; i < nswept && swept[i].start != (uintptr_t)addr; i++)
+			;
+		if (i == nswept)
+			add_swept((uintptr_t)addr, page_round(len));
+		pthread_mutex_unlock(&lock);
 	}
+}
+
+void sg_mappings_on_munmap(void *addr, size_t len)
+{
+	pthread_mutex_lock(&lock);
+	remove_swept((uintptr_t)addr, (uintptr_t)addr + page_round(len));
 	pthread_mutex_unlock(&lock);
-	sg_count(mapped_bytes, bytes);
-	return bytes;
 }
 
 int sg_mappings_any(void)
 {
-	return __atomic_load_n(&nmaps, __ATOMIC_RELAXED) != 0;
+	return __atomic_load_n(&nswept, __ATOMIC_RELAXED) != 0 || __atomic_load_n(&reading, __ATOMIC_SEQ_CST);
+}
+
+static bool is_swept(const struct sg_file_id *ids, size_t n, dev_t dev, ino_t ino)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i].dev == dev && ids[i].ino == ino)
+			return true;
+	return false;
+}
+
+/* One line of /proc/self/maps, NUL-terminated:
+ * "start-end perms offset major:minor inode [path]". */
+static bool parse_maps_line(char *s, uintptr_t *start, uintptr_t *end, dev_t *dev, ino_t *ino)
+{
+	unsigned long long lo, hi, major, minor, inode;
+	char *p;
+
+	lo = strtoull(s, &p, 16);
+	if (*p != '-')
+		return false;
+	hi = strtoull(p + 1, &p, 16);
+	if (*p != ' ' || !(p = strchr(p + 1, ' '))) /* perms */
+		return false;
+	strtoull(p + 1, &p, 16); /* offset */
+	if (*p != ' ')
+		return false;
+	major = strtoull(p + 1, &p, 16);
+	if (*p != ':')
+		return false;
+	minor = strtoull(p + 1, &p, 16);
+	if (*p != ' ')
+		return false;
+	inode = strtoull(p + 1, &p, 10);
+	if (*p != ' ' && *p != '\0')
+		return false;
+	*start = (uintptr_t)lo;
+	*end = (uintptr_t)hi;
+	*dev = makedev((unsigned)major, (unsigned)minor);
+	*ino = (ino_t)inode;
+	return true;
+}
+
+/* Adds every mapping of the n files that /proc/self/maps lists; returns
+ * their bytes.  Called with the lock held. */
+static uint64_t add_mapped(const struct sg_file_id *ids, size_t n)
+{
+	char buf[16384];
+	size_t have = 0;
+	uint64_t bytes = 0;
+	ssize_t got;
+	int fd = sg_real.open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while ((got = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
+		char *line = buf, *nl;
+
+		have += (size_t)got;
+		buf[have] = '\0';
+		while ((nl = strchr(line, '\n'))) {
+			uintptr_t start, end;
+			dev_t dev;
+			ino_t ino;
+
+			*nl = '\0';
+			if (parse_maps_line(line, &start, &end, &dev, &ino) && ino && is_swept(ids, n, dev, ino)) {
+				add_swept(start, end - start);
+				bytes += end - start;
+			}
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1)
+			have = 0; /* a line longer than the buffer names no mapping we need */
+	}
+	sg_real.close(fd);
+	return bytes;
+}
+
+uint64_t sg_mappings_swept(const struct sg_file_id *ids, size_t n)
+{
+	int end = __atomic_load_n(&fds_end, __ATOMIC_RELAXED);
+	uint64_t bytes = 0;
+
+	if (!n)
+		return 0;
+	/* Open fds of these files: their later mappings count too. */
+	for (int fd = 0; fd < end; fd++) {
+		ino_t ino = __atomic_load_n(&fds[fd].ino, __ATOMIC_ACQUIRE);
+		if (ino && is_swept(ids, n, __atomic_load_n(&fds[fd].dev, __ATOMIC_RELAXED), ino))
+			__atomic_store_n(&fds[fd].swept, true, __ATOMIC_RELAXED);
+	}
+	if (!__atomic_load_n(&mapped_any, __ATOMIC_SEQ_CST))
+		return 0;
+	pthread_mutex_lock(&lock);
+	__atomic_store_n(&reading, true, __ATOMIC_SEQ_CST);
+	bytes = add_mapped(ids, n);
+	__atomic_store_n(&reading, false, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&lock);
+	return bytes;
 }
 
 void sg_mappings_lock(void)
@@ -126,11 +257,11 @@ void sg_mappings_unlock(void)
 	pthread_mutex_unlock(&lock);
 }
 
-/* In a fork child: mappings and fds survive a fork and keep their identity,
- * but the swept flags describe the parent's sweeps, whose counters the child
- * does not inherit. */
+/* In a fork child: the swept mappings and flags describe the parent's
+ * sweeps, whose counts the child does not inherit. */
 void sg_mappings_after_fork(void)
 {
-	for (size_t i = 0; i < nmaps; i++)
-		maps[i].swept = false;
+	nswept = 0;
+	for (int fd = 0; fd < fds_end; fd++)
+		fds[fd].swept = false;
 }

@@ -15,9 +15,16 @@
 void sg_sweep(const char *request)
 {
 	struct sg_segment *seg = sg_registry_abort(request, time(NULL)), *next;
-	unsigned long long files = 0, bytes = 0, mapped = 0;
+	unsigned long long files = 0, bytes = 0, mapped;
+	struct sg_file_id *unlinked = NULL;
+	size_t nsegs = 0;
 	static bool unlink_failed_said;
 
+	for (struct sg_segment *s = seg; s; s = s->next_of_request)
+		nsegs++;
+	/* Without room to list them, only the mapped-bytes figure suffers. */
+	if (nsegs)
+		unlinked = malloc(nsegs * sizeof(*unlinked));
 	for (; seg; seg = next) {
 		struct stat st;
 
@@ -38,12 +45,15 @@ void sg_sweep(const char *request)
 				sg_log_once(&unlink_failed_said, SG_LOG_WARN, "request %s: cannot unlink %s: %s", request,
 					    seg->path, strerror(errno));
 		} else {
+			if (unlinked)
+				unlinked[files] = (struct sg_file_id){seg->dev, seg->ino};
 			files++;
 			bytes += (unsigned long long)st.st_blocks * 512;
-			mapped += sg_mappings_swept(seg->dev, seg->ino);
 		}
 		free(seg);
 	}
+	mapped = unlinked ? sg_mappings_swept(unlinked, files) : 0;
+	free(unlinked);
 	if (!files)
 		return;
 	sg_count(swept, files);

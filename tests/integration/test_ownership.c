@@ -157,6 +157,37 @@ Test(ownership, unlinked_but_mapped_bytes_are_reported)
 	cr_expect(strstr(err, "still mapped 8192 bytes"), "summary: %s", err);
 }
 
+/* The figure follows the program: unmapping after the sweep frees the bytes. */
+Test(ownership, mapped_bytes_drop_when_unmapped)
+{
+	const char *m = h_str("/dev/shm/%sgo_0_0", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "map", m + 8, "8192", ",", "wait", ",", "unmap", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	char *err;
+
+	h_abort(abort_dir, h_str("%sgo", prefix), NULL);
+	cr_assert(h_wait_gone(m, 1000));
+	cr_assert(h_wait_stderr(&p, "8192 mapped bytes stay in use", 1000), "mapped bytes not reported");
+	cr_assert_eq(h_finish(&p, &err), 0);
+	cr_expect(strstr(err, "swept 1 (8192 bytes)"), "summary: %s", err);
+	cr_expect(strstr(err, "still mapped 0 bytes"), "summary: %s", err);
+}
+
+/* A late put is swept before the program maps it: mapped afterwards, its
+ * bytes are counted as soon as the mapping is made. */
+Test(ownership, late_put_mapped_after_its_sweep_is_counted)
+{
+	const char *m = h_str("/dev/shm/%slatemap_0_0", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "map", m + 8, "12288", NULL};
+	char *err;
+
+	h_abort(abort_dir, h_str("%slatemap", prefix), NULL);
+	cr_assert_eq(h_run(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL), &err), 0, "%s", err);
+	cr_expect(!h_exists(m), "the late put survived");
+	cr_expect(strstr(err, "late puts 1"), "summary: %s", err);
+	cr_expect(strstr(err, "still mapped 12288 bytes"), "summary: %s", err);
+}
+
 /* The record is also written onto the file, for other processes and the
  * CLI: request, creator pid and start time, creation time. */
 Test(ownership, the_tag_is_written_onto_the_segment)

@@ -7,7 +7,8 @@
  *   shm NAME SIZE        shm_open(O_CREAT|O_EXCL), ftruncate, write every page, close
  *   open PATH SIZE       open(O_CREAT|O_RDWR) (re-opens an existing file), size and fill it
  *   open64 / openat / creat PATH SIZE   the same through that function
- *   map NAME SIZE        like shm, but the mapping is kept until the process exits
+ *   map NAME SIZE        like shm, but the mapping is kept (until unmap or exit)
+ *   unmap                munmap every mapping that map kept
  *   region PATH SIZE     create PATH with O_CREAT|O_EXCL and size it, or join it if it
  *                        exists; map it and keep the mapping (a shared region)
  *   hold PATH            open(O_CREAT|O_EXCL) and keep the descriptor open
@@ -53,6 +54,13 @@ static int fail(const char *what, const char *arg)
 	return -1;
 }
 
+/* The mappings that map kept, for unmap. */
+static struct {
+	void *addr;
+	size_t size;
+} kept[64];
+static size_t nkept;
+
 /* Sizes the file and writes every page, so its bytes are really allocated. */
 static int fill(int fd, size_t size, bool keep_mapped)
 {
@@ -66,7 +74,9 @@ static int fill(int fd, size_t size, bool keep_mapped)
 	if (p == MAP_FAILED)
 		return -1;
 	memset(p, 0x5a, size);
-	if (!keep_mapped)
+	if (keep_mapped && nkept < sizeof(kept) / sizeof(kept[0]))
+		kept[nkept].addr = p, kept[nkept++].size = size;
+	else
 		munmap(p, size);
 	return 0;
 }
@@ -272,6 +282,9 @@ int main(int argc, char **argv)
 			   !strcmp(cmd, "creat")) {
 			ret = make_file(cmd, a, size_arg(b));
 			i += 2;
+		} else if (strcmp(cmd, "unmap") == 0) {
+			for (; nkept && ret == 0; nkept--)
+				ret = munmap(kept[nkept - 1].addr, kept[nkept - 1].size) < 0 ? fail("unmap", "") : 0;
 		} else if (strcmp(cmd, "hold") == 0) {
 			ret = open(a, O_CREAT | O_EXCL | O_RDWR, 0600) < 0 ? fail("hold", a) : 0;
 			i += 1;
