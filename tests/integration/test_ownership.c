@@ -141,35 +141,35 @@ Test(ownership, natural_exit_never_sweeps)
 	cr_expect(h_exists(x), "a finished process's segment was removed");
 }
 
-/* Unlinking frees nothing while a mapping lives: the shim says so. */
-Test(ownership, unlinked_but_mapped_bytes_are_reported)
+/* A process maps an 8 KiB segment of request REQ and waits; the request is
+ * aborted; the process unmaps it first if asked, and exits.  Returns its
+ * stderr. */
+static char *map_then_abort(const char *req, bool unmap)
 {
-	const char *m = h_str("/dev/shm/%sm_0_0", prefix);
-	const char *argv[] = {h_bin("SG_SHMTOOL"), "map", m + 8, "8192", "wait", NULL};
+	const char *m = h_str("/dev/shm/%s%s_0_0", prefix, req);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "map", m + 8, "8192", ",", "wait", unmap ? "," : NULL, "unmap", NULL};
 	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
 	char *err;
 
-	h_abort(abort_dir, h_str("%sm", prefix), NULL);
+	h_abort(abort_dir, h_str("%s%s", prefix, req), NULL);
 	cr_assert(h_wait_gone(m, 1000));
 	cr_assert(h_wait_stderr(&p, "8192 mapped bytes stay in use", 1000), "mapped bytes not reported");
 	cr_assert_eq(h_finish(&p, &err), 0);
 	cr_expect(strstr(err, "swept 1 (8192 bytes)"), "summary: %s", err);
+	return err;
+}
+
+/* Unlinking frees nothing while a mapping lives: the shim says so. */
+Test(ownership, unlinked_but_mapped_bytes_are_reported)
+{
+	char *err = map_then_abort("m", false);
 	cr_expect(strstr(err, "still mapped 8192 bytes"), "summary: %s", err);
 }
 
 /* The figure follows the program: unmapping after the sweep frees the bytes. */
 Test(ownership, mapped_bytes_drop_when_unmapped)
 {
-	const char *m = h_str("/dev/shm/%sgo_0_0", prefix);
-	const char *argv[] = {h_bin("SG_SHMTOOL"), "map", m + 8, "8192", ",", "wait", ",", "unmap", NULL};
-	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
-	char *err;
-
-	h_abort(abort_dir, h_str("%sgo", prefix), NULL);
-	cr_assert(h_wait_gone(m, 1000));
-	cr_assert(h_wait_stderr(&p, "8192 mapped bytes stay in use", 1000), "mapped bytes not reported");
-	cr_assert_eq(h_finish(&p, &err), 0);
-	cr_expect(strstr(err, "swept 1 (8192 bytes)"), "summary: %s", err);
+	char *err = map_then_abort("go", true);
 	cr_expect(strstr(err, "still mapped 0 bytes"), "summary: %s", err);
 }
 
