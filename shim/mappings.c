@@ -68,9 +68,14 @@ static size_t page_round(size_t len)
 	return (len + page - 1) & ~(page - 1);
 }
 
-/* Called with the lock held. */
+/* Called with the lock held.  A range already listed is not added again: a
+ * mapping made while a sweep runs can be seen both by the sweep's reading of
+ * /proc/self/maps and by the mmap() wrapper. */
 static void add_swept(uintptr_t start, size_t len)
 {
+	for (size_t i = 0; i < nswept; i++)
+		if (swept[i].start == start)
+			return;
 	if (nswept == swept_cap) {
 		size_t cap = swept_cap ? swept_cap * 2 : 16;
 		struct range *r = realloc(swept, cap * sizeof(*r));
@@ -80,7 +85,7 @@ static void add_swept(uintptr_t start, size_t len)
 		swept_cap = cap;
 	}
 	swept[nswept] = (struct range){start, len};
-	__atomic_store_n(&nswept, nswept + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&nswept, nswept + 1, __ATOMIC_RELEASE);
 	sg_count(mapped_bytes, len);
 }
 
@@ -104,7 +109,7 @@ static void remove_swept(uintptr_t lo, uintptr_t hi)
 			m->start = ohi;
 		if (m->len == 0) {
 			*m = swept[nswept - 1];
-			__atomic_store_n(&nswept, nswept - 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&nswept, nswept - 1, __ATOMIC_RELEASE);
 			continue;
 		}
 		i++;
@@ -118,18 +123,15 @@ void sg_mappings_on_mmap(void *addr, size_t len, int fd, int flags)
 		sg_mappings_on_munmap(addr, len);
 	if ((unsigned)fd >= SG_MAX_TRACKED_FD || !__atomic_load_n(&fds[fd].ino, __ATOMIC_ACQUIRE))
 		return;
-	if (!__atomic_load_n(&mapped_any, __ATOMIC_RELAXED))
+	/* Either this sees the sweep's flag below, or the sweep sees this and
+	 * reads the mapping from /proc/self/maps (sequentially consistent on
+	 * both sides: a store then a load each). */
+	if (!__atomic_load_n(&mapped_any, __ATOMIC_SEQ_CST))
 		__atomic_store_n(&mapped_any, true, __ATOMIC_SEQ_CST);
-	/* Mapped after its sweep (a late put, say): counted from now on,
-	 * unless the sweep's own reading of /proc/self/maps already found it. */
-	if (__atomic_load_n(&fds[fd].swept, __ATOMIC_RELAXED)) {
-		size_t i;
-
+	/* Mapped after its sweep (a late put, say): counted from now on. */
+	if (__atomic_load_n(&fds[fd].swept, __ATOMIC_SEQ_CST)) {
 		pthread_mutex_lock(&lock);
-		for (i = 0; i < nswept && swept[i].start != (uintptr_t)addr; i++)
-			;
-		if (i == nswept)
-			add_swept((uintptr_t)addr, page_round(len));
+		add_swept((uintptr_t)addr, page_round(len));
 		pthread_mutex_unlock(&lock);
 	}
 }
@@ -143,7 +145,9 @@ void sg_mappings_on_munmap(void *addr, size_t len)
 
 int sg_mappings_any(void)
 {
-	return __atomic_load_n(&nswept, __ATOMIC_RELAXED) != 0 || __atomic_load_n(&reading, __ATOMIC_SEQ_CST);
+	/* reading first: once it is seen false again, the ranges the sweep
+	 * added (before clearing it) are seen too. */
+	return __atomic_load_n(&reading, __ATOMIC_SEQ_CST) || __atomic_load_n(&nswept, __ATOMIC_ACQUIRE) != 0;
 }
 
 static bool is_swept(const struct sg_file_id *ids, size_t n, dev_t dev, ino_t ino)
@@ -187,12 +191,14 @@ static bool parse_maps_line(char *s, uintptr_t *start, uintptr_t *end, dev_t *de
 }
 
 /* Adds every mapping of the n files that /proc/self/maps lists; returns
- * their bytes.  Called with the lock held. */
+ * their bytes.  Called with the lock held (which also guards the buffer: a
+ * late put sweeps on the program's own thread, whose stack may be small). */
 static uint64_t add_mapped(const struct sg_file_id *ids, size_t n)
 {
-	char buf[16384];
+	static char buf[16384];
 	size_t have = 0;
 	uint64_t bytes = 0;
+	bool skipping = false; /* inside a line longer than the buffer */
 	ssize_t got;
 	int fd = sg_real.open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
@@ -209,16 +215,25 @@ static uint64_t add_mapped(const struct sg_file_id *ids, size_t n)
 			ino_t ino;
 
 			*nl = '\0';
-			if (parse_maps_line(line, &start, &end, &dev, &ino) && ino && is_swept(ids, n, dev, ino)) {
+			if (!skipping && parse_maps_line(line, &start, &end, &dev, &ino) && ino &&
+			    is_swept(ids, n, dev, ino)) {
+				size_t before = nswept;
 				add_swept(start, end - start);
-				bytes += end - start;
+				if (nswept != before)
+					bytes += end - start;
 			}
+			skipping = false;
 			line = nl + 1;
 		}
 		have -= (size_t)(line - buf);
 		memmove(buf, line, have);
-		if (have == sizeof(buf) - 1)
-			have = 0; /* a line longer than the buffer names no mapping we need */
+		if (have == sizeof(buf) - 1) {
+			/* Such a line (a very long path) is not read as one: its
+			 * start has the fields, but the rest must not pass for a
+			 * line of its own. */
+			skipping = true;
+			have = 0;
+		}
 	}
 	sg_real.close(fd);
 	return bytes;
@@ -231,18 +246,19 @@ uint64_t sg_mappings_swept(const struct sg_file_id *ids, size_t n)
 
 	if (!n)
 		return 0;
+	pthread_mutex_lock(&lock);
 	/* Open fds of these files: their later mappings count too. */
 	for (int fd = 0; fd < end; fd++) {
 		ino_t ino = __atomic_load_n(&fds[fd].ino, __ATOMIC_ACQUIRE);
 		if (ino && is_swept(ids, n, __atomic_load_n(&fds[fd].dev, __ATOMIC_RELAXED), ino))
-			__atomic_store_n(&fds[fd].swept, true, __ATOMIC_RELAXED);
+			__atomic_store_n(&fds[fd].swept, true, __ATOMIC_SEQ_CST);
 	}
-	if (!__atomic_load_n(&mapped_any, __ATOMIC_SEQ_CST))
-		return 0;
-	pthread_mutex_lock(&lock);
-	__atomic_store_n(&reading, true, __ATOMIC_SEQ_CST);
-	bytes = add_mapped(ids, n);
-	__atomic_store_n(&reading, false, __ATOMIC_SEQ_CST);
+	/* The other half of the handshake in sg_mappings_on_mmap(). */
+	if (__atomic_load_n(&mapped_any, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&reading, true, __ATOMIC_SEQ_CST);
+		bytes = add_mapped(ids, n);
+		__atomic_store_n(&reading, false, __ATOMIC_SEQ_CST);
+	}
 	pthread_mutex_unlock(&lock);
 	return bytes;
 }

@@ -146,13 +146,16 @@ static void record(int fd, const char *path, const char *req)
 		return;
 	/* First, so that the aborts already on disk are known to the registry. */
 	sg_markers_start();
+	/* Before the record is visible: a sweep that comes at once must find
+	 * the fd, to count the mappings the program makes of it afterwards. */
+	sg_mappings_track_fd(fd, dev, ino);
 	added = sg_registry_add(path, dev, ino, req);
 	if (added < 0) {
+		sg_mappings_forget_fd(fd);
 		sg_log_once(&said_nomem, SG_LOG_WARN, "out of memory: %s is not tracked", path);
 		return;
 	}
 	sg_count(tagged, 1);
-	sg_mappings_track_fd(fd, dev, ino);
 	write_tag(fd, req);
 	/* For `shmguard audit`: a nop until a tracer attaches. */
 	DTRACE_PROBE3(shmguard, tag, req, (uint64_t)dev, (uint64_t)ino);
