@@ -9,13 +9,15 @@
 
 #include "hash.h"
 
-struct sg_request {
-	struct sg_chain by_id; /* must stay first */
-	struct sg_segment *segments;
-	time_t aborted_at; /* 0: not aborted */
+/* A request whose marker was seen: a segment created for it later is a
+ * late put.  Kept until the marker expires. */
+struct aborted {
+	struct sg_chain chain; /* must stay first */
+	time_t at;
 	char id[];
 };
 
+/* Hash tables of sg_chain nodes: segments by path, aborted requests by ID. */
 struct table {
 	struct sg_chain **buckets;
 	size_t nbuckets, count;
@@ -28,13 +30,16 @@ static const char *path_key(const struct sg_chain *node)
 	return ((const struct sg_segment *)node)->path;
 }
 
-static const char *request_key(const struct sg_chain *node)
+static const char *aborted_key(const struct sg_chain *node)
 {
-	return ((const struct sg_request *)node)->id;
+	return ((const struct aborted *)node)->id;
 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct table by_path = {.key = path_key}, by_request = {.key = request_key};
+static struct table by_path = {.key = path_key}, aborted = {.key = aborted_key};
+/* The request index: as many buckets as by_path, chains of segments. */
+static struct sg_segment **by_request;
+static size_t request_buckets;
 static size_t prune_cursor;
 
 static int grow(struct table *t)
@@ -81,54 +86,53 @@ static int make_room(struct table *t)
 	return t->count + 1 > t->nbuckets ? grow(t) : 0;
 }
 
-static void drop_request(struct sg_request *req)
+static void link_request(struct sg_segment **head, struct sg_segment *seg)
 {
-	struct sg_chain **rslot = find(&by_request, req->id, req->by_id.hash);
-
-	*rslot = req->by_id.next;
-	count_add(&by_request, -1);
-	free(req);
+	seg->req_next = *head;
+	seg->req_prev = head;
+	if (*head)
+		(*head)->req_prev = &seg->req_next;
+	*head = seg;
 }
 
-/* The request entry for id, created if missing; NULL when out of memory. */
-static struct sg_request *request_entry(const char *id)
+/* The request index keeps pace with the path index. */
+static int request_room(void)
 {
-	size_t len = strlen(id);
-	uint64_t h = sg_hash_mem(id, len);
-	struct sg_chain **slot;
+	size_t n = request_buckets ? request_buckets * 2 : 64;
+	struct sg_segment **b;
 
-	if (make_room(&by_request) < 0)
-		return NULL;
-	slot = find(&by_request, id, h);
-	if (!*slot) {
-		struct sg_request *req = malloc(sizeof(*req) + len + 1);
-		if (!req)
-			return NULL;
-		req->by_id = (struct sg_chain){.next = NULL, .hash = h};
-		req->segments = NULL;
-		req->aborted_at = 0;
-		memcpy(req->id, id, len + 1);
-		*slot = &req->by_id;
-		count_add(&by_request, 1);
+	if (by_path.count + 1 <= request_buckets)
+		return 0;
+	if (!(b = calloc(n, sizeof(*b))))
+		return -1;
+	for (size_t i = 0; i < request_buckets; i++) {
+		while (by_request[i]) {
+			struct sg_segment *seg = by_request[i];
+			by_request[i] = seg->req_next;
+			link_request(&b[seg->req_hash & (n - 1)], seg);
+		}
 	}
-	return (struct sg_request *)*slot;
+	free(by_request);
+	by_request = b;
+	request_buckets = n;
+	return 0;
 }
 
-/* Takes the segment in slot (of the path index) out of both indexes; frees
- * its request with the last segment unless the request is remembered as
- * aborted. */
+static struct aborted *find_aborted(const char *id, uint64_t h)
+{
+	return aborted.count ? (struct aborted *)*find(&aborted, id, h) : NULL;
+}
+
+/* Takes the segment in slot (of the path index) out of both indexes. */
 static void detach_at(struct sg_chain **slot)
 {
 	struct sg_segment *seg = (struct sg_segment *)*slot;
-	struct sg_request *req = seg->request;
 
 	*slot = seg->by_path.next;
 	count_add(&by_path, -1);
-	*seg->prev_of_request = seg->next_of_request;
-	if (seg->next_of_request)
-		seg->next_of_request->prev_of_request = seg->prev_of_request;
-	if (!req->segments && !req->aborted_at)
-		drop_request(req);
+	*seg->req_prev = seg->req_next;
+	if (seg->req_next)
+		seg->req_next->req_prev = seg->req_prev;
 }
 
 static void detach(struct sg_segment *seg)
@@ -138,21 +142,23 @@ static void detach(struct sg_segment *seg)
 
 int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 {
-	size_t plen = strlen(path);
-	struct sg_segment *seg = malloc(sizeof(*seg) + plen + 1);
+	size_t plen = strlen(path), rlen = strlen(request);
+	struct sg_segment *seg = malloc(sizeof(*seg) + plen + 1 + rlen + 1);
 	struct sg_chain **slot;
-	struct sg_request *req;
 	int ret = -1;
 
 	if (!seg)
 		return -1;
 	memcpy(seg->path, path, plen + 1);
+	memcpy(seg->path + plen + 1, request, rlen + 1);
+	seg->request = seg->path + plen + 1;
 	seg->by_path.hash = sg_hash_mem(path, plen);
+	seg->req_hash = sg_hash_mem(request, rlen);
 	seg->dev = dev;
 	seg->ino = ino;
 
 	pthread_mutex_lock(&lock);
-	if (make_room(&by_path) < 0)
+	if (make_room(&by_path) < 0 || request_room() < 0)
 		goto out;
 	slot = find(&by_path, path, seg->by_path.hash);
 	if (*slot) { /* an older file of that name, since unlinked by someone else */
@@ -160,21 +166,12 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 		detach_at(slot);
 		free(old);
 	}
-	if (!(req = request_entry(request)))
-		goto out;
-	seg->request = req;
-	seg->next_of_request = req->segments;
-	seg->prev_of_request = &req->segments;
-	if (req->segments)
-		req->segments->prev_of_request = &seg->next_of_request;
-	req->segments = seg;
-	/* Only the request index changed since the lookup: slot still holds
-	 * this path's place in its chain. */
 	seg->by_path.next = *slot;
 	*slot = &seg->by_path;
 	count_add(&by_path, 1);
+	link_request(&by_request[seg->req_hash & (request_buckets - 1)], seg);
+	ret = find_aborted(request, seg->req_hash) ? SG_ADDED_ABORTED : SG_ADDED;
 	seg = NULL;
-	ret = req->aborted_at ? SG_ADDED_ABORTED : SG_ADDED;
 out:
 	pthread_mutex_unlock(&lock);
 	free(seg);
@@ -197,21 +194,42 @@ void sg_registry_forget_path(const char *path)
 	pthread_mutex_unlock(&lock);
 }
 
+/* Remembers request as aborted at now; false when out of memory. */
+static bool remember_abort(const char *request, uint64_t h, time_t now)
+{
+	struct aborted *a = find_aborted(request, h);
+	size_t len = strlen(request) + 1;
+
+	if (!a) {
+		if (make_room(&aborted) < 0 || !(a = malloc(sizeof(*a) + len)))
+			return false;
+		a->chain.hash = h;
+		memcpy(a->id, request, len);
+		a->chain.next = NULL;
+		*find(&aborted, request, h) = &a->chain;
+		count_add(&aborted, 1);
+	}
+	a->at = now;
+	return true;
+}
+
 struct sg_segment *sg_registry_abort(const char *request, time_t now)
 {
+	uint64_t h = sg_hash_str(request);
 	struct sg_segment *list = NULL;
-	struct sg_request *req;
 
 	pthread_mutex_lock(&lock);
-	req = request_entry(request);
-	if (req) {
-		req->aborted_at = now;
-		while (req->segments) {
-			struct sg_segment *seg = req->segments;
-
-			detach(seg);
-			seg->next_of_request = list;
-			list = seg;
+	/* Without memory to remember the abort, later late puts go unseen;
+	 * the segments already recorded are swept all the same. */
+	remember_abort(request, h, now);
+	if (request_buckets) {
+		for (struct sg_segment *seg = by_request[h & (request_buckets - 1)], *next; seg; seg = next) {
+			next = seg->req_next;
+			if (seg->req_hash == h && strcmp(seg->request, request) == 0) {
+				detach(seg);
+				seg->next_of_request = list;
+				list = seg;
+			}
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -221,12 +239,16 @@ struct sg_segment *sg_registry_abort(const char *request, time_t now)
 void sg_registry_expire_aborts(time_t cutoff)
 {
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < by_request.nbuckets; i++) {
-		for (struct sg_chain *node = by_request.buckets[i], *next; node; node = next) {
-			struct sg_request *req = (struct sg_request *)node;
-			next = node->next;
-			if (req->aborted_at && req->aborted_at < cutoff && !req->segments)
-				drop_request(req);
+	for (size_t i = 0; i < aborted.nbuckets; i++) {
+		for (struct sg_chain **slot = &aborted.buckets[i]; *slot;) {
+			struct aborted *a = (struct aborted *)*slot;
+			if (a->at < cutoff) {
+				*slot = a->chain.next;
+				count_add(&aborted, -1);
+				free(a);
+			} else {
+				slot = &a->chain.next;
+			}
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -237,13 +259,14 @@ void sg_registry_prune(size_t max)
 	pthread_mutex_lock(&lock);
 	for (size_t seen = 0; by_path.count && seen < max && seen < by_path.nbuckets; seen++) {
 		size_t b = prune_cursor++ & (by_path.nbuckets - 1);
-		for (struct sg_chain *node = by_path.buckets[b], *next; node; node = next) {
-			struct sg_segment *seg = (struct sg_segment *)node;
+		for (struct sg_chain **slot = &by_path.buckets[b]; *slot;) {
+			struct sg_segment *seg = (struct sg_segment *)*slot;
 			struct stat st;
-			next = node->next;
 			if (lstat(seg->path, &st) < 0 || st.st_dev != seg->dev || st.st_ino != seg->ino) {
-				detach(seg);
+				detach_at(slot);
 				free(seg);
+			} else {
+				slot = &seg->by_path.next;
 			}
 		}
 	}
@@ -265,22 +288,23 @@ void sg_registry_unlock(void)
 	pthread_mutex_unlock(&lock);
 }
 
+static void free_all(struct table *t)
+{
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		for (struct sg_chain *node = t->buckets[i], *next; node; node = next) {
+			next = node->next;
+			free(node);
+		}
+	}
+	free(t->buckets);
+	*t = (struct table){.key = t->key};
+}
+
 void sg_registry_forget_all(void)
 {
-	for (size_t i = 0; i < by_path.nbuckets; i++) {
-		for (struct sg_chain *node = by_path.buckets[i], *next; node; node = next) {
-			next = node->next;
-			free(node);
-		}
-	}
-	for (size_t i = 0; i < by_request.nbuckets; i++) {
-		for (struct sg_chain *node = by_request.buckets[i], *next; node; node = next) {
-			next = node->next;
-			free(node);
-		}
-	}
-	free(by_path.buckets);
-	free(by_request.buckets);
-	by_path = (struct table){.key = path_key};
-	by_request = (struct table){.key = request_key};
+	free_all(&by_path);
+	free_all(&aborted);
+	free(by_request);
+	by_request = NULL;
+	request_buckets = 0;
 }

@@ -22,8 +22,11 @@ struct sg_chain {
 struct sg_segment {
 	struct sg_chain by_path;            /* (private; must stay first) */
 	struct sg_segment *next_of_request; /* list handed out by sg_registry_abort() */
-	struct sg_request *request;         /* (private) */
-	struct sg_segment **prev_of_request; /* (private) */
+	/* (private) The request index chains segments whose request IDs share
+	 * a bucket, doubly linked so that forgetting one is O(1). */
+	struct sg_segment *req_next, **req_prev;
+	uint64_t req_hash;
+	const char *request; /* the request ID, stored after the path */
 	dev_t dev;
 	ino_t ino;
 	char path[]; /* absolute path */
