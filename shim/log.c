@@ -24,12 +24,10 @@ static void vlog(enum sg_log_level level, const char *fmt, va_list ap)
 	errno = saved;
 }
 
-void sg_log(enum sg_log_level level, const char *fmt, ...)
+void sg_log_write(enum sg_log_level level, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (level > sg_log_level)
-		return;
 	va_start(ap, fmt);
 	vlog(level, fmt, ap);
 	va_end(ap);

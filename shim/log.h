@@ -8,7 +8,15 @@
 
 extern enum sg_log_level sg_log_level;
 
-__attribute__((format(printf, 2, 3))) void sg_log(enum sg_log_level level, const char *fmt, ...);
+__attribute__((format(printf, 2, 3))) void sg_log_write(enum sg_log_level level, const char *fmt, ...);
+
+/* The level is tested here, so that a message below it (a debug line on
+ * every tagged creation, say) costs no call. */
+#define sg_log(level, ...)                                                                                         \
+	do {                                                                                                       \
+		if ((level) <= sg_log_level)                                                                       \
+			sg_log_write((level), __VA_ARGS__);                                                        \
+	} while (0)
 
 /* Logs only the first time *once is seen false (and sets it): a fault that
  * repeats on every call is said once. */
