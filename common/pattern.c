@@ -127,11 +127,6 @@ static void posset_add(struct posset *s, size_t pos)
 		s->hi = pos + 1;
 }
 
-static bool posset_has(const struct posset *s, size_t pos)
-{
-	return pos >= s->lo && pos < s->hi && s->at[pos];
-}
-
 static bool is_run_char(enum sg_token_kind kind, char c)
 {
 	return kind == SG_TOK_INT ? (c >= '0' && c <= '9') : c != '/';
@@ -200,12 +195,20 @@ static bool extract(const struct sg_pattern *p, const char *name, size_t len,
 		step_backward(p, &p->tokens[k], name, after, spare);
 		swap = after, after = spare, spare = swap;
 	}
-	/* {req}: one or more characters other than '/' between the two. */
-	for (size_t i = before->lo; i < before->hi && i < len; i++) {
+	/* {req}: one or more characters other than '/' between the two, so it
+	 * ends at a member j of after with i < j, before the first '/' from i. */
+	if (after->lo >= after->hi)
+		return true;
+	for (size_t i = before->lo; i < before->hi && i + 1 < after->hi; i++) {
+		const char *slash;
+		size_t stop = after->hi;
+
 		if (!before->at[i])
 			continue;
-		for (size_t j = i + 1; j < after->hi && name[j - 1] != '/'; j++)
-			if (posset_has(after, j) && !found(name + i, j - i, ctx))
+		if ((slash = memchr(name + i, '/', after->hi - 1 - i)))
+			stop = (size_t)(slash - name) + 1;
+		for (size_t j = i + 1 > after->lo ? i + 1 : after->lo; j < stop; j++)
+			if (after->at[j] && !found(name + i, j - i, ctx))
 				return false;
 	}
 	return true;
