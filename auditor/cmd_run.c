@@ -22,6 +22,7 @@ static void usage(FILE *out)
 		"  -s, --shm-root DIR    another shm root (repeatable)     (SHMGUARD_SHM_ROOTS)\n"
 		"  -t, --ttl SECONDS     abort marker lifetime             (SHMGUARD_ABORT_TTL)\n"
 		"  -l, --log LEVEL       off, warn, info or debug          (SHMGUARD_LOG)\n"
+		"      --tag MODE        xattr (tag each segment) or off   (SHMGUARD_TAG)\n"
 		"      --lib PATH        the shim to preload (default: $SHMGUARD_LIB, else found\n"
 		"                        next to this program or in %s)\n"
 		"  -h, --help            show this help\n\n"
@@ -69,7 +70,8 @@ int cmd_run(int argc, char **argv)
 		{"patterns", required_argument, NULL, 'p'}, {"abort-dir", required_argument, NULL, 'a'},
 		{"request-id", required_argument, NULL, 'r'}, {"shm-root", required_argument, NULL, 's'},
 		{"ttl", required_argument, NULL, 't'},       {"log", required_argument, NULL, 'l'},
-		{"lib", required_argument, NULL, 'L'},       {"help", no_argument, NULL, 'h'},
+		{"tag", required_argument, NULL, 'T'},       {"lib", required_argument, NULL, 'L'},
+		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
 	char shim[PATH_MAX], err[256], *roots = NULL;
@@ -87,6 +89,7 @@ int cmd_run(int argc, char **argv)
 		case 'r': var = "SHMGUARD_REQUEST_ID"; break;
 		case 't': var = "SHMGUARD_ABORT_TTL"; break;
 		case 'l': var = "SHMGUARD_LOG"; break;
+		case 'T': var = "SHMGUARD_TAG"; break;
 		case 'L': lib = optarg; break;
 		case 's':
 			if (append_root(&roots, optarg) < 0)

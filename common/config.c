@@ -107,6 +107,7 @@ int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, voi
 	c->root_len[0] = strlen(SG_DEFAULT_ROOT);
 	c->nroots = 1;
 	strcpy(c->abort_dir, SG_DEFAULT_ABORT_DIR);
+	c->tag_xattr = true;
 
 	if ((v = get("SHMGUARD_LOG", ctx))) {
 		static const char *names[] = {"off", "warn", "info", "debug"};
@@ -137,5 +138,10 @@ int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, voi
 			return bad(err, errlen, "SHMGUARD_ABORT_DIR", c->abort_dir, SG_ABORT_DIR_IS_ROOT);
 	if ((v = get("SHMGUARD_ABORT_TTL", ctx)) && sg_config_parse_ttl(v, &c->abort_ttl) < 0)
 		return bad(err, errlen, "SHMGUARD_ABORT_TTL", v, "expected whole seconds from 1 to 604800");
+	if ((v = get("SHMGUARD_TAG", ctx))) {
+		if (strcmp(v, "off") != 0 && strcmp(v, "xattr") != 0)
+			return bad(err, errlen, "SHMGUARD_TAG", v, "expected xattr or off");
+		c->tag_xattr = strcmp(v, "xattr") == 0;
+	}
 	return 0;
 }

@@ -17,7 +17,8 @@ other_abort_dir="${TMPDIR:-/tmp}/${prefix}abort"
 trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir"' EXIT
 
 shimmed() {
-	LD_PRELOAD=$shim SHMGUARD_PATTERNS='{req}_{int}_{int}' SHMGUARD_ABORT_DIR=${ABORT_DIR:-$abort_dir} "$@"
+	LD_PRELOAD=$shim SHMGUARD_PATTERNS='{req}_{int}_{int}' SHMGUARD_ABORT_DIR=${ABORT_DIR:-$abort_dir} \
+		SHMGUARD_TAG=${TAG:-xattr} "$@"
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -46,6 +47,7 @@ FLOOR=lifecycle-floor compare "  against statx+fsetxattr by hand" lifecycle 2000
 FLOOR=lifecycle-floor FLOOR_ARGS="/dev/shm/${prefix}watch" \
 	compare "  ... and an idle inotify watcher" lifecycle 20000 "$prefix"
 ABORT_DIR=$other_abort_dir compare "lifecycle, abort dir off /dev/shm" lifecycle 20000 "$prefix"
+TAG=off compare "lifecycle, SHMGUARD_TAG=off" lifecycle 20000 "$prefix"
 echo
 echo "marker to the last of a request's 4 segments unlinked (1000 aborts):"
 shimmed "$bench" sweep 1000 4 100 "$prefix" "$abort_dir"

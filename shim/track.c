@@ -156,7 +156,8 @@ static void record(int fd, const char *path, const char *req)
 		return;
 	}
 	sg_count(tagged, 1);
-	write_tag(fd, req);
+	if (sg_cfg.tag_xattr)
+		write_tag(fd, req);
 	/* For `shmguard audit`: a nop until a tracer attaches. */
 	DTRACE_PROBE3(shmguard, tag, req, (uint64_t)dev, (uint64_t)ino);
 	sg_log(SG_LOG_DEBUG, "tagged %s for request %s", path, req);

@@ -82,6 +82,8 @@ Test(cli, run_checks_configuration_and_command)
 	cr_expect_eq(cli(&err, "run", "--patterns", "{req", "--", "/bin/true"), 2);
 	cr_expect(strstr(err, "SHMGUARD_PATTERNS"), "%s", err);
 	cr_expect_eq(cli(&err, "run", "--log", "loud", "--", "/bin/true"), 2);
+	cr_expect_eq(cli(&err, "run", "--tag", "maybe", "--", "/bin/true"), 2);
+	cr_expect(strstr(err, "SHMGUARD_TAG"), "%s", err);
 	cr_expect_eq(cli(&err, "run", NULL, NULL, NULL, NULL), 2);
 	cr_expect_eq(cli(&err, "run", "--", "/nonexistent/program", NULL, NULL), 127);
 	cr_expect_eq(cli(&err, "run", "--lib", "/nonexistent/lib.so", "--", "/bin/true"), 1);

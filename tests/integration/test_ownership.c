@@ -1,6 +1,7 @@
 /* Ownership is exact: a sweep takes the files created for that request and
  * nothing else, whatever their names look like. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -205,4 +206,21 @@ Test(ownership, the_tag_is_written_onto_the_segment)
 	cr_expect(strncmp(value, h_str("shmguard/1 pid=%d start=", (int)p.pid), 20 + 4) == 0, "%s", value);
 	cr_expect(strstr(value, h_str(" req=%stagged", prefix)) && value[n - 1] == 'd', "%s", value);
 	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* SHMGUARD_TAG=off: nothing is written onto the file, and this process's
+ * own record still sweeps it. */
+Test(ownership, tag_off_writes_nothing_and_still_sweeps)
+{
+	const char *x = h_str("/dev/shm/%suntagged_0_0", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", x + 8, "4096", "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", "SHMGUARD_TAG=off", NULL));
+	char value[64], *err;
+
+	cr_assert(h_exists(x));
+	cr_expect_eq(getxattr(x, "user.shmguard", value, sizeof(value)), -1, "a tag was written");
+	cr_expect_eq(errno, ENODATA);
+	h_abort(abort_dir, h_str("%suntagged", prefix), NULL);
+	cr_expect(h_wait_gone(x, 1000), "not swept without its tag");
+	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
 }

@@ -11,7 +11,7 @@ static char err[256];
 static void clear_env(void)
 {
 	static const char *vars[] = {"SHMGUARD_PATTERNS",   "SHMGUARD_SHM_ROOTS", "SHMGUARD_ABORT_DIR",
-				     "SHMGUARD_REQUEST_ID", "SHMGUARD_ABORT_TTL", "SHMGUARD_LOG"};
+				     "SHMGUARD_REQUEST_ID", "SHMGUARD_ABORT_TTL", "SHMGUARD_LOG", "SHMGUARD_TAG"};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
 }
@@ -28,6 +28,7 @@ Test(config, defaults)
 	cr_assert_eq(cfg.log_level, SG_LOG_WARN);
 	cr_assert_eq(cfg.patterns.count, 0);
 	cr_assert_str_eq(cfg.request_id, "");
+	cr_assert(cfg.tag_xattr);
 }
 
 Test(config, every_variable)
@@ -38,6 +39,7 @@ Test(config, every_variable)
 	setenv("SHMGUARD_REQUEST_ID", "req-1", 1);
 	setenv("SHMGUARD_ABORT_TTL", "30", 1);
 	setenv("SHMGUARD_LOG", "debug", 1);
+	setenv("SHMGUARD_TAG", "off", 1);
 	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(cfg.patterns.count, 2);
 	cr_assert_eq(cfg.nroots, 3, "duplicate /dev/shm is kept once");
@@ -47,6 +49,7 @@ Test(config, every_variable)
 	cr_assert_str_eq(cfg.request_id, "req-1");
 	cr_assert_eq(cfg.abort_ttl, 30);
 	cr_assert_eq(cfg.log_level, SG_LOG_DEBUG);
+	cr_assert(!cfg.tag_xattr);
 }
 
 static void rejects(const char *var, const char *value)
@@ -75,6 +78,8 @@ Test(config, bad_values_name_their_variable)
 	rejects("SHMGUARD_ABORT_TTL", "10s");
 	rejects("SHMGUARD_ABORT_TTL", "");
 	rejects("SHMGUARD_LOG", "verbose");
+	rejects("SHMGUARD_TAG", "on");
+	rejects("SHMGUARD_TAG", "");
 }
 
 Test(config, bad_value_keeps_the_requested_log_level)
