@@ -55,11 +55,22 @@ static int fail(const char *what, const char *arg)
 }
 
 /* The mappings that map kept, for unmap. */
-static struct {
+static struct kept {
 	void *addr;
 	size_t size;
-} kept[64];
+} *kept;
 static size_t nkept;
+
+static int keep(void *addr, size_t size)
+{
+	struct kept *k = realloc(kept, (nkept + 1) * sizeof(*k));
+
+	if (!k)
+		return -1;
+	kept = k;
+	kept[nkept++] = (struct kept){addr, size};
+	return 0;
+}
 
 /* Sizes the file and writes every page, so its bytes are really allocated. */
 static int fill(int fd, size_t size, bool keep_mapped)
@@ -74,10 +85,9 @@ static int fill(int fd, size_t size, bool keep_mapped)
 	if (p == MAP_FAILED)
 		return -1;
 	memset(p, 0x5a, size);
-	if (keep_mapped && nkept < sizeof(kept) / sizeof(kept[0]))
-		kept[nkept].addr = p, kept[nkept++].size = size;
-	else
-		munmap(p, size);
+	if (keep_mapped)
+		return keep(p, size);
+	munmap(p, size);
 	return 0;
 }
 
