@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "clock.h"
 #include "holders.h"
 #include "tag.h"
 
@@ -205,12 +206,14 @@ static void review(struct audit_file *f, void *opaque)
 		p->unattributed += m.bytes;
 }
 
+double audit_now_s(const struct audit *a)
+{
+	return (sg_monotonic_ns() - a->start_ns) / 1e9;
+}
+
 static void begin_pass(struct pass *p, struct audit *a)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	*p = (struct pass){.a = a, .started_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec};
+	*p = (struct pass){.a = a, .started_ns = sg_monotonic_ns()};
 	audit_files_each(a->files, review, p);
 }
 

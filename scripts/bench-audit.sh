@@ -11,7 +11,7 @@ scripts/build.sh
 
 rounds=${1:-7}
 bench=build/bench/bench_shim
-cli=build/auditor/shmguard
+cli=build/cli/shmguard
 prefix="benchaudit-$$-"
 abort_dir="/dev/shm/${prefix}abort"
 json="/tmp/${prefix}report.json"

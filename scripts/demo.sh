@@ -19,7 +19,7 @@ trap cleanup EXIT
 mkdir -p "$abort_dir"
 
 # The auditor needs root (eBPF); without it the demonstration only looks.
-audit=(build/auditor/shmguard audit --patterns "$patterns" --abort-dir "$abort_dir" --grace 1 --max-kib-per-abort 0 --)
+audit=(build/cli/shmguard audit --patterns "$patterns" --abort-dir "$abort_dir" --grace 1 --max-kib-per-abort 0 --)
 if [ "$(id -u)" -ne 0 ]; then
 	echo "(not root: the auditor cannot load its eBPF programs; showing /dev/shm only)"
 	audit=()
@@ -60,5 +60,5 @@ cleanup
 mkdir -p "$abort_dir"
 echo
 echo "== 2. under shmguard: no change to the pipeline, LD_PRELOAD through 'shmguard run'"
-run_pipeline build/auditor/shmguard run --patterns "$patterns" --abort-dir "$abort_dir" --
+run_pipeline build/cli/shmguard run --patterns "$patterns" --abort-dir "$abort_dir" --
 report

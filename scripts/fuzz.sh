@@ -22,7 +22,7 @@ declare -A sources=(
 	[patterns]="common/pattern.c"
 	[config]="common/config.c common/pattern.c common/reqid.c"
 	[tag]="common/tag.c common/reqid.c"
-	[audit_events]="auditor/audit_events.c auditor/audit_files.c auditor/holders.c common/pattern.c common/reqid.c"
+	[audit_events]="auditor/audit_events.c auditor/audit_files.c common/holders.c common/pattern.c common/reqid.c"
 )
 out=$(realpath -m "${FUZZ_OUT:-build-fuzz}")
 mkdir -p "$out"

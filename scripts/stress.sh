@@ -22,7 +22,7 @@ coproc STRESS {
 }
 read -r ready <&"${STRESS[0]}" # the workers are done, and still alive
 echo "workers done after $(($(date +%s) - start)) s; the killed worker's orphans:"
-build/auditor/shmguard sweep --root "$root" --ignore-unreadable --dead | tail -1
+build/cli/shmguard sweep --root "$root" --ignore-unreadable --dead | tail -1
 sleep 1
 echo check >&"${STRESS[1]}"
 read -r verdict <&"${STRESS[0]}"

@@ -48,7 +48,7 @@ coproc STRESS {
 		--abort-dir "$sabort" --logs "$logs" --procs 2 --threads 3 --ops 150 --kill 2>"/tmp/${prefix}stress.err"
 }
 if read -r -t 120 ready <&"${STRESS[0]}"; then
-	build-tsan/auditor/shmguard sweep --root "$sroot" --ignore-unreadable --dead >/dev/null
+	build-tsan/cli/shmguard sweep --root "$sroot" --ignore-unreadable --dead >/dev/null
 	sleep 0.5
 	echo check >&"${STRESS[1]}"
 	read -r -t 60 verdict <&"${STRESS[0]}" || verdict="(no verdict)"

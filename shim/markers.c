@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "marker.h"
 #include "registry.h"
@@ -146,10 +147,7 @@ static bool read_events(int fd)
 
 static long now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+	return (long)(sg_monotonic_ns() / 1000000u);
 }
 
 static void *watcher(void *arg)

@@ -10,6 +10,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "procstat.h"
 
 const char *sg_creator_state_name(enum sg_creator_state s)
@@ -43,13 +44,6 @@ static enum sg_creator_state creator_state(const struct sg_tag *tag)
 	if (sg_proc_start_ticks(tag->pid, &ticks) < 0)
 		return errno == ENOENT || errno == ESRCH ? CREATOR_DEAD : CREATOR_UNKNOWN;
 	return ticks == tag->start_ticks ? CREATOR_ALIVE : CREATOR_DEAD;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static struct sg_shm_file *append(struct sg_shm_listing *l, size_t *cap)
@@ -120,7 +114,7 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 {
 	uint32_t kdevs[SG_MAX_ROOTS];
-	double now = now_s();
+	double now = sg_realtime_ns() / 1e9;
 	size_t cap = 0;
 	struct stat st;
 

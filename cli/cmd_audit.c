@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "clock.h"
 #include "holders.h"
 #include "audit_trace.h"
 #include "cli.h"
@@ -60,19 +61,6 @@ static int parse_seconds(const char *s, double *out)
 		return -1;
 	*out = v;
 	return 0;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double audit_now_s(const struct audit *a)
-{
-	return now_s() - a->start_ns / 1e9;
 }
 
 static int add_root(struct audit_opts *o, const char *dir)
@@ -371,7 +359,7 @@ int cmd_audit(int argc, char **argv)
 		status = cli_fail(AUDIT_USAGE, "audit", "signalfd: %s", strerror(errno));
 		goto out;
 	}
-	a.start_ns = (uint64_t)(now_s() * 1e9);
+	a.start_ns = sg_monotonic_ns();
 	if (o.cmd) {
 		if ((child = spawn(o.cmd, &old, &go)) < 0 || audit_trace_follow(t, child) < 0) {
 			status = cli_fail(AUDIT_USAGE, "audit", "cannot start %s: %s", o.cmd[0], strerror(errno));
