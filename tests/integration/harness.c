@@ -1,9 +1,12 @@
 #include "harness.h"
 
+#include <criterion/criterion.h>
 #include <dirent.h>
+#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -90,6 +93,9 @@ static char **merged_env(const char *const *env)
 	return out;
 }
 
+/* The user the next child runs as (h_spawn_as), NULL: this process's. */
+static const struct h_user *spawn_user;
+
 struct h_proc h_spawn(const char *const *argv, const char *const *env)
 {
 	struct h_proc p;
@@ -107,12 +113,19 @@ struct h_proc h_spawn(const char *const *argv, const char *const *env)
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		dup2(errfd, 2);
+		if (spawn_user && (setgroups(0, NULL) < 0 || setgid(spawn_user->gid) < 0 ||
+				   setuid(spawn_user->uid) < 0)) {
+			fprintf(stderr, "harness: cannot become %s: %s\n", spawn_user->name, strerror(errno));
+			_exit(127);
+		}
 		execve(argv[0], (char *const *)argv, merged_env(env));
 		fprintf(stderr, "harness: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(in[0]);
 	close(out[1]);
+	if (spawn_user && fchown(errfd, spawn_user->uid, spawn_user->gid) < 0)
+		die("chown stderr file");
 	close(errfd);
 	if (nlive < sizeof(live) / sizeof(live[0])) {
 		live[nlive].pid = p.pid;
@@ -355,4 +368,55 @@ void h_abort(const char *abort_dir, ...)
 		abort();
 	}
 	free(err);
+}
+
+static struct h_user hostile;
+
+static void remove_hostile_user(void)
+{
+	const char *argv[] = {"/usr/sbin/userdel", hostile.name, NULL};
+
+	h_run(argv, NULL, NULL);
+}
+
+const struct h_user *h_hostile_user(void)
+{
+	struct passwd *pw;
+
+	if (hostile.name)
+		return &hostile;
+	if (geteuid() != 0) {
+		cr_assert(!getenv("CI"), "the hostile-user tests must run as root in CI");
+		cr_skip_test("needs root to create a second user");
+	}
+	hostile.name = h_str("sgt%d", (int)getpid());
+	const char *argv[] = {"/usr/sbin/useradd", "--system", "--no-create-home", "--shell",
+			      "/usr/sbin/nologin", hostile.name, NULL};
+	char *err;
+	int status = h_run(argv, NULL, &err);
+	cr_assert_eq(status, 0, "useradd %s: %s", hostile.name, err);
+	atexit(remove_hostile_user);
+	pw = getpwnam(hostile.name);
+	cr_assert(pw, "user %s not found after useradd", hostile.name);
+	hostile.uid = pw->pw_uid;
+	hostile.gid = pw->pw_gid;
+	return &hostile;
+}
+
+struct h_proc h_spawn_as(const struct h_user *user, const char *const *argv, const char *const *env)
+{
+	struct h_proc p;
+
+	spawn_user = user;
+	p = h_spawn(argv, env);
+	spawn_user = NULL;
+	return p;
+}
+
+int h_output_as(const struct h_user *user, const char *const *argv, const char *const *env, char **out, char **err)
+{
+	struct h_proc p = h_spawn_as(user, argv, env);
+
+	*out = h_read_all(&p, 10000);
+	return h_finish(&p, err);
 }

@@ -72,6 +72,20 @@ bool h_wait_stderr(struct h_proc *p, const char *needle, int timeout_ms);
 /* Starts a process and waits for its "ready" line. */
 struct h_proc h_start_ready(const char *const *argv, const char *const *env);
 
+/* A second, unprivileged user for hostile tests, made with useradd (no home,
+ * no login) as "sgt<pid>" on first use and removed with userdel at exit.
+ * Needs root: elsewhere the test is skipped, in CI (CI set) it fails. */
+struct h_user {
+	uid_t uid;
+	gid_t gid;
+	const char *name;
+};
+const struct h_user *h_hostile_user(void);
+
+/* As h_spawn and h_output, the child running as user (groups dropped). */
+struct h_proc h_spawn_as(const struct h_user *user, const char *const *argv, const char *const *env);
+int h_output_as(const struct h_user *user, const char *const *argv, const char *const *env, char **out, char **err);
+
 /* Runs `shmguard abort --abort-dir DIR ID...` (NULL-terminated), asserting success. */
 void h_abort(const char *abort_dir, ...);
 

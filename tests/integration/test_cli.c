@@ -119,3 +119,14 @@ Test(cli, doctor_tells_which_binaries_can_be_interposed)
 	unlink(setid);
 	cr_expect_eq(cli(&err, "doctor", "--bogus", NULL, NULL, NULL), 2);
 }
+
+Test(cli, abort_as_another_user_cannot_write_into_roots_directory)
+{
+	const struct h_user *u = h_hostile_user();
+	char *out, *err;
+
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	const char *argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, h_str("%sr", prefix), NULL};
+	cr_expect_eq(h_output_as(u, argv, NULL, &out, &err), 1, "%s", err);
+	cr_expect(!h_exists(h_str("%s/%sr", abort_dir, prefix)));
+}
