@@ -18,25 +18,21 @@ esac
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(patterns config tag audit_events)
 
-declare -A sources=(
-	[patterns]="common/pattern.c"
-	[config]="common/config.c common/pattern.c common/reqid.c"
-	[tag]="common/tag.c common/reqid.c"
-	[audit_events]="auditor/audit_events.c auditor/audit_files.c common/holders.c common/pattern.c common/reqid.c"
-)
 out=$(realpath -m "${FUZZ_OUT:-build-fuzz}")
-mkdir -p "$out"
+# A clang build of its own: the targets and the code they reach are built by
+# meson (tests/fuzz/meson.build) with coverage instrumentation and sanitizers.
+if [ ! -f "$out/build.ninja" ]; then
+	CC=clang meson setup "$out" -Dfuzz=enabled -Dtests=disabled \
+		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+fi
+meson compile -C "$out" "${targets[@]/#/fuzz_}" >/dev/null
 for t in "${targets[@]}"; do
-	[ -n "${sources[$t]:-}" ] || { echo "fuzz.sh: unknown target $t" >&2; exit 2; }
-	# shellcheck disable=SC2086
-	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-Icommon -Iauditor -Ibpf -o "$out/fuzz_$t" "tests/fuzz/fuzz_$t.c" ${sources[$t]}
 	work="$out/corpus_$t"
 	mkdir -p "$work"
 	echo "== fuzz_$t ${limit[*]}"
 	# New inputs go to the scratch corpus; the repo's seeds are only read.
 	status=0
-	(cd "$out" && ASAN_OPTIONS=detect_leaks=1 "./fuzz_$t" "${limit[@]}" -print_final_stats=1 \
+	(cd "$out" && ASAN_OPTIONS=detect_leaks=1 "./tests/fuzz/fuzz_$t" "${limit[@]}" -print_final_stats=1 \
 		"corpus_$t" "$OLDPWD/tests/fuzz/corpus/$t") >"$out/fuzz_$t.log" 2>&1 || status=$?
 	grep -E "^(stat::number_of_executed_units|Done|==.*ERROR|SUMMARY|artifact)" "$out/fuzz_$t.log" || true
 	if [ "$status" -ne 0 ]; then

@@ -2,7 +2,8 @@
 # Build shmguard and run every test (meson test): unit, integration and a
 # short fuzzing run; then the unit and integration tests again in a second
 # build under AddressSanitizer and UndefinedBehaviorSanitizer; then the
-# shim's threaded workloads under ThreadSanitizer (scripts/tsan.sh).
+# shim's threaded workloads under ThreadSanitizer (scripts/tsan.sh); then the
+# shim alone, as a machine without the auditor's dependencies builds it.
 # Installs missing Debian packages first.  Extra arguments go to `meson test`
 # in the first build (a suite name, say: scripts/test.sh --suite unit), and
 # skip the sanitized passes.
@@ -21,6 +22,7 @@ if [ $# -eq 0 ]; then
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --no-suite fuzz --print-errorlogs --logbase asan || status=$?
 	scripts/tsan.sh || status=$?
+	scripts/build-minimal.sh || status=$?
 fi
 # One closing line over the individual test cases of every Criterion binary.
 logs=(build/meson-logs/testlog.txt)
