@@ -5,9 +5,18 @@
 # half-way (their chunks are never read): the first run leaves their segments
 # and lock files in /dev/shm and fails the gate, the second leaves nothing of
 # them and passes.  Live requests still waiting to be read stay in both runs.
+# `scripts/demo.sh --installed PREFIX` runs the installed shmguard (and the
+# example pipeline installed with it) instead of building.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
+if [ "${1:-}" = --installed ]; then
+	shmguard=$2/bin/shmguard
+	shmpipe=$2/libexec/shmguard/shmpipe
+else
+	scripts/build.sh
+	shmguard=build/cli/shmguard
+	shmpipe=build/examples/shmpipe
+fi
 
 prefix="demo-$$-"
 abort_dir="/dev/shm/${prefix}abort"
@@ -19,7 +28,7 @@ trap cleanup EXIT
 mkdir -p "$abort_dir"
 
 # The auditor needs root (eBPF); without it the demonstration only looks.
-audit=(build/cli/shmguard audit --patterns "$patterns" --abort-dir "$abort_dir" --grace 1 --max-kib-per-abort 0 --)
+audit=("$shmguard" audit --patterns "$patterns" --abort-dir "$abort_dir" --grace 1 --max-kib-per-abort 0 --)
 if [ "$(id -u)" -ne 0 ]; then
 	echo "(not root: the auditor cannot load its eBPF programs; showing /dev/shm only)"
 	audit=()
@@ -45,7 +54,7 @@ report() {
 # The pipeline stays up for a moment after its work, as a server would.
 run_pipeline() {
 	local status=0
-	sleep 2 | "${audit[@]}" "$@" build/examples/shmpipe --prefix "$prefix" --requests $requests \
+	sleep 2 | "${audit[@]}" "$@" "$shmpipe" --prefix "$prefix" --requests $requests \
 		--chunks $chunks --chunk-size $chunk_size --abort-every $abort_every --hold $hold \
 		--abort-dir "$abort_dir" --wait-stdin || status=$?
 	echo "exit status $status"
@@ -60,5 +69,5 @@ cleanup
 mkdir -p "$abort_dir"
 echo
 echo "== 2. under shmguard: no change to the pipeline, LD_PRELOAD through 'shmguard run'"
-run_pipeline build/cli/shmguard run --patterns "$patterns" --abort-dir "$abort_dir" --
+run_pipeline "$shmguard" run --patterns "$patterns" --abort-dir "$abort_dir" --
 report

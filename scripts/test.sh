@@ -3,7 +3,8 @@
 # short fuzzing run; then the unit and integration tests again in a second
 # build under AddressSanitizer and UndefinedBehaviorSanitizer; then the
 # shim's threaded workloads under ThreadSanitizer (scripts/tsan.sh); then the
-# shim alone, as a machine without the auditor's dependencies builds it.
+# shim alone, as a machine without the auditor's dependencies builds it; then
+# the install test (meson install into a fresh prefix, the Debian packages).
 # Installs missing Debian packages first.  Extra arguments go to `meson test`
 # in the first build (a suite name, say: scripts/test.sh --suite unit), and
 # skip the sanitized passes.
@@ -23,6 +24,7 @@ if [ $# -eq 0 ]; then
 		meson test -C build-asan --no-suite fuzz --print-errorlogs --logbase asan || status=$?
 	scripts/tsan.sh || status=$?
 	scripts/build-minimal.sh || status=$?
+	scripts/install-test.sh || status=$?
 fi
 # One closing line over the individual test cases of every Criterion binary.
 logs=(build/meson-logs/testlog.txt)

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Install shmguard as a user would and use it from the installed files:
+# 1. `meson install` into a fresh prefix; the installed `shmguard run` must
+#    preload the installed shim by itself, `shmguard doctor` must pass, and
+#    the demonstration must fail the gate without the shim and pass under it;
+# 2. the Debian packages (dpkg-buildpackage -b) of a copy of the tree: the
+#    shim's package must not depend on the auditor's libraries.
+# Prints one line per check; exits 1 when one fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh debhelper dpkg-dev scdoc
+
+work=$(mktemp -d /tmp/shmguard-install.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+failed=0
+check() { # check WHAT STATUS
+	if [ "$2" -eq 0 ]; then echo "install: ok    $1"; else echo "install: FAIL  $1"; failed=1; fi
+}
+
+prefix=$work/prefix
+meson setup "$work/build" --prefix="$prefix" -Dtests=disabled -Dman=enabled >/dev/null
+meson compile -C "$work/build" >/dev/null
+meson install -C "$work/build" >/dev/null
+libdir=$(meson introspect "$work/build" --buildoptions | python3 -c \
+	'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"))')
+for f in bin/shmguard "$libdir/libshmguard.so" include/shmguard.h libexec/shmguard/shmpipe \
+	share/man/man1/shmguard.1 share/man/man7/libshmguard.7; do
+	[ -e "$prefix/$f" ]; check "installed $f" $?
+done
+
+# The installed command finds the installed shim, with nothing set.
+maps=$(env -u SHMGUARD_LIB "$prefix/bin/shmguard" run -- cat /proc/self/maps)
+grep -qF "$prefix/$libdir/libshmguard.so" <<<"$maps"; check "shmguard run preloads $prefix/$libdir/libshmguard.so" $?
+
+status=0
+"$prefix/bin/shmguard" doctor >"$work/doctor" 2>&1 || status=$?
+check "shmguard doctor from the prefix" $status
+[ $status -eq 0 ] || cat "$work/doctor"
+
+if [ "$(id -u)" -eq 0 ]; then
+	scripts/demo.sh --installed "$prefix" >"$work/demo" 2>&1 || true
+	[ "$(grep -c '^verdict: FAIL' "$work/demo")" -eq 1 ] && [ "$(grep -c '^verdict: PASS' "$work/demo")" -eq 1 ] &&
+		grep -q '^exit status 1$' "$work/demo" && grep -q '^exit status 0$' "$work/demo"
+	status=$?
+	check "demonstration from the prefix: FAIL as shipped, PASS under the shim" $status
+	[ $status -eq 0 ] || cat "$work/demo"
+fi
+
+# The Debian packages, built from a copy of the tree (dpkg-buildpackage writes
+# its results next to the source directory).
+mkdir "$work/deb" "$work/deb/src"
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$work/deb/src"
+status=0
+(cd "$work/deb/src" && dpkg-buildpackage -us -uc -b) >"$work/deb/log" 2>&1 || status=$?
+check "dpkg-buildpackage -us -uc -b" $status
+[ $status -eq 0 ] || tail -30 "$work/deb/log"
+for pkg in libshmguard shmguard; do
+	deb=$(ls "$work"/deb/${pkg}_*.deb 2>/dev/null | head -1)
+	[ -n "$deb" ]; check "package $pkg built" $?
+	[ -n "$deb" ] || continue
+	dpkg-deb -c "$deb" | awk '{print $6}' >"$work/deb/$pkg.files"
+done
+if [ -f "$work/deb/libshmguard.files" ] && [ -f "$work/deb/shmguard.files" ]; then
+	grep -q '/libshmguard\.so$' "$work/deb/libshmguard.files"; check "libshmguard holds the shim" $?
+	grep -q '/bin/shmguard$' "$work/deb/shmguard.files"; check "shmguard holds the command" $?
+	deps=$(dpkg-deb -f "$work"/deb/libshmguard_*.deb Depends)
+	! grep -qE 'libbpf|libjansson|libelf' <<<"$deps"; check "libshmguard depends on no auditor library ($deps)" $?
+	deps=$(dpkg-deb -f "$work"/deb/shmguard_*.deb Depends)
+	grep -q 'libshmguard (=' <<<"$deps"; check "shmguard depends on libshmguard of its version" $?
+fi
+exit $failed
