@@ -7,8 +7,8 @@ set -euo pipefail
 packages=(
 	meson ninja-build pkg-config gcc g++ libc6-dev clang llvm
 	libbpf-dev bpftool libelf-dev zlib1g-dev
-	libjansson-dev libcriterion-dev systemtap-sdt-dev
-	python3 attr util-linux bc valgrind
+	libjansson-dev libmicrohttpd-dev libcriterion-dev systemtap-sdt-dev
+	python3 attr util-linux bc valgrind librsvg2-bin
 	"$@"
 )
 

@@ -1,0 +1,131 @@
+/* Rendering the auditor's figures in Prometheus's text exposition format,
+ * and writing them the way node_exporter's textfile collector wants. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A label value: backslash, double quote and newline escaped. */
+static void label_value(FILE *out, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(out, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*v, out);
+	}
+}
+
+static void family(FILE *out, const char *name, const char *type, const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void plain(FILE *out, const char *name, const char *type, const char *help, uint64_t value)
+{
+	family(out, name, type, help);
+	fprintf(out, "%s %llu\n", name, (unsigned long long)value);
+}
+
+/* One value per root, labelled root="PATH". */
+static void per_root(FILE *out, const struct audit_metrics *m, const char *name, const char *help,
+		     size_t offset)
+{
+	family(out, name, "gauge", help);
+	for (unsigned i = 0; i < m->nroots; i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)&m->roots[i] + offset, sizeof(v));
+		fprintf(out, "%s{root=\"", name);
+		label_value(out, m->roots[i].path);
+		fprintf(out, "\"} %llu\n", (unsigned long long)v);
+	}
+}
+
+char *metrics_render(const struct audit_metrics *m, size_t *len)
+{
+	char *text = NULL;
+	FILE *out = open_memstream(&text, len);
+
+	if (!out)
+		return NULL;
+	plain(out, "shmguard_aborts_total", "counter", "Abort markers seen.", m->aborts);
+	plain(out, "shmguard_aborted_held_bytes", "gauge",
+	      "Bytes still held in the shm roots by files of aborted requests.", m->aborted_held_bytes);
+	plain(out, "shmguard_reclaimed_bytes_total", "counter",
+	      "Bytes of aborted requests' files that went after their abort marker.", m->reclaimed_bytes);
+	per_root(out, m, "shmguard_tracked_bytes", "Bytes of files created while auditing that still exist.",
+		 offsetof(struct metrics_root, tracked_bytes));
+	per_root(out, m, "shmguard_unattributed_bytes", "Tracked bytes that belong to no request.",
+		 offsetof(struct metrics_root, unattributed_bytes));
+	per_root(out, m, "shmguard_root_free_bytes", "Bytes the root's filesystem can still take.",
+		 offsetof(struct metrics_root, free_bytes));
+	plain(out, "shmguard_events_total", "counter", "Events the kernel side sent.", m->events);
+	plain(out, "shmguard_dropped_events_total", "counter",
+	      "Events the kernel side could not send (its buffer was full).", m->dropped_events);
+	plain(out, "shmguard_files_over_limit_total", "counter", "Files not followed: the table was full.",
+	      m->files_over_limit);
+	plain(out, "shmguard_lost_markers_total", "counter",
+	      "Abort markers that may have been missed (the marker watch overflowed).", m->lost_markers);
+	family(out, "shmguard_audit_info", "gauge", "The auditor: its version and the probe in use.");
+	fprintf(out, "shmguard_audit_info{version=\"");
+	label_value(out, m->version ? m->version : "");
+	fprintf(out, "\",probe=\"");
+	label_value(out, m->probe ? m->probe : "");
+	fprintf(out, "\"} 1\n");
+	if (fclose(out) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+int metrics_write_file(const char *path, const char *text, size_t len)
+{
+	char dir_buf[PATH_MAX], tmp[PATH_MAX + 32];
+	int fd, saved;
+
+	if (snprintf(dir_buf, sizeof(dir_buf), "%s", path) >= (int)sizeof(dir_buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	/* A fresh name (O_EXCL: nothing planted there is written through), which
+	 * node_exporter never reads: it reads only *.prom. */
+	snprintf(tmp, sizeof(tmp), "%s/.shmguard-metrics.XXXXXX", dirname(dir_buf));
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fchmod(fd, 0644) < 0)
+		goto fail;
+	for (size_t done = 0; done < len;) {
+		ssize_t n = write(fd, text + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto fail;
+		done += (size_t)n;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		goto fail;
+	}
+	if (rename(tmp, path) == 0)
+		return 0;
+	fd = -1;
+fail:
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	errno = saved;
+	return -1;
+}

@@ -1,0 +1,51 @@
+/* The auditor's figures for Prometheus: the text exposition format, written
+ * to a node_exporter textfile-collector file or served on /metrics. */
+#ifndef SHMGUARD_METRICS_H
+#define SHMGUARD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+struct metrics_root {
+	const char *path;
+	uint64_t tracked_bytes;      /* files created during the run that still exist */
+	uint64_t unattributed_bytes; /* the part of it that belongs to no request */
+	uint64_t free_bytes;         /* statvfs: what the filesystem can still take */
+};
+
+/* One snapshot.  Counters (_total) only grow during a run. */
+struct audit_metrics {
+	uint64_t aborts;          /* abort markers seen */
+	uint64_t aborted_held_bytes; /* bytes held by aborted requests now */
+	uint64_t reclaimed_bytes; /* bytes of aborted requests gone after their marker */
+	uint64_t events, dropped_events, files_over_limit, lost_markers;
+	const char *probe;        /* how the kernel side sees creations */
+	const char *version;
+	struct metrics_root roots[SG_MAX_ROOTS];
+	unsigned nroots;
+};
+
+/* The snapshot in the text exposition format (version 0.0.4), in a malloc'd
+ * string; NULL when out of memory. */
+char *metrics_render(const struct audit_metrics *m, size_t *len);
+
+/* Replaces path with text atomically: a temporary file in the same
+ * directory, then rename(2), so a collector never reads half a file.
+ * 0, or -1 with errno. */
+int metrics_write_file(const char *path, const char *text, size_t len);
+
+/* An HTTP server answering GET /metrics with the last published text, on
+ * its own thread (libmicrohttpd), so slow or bad clients never stall the
+ * caller.  addr is "HOST:PORT" ("127.0.0.1:9464", "[::1]:9464", ":9464"
+ * for every address).  NULL with a reason in err when it cannot listen. */
+struct metrics_server;
+struct metrics_server *metrics_serve(const char *addr, char *err, size_t errlen);
+/* The port it listens on (useful with port 0). */
+unsigned metrics_port(const struct metrics_server *s);
+/* Takes a copy of text as what /metrics answers from now on. */
+void metrics_publish(struct metrics_server *s, const char *text, size_t len);
+void metrics_stop(struct metrics_server *s);
+
+#endif

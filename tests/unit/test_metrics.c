@@ -1,0 +1,181 @@
+/* The auditor's Prometheus output: the exposition text, the atomic textfile
+ * and the /metrics server, spoken to over a real socket. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "metrics.h"
+
+static struct audit_metrics sample(void)
+{
+	struct audit_metrics m = {
+		.aborts = 20,
+		.aborted_held_bytes = 90112,
+		.reclaimed_bytes = 1802240,
+		.events = 1234,
+		.dropped_events = 3,
+		.files_over_limit = 1,
+		.lost_markers = 2,
+		.probe = "ctime",
+		.version = "0.1.0",
+		.nroots = 2,
+	};
+	m.roots[0] = (struct metrics_root){"/dev/shm", 2097152, 4096, 1073741824};
+	m.roots[1] = (struct metrics_root){"/tmp/a \"b\"\\c", 0, 0, 5};
+	return m;
+}
+
+Test(metrics, exposition_text)
+{
+	struct audit_metrics m = sample();
+	size_t len;
+	char *text = metrics_render(&m, &len);
+
+	cr_assert(text);
+	cr_expect_eq(strlen(text), len);
+	cr_expect(strstr(text, "# TYPE shmguard_aborts_total counter\nshmguard_aborts_total 20\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_aborted_held_bytes 90112\n"));
+	cr_expect(strstr(text, "\nshmguard_reclaimed_bytes_total 1802240\n"));
+	cr_expect(strstr(text, "\nshmguard_tracked_bytes{root=\"/dev/shm\"} 2097152\n"));
+	cr_expect(strstr(text, "\nshmguard_unattributed_bytes{root=\"/dev/shm\"} 4096\n"));
+	cr_expect(strstr(text, "\nshmguard_root_free_bytes{root=\"/dev/shm\"} 1073741824\n"));
+	/* Label values are escaped. */
+	cr_expect(strstr(text, "\nshmguard_root_free_bytes{root=\"/tmp/a \\\"b\\\"\\\\c\"} 5\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_dropped_events_total 3\n"));
+	cr_expect(strstr(text, "\nshmguard_files_over_limit_total 1\n"));
+	cr_expect(strstr(text, "\nshmguard_lost_markers_total 2\n"));
+	cr_expect(strstr(text, "\nshmguard_audit_info{version=\"0.1.0\",probe=\"ctime\"} 1\n"));
+	/* Every sample line belongs to a family declared just before. */
+	for (char *line = text; *line; line = strchr(line, '\n') + 1) {
+		if (line[0] != '#')
+			cr_expect(strncmp(line, "shmguard_", 9) == 0, "stray line: %.40s", line);
+	}
+	free(text);
+}
+
+Test(metrics, textfile_is_replaced_whole)
+{
+	char dir[] = "/tmp/sgt-metrics-XXXXXX", path[64], buf[64] = {0};
+	struct stat st;
+	FILE *f;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/shmguard.prom", dir);
+	cr_assert_eq(metrics_write_file(path, "first 1\n", 8), 0);
+	cr_assert_eq(metrics_write_file(path, "second 2\n", 9), 0);
+	f = fopen(path, "r");
+	cr_assert(f);
+	cr_expect_eq(fread(buf, 1, sizeof(buf) - 1, f), 9);
+	fclose(f);
+	cr_expect_str_eq(buf, "second 2\n");
+	cr_assert_eq(stat(path, &st), 0);
+	cr_expect_eq(st.st_mode & 0777, 0644);
+	/* Nothing else is left in the directory. */
+	char *cmd;
+	cr_assert(asprintf(&cmd, "test $(ls -A %s | wc -l) -eq 1", dir) > 0);
+	cr_expect_eq(system(cmd), 0, "a temporary file was left in %s", dir);
+	unlink(path);
+	rmdir(dir);
+	free(cmd);
+	cr_expect_eq(metrics_write_file("/nonexistent-dir/x.prom", "x\n", 2), -1);
+}
+
+static int dial(unsigned port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	cr_assert(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	return fd;
+}
+
+/* One HTTP/1.0 exchange; the whole answer, or NULL after 5 s. */
+static char *http(unsigned port, const char *request)
+{
+	static char buf[65536];
+	size_t len = 0;
+	int fd = dial(port);
+
+	cr_assert_eq(write(fd, request, strlen(request)), (ssize_t)strlen(request));
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 5000) != 1) {
+			close(fd);
+			return NULL;
+		}
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
+}
+
+Test(metrics, server_answers_metrics_and_nothing_else)
+{
+	char err[256];
+	struct metrics_server *s = metrics_serve("127.0.0.1:0", err, sizeof(err));
+	char *r;
+
+	cr_assert(s, "%s", err);
+	unsigned port = metrics_port(s);
+	cr_assert_gt(port, 0);
+
+	r = http(port, "GET /metrics HTTP/1.0\r\n\r\n");
+	cr_assert(r);
+	cr_expect(strstr(r, " 503 "), "before any figures: %s", r);
+
+	struct audit_metrics m = sample();
+	size_t len;
+	char *text = metrics_render(&m, &len);
+	metrics_publish(s, text, len);
+
+	/* A client that connects and says nothing does not hold the others up. */
+	int idle = dial(port);
+	r = http(port, "GET /metrics HTTP/1.0\r\n\r\n");
+	cr_assert(r, "no answer while another client idles");
+	cr_expect(strstr(r, " 200 "), "%s", r);
+	cr_expect(strstr(r, "text/plain; version=0.0.4"), "%s", r);
+	cr_expect(strstr(r, "\r\n\r\n# HELP shmguard_aborts_total"), "%s", r);
+	cr_expect(strstr(r, "shmguard_aborts_total 20\n"));
+
+	r = http(port, "GET / HTTP/1.0\r\n\r\n");
+	cr_assert(r);
+	cr_expect(strstr(r, " 404 "), "%s", r);
+	r = http(port, "DELETE /metrics HTTP/1.0\r\n\r\n");
+	cr_assert(r);
+	cr_expect(strstr(r, " 405 "), "%s", r);
+	/* A malformed request is turned away at once, and the server goes on. */
+	r = http(port, "garbage\r\n\r\n");
+	cr_assert(r, "a malformed request kept its connection open");
+	cr_expect_null(strstr(r, " 200 "), "%s", r);
+	r = http(port, "GET /metrics HTTP/1.0\r\n\r\n");
+	cr_assert(r);
+	cr_expect(strstr(r, " 200 "), "after a malformed request: %s", r);
+
+	close(idle);
+	metrics_stop(s);
+	free(text);
+}
+
+Test(metrics, bad_listen_addresses)
+{
+	char err[256];
+
+	cr_expect_null(metrics_serve("localhost", err, sizeof(err)));
+	cr_expect(strstr(err, "bad listen address"), "%s", err);
+	cr_expect_null(metrics_serve("127.0.0.1:70000", err, sizeof(err)));
+	cr_expect_null(metrics_serve("[::1:9464", err, sizeof(err)));
+	cr_expect_null(metrics_serve("192.0.2.1:0", err, sizeof(err)), "an address not of this machine");
+	cr_expect(strstr(err, "cannot listen"), "%s", err);
+}
