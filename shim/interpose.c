@@ -1,21 +1,25 @@
 /* The functions libshmguard.so exports: libc's file functions that can
- * create, unlink or map a segment (and close, to know an fd's end), and
- * shmguard_set_request().  Each takes
- * a fast path to the real function unless the call can create or unlink a
- * file under a shm root, or map one this process created. */
+ * create, name, unlink or map a segment (and close, to know an fd's end),
+ * and shmguard_set_request().  Each takes a fast path to the real function
+ * unless the call can create, name or unlink a file under a shm root, or
+ * map one this process created.  Every wrapper leaves errno as the real
+ * call leaves it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mappings.h"
 #include "real.h"
 #include "registry.h"
 #include "reqid.h"
+#include "roots.h"
 #include "shim.h"
 #include "shmguard.h"
 #include "track.h"
@@ -25,6 +29,8 @@ enum entry { OPEN, OPEN64, OPENAT, OPENAT64, OPEN_2, OPEN64_2, OPENAT_2, OPENAT6
 #define CREAT_FLAGS (O_CREAT | O_WRONLY | O_TRUNC)
 /* As glibc's __OPEN_NEEDS_MODE: only then was a mode passed. */
 #define NEEDS_MODE(flags) (((flags)&O_CREAT) || ((flags)&__O_TMPFILE) == __O_TMPFILE)
+/* O_PATH makes the kernel ignore O_CREAT. */
+#define CREATES(flags) (((flags) & (O_CREAT | O_PATH)) == O_CREAT)
 
 /* The program's call, made with flags (which the slow path may change). */
 static int call_open(const struct sg_call *c, int flags)
@@ -65,10 +71,9 @@ static int open_common(enum entry which, int dirfd, const char *path, int flags,
 	struct sg_call c = {.open = call_open, .dirfd = dirfd, .path = path, .mode = mode, .which = which};
 
 	sg_real_ensure();
-	/* Only creations are tracked, and only absolute paths (see README, Limits). */
-	if (!(flags & O_CREAT) || !path || path[0] != '/')
+	if (!CREATES(flags) || !path)
 		return call_open(&c, flags);
-	return sg_create(&c, flags, path);
+	return sg_create(&c, flags, dirfd, path);
 }
 
 #define VA_MODE(flags, mode)                                                                                      \
@@ -165,13 +170,13 @@ static int shm_path(const char *name, char path[static sizeof(SG_DEFAULT_ROOT) +
 
 SG_EXPORT int shm_open(const char *name, int flags, mode_t mode)
 {
-	struct sg_call c = {.open = call_shm_open, .path = name, .mode = mode};
+	struct sg_call c = {.open = call_shm_open, .dirfd = AT_FDCWD, .path = name, .mode = mode};
 	char path[sizeof(SG_DEFAULT_ROOT) + NAME_MAX + 1];
 
 	sg_real_ensure();
-	if (!(flags & O_CREAT) || shm_path(name, path) < 0)
+	if (!CREATES(flags) || shm_path(name, path) < 0)
 		return call_shm_open(&c, flags);
-	return sg_create(&c, flags, path);
+	return sg_create(&c, flags, AT_FDCWD, path);
 }
 
 /* The shim's bookkeeping inside a wrapper runs with sg_busy set: a signal
@@ -193,11 +198,19 @@ static void leave(void)
 }
 
 /* The program unlinked a name itself (a consumer in this process): the
- * record goes, so that a later sweep cannot touch a file of that name. */
+ * record goes, so that a later sweep cannot touch a file of that name.
+ * Only a canonical spelling is looked up, to keep unlink free of system
+ * calls: under another, the record stays until the watcher's pruning finds
+ * the name gone (a sweep before that finds it gone too, or another inode). */
 static void forget(const char *path)
 {
-	if (sg_registry_count() && path && path[0] == '/' && enter()) {
-		sg_registry_forget_path(path);
+	char canon[SG_ROOT_PATH_MAX];
+
+	if (sg_registry_count() && path && enter()) {
+		int saved = errno;
+		if (sg_root_path_canonical(path, canon))
+			sg_registry_forget_path(canon);
+		errno = saved;
 		leave();
 	}
 }
@@ -236,6 +249,110 @@ SG_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	return ret;
 }
 
+enum move_entry { RENAME, RENAMEAT, RENAMEAT2, LINK, LINKAT };
+
+/* A rename or link as the program made it. */
+struct move {
+	enum move_entry which;
+	int olddirfd, newdirfd;
+	const char *old, *new;
+	unsigned flags;
+};
+
+static int call_move(const struct move *m)
+{
+	switch (m->which) {
+	case RENAME:
+		return sg_real.rename(m->old, m->new);
+	case RENAMEAT:
+		return sg_real.renameat(m->olddirfd, m->old, m->newdirfd, m->new);
+	case RENAMEAT2:
+		if (sg_real.renameat2)
+			return sg_real.renameat2(m->olddirfd, m->old, m->newdirfd, m->new, m->flags);
+		errno = ENOSYS;
+		return -1;
+	case LINK:
+		return sg_real.link(m->old, m->new);
+	case LINKAT:
+		return sg_real.linkat(m->olddirfd, m->old, m->newdirfd, m->new, (int)m->flags);
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+/* How the old name is looked up: as the call itself will. */
+static int source_flags(const struct move *m)
+{
+	if (m->which == LINKAT)
+		return (m->flags & AT_SYMLINK_FOLLOW ? 0 : AT_SYMLINK_NOFOLLOW) | (int)(m->flags & AT_EMPTY_PATH);
+	return AT_SYMLINK_NOFOLLOW;
+}
+
+/* Ownership follows the name: a name that a rename or link makes in a shm
+ * root is a creation by this process, and a record follows its file when it
+ * is renamed.  Only the directories are looked at before the call, and the
+ * old name's file when the new name is in a root. */
+static int move_common(const struct move *m)
+{
+	char from[SG_ROOT_PATH_MAX], to[SG_ROOT_PATH_MAX];
+	struct sg_source src = {.regular = false};
+	bool link = m->which == LINK || m->which == LINKAT;
+	bool exchange = !link && (m->flags & RENAME_EXCHANGE);
+	bool to_root, from_root;
+	int ret, saved = errno;
+	mode_t mode;
+
+	sg_real_ensure();
+	if (!m->old || !m->new || !enter())
+		return call_move(m);
+	if (!sg_active()) {
+		leave();
+		return call_move(m);
+	}
+	to_root = sg_root_path(m->newdirfd, m->new, to) != 0;
+	from_root = !link && sg_registry_count() && sg_root_path(m->olddirfd, m->old, from) != 0;
+	if (to_root && !exchange)
+		src.regular = sg_identify(m->olddirfd, m->old, source_flags(m), &src.dev, &src.ino, &mode) == 0 &&
+			      S_ISREG(mode);
+	leave();
+	errno = saved;
+	ret = call_move(m);
+	if (ret == 0 && (to_root || from_root) && enter()) {
+		if (link)
+			sg_linked(to, &src);
+		else
+			sg_renamed(from_root ? from : NULL, to_root ? to : NULL, &src, exchange);
+		errno = saved;
+		leave();
+	}
+	return ret;
+}
+
+SG_EXPORT int rename(const char *old, const char *new)
+{
+	return move_common(&(struct move){RENAME, AT_FDCWD, AT_FDCWD, old, new, 0});
+}
+
+SG_EXPORT int renameat(int olddirfd, const char *old, int newdirfd, const char *new)
+{
+	return move_common(&(struct move){RENAMEAT, olddirfd, newdirfd, old, new, 0});
+}
+
+SG_EXPORT int renameat2(int olddirfd, const char *old, int newdirfd, const char *new, unsigned flags)
+{
+	return move_common(&(struct move){RENAMEAT2, olddirfd, newdirfd, old, new, flags});
+}
+
+SG_EXPORT int link(const char *old, const char *new)
+{
+	return move_common(&(struct move){LINK, AT_FDCWD, AT_FDCWD, old, new, 0});
+}
+
+SG_EXPORT int linkat(int olddirfd, const char *old, int newdirfd, const char *new, int flags)
+{
+	return move_common(&(struct move){LINKAT, olddirfd, newdirfd, old, new, (unsigned)flags});
+}
+
 static void *after_mmap(void *addr, size_t len, int flags, int fd)
 {
 	if (addr != MAP_FAILED && (fd >= 0 || ((flags & MAP_FIXED) && sg_mappings_any())) && enter()) {
@@ -266,7 +383,9 @@ SG_EXPORT int munmap(void *addr, size_t len)
 	sg_real_ensure();
 	ret = sg_real.munmap(addr, len);
 	if (ret == 0 && sg_mappings_any() && enter()) {
+		int saved = errno;
 		sg_mappings_on_munmap(addr, len);
+		errno = saved;
 		leave();
 	}
 	return ret;

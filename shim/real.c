@@ -23,7 +23,8 @@ static void *must_resolve(const char *name)
 }
 
 /* Fortified variants exist only in programs built with _FORTIFY_SOURCE;
- * glibc always has them, but a missing one must not stop the others. */
+ * glibc always has them, but a missing one must not stop the others (nor
+ * a function newer than the glibc). */
 static void *may_resolve(const char *name)
 {
 	return dlsym(RTLD_NEXT, name);
@@ -46,6 +47,11 @@ void sg_real_resolve(void)
 	sg_real.shm_unlink = must_resolve("shm_unlink");
 	sg_real.unlink = must_resolve("unlink");
 	sg_real.unlinkat = must_resolve("unlinkat");
+	sg_real.rename = must_resolve("rename");
+	sg_real.renameat = must_resolve("renameat");
+	sg_real.renameat2 = may_resolve("renameat2"); /* glibc 2.28 */
+	sg_real.link = must_resolve("link");
+	sg_real.linkat = must_resolve("linkat");
 	sg_real.mmap = must_resolve("mmap");
 	sg_real.mmap64 = must_resolve("mmap64");
 	sg_real.munmap = must_resolve("munmap");

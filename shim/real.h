@@ -21,6 +21,11 @@ struct sg_real {
 	int (*shm_unlink)(const char *);
 	int (*unlink)(const char *);
 	int (*unlinkat)(int, const char *, int);
+	int (*rename)(const char *, const char *);
+	int (*renameat)(int, const char *, int, const char *);
+	int (*renameat2)(int, const char *, int, const char *, unsigned);
+	int (*link)(const char *, const char *);
+	int (*linkat)(int, const char *, int, const char *, int);
 	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	void *(*mmap64)(void *, size_t, int, int, int, off64_t);
 	int (*munmap)(void *, size_t);

@@ -178,20 +178,24 @@ out:
 	return ret;
 }
 
-void sg_registry_forget_path(const char *path)
+struct sg_segment *sg_registry_take(const char *path)
 {
 	uint64_t h = sg_hash_str(path);
+	struct sg_segment *seg = NULL;
 
 	pthread_mutex_lock(&lock);
 	if (by_path.count) {
 		struct sg_chain **slot = find(&by_path, path, h);
-		struct sg_segment *seg = (struct sg_segment *)*slot;
-		if (seg) {
+		if ((seg = (struct sg_segment *)*slot))
 			detach_at(slot);
-			free(seg);
-		}
 	}
 	pthread_mutex_unlock(&lock);
+	return seg;
+}
+
+void sg_registry_forget_path(const char *path)
+{
+	free(sg_registry_take(path));
 }
 
 /* Remembers request as aborted at now; false when out of memory. */

@@ -42,6 +42,10 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 /* The program unlinked path itself: forget it. */
 void sg_registry_forget_path(const char *path);
 
+/* Detaches and returns the entry of path (the caller frees it), or NULL:
+ * the program renamed it. */
+struct sg_segment *sg_registry_take(const char *path);
+
 /* Marks request aborted (at now; later additions report it) and detaches
  * and returns every segment recorded for it, NULL if none; the caller frees
  * each with free(). */

@@ -3,10 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sdt.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,28 +13,14 @@
 #include "log.h"
 #include "mappings.h"
 #include "markers.h"
+#include "real.h"
 #include "registry.h"
+#include "roots.h"
 #include "shim.h"
 #include "sweep.h"
 #include "tag.h"
 
 static bool said_ambiguous, said_xattr, said_nomem;
-
-/* Offset of the name under the shm root that path lies in (the deepest,
- * when roots nest), or 0 when path is under none or in the abort directory. */
-static size_t name_offset(const char *path)
-{
-	size_t alen = strlen(sg_cfg.abort_dir), best = 0;
-
-	if (strncmp(path, sg_cfg.abort_dir, alen) == 0 && path[alen] == '/')
-		return 0;
-	for (unsigned k = 0; k < sg_cfg.nroots; k++) {
-		size_t rlen = sg_cfg.root_len[k];
-		if (rlen >= best && strncmp(path, sg_cfg.roots[k], rlen) == 0 && path[rlen] == '/' && path[rlen + 1])
-			best = rlen + 1;
-	}
-	return best;
-}
 
 /* Explicit beats patterns: the thread's request, then the process's, then
  * the one request the patterns give.  False: leave the file untagged. */
@@ -72,30 +57,20 @@ static bool attribute(const char *name, char *req)
 }
 
 /* Whether the call created the file, learnt without a race: try it as an
- * exclusive creation first, and only when the file exists open it without
- * O_CREAT.  The program sees the same result and errors as with its flags. */
+ * exclusive creation first; if the name exists (a file, a directory, a
+ * symlink, dangling or not, a FIFO...), make the program's own call, which
+ * meets that entry exactly as without the shim (EISDIR for a directory, a
+ * symlink followed, its missing target created, protected_regular's
+ * EACCES).  Only if the name vanished between the two calls does the second
+ * create a file, left untracked: a miss, never a wrong record. */
 static int open_learning_creation(const struct sg_call *call, int flags, bool *created)
 {
-	*created = false;
-	if (flags & O_EXCL) {
-		int fd = call->open(call, flags);
-		*created = fd >= 0;
+	int fd = call->open(call, flags | O_EXCL);
+
+	*created = fd >= 0;
+	if (fd >= 0 || (flags & O_EXCL) || errno != EEXIST)
 		return fd;
-	}
-	for (int tries = 0; tries < 4; tries++) {
-		int fd = call->open(call, flags | O_EXCL);
-		if (fd >= 0) {
-			*created = true;
-			return fd;
-		}
-		if (errno != EEXIST)
-			return fd;
-		fd = call->open(call, flags & ~O_CREAT);
-		if (fd >= 0 || errno != ENOENT)
-			return fd;
-		/* Unlinked between the two calls: try again. */
-	}
-	return call->open(call, flags); /* a dangling symlink, say: the program's own call, untracked */
+	return call->open(call, flags);
 }
 
 static void write_tag(int fd, const char *req)
@@ -116,53 +91,16 @@ static void write_tag(int fd, const char *req)
 			    SG_TAG_XATTR, strerror(errno));
 }
 
-/* The file's device and inode.  statx asked for the inode alone costs the
- * creation about half of what fstat does on tmpfs (which fills every field);
- * fstat remains for kernels or sandboxes without statx. */
-static int identify(int fd, dev_t *dev, ino_t *ino)
+static void say_nomem(const char *path)
 {
-	struct statx stx;
-	struct stat st;
-
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO, &stx) == 0 && (stx.stx_mask & STATX_INO)) {
-		*dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-		*ino = stx.stx_ino;
-		return 0;
-	}
-	if (fstat(fd, &st) < 0)
-		return -1;
-	*dev = st.st_dev;
-	*ino = st.st_ino;
-	return 0;
+	sg_log_once(&said_nomem, SG_LOG_WARN, "out of memory: %s is not tracked", path);
 }
 
-static void record(int fd, const char *path, const char *req)
+/* Recorded and checked under one lock: an abort that comes after this
+ * finds the record in the watcher's sweep, and one that came before is a
+ * late put, swept here. */
+static void check_late(int added, const char *path, const char *req)
 {
-	dev_t dev;
-	ino_t ino;
-	int added;
-
-	if (identify(fd, &dev, &ino) < 0)
-		return;
-	/* First, so that the aborts already on disk are known to the registry. */
-	sg_markers_start();
-	/* Before the record is visible: a sweep that comes at once must find
-	 * the fd, to count the mappings the program makes of it afterwards. */
-	sg_mappings_track_fd(fd, dev, ino);
-	added = sg_registry_add(path, dev, ino, req);
-	if (added < 0) {
-		sg_mappings_forget_fd(fd);
-		sg_log_once(&said_nomem, SG_LOG_WARN, "out of memory: %s is not tracked", path);
-		return;
-	}
-	sg_count(tagged, 1);
-	if (sg_cfg.tag_xattr)
-		write_tag(fd, req);
-	/* For `shmguard audit`: a nop until a tracer attaches. */
-	DTRACE_PROBE3(shmguard, tag, req, (uint64_t)dev, (uint64_t)ino);
-	sg_log(SG_LOG_DEBUG, "tagged %s for request %s", path, req);
-	/* Recorded and checked under one lock: an abort that comes after this
-	 * finds the record in the watcher's sweep. */
 	if (added == SG_ADDED_ABORTED) {
 		sg_count(late_puts, 1);
 		sg_log(SG_LOG_INFO, "request %s: %s was created after its abort", req, path);
@@ -170,21 +108,122 @@ static void record(int fd, const char *path, const char *req)
 	}
 }
 
-int sg_create(const struct sg_call *call, int flags, const char *path)
+/* Records the file this process just created as path (canonical) for req.
+ * fd is open on it (-1: none could be, and no tag is written); program_fd:
+ * the program's own, whose later mappings count after a sweep. */
+static void record(int fd, bool program_fd, dev_t dev, ino_t ino, const char *path, const char *req)
 {
-	char req[SG_NAME_MAX + 1];
+	int added;
+
+	/* First, so that the aborts already on disk are known to the registry. */
+	sg_markers_start();
+	/* Before the record is visible: a sweep that comes at once must find
+	 * the fd, to count the mappings the program makes of it afterwards. */
+	if (program_fd)
+		sg_mappings_track_fd(fd, dev, ino);
+	added = sg_registry_add(path, dev, ino, req);
+	if (added < 0) {
+		if (program_fd)
+			sg_mappings_forget_fd(fd);
+		say_nomem(path);
+		return;
+	}
+	sg_count(tagged, 1);
+	if (sg_cfg.tag_xattr && fd >= 0)
+		write_tag(fd, req);
+	/* For `shmguard audit`: a nop until a tracer attaches. */
+	DTRACE_PROBE3(shmguard, tag, req, (uint64_t)dev, (uint64_t)ino);
+	sg_log(SG_LOG_DEBUG, "tagged %s for request %s", path, req);
+	check_late(added, path, req);
+}
+
+int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path)
+{
+	char canon[SG_ROOT_PATH_MAX], req[SG_NAME_MAX + 1];
+	int fd, saved = errno;
 	size_t name_off;
 	bool created;
-	int fd, saved;
+	dev_t dev;
+	ino_t ino;
 
-	if (sg_busy || !sg_active() || !(name_off = name_offset(path)) || !attribute(path + name_off, req))
+	if (sg_busy || !sg_active())
 		return call->open(call, flags);
 	sg_busy = true;
+	if (!(name_off = sg_root_path(dirfd, path, canon)) || !attribute(canon + name_off, req)) {
+		sg_busy = false;
+		errno = saved;
+		return call->open(call, flags);
+	}
 	fd = open_learning_creation(call, flags, &created);
-	saved = errno;
-	if (fd >= 0 && created)
-		record(fd, path, req);
+	if (fd >= 0) {
+		if (created && sg_identify(fd, "", AT_EMPTY_PATH, &dev, &ino, NULL) == 0)
+			record(fd, true, dev, ino, canon, req);
+		errno = saved;
+	}
 	sg_busy = false;
-	errno = saved;
 	return fd;
+}
+
+/* A name that a rename or link made in a root: a creation by this
+ * process.  The tag is written through a descriptor opened on the name
+ * (never following a symlink), only once it is known to be the file seen
+ * before the call; a file that cannot be opened is recorded untagged. */
+static void arrived(const char *path, const struct sg_source *src)
+{
+	char req[SG_NAME_MAX + 1];
+	dev_t dev;
+	ino_t ino;
+	int fd;
+
+	if (!src->regular || !attribute(strrchr(path, '/') + 1, req))
+		return;
+	fd = sg_real.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && (sg_identify(fd, "", AT_EMPTY_PATH, &dev, &ino, NULL) < 0 || dev != src->dev ||
+			ino != src->ino)) {
+		sg_real.close(fd); /* the name already refers to another file: not ours */
+		return;
+	}
+	record(fd, false, src->dev, src->ino, path, req);
+	if (fd >= 0)
+		sg_real.close(fd);
+}
+
+/* A record moves to its file's new name, keeping its request. */
+static void rekey(struct sg_segment *seg, const char *to)
+{
+	int added = sg_registry_add(to, seg->dev, seg->ino, seg->request);
+
+	if (added < 0)
+		say_nomem(to);
+	else
+		check_late(added, to, seg->request);
+}
+
+void sg_renamed(const char *from, const char *to, const struct sg_source *src, bool exchange)
+{
+	struct sg_segment *moved = from ? sg_registry_take(from) : NULL;
+	struct sg_segment *overwritten = to ? sg_registry_take(to) : NULL;
+
+	if (exchange) {
+		/* Each file takes the other's name; one that left the roots is
+		 * forgotten (one that came in is not followed: README, Limits). */
+		if (moved && to)
+			rekey(moved, to);
+		if (overwritten && from)
+			rekey(overwritten, from);
+	} else if (to) {
+		/* The record of the file the old name referred to, if it still is
+		 * that file; otherwise the name is new to the roots. */
+		if (moved && (!src->regular || (moved->dev == src->dev && moved->ino == src->ino)))
+			rekey(moved, to);
+		else
+			arrived(to, src);
+	}
+	free(moved);
+	free(overwritten);
+}
+
+void sg_linked(const char *to, const struct sg_source *src)
+{
+	arrived(to, src);
 }

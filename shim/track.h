@@ -1,7 +1,9 @@
-/* The slow path: a call that may create a file under a shm root. */
+/* The slow path: a call that may create a file under a shm root, and the
+ * calls that give a file a name there (rename, link). */
 #ifndef SHMGUARD_TRACK_H
 #define SHMGUARD_TRACK_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* How to make the program's call with other flags (the real function and
@@ -14,8 +16,27 @@ struct sg_call {
 	int which;
 };
 
-/* Makes call, and if it created path under a shm root (outside the abort
- * directory) for a known request, records and tags the new file. */
-int sg_create(const struct sg_call *call, int flags, const char *path);
+/* Makes call; if it created the file that dirfd and path name, directly in
+ * a shm root, for a known request, records and tags the new file.  On
+ * success errno is as the program left it. */
+int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path);
+
+/* What a rename or link is about to give a name in a shm root: the file
+ * that the old name refers to, seen before the call. */
+struct sg_source {
+	bool regular; /* false: not a regular file, or not seen */
+	dev_t dev;
+	ino_t ino;
+};
+
+/* After a successful rename of from to to (canonical paths in a shm root,
+ * NULL for a name outside the roots): a record follows its file, the
+ * record of an overwritten name goes, and a file that arrives in a root
+ * untracked is a creation of its new name.  exchange: RENAME_EXCHANGE. */
+void sg_renamed(const char *from, const char *to, const struct sg_source *src, bool exchange);
+
+/* After a successful link that made to (canonical, in a shm root): a
+ * creation of that name. */
+void sg_linked(const char *to, const struct sg_source *src);
 
 #endif

@@ -14,6 +14,17 @@
  *   hold PATH            open(O_CREAT|O_EXCL) and keep the descriptor open
  *   nofile N             lower this process's open-file limit to N
  *   unlink PATH          unlink(PATH)
+ *   try open|shm PATH|NAME FLAGS
+ *                        open(PATH) or shm_open(NAME) with FLAGS (a comma-separated list of
+ *                        rdonly wronly rdwr creat excl trunc path) and mode 0600, errno set
+ *                        to ENOTTY before; prints "ok TYPE errno=E" (TYPE reg, dir, fifo or
+ *                        other; E the errno left after the success) or "fail E"; never fails
+ *   rename OLD NEW       rename(OLD, NEW)
+ *   link OLD NEW         link(OLD, NEW)
+ *   tmpfile DIR NEW SIZE an O_TMPFILE file in DIR, sized and filled, then named NEW with
+ *                        linkat through /proc/self/fd (the unprivileged way)
+ *   sem NAME             sem_open(NAME, O_CREAT, 0600, 1), kept open
+ *   cd DIR               chdir(DIR): relative paths start there
  *   touch PATH           create an empty file (an abort marker, say)
  *   req ID               shmguard_set_request(ID) for this thread ("-" clears it)
  *   threads N COUNT P    N threads; thread t sets request P<t> and creates COUNT
@@ -35,6 +46,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +148,61 @@ static int region(const char *path, size_t size)
 		return fail("region", path);
 	if (created)
 		memset(p, 0x7e, size);
+	close(fd);
+	return 0;
+}
+
+static int parse_flags(const char *list)
+{
+	static const struct {
+		const char *name;
+		int flag;
+	} known[] = {{"rdonly", O_RDONLY}, {"wronly", O_WRONLY}, {"rdwr", O_RDWR}, {"creat", O_CREAT},
+		     {"excl", O_EXCL},     {"trunc", O_TRUNC},   {"path", O_PATH}};
+	char copy[256], *save, *word;
+	int flags = 0;
+
+	snprintf(copy, sizeof(copy), "%s", list);
+	for (word = strtok_r(copy, ",", &save); word; word = strtok_r(NULL, ",", &save))
+		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			if (strcmp(word, known[k].name) == 0)
+				flags |= known[k].flag;
+	return flags;
+}
+
+/* What a call returned, in a form two runs (with and without the shim)
+ * can be compared by. */
+static int try_open(const char *how, const char *path, const char *flag_list)
+{
+	int flags = parse_flags(flag_list), fd, err;
+	struct stat st;
+	const char *type = "other";
+
+	errno = ENOTTY;
+	fd = strcmp(how, "shm") == 0 ? shm_open(path, flags, 0600) : open(path, flags, 0600);
+	err = errno;
+	if (fd < 0) {
+		printf("fail %s\n", strerrorname_np(err));
+	} else {
+		if (fstat(fd, &st) == 0)
+			type = S_ISREG(st.st_mode) ? "reg" : S_ISDIR(st.st_mode) ? "dir" : S_ISFIFO(st.st_mode) ? "fifo" : "other";
+		printf("ok %s errno=%s\n", type, strerrorname_np(err));
+		close(fd);
+	}
+	fflush(stdout);
+	return 0;
+}
+
+static int tmpfile_link(const char *dir, const char *path, size_t size)
+{
+	char proc[64];
+	int fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+
+	if (fd < 0 || fill(fd, size, false) < 0)
+		return fail("tmpfile", dir);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) < 0)
+		return fail("tmpfile", path);
 	close(fd);
 	return 0;
 }
@@ -307,6 +374,24 @@ int main(int argc, char **argv)
 			i += 2;
 		} else if (strcmp(cmd, "unlink") == 0) {
 			ret = unlink(a) < 0 ? fail("unlink", a) : 0;
+			i += 1;
+		} else if (strcmp(cmd, "try") == 0) {
+			ret = try_open(a, b, i + 3 < argc ? argv[i + 3] : "");
+			i += 3;
+		} else if (strcmp(cmd, "rename") == 0) {
+			ret = rename(a, b) < 0 ? fail("rename", a) : 0;
+			i += 2;
+		} else if (strcmp(cmd, "link") == 0) {
+			ret = link(a, b) < 0 ? fail("link", a) : 0;
+			i += 2;
+		} else if (strcmp(cmd, "tmpfile") == 0) {
+			ret = tmpfile_link(a, b, size_arg(i + 3 < argc ? argv[i + 3] : "0"));
+			i += 3;
+		} else if (strcmp(cmd, "sem") == 0) {
+			ret = sem_open(a, O_CREAT, 0600, 1) == SEM_FAILED ? fail("sem", a) : 0;
+			i += 1;
+		} else if (strcmp(cmd, "cd") == 0) {
+			ret = chdir(a) < 0 ? fail("cd", a) : 0;
 			i += 1;
 		} else if (strcmp(cmd, "touch") == 0) {
 			int fd = open(a, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);

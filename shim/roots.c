@@ -1,0 +1,134 @@
+#include "roots.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "shim.h"
+
+/* Each root's directory as stat(2) names it, learnt on first need (a root
+ * made after the process started is learnt once it exists).  Atomics: two
+ * threads may learn a root at once; they store the same values. */
+static struct {
+	dev_t dev;
+	ino_t ino;
+	bool known;
+} root_ids[SG_MAX_ROOTS];
+
+/* statx asked for the inode alone costs a creation about half of what
+ * fstat does on tmpfs (which fills every field); fstatat remains for
+ * kernels or sandboxes without statx. */
+int sg_identify(int dirfd, const char *path, int flags, dev_t *dev, ino_t *ino, mode_t *mode)
+{
+	struct statx stx;
+	struct stat st;
+	unsigned mask = STATX_INO | (mode ? STATX_TYPE : 0);
+
+	if (statx(dirfd, path, flags, mask, &stx) == 0 && (stx.stx_mask & mask) == mask) {
+		*dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+		*ino = stx.stx_ino;
+		if (mode)
+			*mode = stx.stx_mode;
+		return 0;
+	}
+	if (fstatat(dirfd, path, &st, flags) < 0)
+		return -1;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	if (mode)
+		*mode = st.st_mode;
+	return 0;
+}
+
+static bool is_root(unsigned k, dev_t dev, ino_t ino)
+{
+	if (!__atomic_load_n(&root_ids[k].known, __ATOMIC_ACQUIRE)) {
+		dev_t rdev;
+		ino_t rino;
+		if (sg_identify(AT_FDCWD, sg_cfg.roots[k], 0, &rdev, &rino, NULL) < 0)
+			return false;
+		__atomic_store_n(&root_ids[k].dev, rdev, __ATOMIC_RELAXED);
+		__atomic_store_n(&root_ids[k].ino, rino, __ATOMIC_RELAXED);
+		__atomic_store_n(&root_ids[k].known, true, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&root_ids[k].dev, __ATOMIC_RELAXED) == dev &&
+	       __atomic_load_n(&root_ids[k].ino, __ATOMIC_RELAXED) == ino;
+}
+
+/* The last component of path, if it can name a file. */
+static const char *file_name(const char *path, const char **slash)
+{
+	const char *name;
+	size_t len;
+
+	*slash = strrchr(path, '/');
+	name = *slash ? *slash + 1 : path;
+	len = strlen(name);
+	if (!len || len > NAME_MAX || (name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.'))))
+		return NULL;
+	return name;
+}
+
+/* The root whose path is exactly the first len bytes of dir, or -1. */
+static int root_spelled(const char *dir, size_t len)
+{
+	for (unsigned k = 0; k < sg_cfg.nroots; k++)
+		if (sg_cfg.root_len[k] == len && memcmp(sg_cfg.roots[k], dir, len) == 0)
+			return (int)k;
+	return -1;
+}
+
+/* root/name, canon's name offset */
+static size_t spell(unsigned k, const char *name, char *canon)
+{
+	size_t len = sg_cfg.root_len[k];
+
+	memcpy(canon, sg_cfg.roots[k], len);
+	canon[len] = '/';
+	strcpy(canon + len + 1, name);
+	return len + 1;
+}
+
+size_t sg_root_path_canonical(const char *path, char canon[static SG_ROOT_PATH_MAX])
+{
+	const char *slash, *name = file_name(path, &slash);
+	int k;
+
+	if (!name || !slash || (k = root_spelled(path, (size_t)(slash - path))) < 0)
+		return 0;
+	return spell((unsigned)k, name, canon);
+}
+
+size_t sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_PATH_MAX])
+{
+	const char *slash, *name = file_name(path, &slash);
+	char dir[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int k;
+
+	if (!name)
+		return 0;
+	if (slash && (k = root_spelled(path, (size_t)(slash - path))) >= 0)
+		return spell((unsigned)k, name, canon);
+	if (!slash) {
+		strcpy(dir, ".");
+	} else {
+		size_t len = (size_t)(slash - path);
+		if (len >= sizeof(dir))
+			return 0;
+		memcpy(dir, path, len);
+		dir[len] = '\0';
+		if (!len)
+			strcpy(dir, "/");
+	}
+	/* "/dev/shm/../../tmp", a symlink to /dev/shm, a bind mount of it:
+	 * the directory the kernel will create the entry in. */
+	if (sg_identify(dirfd, dir, 0, &dev, &ino, NULL) < 0)
+		return 0;
+	for (unsigned r = 0; r < sg_cfg.nroots; r++)
+		if (is_root(r, dev, ino))
+			return spell(r, name, canon);
+	return 0;
+}
