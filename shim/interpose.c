@@ -153,30 +153,53 @@ static int call_shm_open(const struct sg_call *c, int flags)
 	return sg_real.shm_open(c->path, flags, c->mode);
 }
 
-/* glibc's shm_open opens /dev/shm/NAME without going through open(). */
-static int shm_path(const char *name, char path[static sizeof(SG_DEFAULT_ROOT) + NAME_MAX + 1])
+/* glibc's shm_open and sem_open open /dev/shm/NAME and /dev/shm/sem.NAME
+ * without going through open(). */
+#define SHM_PATH_MAX (sizeof(SG_DEFAULT_ROOT) + NAME_MAX + 1)
+
+static int shm_path(const char *name, const char *kind, char path[static SHM_PATH_MAX])
 {
-	size_t len;
+	size_t len, klen = strlen(kind);
 
 	while (*name == '/')
 		name++;
 	len = strlen(name);
-	if (!len || len > NAME_MAX || memchr(name, '/', len))
+	if (!len || klen + len > NAME_MAX || memchr(name, '/', len))
 		return -1; /* the real call rejects it */
 	memcpy(path, SG_DEFAULT_ROOT "/", sizeof(SG_DEFAULT_ROOT));
-	memcpy(path + sizeof(SG_DEFAULT_ROOT), name, len + 1);
+	memcpy(path + sizeof(SG_DEFAULT_ROOT), kind, klen);
+	memcpy(path + sizeof(SG_DEFAULT_ROOT) + klen, name, len + 1);
 	return 0;
 }
 
 SG_EXPORT int shm_open(const char *name, int flags, mode_t mode)
 {
 	struct sg_call c = {.open = call_shm_open, .dirfd = AT_FDCWD, .path = name, .mode = mode};
-	char path[sizeof(SG_DEFAULT_ROOT) + NAME_MAX + 1];
+	char path[SHM_PATH_MAX];
 
 	sg_real_ensure();
-	if (!CREATES(flags) || shm_path(name, path) < 0)
+	if (!CREATES(flags) || shm_path(name, "", path) < 0)
 		return call_shm_open(&c, flags);
 	return sg_create(&c, flags, AT_FDCWD, path);
+}
+
+SG_EXPORT sem_t *sem_open(const char *name, int oflag, ...)
+{
+	char path[SHM_PATH_MAX];
+	unsigned value = 0;
+	mode_t mode = 0;
+
+	if (oflag & O_CREAT) {
+		va_list ap;
+		va_start(ap, oflag);
+		mode = va_arg(ap, mode_t);
+		value = va_arg(ap, unsigned);
+		va_end(ap);
+	}
+	sg_real_ensure();
+	if (!(oflag & O_CREAT) || shm_path(name, "sem.", path) < 0)
+		return sg_real.sem_open(name, oflag, mode, value);
+	return sg_sem_create(name, oflag, mode, value, path);
 }
 
 /* The shim's bookkeeping inside a wrapper runs with sg_busy set: a signal
@@ -217,12 +240,24 @@ static void forget(const char *path)
 
 SG_EXPORT int shm_unlink(const char *name)
 {
-	char path[sizeof(SG_DEFAULT_ROOT) + NAME_MAX + 1];
+	char path[SHM_PATH_MAX];
 	int ret;
 
 	sg_real_ensure();
 	ret = sg_real.shm_unlink(name);
-	if (ret == 0 && sg_registry_count() && shm_path(name, path) == 0)
+	if (ret == 0 && sg_registry_count() && shm_path(name, "", path) == 0)
+		forget(path);
+	return ret;
+}
+
+SG_EXPORT int sem_unlink(const char *name)
+{
+	char path[SHM_PATH_MAX];
+	int ret;
+
+	sg_real_ensure();
+	ret = sg_real.sem_unlink(name);
+	if (ret == 0 && sg_registry_count() && shm_path(name, "sem.", path) == 0)
 		forget(path);
 	return ret;
 }

@@ -190,38 +190,33 @@ static bool parse_maps_line(char *s, uintptr_t *start, uintptr_t *end, dev_t *de
 	return true;
 }
 
-/* Adds every mapping of the n files that /proc/self/maps lists; returns
- * their bytes.  Called with the lock held (which also guards the buffer: a
- * late put sweeps on the program's own thread, whose stack may be small). */
-static uint64_t add_mapped(const struct sg_file_id *ids, size_t n)
+/* Calls fn for each line of /proc/self/maps that parses, until it returns
+ * false.  Called with the lock held (which also guards the buffer: a late
+ * put sweeps on the program's own thread, whose stack may be small). */
+static void each_mapping(bool (*fn)(uintptr_t start, uintptr_t end, dev_t dev, ino_t ino, void *ctx), void *ctx)
 {
 	static char buf[16384];
 	size_t have = 0;
-	uint64_t bytes = 0;
 	bool skipping = false; /* inside a line longer than the buffer */
+	bool more = true;
 	ssize_t got;
 	int fd = sg_real.open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return 0;
-	while ((got = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
+		return;
+	while (more && (got = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
 		char *line = buf, *nl;
 
 		have += (size_t)got;
 		buf[have] = '\0';
-		while ((nl = strchr(line, '\n'))) {
+		while (more && (nl = strchr(line, '\n'))) {
 			uintptr_t start, end;
 			dev_t dev;
 			ino_t ino;
 
 			*nl = '\0';
-			if (!skipping && parse_maps_line(line, &start, &end, &dev, &ino) && ino &&
-			    is_swept(ids, n, dev, ino)) {
-				size_t before = nswept;
-				add_swept(start, end - start);
-				if (nswept != before)
-					bytes += end - start;
-			}
+			if (!skipping && parse_maps_line(line, &start, &end, &dev, &ino))
+				more = fn(start, end, dev, ino, ctx);
 			skipping = false;
 			line = nl + 1;
 		}
@@ -236,7 +231,62 @@ static uint64_t add_mapped(const struct sg_file_id *ids, size_t n)
 		}
 	}
 	sg_real.close(fd);
-	return bytes;
+}
+
+struct swept_files {
+	const struct sg_file_id *ids;
+	size_t n;
+	uint64_t bytes;
+};
+
+static bool add_if_swept(uintptr_t start, uintptr_t end, dev_t dev, ino_t ino, void *ctx)
+{
+	struct swept_files *f = ctx;
+
+	if (ino && is_swept(f->ids, f->n, dev, ino)) {
+		size_t before = nswept;
+		add_swept(start, end - start);
+		if (nswept != before)
+			f->bytes += end - start;
+	}
+	return true;
+}
+
+/* Adds every mapping of the n files that /proc/self/maps lists; returns
+ * their bytes.  Called with the lock held. */
+static uint64_t add_mapped(const struct sg_file_id *ids, size_t n)
+{
+	struct swept_files f = {ids, n, 0};
+
+	each_mapping(add_if_swept, &f);
+	return f.bytes;
+}
+
+struct file_at {
+	uintptr_t addr;
+	struct sg_file_id *id;
+	bool found;
+};
+
+static bool find_addr(uintptr_t start, uintptr_t end, dev_t dev, ino_t ino, void *ctx)
+{
+	struct file_at *f = ctx;
+
+	if (f->addr < start || f->addr >= end)
+		return true;
+	*f->id = (struct sg_file_id){dev, ino};
+	f->found = ino != 0;
+	return false;
+}
+
+int sg_mappings_file_at(const void *addr, struct sg_file_id *id)
+{
+	struct file_at f = {(uintptr_t)addr, id, false};
+
+	pthread_mutex_lock(&lock);
+	each_mapping(find_addr, &f);
+	pthread_mutex_unlock(&lock);
+	return f.found ? 0 : -1;
 }
 
 uint64_t sg_mappings_swept(const struct sg_file_id *ids, size_t n)

@@ -39,6 +39,10 @@ struct sg_file_id {
  * of them, which stay counted (sg_stats.mapped_bytes) until unmapped. */
 uint64_t sg_mappings_swept(const struct sg_file_id *ids, size_t n);
 
+/* The file mapped at addr, as /proc/self/maps names it (for a mapping
+ * libc made without the mmap() wrapper).  Returns 0, or -1 if none. */
+int sg_mappings_file_at(const void *addr, struct sg_file_id *id);
+
 void sg_mappings_lock(void);
 void sg_mappings_unlock(void);
 

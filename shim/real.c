@@ -45,6 +45,8 @@ void sg_real_resolve(void)
 	sg_real.creat64 = must_resolve("creat64");
 	sg_real.shm_open = must_resolve("shm_open");
 	sg_real.shm_unlink = must_resolve("shm_unlink");
+	sg_real.sem_open = must_resolve("sem_open");
+	sg_real.sem_unlink = must_resolve("sem_unlink");
 	sg_real.unlink = must_resolve("unlink");
 	sg_real.unlinkat = must_resolve("unlinkat");
 	sg_real.rename = must_resolve("rename");

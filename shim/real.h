@@ -3,6 +3,7 @@
 #ifndef SHMGUARD_REAL_H
 #define SHMGUARD_REAL_H
 
+#include <semaphore.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -19,6 +20,8 @@ struct sg_real {
 	int (*creat64)(const char *, mode_t);
 	int (*shm_open)(const char *, int, mode_t);
 	int (*shm_unlink)(const char *);
+	sem_t *(*sem_open)(const char *, int, ...);
+	int (*sem_unlink)(const char *);
 	int (*unlink)(const char *);
 	int (*unlinkat)(int, const char *, int);
 	int (*rename)(const char *, const char *);

@@ -164,20 +164,16 @@ int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path
 	return fd;
 }
 
-/* A name that a rename or link made in a root: a creation by this
- * process.  The tag is written through a descriptor opened on the name
- * (never following a symlink), only once it is known to be the file seen
- * before the call; a file that cannot be opened is recorded untagged. */
-static void arrived(const char *path, const struct sg_source *src)
+/* A name that this process gave the file src in a root, other than by
+ * opening it: records it for req.  The tag is written through a descriptor
+ * opened on the name (never following a symlink), only once it is known to
+ * be src; a file that cannot be opened is recorded untagged. */
+static void record_named(const char *path, const struct sg_source *src, const char *req)
 {
-	char req[SG_NAME_MAX + 1];
 	dev_t dev;
 	ino_t ino;
-	int fd;
+	int fd = sg_real.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
-	if (!src->regular || !attribute(strrchr(path, '/') + 1, req))
-		return;
-	fd = sg_real.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd >= 0 && (sg_identify(fd, "", AT_EMPTY_PATH, &dev, &ino, NULL) < 0 || dev != src->dev ||
 			ino != src->ino)) {
 		sg_real.close(fd); /* the name already refers to another file: not ours */
@@ -186,6 +182,15 @@ static void arrived(const char *path, const struct sg_source *src)
 	record(fd, false, src->dev, src->ino, path, req);
 	if (fd >= 0)
 		sg_real.close(fd);
+}
+
+/* A name that a rename or link made in a root: a creation by this process. */
+static void arrived(const char *path, const struct sg_source *src)
+{
+	char req[SG_NAME_MAX + 1];
+
+	if (src->regular && attribute(strrchr(path, '/') + 1, req))
+		record_named(path, src, req);
 }
 
 /* A record moves to its file's new name, keeping its request. */
@@ -226,4 +231,40 @@ void sg_renamed(const char *from, const char *to, const struct sg_source *src, b
 void sg_linked(const char *to, const struct sg_source *src)
 {
 	arrived(to, src);
+}
+
+sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, const char *path)
+{
+	char canon[SG_ROOT_PATH_MAX], req[SG_NAME_MAX + 1];
+	struct sg_source src = {.regular = true};
+	struct sg_file_id id;
+	int saved = errno;
+	size_t name_off;
+	sem_t *sem;
+
+	if (sg_busy || !sg_active())
+		return sg_real.sem_open(name, oflag, mode, value);
+	sg_busy = true;
+	if (!(name_off = sg_root_path(AT_FDCWD, path, canon)) || !attribute(canon + name_off, req)) {
+		sg_busy = false;
+		errno = saved;
+		return sg_real.sem_open(name, oflag, mode, value);
+	}
+	/* As open_learning_creation(): exclusive first, then the program's call. */
+	sem = sg_real.sem_open(name, oflag | O_EXCL, mode, value);
+	if (sem != SEM_FAILED) {
+		/* glibc made the file and mapped it without the wrappers: the
+		 * mapping names the inode that this call linked. */
+		if (sg_mappings_file_at(sem, &id) == 0) {
+			src.dev = id.dev;
+			src.ino = id.ino;
+			record_named(canon, &src, req);
+		}
+	} else if (!(oflag & O_EXCL) && errno == EEXIST) {
+		sem = sg_real.sem_open(name, oflag, mode, value);
+	}
+	if (sem != SEM_FAILED)
+		errno = saved;
+	sg_busy = false;
+	return sem;
 }

@@ -3,6 +3,7 @@
 #ifndef SHMGUARD_TRACK_H
 #define SHMGUARD_TRACK_H
 
+#include <semaphore.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -38,5 +39,9 @@ void sg_renamed(const char *from, const char *to, const struct sg_source *src, b
 /* After a successful link that made to (canonical, in a shm root): a
  * creation of that name. */
 void sg_linked(const char *to, const struct sg_source *src);
+
+/* sem_open(name, oflag with O_CREAT, mode, value), which creates path
+ * (/dev/shm/sem.NAME): tracked as sg_create() tracks an open. */
+sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, const char *path);
 
 #endif

@@ -219,3 +219,24 @@ Test(paths, a_name_renamed_out_of_the_roots_is_forgotten)
 	cr_expect(h_exists(shm("d_0_0")), "a file another process renamed into the root was swept");
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
+
+/* glibc makes /dev/shm/sem.NAME with a temporary name and link() of its
+ * own, out of the wrappers' sight: sem_open itself is followed. */
+Test(paths, semaphores_are_tracked)
+{
+	const char *sem = h_str("/dev/shm/sem.%ssem", prefix), *other = h_str("/dev/shm/sem.%sother", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"),
+			      "req", h_str("%sother", prefix),
+			      "sem", h_str("/%sother", prefix),
+			      "req", h_str("%ssem", prefix),
+			      "sem", h_str("/%ssem", prefix),
+			      "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, NULL, NULL));
+
+	h_abort(abort_dir, h_str("%ssem", prefix), NULL);
+	cr_expect(h_wait_gone(sem, 1000), "the request's semaphore was not swept");
+	cr_expect(h_exists(other), "another request's semaphore was swept");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+	unlink(sem);
+	unlink(other);
+}
