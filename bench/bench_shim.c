@@ -2,6 +2,8 @@
  * LD_PRELOAD by scripts/bench.sh; each prints one result line.
  *
  *   bench_shim open-close N PATH          ns per open+close of PATH (not under a shm root)
+ *   bench_shim creat-close N PATH         the same with O_CREAT|O_WRONLY (PATH exists after the
+ *                                         first): what deciding that PATH is in no root costs
  *   bench_shim lifecycle N PREFIX         ns per segment lifecycle: shm_open create,
  *                                         ftruncate, mmap, write, munmap, close, shm_unlink
  *   bench_shim lifecycle-floor N PREFIX [WATCH_DIR]
@@ -42,18 +44,20 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static int open_close(long n, const char *path)
+static int open_close(long n, const char *path, bool create)
 {
+	int flags = create ? O_CREAT | O_WRONLY | O_CLOEXEC : O_RDONLY | O_CLOEXEC;
 	double t0 = now_ns();
+
 	for (long i = 0; i < n; i++) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd = open(path, flags, 0600);
 		if (fd < 0) {
 			perror(path);
 			return 1;
 		}
 		close(fd);
 	}
-	printf("open-close %.1f ns/op\n", (now_ns() - t0) / n);
+	printf("%s %.1f ns/op\n", create ? "creat-close" : "open-close", (now_ns() - t0) / n);
 	return 0;
 }
 
@@ -216,7 +220,9 @@ static int sweep(int rounds, int k, long live, const char *prefix, const char *a
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "open-close") == 0)
-		return open_close(atol(argv[2]), argv[3]);
+		return open_close(atol(argv[2]), argv[3], false);
+	if (argc == 4 && strcmp(argv[1], "creat-close") == 0)
+		return open_close(atol(argv[2]), argv[3], true);
 	if (argc == 4 && strcmp(argv[1], "lifecycle") == 0)
 		return lifecycle(atol(argv[2]), argv[3], false, NULL);
 	if ((argc == 4 || argc == 5) && strcmp(argv[1], "lifecycle-floor") == 0)

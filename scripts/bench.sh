@@ -14,7 +14,7 @@ prefix="bench-$$-"
 abort_dir="/dev/shm/${prefix}abort"
 # For the row that keeps the markers on another filesystem than /dev/shm.
 other_abort_dir="${TMPDIR:-/tmp}/${prefix}abort"
-trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir"' EXIT
+trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir" "$other_abort_dir.creat"' EXIT
 
 shimmed() {
 	LD_PRELOAD=$shim SHMGUARD_PATTERNS='{req}_{int}_{int}' SHMGUARD_ABORT_DIR=${ABORT_DIR:-$abort_dir} \
@@ -42,6 +42,7 @@ compare() {
 echo "shmguard shim benchmarks: $rounds alternating runs a side, medians ($(nproc) CPUs, $(uname -r))"
 printf '%-34s %13s %13s %8s\n' workload "without shim" "with shim" ratio
 compare "open+close, path outside /dev/shm" open-close 300000 /etc/hostname
+compare "O_CREAT open+close outside /dev/shm" creat-close 300000 "$other_abort_dir.creat"
 compare "segment lifecycle (tagged)" lifecycle 20000 "$prefix"
 FLOOR=lifecycle-floor compare "  against statx+fsetxattr by hand" lifecycle 20000 "$prefix"
 FLOOR=lifecycle-floor FLOOR_ARGS="/dev/shm/${prefix}watch" \

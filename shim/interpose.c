@@ -73,7 +73,7 @@ static int open_common(enum entry which, int dirfd, const char *path, int flags,
 	sg_real_ensure();
 	if (!CREATES(flags) || !path)
 		return call_open(&c, flags);
-	return sg_create(&c, flags, dirfd, path);
+	return sg_create(&c, flags, dirfd, path, 0);
 }
 
 #define VA_MODE(flags, mode)                                                                                      \
@@ -154,39 +154,44 @@ static int call_shm_open(const struct sg_call *c, int flags)
 }
 
 /* glibc's shm_open and sem_open open /dev/shm/NAME and /dev/shm/sem.NAME
- * without going through open(). */
+ * without going through open().  Their path is spelled root/name: /dev/shm
+ * is always the first root.  Returns the offset of the name, or 0 when the
+ * real call rejects the name or it cannot be a file's. */
 #define SHM_PATH_MAX (sizeof(SG_DEFAULT_ROOT) + NAME_MAX + 1)
 
-static int shm_path(const char *name, const char *kind, char path[static SHM_PATH_MAX])
+static inline size_t shm_path(const char *name, const char *kind, char path[static SHM_PATH_MAX])
 {
 	size_t len, klen = strlen(kind);
 
 	while (*name == '/')
 		name++;
 	len = strlen(name);
-	if (!len || klen + len > NAME_MAX || memchr(name, '/', len))
-		return -1; /* the real call rejects it */
+	if (!len || klen + len > NAME_MAX || memchr(name, '/', len) ||
+	    (!klen && name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.'))))
+		return 0;
 	memcpy(path, SG_DEFAULT_ROOT "/", sizeof(SG_DEFAULT_ROOT));
 	memcpy(path + sizeof(SG_DEFAULT_ROOT), kind, klen);
 	memcpy(path + sizeof(SG_DEFAULT_ROOT) + klen, name, len + 1);
-	return 0;
+	return sizeof(SG_DEFAULT_ROOT);
 }
 
 SG_EXPORT int shm_open(const char *name, int flags, mode_t mode)
 {
 	struct sg_call c = {.open = call_shm_open, .dirfd = AT_FDCWD, .path = name, .mode = mode};
 	char path[SHM_PATH_MAX];
+	size_t name_off;
 
 	sg_real_ensure();
-	if (!CREATES(flags) || shm_path(name, "", path) < 0)
+	if (!CREATES(flags) || !(name_off = shm_path(name, "", path)))
 		return call_shm_open(&c, flags);
-	return sg_create(&c, flags, AT_FDCWD, path);
+	return sg_create(&c, flags, AT_FDCWD, path, name_off);
 }
 
 SG_EXPORT sem_t *sem_open(const char *name, int oflag, ...)
 {
 	char path[SHM_PATH_MAX];
 	unsigned value = 0;
+	size_t name_off;
 	mode_t mode = 0;
 
 	if (oflag & O_CREAT) {
@@ -197,9 +202,9 @@ SG_EXPORT sem_t *sem_open(const char *name, int oflag, ...)
 		va_end(ap);
 	}
 	sg_real_ensure();
-	if (!(oflag & O_CREAT) || shm_path(name, "sem.", path) < 0)
+	if (!(oflag & O_CREAT) || !(name_off = shm_path(name, "sem.", path)))
 		return sg_real.sem_open(name, oflag, mode, value);
-	return sg_sem_create(name, oflag, mode, value, path);
+	return sg_sem_create(name, oflag, mode, value, path, name_off);
 }
 
 /* The shim's bookkeeping inside a wrapper runs with sg_busy set: a signal
@@ -222,20 +227,24 @@ static void leave(void)
 
 /* The program unlinked a name itself (a consumer in this process): the
  * record goes, so that a later sweep cannot touch a file of that name.
- * Only a canonical spelling is looked up, to keep unlink free of system
- * calls: under another, the record stays until the watcher's pruning finds
- * the name gone (a sweep before that finds it gone too, or another inode). */
+ * Records are keyed by the spelling root/name, and only that spelling is
+ * looked up, to keep unlink free of system calls: under another, the
+ * record stays until the watcher's pruning finds the name gone (a sweep
+ * before that finds it gone too, or another inode). */
 static void forget(const char *path)
 {
-	char canon[SG_ROOT_PATH_MAX];
-
-	if (sg_registry_count() && path && enter()) {
+	if (enter()) {
 		int saved = errno;
-		if (sg_root_path_canonical(path, canon))
-			sg_registry_forget_path(canon);
+		sg_registry_forget_path(path);
 		errno = saved;
 		leave();
 	}
+}
+
+static void forget_spelled(const char *path)
+{
+	if (sg_registry_count() && path && sg_root_spelled(path))
+		forget(path);
 }
 
 SG_EXPORT int shm_unlink(const char *name)
@@ -245,7 +254,7 @@ SG_EXPORT int shm_unlink(const char *name)
 
 	sg_real_ensure();
 	ret = sg_real.shm_unlink(name);
-	if (ret == 0 && sg_registry_count() && shm_path(name, "", path) == 0)
+	if (ret == 0 && sg_registry_count() && shm_path(name, "", path))
 		forget(path);
 	return ret;
 }
@@ -257,7 +266,7 @@ SG_EXPORT int sem_unlink(const char *name)
 
 	sg_real_ensure();
 	ret = sg_real.sem_unlink(name);
-	if (ret == 0 && sg_registry_count() && shm_path(name, "sem.", path) == 0)
+	if (ret == 0 && sg_registry_count() && shm_path(name, "sem.", path))
 		forget(path);
 	return ret;
 }
@@ -269,7 +278,7 @@ SG_EXPORT int unlink(const char *path)
 	sg_real_ensure();
 	ret = sg_real.unlink(path);
 	if (ret == 0)
-		forget(path);
+		forget_spelled(path);
 	return ret;
 }
 
@@ -280,7 +289,7 @@ SG_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	sg_real_ensure();
 	ret = sg_real.unlinkat(dirfd, path, flags);
 	if (ret == 0)
-		forget(path);
+		forget_spelled(path);
 	return ret;
 }
 
@@ -329,12 +338,14 @@ static int source_flags(const struct move *m)
  * old name's file when the new name is in a root. */
 static int move_common(const struct move *m)
 {
-	char from[SG_ROOT_PATH_MAX], to[SG_ROOT_PATH_MAX];
+	char from_buf[SG_ROOT_PATH_MAX], to_buf[SG_ROOT_PATH_MAX];
+	const char *from, *to;
 	struct sg_source src = {.regular = false};
 	bool link = m->which == LINK || m->which == LINKAT;
 	bool exchange = !link && (m->flags & RENAME_EXCHANGE);
-	bool to_root, from_root;
 	int ret, saved = errno;
+	bool records;
+	size_t off;
 	mode_t mode;
 
 	sg_real_ensure();
@@ -344,19 +355,22 @@ static int move_common(const struct move *m)
 		leave();
 		return call_move(m);
 	}
-	to_root = sg_root_path(m->newdirfd, m->new, to) != 0;
-	from_root = !link && sg_registry_count() && sg_root_path(m->olddirfd, m->old, from) != 0;
-	if (to_root && !exchange)
+	/* Records matter only if there are any; else only a name that could
+	 * be attributed. */
+	records = sg_registry_count() != 0;
+	to = sg_locate(m->newdirfd, m->new, to_buf, records, &off);
+	from = link || !records ? NULL : sg_locate(m->olddirfd, m->old, from_buf, true, &off);
+	if (to && !exchange)
 		src.regular = sg_identify(m->olddirfd, m->old, source_flags(m), &src.dev, &src.ino, &mode) == 0 &&
 			      S_ISREG(mode);
 	leave();
 	errno = saved;
 	ret = call_move(m);
-	if (ret == 0 && (to_root || from_root) && enter()) {
+	if (ret == 0 && (to || from) && enter()) {
 		if (link)
 			sg_linked(to, &src);
 		else
-			sg_renamed(from_root ? from : NULL, to_root ? to : NULL, &src, exchange);
+			sg_renamed(from, to, &src, exchange);
 		errno = saved;
 		leave();
 	}

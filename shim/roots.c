@@ -70,6 +70,13 @@ static const char *file_name(const char *path, const char **slash)
 	return name;
 }
 
+const char *sg_file_name(const char *path)
+{
+	const char *slash;
+
+	return file_name(path, &slash);
+}
+
 /* The root whose path is exactly the first len bytes of dir, or -1. */
 static int root_spelled(const char *dir, size_t len)
 {
@@ -79,45 +86,34 @@ static int root_spelled(const char *dir, size_t len)
 	return -1;
 }
 
-/* root/name, canon's name offset */
-static size_t spell(unsigned k, const char *name, char *canon)
+size_t sg_root_spelled(const char *path)
 {
-	size_t len = sg_cfg.root_len[k];
+	const char *slash;
 
-	memcpy(canon, sg_cfg.roots[k], len);
-	canon[len] = '/';
-	strcpy(canon + len + 1, name);
-	return len + 1;
-}
-
-size_t sg_root_path_canonical(const char *path, char canon[static SG_ROOT_PATH_MAX])
-{
-	const char *slash, *name = file_name(path, &slash);
-	int k;
-
-	if (!name || !slash || (k = root_spelled(path, (size_t)(slash - path))) < 0)
+	if (!file_name(path, &slash) || !slash || root_spelled(path, (size_t)(slash - path)) < 0)
 		return 0;
-	return spell((unsigned)k, name, canon);
+	return (size_t)(slash - path) + 1;
 }
 
-size_t sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_PATH_MAX])
+const char *sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_PATH_MAX], size_t *name_off)
 {
 	const char *slash, *name = file_name(path, &slash);
 	char dir[PATH_MAX];
 	dev_t dev;
 	ino_t ino;
-	int k;
 
 	if (!name)
-		return 0;
-	if (slash && (k = root_spelled(path, (size_t)(slash - path))) >= 0)
-		return spell((unsigned)k, name, canon);
+		return NULL;
+	if (slash && root_spelled(path, (size_t)(slash - path)) >= 0) {
+		*name_off = (size_t)(slash - path) + 1;
+		return path;
+	}
 	if (!slash) {
 		strcpy(dir, ".");
 	} else {
 		size_t len = (size_t)(slash - path);
 		if (len >= sizeof(dir))
-			return 0;
+			return NULL;
 		memcpy(dir, path, len);
 		dir[len] = '\0';
 		if (!len)
@@ -126,9 +122,16 @@ size_t sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_PATH_
 	/* "/dev/shm/../../tmp", a symlink to /dev/shm, a bind mount of it:
 	 * the directory the kernel will create the entry in. */
 	if (sg_identify(dirfd, dir, 0, &dev, &ino, NULL) < 0)
-		return 0;
-	for (unsigned r = 0; r < sg_cfg.nroots; r++)
-		if (is_root(r, dev, ino))
-			return spell(r, name, canon);
-	return 0;
+		return NULL;
+	for (unsigned k = 0; k < sg_cfg.nroots; k++) {
+		if (is_root(k, dev, ino)) {
+			size_t len = sg_cfg.root_len[k];
+			memcpy(canon, sg_cfg.roots[k], len);
+			canon[len] = '/';
+			strcpy(canon + len + 1, name);
+			*name_off = len + 1;
+			return canon;
+		}
+	}
+	return NULL;
 }

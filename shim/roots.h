@@ -17,15 +17,20 @@
 
 /* Whether path (relative to dirfd, as openat takes it) names an entry
  * directly in a shm root (never the abort directory, which is no root)
- * whose name can be a file's (not empty, "." or ".."): if so, fills canon
- * with root/name and returns the offset of the name in it; else returns 0.
- * A canonical spelling (root/name) is decided from the string alone; any
- * other costs one stat of its directory.  May change errno. */
-size_t sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_PATH_MAX]);
+ * whose name can be a file's (not empty, "." or ".."): if so, returns its
+ * one spelling root/name (path itself when so spelled, else canon, filled)
+ * with the offset of the name in it; else NULL.  A canonical spelling is
+ * decided from the string alone; any other costs one stat of its
+ * directory.  May change errno. */
+const char *sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_PATH_MAX], size_t *name_off);
 
-/* The same from the string alone: only a canonical spelling counts.  No
- * system call. */
-size_t sg_root_path_canonical(const char *path, char canon[static SG_ROOT_PATH_MAX]);
+/* The offset of the name in path if path is spelled root/name, else 0.
+ * No system call. */
+size_t sg_root_spelled(const char *path);
+
+/* The last component of path, if it can name a file (not empty, "." or
+ * ".."), else NULL. */
+const char *sg_file_name(const char *path);
 
 /* The device, inode and (if mode is not NULL) type and mode of what dirfd
  * and path name, flags as fstatat's.  Returns 0 or -1 (errno set). */

@@ -56,6 +56,29 @@ static bool attribute(const char *name, char *req)
 	return false;
 }
 
+/* Whether a file called name would be attributed to some request (or be
+ * ambiguous), without a word said: a name that would not needs no stat to
+ * learn which directory it is in. */
+static bool attributable(const char *name)
+{
+	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
+
+	return sg_thread_request[0] || sg_cfg.request_id[0] ||
+	       sg_patterns_match(&sg_cfg.patterns, name, strlen(name), req, other, NULL) != SG_MATCH_NONE;
+}
+
+const char *sg_locate(int dirfd, const char *path, char canon[static SG_ROOT_PATH_MAX], bool always,
+		      size_t *name_off)
+{
+	const char *name;
+
+	if ((*name_off = sg_root_spelled(path)))
+		return path;
+	if (!(name = sg_file_name(path)) || (!always && !attributable(name)))
+		return NULL;
+	return sg_root_path(dirfd, path, canon, name_off);
+}
+
 /* Whether the call created the file, learnt without a race: try it as an
  * exclusive creation first; if the name exists (a file, a directory, a
  * symlink, dangling or not, a FIFO...), make the program's own call, which
@@ -137,11 +160,10 @@ static void record(int fd, bool program_fd, dev_t dev, ino_t ino, const char *pa
 	check_late(added, path, req);
 }
 
-int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path)
+int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path, size_t name_off)
 {
 	char canon[SG_ROOT_PATH_MAX], req[SG_NAME_MAX + 1];
 	int fd, saved = errno;
-	size_t name_off;
 	bool created;
 	dev_t dev;
 	ino_t ino;
@@ -149,7 +171,8 @@ int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path
 	if (sg_busy || !sg_active())
 		return call->open(call, flags);
 	sg_busy = true;
-	if (!(name_off = sg_root_path(dirfd, path, canon)) || !attribute(canon + name_off, req)) {
+	if ((!name_off && !(path = sg_locate(dirfd, path, canon, false, &name_off))) ||
+	    !attribute(path + name_off, req)) {
 		sg_busy = false;
 		errno = saved;
 		return call->open(call, flags);
@@ -157,7 +180,7 @@ int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path
 	fd = open_learning_creation(call, flags, &created);
 	if (fd >= 0) {
 		if (created && sg_identify(fd, "", AT_EMPTY_PATH, &dev, &ino, NULL) == 0)
-			record(fd, true, dev, ino, canon, req);
+			record(fd, true, dev, ino, path, req);
 		errno = saved;
 	}
 	sg_busy = false;
@@ -233,19 +256,18 @@ void sg_linked(const char *to, const struct sg_source *src)
 	arrived(to, src);
 }
 
-sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, const char *path)
+sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, const char *path, size_t name_off)
 {
-	char canon[SG_ROOT_PATH_MAX], req[SG_NAME_MAX + 1];
+	char req[SG_NAME_MAX + 1];
 	struct sg_source src = {.regular = true};
 	struct sg_file_id id;
 	int saved = errno;
-	size_t name_off;
 	sem_t *sem;
 
 	if (sg_busy || !sg_active())
 		return sg_real.sem_open(name, oflag, mode, value);
 	sg_busy = true;
-	if (!(name_off = sg_root_path(AT_FDCWD, path, canon)) || !attribute(canon + name_off, req)) {
+	if (!attribute(path + name_off, req)) {
 		sg_busy = false;
 		errno = saved;
 		return sg_real.sem_open(name, oflag, mode, value);
@@ -258,7 +280,7 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 		if (sg_mappings_file_at(sem, &id) == 0) {
 			src.dev = id.dev;
 			src.ino = id.ino;
-			record_named(canon, &src, req);
+			record_named(path, &src, req);
 		}
 	} else if (!(oflag & O_EXCL) && errno == EEXIST) {
 		sem = sg_real.sem_open(name, oflag, mode, value);

@@ -7,6 +7,14 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "roots.h"
+
+/* As sg_root_path(), but a non-canonical spelling is resolved only when
+ * always is set or its name could be attributed to a request: for other
+ * names the answer would change nothing, and costs a stat. */
+const char *sg_locate(int dirfd, const char *path, char canon[static SG_ROOT_PATH_MAX], bool always,
+		      size_t *name_off);
+
 /* How to make the program's call with other flags (the real function and
  * its arguments other than the flags). */
 struct sg_call {
@@ -19,8 +27,9 @@ struct sg_call {
 
 /* Makes call; if it created the file that dirfd and path name, directly in
  * a shm root, for a known request, records and tags the new file.  On
- * success errno is as the program left it. */
-int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path);
+ * success errno is as the program left it.  name_off: the offset of the
+ * name when path is known to be spelled root/name (shm_open's), else 0. */
+int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path, size_t name_off);
 
 /* What a rename or link is about to give a name in a shm root: the file
  * that the old name refers to, seen before the call. */
@@ -41,7 +50,8 @@ void sg_renamed(const char *from, const char *to, const struct sg_source *src, b
 void sg_linked(const char *to, const struct sg_source *src);
 
 /* sem_open(name, oflag with O_CREAT, mode, value), which creates path
- * (/dev/shm/sem.NAME): tracked as sg_create() tracks an open. */
-sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, const char *path);
+ * (/dev/shm/sem.NAME, its name at name_off): tracked as sg_create() tracks
+ * an open. */
+sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, const char *path, size_t name_off);
 
 #endif
