@@ -190,13 +190,15 @@ int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path
 /* A name that this process gave the file src in a root, other than by
  * opening it: records it for req.  The tag is written through a descriptor
  * opened on the name (never following a symlink), only once it is known to
- * be src; a file that cannot be opened is recorded untagged. */
+ * be src; a file this process may not read is recorded untagged. */
 static void record_named(const char *path, const struct sg_source *src, const char *req)
 {
 	dev_t dev;
 	ino_t ino;
 	int fd = sg_real.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
+	if (fd < 0 && errno != EACCES && errno != EPERM)
+		return; /* gone already, or a symlink now */
 	if (fd >= 0 && (sg_identify(fd, "", AT_EMPTY_PATH, &dev, &ino, NULL) < 0 || dev != src->dev ||
 			ino != src->ino)) {
 		sg_real.close(fd); /* the name already refers to another file: not ours */
@@ -268,25 +270,35 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 		return sg_real.sem_open(name, oflag, mode, value);
 	sg_busy = true;
 	if (!attribute(path + name_off, req)) {
-		sg_busy = false;
 		errno = saved;
-		return sg_real.sem_open(name, oflag, mode, value);
+		sem = sg_real.sem_open(name, oflag, mode, value);
+		goto out;
 	}
-	/* As open_learning_creation(): exclusive first, then the program's call. */
+	/* glibc's own order: an existing semaphore is opened, else one is
+	 * made exclusively (a temporary file linked to the name).  errno is as
+	 * those calls leave it, as without the shim. */
+	if (!(oflag & O_EXCL)) {
+		errno = saved;
+		sem = sg_real.sem_open(name, oflag & ~O_CREAT);
+		if (sem != SEM_FAILED || errno != ENOENT)
+			goto out;
+	}
 	sem = sg_real.sem_open(name, oflag | O_EXCL, mode, value);
 	if (sem != SEM_FAILED) {
 		/* glibc made the file and mapped it without the wrappers: the
 		 * mapping names the inode that this call linked. */
+		saved = errno;
 		if (sg_mappings_file_at(sem, &id) == 0) {
 			src.dev = id.dev;
 			src.ino = id.ino;
 			record_named(path, &src, req);
 		}
+		errno = saved;
 	} else if (!(oflag & O_EXCL) && errno == EEXIST) {
+		/* Made by another process in between: the program's own call. */
 		sem = sg_real.sem_open(name, oflag, mode, value);
 	}
-	if (sem != SEM_FAILED)
-		errno = saved;
+out:
 	sg_busy = false;
 	return sem;
 }

@@ -116,7 +116,7 @@ Test(paths, a_bind_mount_of_a_root_is_tracked)
 static const char **invisibility_script(const char *side)
 {
 	const char *dir = shm(h_str("%s-dir", side)), *file = shm(h_str("%s-file", side));
-	const char **argv = calloc(80, sizeof(*argv));
+	const char **argv = calloc(128, sizeof(*argv));
 	size_t n = 0;
 
 	cr_assert_eq(mkdir(dir, 0755), 0);
@@ -142,6 +142,10 @@ static const char **invisibility_script(const char *side)
 	TRY("open", shm(h_str("%s-fifo", side)), "creat,rdwr");
 	TRY("open", shm(h_str("%s-opath", side)), "creat,path");
 	TRY("open", shm(h_str("%s-new", side)), "creat,rdwr");
+	TRY("sem", h_str("%s%s-sem", prefix, side), "creat");
+	TRY("sem", h_str("%s%s-sem", prefix, side), "creat");
+	TRY("sem", h_str("%s%s-sem", prefix, side), "creat,excl");
+	TRY("sem", h_str("%s%s-nosem", prefix, side), "rdwr");
 #undef TRY
 	argv[n] = NULL;
 	return argv;
@@ -158,6 +162,8 @@ Test(paths, creating_calls_are_invisible)
 	cr_expect(strstr(plain, "ok reg errno=ENOTTY\nok reg errno=ENOTTY\nfail EEXIST\n"), "%s", plain);
 	cr_expect(h_exists(shm("shim-target")), "a dangling symlink's target was not created");
 	cr_expect(!h_exists(shm("shim-opath")), "O_PATH created a file");
+	unlink(h_str("/dev/shm/sem.%splain-sem", prefix));
+	unlink(h_str("/dev/shm/sem.%sshim-sem", prefix));
 }
 
 /* A name made by rename or link is a creation of that name: the

@@ -14,11 +14,12 @@
  *   hold PATH            open(O_CREAT|O_EXCL) and keep the descriptor open
  *   nofile N             lower this process's open-file limit to N
  *   unlink PATH          unlink(PATH)
- *   try open|shm PATH|NAME FLAGS
- *                        open(PATH) or shm_open(NAME) with FLAGS (a comma-separated list of
- *                        rdonly wronly rdwr creat excl trunc path) and mode 0600, errno set
- *                        to ENOTTY before; prints "ok TYPE errno=E" (TYPE reg, dir, fifo or
- *                        other; E the errno left after the success) or "fail E"; never fails
+ *   try open|shm|sem PATH|NAME FLAGS
+ *                        open(PATH), shm_open(NAME) or sem_open(NAME) with FLAGS (a comma-separated list of
+ *                        rdonly wronly rdwr creat excl trunc path) and mode 0600 (a semaphore's
+ *                        value 1), errno set to ENOTTY before; prints "ok TYPE errno=E" (TYPE
+ *                        reg, dir, fifo, other or sem; E the errno left after the success) or
+ *                        "fail E"; never fails
  *   rename OLD NEW       rename(OLD, NEW)
  *   link OLD NEW         link(OLD, NEW)
  *   tmpfile DIR NEW SIZE an O_TMPFILE file in DIR, sized and filled, then named NEW with
@@ -178,6 +179,17 @@ static int try_open(const char *how, const char *path, const char *flag_list)
 	struct stat st;
 	const char *type = "other";
 
+	if (strcmp(how, "sem") == 0) {
+		errno = ENOTTY;
+		sem_t *sem = sem_open(path, flags, 0600, 1);
+		err = errno;
+		if (sem == SEM_FAILED)
+			printf("fail %s\n", strerrorname_np(err));
+		else
+			printf("ok sem errno=%s\n", strerrorname_np(err));
+		fflush(stdout);
+		return 0;
+	}
 	errno = ENOTTY;
 	fd = strcmp(how, "shm") == 0 ? shm_open(path, flags, 0600) : open(path, flags, 0600);
 	err = errno;
