@@ -332,21 +332,30 @@ static int source_flags(const struct move *m)
 	return AT_SYMLINK_NOFOLLOW;
 }
 
+/* The file that dirfd and path name, looked up with flags. */
+static struct sg_source source(int dirfd, const char *path, int flags)
+{
+	struct sg_source src = {.regular = false};
+	mode_t mode;
+
+	src.regular = sg_identify(dirfd, path, flags, &src.dev, &src.ino, &mode) == 0 && S_ISREG(mode);
+	return src;
+}
+
 /* Ownership follows the name: a name that a rename or link makes in a shm
  * root is a creation by this process, and a record follows its file when it
  * is renamed.  Only the directories are looked at before the call, and the
- * old name's file when the new name is in a root. */
+ * file that will arrive in a root. */
 static int move_common(const struct move *m)
 {
 	char from_buf[SG_ROOT_PATH_MAX], to_buf[SG_ROOT_PATH_MAX];
-	const char *from, *to;
-	struct sg_source src = {.regular = false};
+	struct sg_source src = {.regular = false}, back = {.regular = false};
 	bool link = m->which == LINK || m->which == LINKAT;
 	bool exchange = !link && (m->flags & RENAME_EXCHANGE);
+	const char *from = NULL, *to;
 	int ret, saved = errno;
 	bool records;
 	size_t off;
-	mode_t mode;
 
 	sg_real_ensure();
 	if (!m->old || !m->new || !enter())
@@ -356,13 +365,16 @@ static int move_common(const struct move *m)
 		return call_move(m);
 	}
 	/* Records matter only if there are any; else only a name that could
-	 * be attributed. */
+	 * be attributed.  The old name matters to a rename with records (they
+	 * follow their file) and to an exchange (a file arrives there too). */
 	records = sg_registry_count() != 0;
 	to = sg_locate(m->newdirfd, m->new, to_buf, records, &off);
-	from = link || !records ? NULL : sg_locate(m->olddirfd, m->old, from_buf, true, &off);
-	if (to && !exchange)
-		src.regular = sg_identify(m->olddirfd, m->old, source_flags(m), &src.dev, &src.ino, &mode) == 0 &&
-			      S_ISREG(mode);
+	if (!link && (records || exchange))
+		from = sg_locate(m->olddirfd, m->old, from_buf, records, &off);
+	if (to)
+		src = source(m->olddirfd, m->old, source_flags(m));
+	if (from && exchange)
+		back = source(m->newdirfd, m->new, AT_SYMLINK_NOFOLLOW);
 	leave();
 	errno = saved;
 	ret = call_move(m);
@@ -370,7 +382,7 @@ static int move_common(const struct move *m)
 		if (link)
 			sg_linked(to, &src);
 		else
-			sg_renamed(from, to, &src, exchange);
+			sg_renamed(from, to, &src, exchange ? &back : NULL);
 		errno = saved;
 		leave();
 	}

@@ -229,26 +229,27 @@ static void rekey(struct sg_segment *seg, const char *to)
 		check_late(added, to, seg->request);
 }
 
-void sg_renamed(const char *from, const char *to, const struct sg_source *src, bool exchange)
+/* The record moved, if it is still that of the file src (or src was not
+ * seen), goes to to; else the name is new to the roots. */
+static void moved_to(struct sg_segment *seg, const char *to, const struct sg_source *src)
+{
+	if (seg && (!src->regular || (seg->dev == src->dev && seg->ino == src->ino)))
+		rekey(seg, to);
+	else
+		arrived(to, src);
+}
+
+void sg_renamed(const char *from, const char *to, const struct sg_source *src, const struct sg_source *back)
 {
 	struct sg_segment *moved = from ? sg_registry_take(from) : NULL;
 	struct sg_segment *overwritten = to ? sg_registry_take(to) : NULL;
 
-	if (exchange) {
-		/* Each file takes the other's name; one that left the roots is
-		 * forgotten (one that came in is not followed: README, Limits). */
-		if (moved && to)
-			rekey(moved, to);
-		if (overwritten && from)
-			rekey(overwritten, from);
-	} else if (to) {
-		/* The record of the file the old name referred to, if it still is
-		 * that file; otherwise the name is new to the roots. */
-		if (moved && (!src->regular || (moved->dev == src->dev && moved->ino == src->ino)))
-			rekey(moved, to);
-		else
-			arrived(to, src);
-	}
+	/* A record whose file left the roots is forgotten, and so is that of
+	 * a name overwritten. */
+	if (to)
+		moved_to(moved, to, src);
+	if (back && from) /* an exchange: the other file took the old name */
+		moved_to(overwritten, from, back);
 	free(moved);
 	free(overwritten);
 }

@@ -40,10 +40,11 @@ struct sg_source {
 };
 
 /* After a successful rename of from to to (canonical paths in a shm root,
- * NULL for a name outside the roots): a record follows its file, the
+ * NULL for a name outside the roots): a record follows its file src, the
  * record of an overwritten name goes, and a file that arrives in a root
- * untracked is a creation of its new name.  exchange: RENAME_EXCHANGE. */
-void sg_renamed(const char *from, const char *to, const struct sg_source *src, bool exchange);
+ * untracked is a creation of its new name.  back: for RENAME_EXCHANGE, the
+ * file that was at to and is now at from; else NULL. */
+void sg_renamed(const char *from, const char *to, const struct sg_source *src, const struct sg_source *back);
 
 /* After a successful link that made to (canonical, in a shm root): a
  * creation of that name. */

@@ -226,6 +226,27 @@ Test(paths, a_name_renamed_out_of_the_roots_is_forgotten)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
+/* RENAME_EXCHANGE swaps two files' names: each record follows its file,
+ * and a file that comes into a root is a creation of its name there. */
+Test(paths, an_exchange_moves_both_names)
+{
+	const char *outside = h_str("%s/e_0_0", work);
+	const char *argv[] = {h_bin("SG_SHMTOOL"),
+			      "open", outside, "4096",
+			      "shm", h_str("%sf_0_0", prefix), "4096",
+			      "exchange", outside, shm("f_0_0"),
+			      "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+
+	/* The record of f's old file went with it out of the root: the test
+	 * brings that file back under another name; not the shim's any more. */
+	cr_assert_eq(rename(outside, shm("g_0_0")), 0);
+	h_abort(abort_dir, h_str("%sf", prefix), NULL);
+	cr_expect(h_wait_gone(shm("f_0_0"), 1000), "the file that came in as f_0_0 was not swept with f");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+	cr_expect(h_exists(shm("g_0_0")), "the file that left the root was swept");
+}
+
 /* glibc makes /dev/shm/sem.NAME with a temporary name and link() of its
  * own, out of the wrappers' sight: sem_open itself is followed. */
 Test(paths, semaphores_are_tracked)

@@ -21,6 +21,7 @@
  *                        reg, dir, fifo, other or sem; E the errno left after the success) or
  *                        "fail E"; never fails
  *   rename OLD NEW       rename(OLD, NEW)
+ *   exchange A B         renameat2(A, B, RENAME_EXCHANGE)
  *   link OLD NEW         link(OLD, NEW)
  *   tmpfile DIR NEW SIZE an O_TMPFILE file in DIR, sized and filled, then named NEW with
  *                        linkat through /proc/self/fd (the unprivileged way)
@@ -392,6 +393,9 @@ int main(int argc, char **argv)
 			i += 3;
 		} else if (strcmp(cmd, "rename") == 0) {
 			ret = rename(a, b) < 0 ? fail("rename", a) : 0;
+			i += 2;
+		} else if (strcmp(cmd, "exchange") == 0) {
+			ret = renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) < 0 ? fail("exchange", a) : 0;
 			i += 2;
 		} else if (strcmp(cmd, "link") == 0) {
 			ret = link(a, b) < 0 ? fail("link", a) : 0;
