@@ -26,9 +26,15 @@ static void setup(void)
 	cr_assert_eq(mkdir(work, 0755), 0);
 }
 
+/* What the tests make outside the prefix's names in /dev/shm. */
 static void teardown(void)
 {
 	h_cleanup(prefix);
+	h_cleanup(h_str("sem.%s", prefix));
+	unlink(h_str("/tmp/%sescape", prefix));
+	unlink(h_str("/tmp/%slink", prefix));
+	umount2(h_str("/tmp/%sbind", prefix), MNT_DETACH);
+	rmdir(h_str("/tmp/%sbind", prefix));
 }
 
 TestSuite(paths, .init = setup, .fini = teardown, .timeout = 30);
@@ -58,7 +64,6 @@ Test(paths, dot_dot_out_of_a_root_is_not_tracked)
 	cr_expect(h_wait_gone(shm("sentinel"), 1000), "the request's own file was not swept");
 	cr_expect(h_exists(outside), "the abort unlinked a file in /tmp");
 	cr_assert_eq(h_finish(&p, NULL), 0);
-	unlink(outside);
 }
 
 /* The same directory by other spellings: each is a creation in /dev/shm. */
@@ -82,7 +87,6 @@ Test(paths, other_spellings_of_a_root_are_tracked)
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
 		cr_expect(h_wait_gone(shm(names[k]), 1000), "%s not swept", names[k]);
 	cr_assert_eq(h_finish(&p, NULL), 0);
-	unlink(link_dir);
 }
 
 /* A bind mount of /dev/shm is /dev/shm: the directory's device and inode
@@ -106,8 +110,6 @@ Test(paths, a_bind_mount_of_a_root_is_tracked)
 	h_abort(abort_dir, h_str("%sreq", prefix), NULL);
 	cr_expect(h_wait_gone(shm("bound"), 1000), "a file created through a bind mount was not swept");
 	cr_assert_eq(h_finish(&p, NULL), 0);
-	umount2(bind, MNT_DETACH);
-	rmdir(bind);
 }
 
 /* What each creating call returns, and errno after a success, are the
@@ -146,6 +148,11 @@ static const char **invisibility_script(const char *side)
 	TRY("sem", h_str("%s%s-sem", prefix, side), "creat");
 	TRY("sem", h_str("%s%s-sem", prefix, side), "creat,excl");
 	TRY("sem", h_str("%s%s-nosem", prefix, side), "rdwr");
+	TRY("rename", file, shm(h_str("%s-renamed", side)));
+	TRY("link", shm(h_str("%s-renamed", side)), shm(h_str("%s-linked", side)));
+	TRY("rename", shm(h_str("%s-renamed", side)), shm(h_str("%s-linked", side)));
+	TRY("rename", shm(h_str("%s-gone", side)), shm(h_str("%s-linked", side)));
+	TRY("link", shm(h_str("%s-linked", side)), dir);
 #undef TRY
 	argv[n] = NULL;
 	return argv;
@@ -160,10 +167,10 @@ Test(paths, creating_calls_are_invisible)
 	cr_expect_str_eq(shimmed, plain, "with the shim:\n%s\nwithout:\n%s", shimmed, plain);
 	cr_expect(strncmp(plain, "fail EISDIR\n", 12) == 0, "%s", plain);
 	cr_expect(strstr(plain, "ok reg errno=ENOTTY\nok reg errno=ENOTTY\nfail EEXIST\n"), "%s", plain);
+	cr_expect(strstr(plain, "ok errno=ENOTTY\nok errno=ENOTTY\nok errno=ENOTTY\nfail ENOENT\nfail EEXIST\n"), "%s",
+		  plain);
 	cr_expect(h_exists(shm("shim-target")), "a dangling symlink's target was not created");
 	cr_expect(!h_exists(shm("shim-opath")), "O_PATH created a file");
-	unlink(h_str("/dev/shm/sem.%splain-sem", prefix));
-	unlink(h_str("/dev/shm/sem.%sshim-sem", prefix));
 }
 
 /* A name made by rename or link is a creation of that name: the
@@ -264,6 +271,4 @@ Test(paths, semaphores_are_tracked)
 	cr_expect(h_wait_gone(sem, 1000), "the request's semaphore was not swept");
 	cr_expect(h_exists(other), "another request's semaphore was swept");
 	cr_assert_eq(h_finish(&p, NULL), 0);
-	unlink(sem);
-	unlink(other);
 }

@@ -20,6 +20,8 @@
  *                        value 1), errno set to ENOTTY before; prints "ok TYPE errno=E" (TYPE
  *                        reg, dir, fifo, other or sem; E the errno left after the success) or
  *                        "fail E"; never fails
+ *   try rename|link OLD NEW
+ *                        the same for rename(OLD, NEW) or link(OLD, NEW): "ok errno=E" or "fail E"
  *   rename OLD NEW       rename(OLD, NEW)
  *   exchange A B         renameat2(A, B, RENAME_EXCHANGE)
  *   link OLD NEW         link(OLD, NEW)
@@ -180,6 +182,17 @@ static int try_open(const char *how, const char *path, const char *flag_list)
 	struct stat st;
 	const char *type = "other";
 
+	if (strcmp(how, "rename") == 0 || strcmp(how, "link") == 0) {
+		errno = ENOTTY;
+		int ret = how[0] == 'r' ? rename(path, flag_list) : link(path, flag_list);
+		err = errno;
+		if (ret < 0)
+			printf("fail %s\n", strerrorname_np(err));
+		else
+			printf("ok errno=%s\n", strerrorname_np(err));
+		fflush(stdout);
+		return 0;
+	}
 	if (strcmp(how, "sem") == 0) {
 		errno = ENOTTY;
 		sem_t *sem = sem_open(path, flags, 0600, 1);
