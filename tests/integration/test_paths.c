@@ -33,6 +33,8 @@ static void teardown(void)
 	h_cleanup(h_str("sem.%s", prefix));
 	unlink(h_str("/tmp/%sescape", prefix));
 	unlink(h_str("/tmp/%slink", prefix));
+	unlink(h_str("/tmp/%svictim/data", prefix));
+	rmdir(h_str("/tmp/%svictim", prefix));
 	umount2(h_str("/tmp/%sbind", prefix), MNT_DETACH);
 	rmdir(h_str("/tmp/%sbind", prefix));
 }
@@ -63,6 +65,30 @@ Test(paths, dot_dot_out_of_a_root_is_not_tracked)
 	h_abort(abort_dir, h_str("%sreq", prefix), NULL);
 	cr_expect(h_wait_gone(shm("sentinel"), 1000), "the request's own file was not swept");
 	cr_expect(h_exists(outside), "the abort unlinked a file in /tmp");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* Another user's symlink in /dev/shm leads the program's creation into a
+ * directory of root's: that file is not in a root, and no abort touches it
+ * (recorded by its spelling, a sweep would have followed the symlink). */
+Test(paths, a_hostile_symlink_does_not_lead_a_sweep_out_of_the_root)
+{
+	const struct h_user *u = h_hostile_user();
+	const char *victim = h_str("/tmp/%svictim", prefix), *evil = shm("evil");
+	const char *ln[] = {"/bin/ln", "-s", victim, evil, NULL};
+	const char *argv[] = {h_bin("SG_SHMTOOL"),
+			      "open", h_str("%s/data", evil), "4096",
+			      "open", shm("sentinel"), "4096",
+			      "wait", NULL};
+	struct h_proc p;
+	char *out, *err;
+
+	cr_assert_eq(mkdir(victim, 0755), 0);
+	cr_assert_eq(h_output_as(u, ln, NULL, &out, &err), 0, "%s", err);
+	p = h_start_ready(argv, explicit_env("req"));
+	h_abort(abort_dir, h_str("%sreq", prefix), NULL);
+	cr_expect(h_wait_gone(shm("sentinel"), 1000), "the request's own file was not swept");
+	cr_expect(h_exists(h_str("%s/data", victim)), "the abort unlinked a file in root's directory");
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
