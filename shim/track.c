@@ -29,9 +29,9 @@ static size_t name_offset(const char *path)
 
 	if (strncmp(path, sg_cfg.abort_dir, alen) == 0 && path[alen] == '/')
 		return 0;
-	for (unsigned k = 0; k < sg_cfg.nroots; k++) {
-		size_t rlen = sg_cfg.root_len[k];
-		if (rlen >= best && strncmp(path, sg_cfg.roots[k], rlen) == 0 && path[rlen] == '/' && path[rlen + 1])
+	for (unsigned k = 0; k < sg_cfg.roots.n; k++) {
+		size_t rlen = sg_cfg.roots.len[k];
+		if (rlen >= best && strncmp(path, sg_cfg.roots.dir[k], rlen) == 0 && path[rlen] == '/' && path[rlen + 1])
 			best = rlen + 1;
 	}
 	return best;
