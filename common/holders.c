@@ -173,9 +173,10 @@ static bool scan_process(struct scan *s, uint32_t pid)
 			/* An exited main thread shows no mappings: read the next thread. */
 			int n = scan_maps(s, pid, base);
 			ok &= n >= 0;
-			mapped = n > 0;
+			mapped = n != 0;
 		}
-		if (!table_seen(s, tid, seen, nseen)) {
+		/* A process hidden from us once is unknown: no need to try each thread. */
+		if (ok && !table_seen(s, tid, seen, nseen)) {
 			ok &= scan_fds(s, pid, base);
 			if (nseen < sizeof(seen) / sizeof(*seen))
 				seen[nseen++] = tid;
