@@ -498,6 +498,11 @@ Test(sweep, every_name_is_listed_and_swept_and_none_drives_the_terminal)
 	cr_assert_not_null(r = json_loads(out, 0, NULL), "%s", out);
 	cr_expect_eq(json_array_size(json_object_get(r, "decisions")), N - 1, "%s", out); /* "plain" is tagged */
 	cr_expect_eq(json_integer_value(json_object_get(r, "removed")), N - 1, "%s", out);
+	bad = 0;
+	json_array_foreach(json_object_get(r, "decisions"), i, f)
+		bad += json_string_value(json_object_get(f, "path_hex")) &&
+		       strcmp(json_string_value(json_object_get(f, "path_hex")), hex_of(in_root("bad\xff"))) == 0;
+	cr_expect_eq(bad, 1, "the decision on a name that is not UTF-8 has no exact path_hex: %s", out);
 	json_decref(r);
 	for (i = 1; i < N; i++)
 		cr_expect(!h_exists(in_root(names[i])), "%s stayed", names[i]);
