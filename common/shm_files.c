@@ -115,10 +115,10 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 
 /* The root an unlinked file held through holders h[0..n) was in: the one
  * whose directory /proc shows it in, else the first root on its device that
- * is the top of that filesystem (a holder in another mount namespace shows
- * other paths); -1 when it was elsewhere on the device (not listed then). */
+ * is a mount point (a holder in another mount namespace shows other paths);
+ * -1 when it was elsewhere on the device (not listed then). */
 static int root_of_unlinked(const struct sg_shm_listing *l, const struct sg_holder *h, size_t n,
-			    const uint32_t *kdevs, const bool *fs_top)
+			    const uint32_t *kdevs, const bool *mount_point)
 {
 	int top = -1;
 
@@ -129,14 +129,14 @@ static int root_of_unlinked(const struct sg_shm_listing *l, const struct sg_hold
 			if (h[k].name && (size_t)(h[k].name - 1 - h[k].path) == l->roots.len[r] &&
 			    memcmp(h[k].path, l->roots.dir[r], l->roots.len[r]) == 0)
 				return (int)r;
-		if (top < 0 && fs_top[r])
+		if (top < 0 && mount_point[r])
 			top = (int)r;
 	}
 	return top;
 }
 
-/* Whether dir is the top of its filesystem (its parent is on another device). */
-static bool is_fs_top(const char *dir, const struct stat *st)
+/* Whether dir is a mount point (its parent is on another device, or is itself). */
+static bool is_mount_point(const char *dir, const struct stat *st)
 {
 	char parent[SG_PATH_MAX + 4];
 	struct stat pst;
@@ -149,7 +149,7 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 {
 	uint32_t kdevs[SG_MAX_ROOTS];
 	uint64_t inos[SG_MAX_ROOTS];
-	bool fs_top[SG_MAX_ROOTS];
+	bool mount_point[SG_MAX_ROOTS];
 	double now = sg_realtime_ns() / 1e9;
 	size_t cap = 0;
 	struct stat st;
@@ -164,13 +164,13 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 		}
 		kdevs[r] = sg_kdev(st.st_dev);
 		inos[r] = st.st_ino;
-		fs_top[r] = is_fs_top(l->roots.dir[r], &st);
+		mount_point[r] = is_mount_point(l->roots.dir[r], &st);
 		/* The same directory by another path (a symlink, a bind mount)
 		 * would list every file twice. */
 		for (unsigned k = 0; k < r; k++)
 			again |= kdevs[k] == kdevs[r] && inos[k] == inos[r];
 		if (again) {
-			fs_top[r] = false;
+			mount_point[r] = false;
 			continue;
 		}
 		if (read_root(l, r, &cap, now) < 0) {
@@ -195,7 +195,7 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 		int root;
 
 		sg_holders_find(&l->holders, first->kdev, first->ino, &n);
-		if ((root = root_of_unlinked(l, first, n, kdevs, fs_top)) < 0)
+		if ((root = root_of_unlinked(l, first, n, kdevs, mount_point)) < 0)
 			continue;
 		for (size_t k = 0; k < n && !h; k++)
 			if (stat(first[k].stat_path, &st) == 0)
