@@ -26,8 +26,7 @@ enum {
 struct audit_opts {
 	struct sg_pattern_set patterns;
 	char abort_dir[SG_PATH_MAX + 1];
-	char roots[SG_MAX_ROOTS][SG_PATH_MAX + 1];
-	unsigned nroots;
+	struct sg_roots roots;
 	double grace, duration, interval;
 	const char *json_path;
 	bool have_budget, allow_drops, verbose;

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "audit.h"
+#include "text.h"
 
 #define KIB 1024.0
 #define MIB (1024.0 * 1024.0)
@@ -91,17 +92,6 @@ static void group_leftovers(const struct audit *a, struct groups *by_proc, struc
 		qsort(by_shape->g, by_shape->n, sizeof(struct group), by_bytes);
 }
 
-static const char *human(uint64_t bytes, char *buf, size_t len)
-{
-	if (bytes >= MIB)
-		snprintf(buf, len, "%.1f MiB", bytes / MIB);
-	else if (bytes >= KIB)
-		snprintf(buf, len, "%.1f KiB", bytes / KIB);
-	else
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-	return buf;
-}
-
 static void print_text(const struct audit *a, const struct summary *s, const struct groups *by_proc,
 		       const struct groups *by_shape)
 {
@@ -109,23 +99,23 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	double n = a->naborts ? a->naborts : 1;
 
 	printf("aborts %u   leaked %s in %llu files   %.1f KiB/abort   growth %.0f MiB/h\n", a->naborts,
-	       human(s->leaked_bytes, b1, sizeof(b1)), (unsigned long long)s->leaked_files, s->kib_per_abort,
+	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)), (unsigned long long)s->leaked_files, s->kib_per_abort,
 	       s->growth_mib_per_hour);
 	if (!a->naborts)
 		printf("no abort markers appeared in %s: nothing to measure per abort\n", a->o->abort_dir);
 	printf("per abort: %.1f files, %.1f segments   run %.1f s   tracked at end %s in %llu files   "
 	       "unattributed %s\n",
-	       s->leaked_files / n, s->leaked_segments / n, a->end_s, human(s->tracked, b1, sizeof(b1)),
-	       (unsigned long long)s->files_left, human(s->unattributed, b2, sizeof(b2)));
+	       s->leaked_files / n, s->leaked_segments / n, a->end_s, sg_human_bytes(s->tracked, b1, sizeof(b1)),
+	       (unsigned long long)s->files_left, sg_human_bytes(s->unattributed, b2, sizeof(b2)));
 	for (size_t i = 0; i < by_proc->n && i < 3; i++) {
 		const struct group *g = &by_proc->g[i];
 		printf("top: %.*s  %s  %llu files, %llu segments  %s\n", (int)strcspn(g->key, "\t"), g->key,
 		       shape_text(a, g->shape), (unsigned long long)g->files, (unsigned long long)g->segments,
-		       human(g->bytes, b1, sizeof(b1)));
+		       sg_human_bytes(g->bytes, b1, sizeof(b1)));
 	}
 	for (size_t i = 0; i < by_shape->n && i < 3; i++)
 		printf("shape: %s  %llu files  %s\n", by_shape->g[i].key, (unsigned long long)by_shape->g[i].files,
-		       human(by_shape->g[i].bytes, b1, sizeof(b1)));
+		       sg_human_bytes(by_shape->g[i].bytes, b1, sizeof(b1)));
 	if (a->ambiguous)
 		printf("ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->ambiguous);
 	if (a->dropped || audit_files_over_limit(a->files))

@@ -16,10 +16,18 @@ int cmd_ls(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 
-/* Adds a --root value, normalised, to roots; -1 (reported) on a bad one.
- * cli_default_root() then gives /dev/shm when none was given. */
-int cli_add_root(const char *sub, const char *dir, const char **roots, unsigned *n);
-void cli_default_root(const char **roots, unsigned *n);
+#include <jansson.h>
+
+#include "config.h"
+
+/* Adds a --root value to roots (normalised, once); -1 (reported) on a bad
+ * one.  cli_default_root() then gives /dev/shm when none was given. */
+int cli_add_root(const char *sub, struct sg_roots *roots, const char *dir);
+void cli_default_root(struct sg_roots *roots);
+
+/* Sets o[key] to s (NULL: null).  JSON strings are UTF-8: when s is not,
+ * o[key] has U+FFFD for each bad byte and o[key "_hex"] the exact bytes. */
+void cli_json_set_text(json_t *o, const char *key, const char *s);
 
 #define SG_SHIM_NAME "libshmguard.so"
 

@@ -1,4 +1,5 @@
-/* What the subcommands share: finding the shim, reading --root options. */
+/* What the subcommands share: finding the shim, reading --root options,
+ * strings from outside in JSON. */
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "text.h"
 
 static int usable(const char *candidate, char *out)
 {
@@ -31,20 +33,33 @@ int cli_find_shim(const char *given, char *out)
 	return usable(candidate, out);
 }
 
-int cli_add_root(const char *sub, const char *dir, const char **roots, unsigned *n)
+int cli_add_root(const char *sub, struct sg_roots *roots, const char *dir)
 {
-	static char norm[SG_MAX_ROOTS][SG_PATH_MAX + 1];
-	const char *why = *n < SG_MAX_ROOTS ? sg_config_check_dir(dir, norm[*n]) : "more than 8 roots";
+	const char *why = sg_roots_add(roots, dir);
 
-	if (why)
-		return cli_fail(-1, sub, "bad root '%s': %s", dir, why);
-	roots[*n] = norm[*n];
-	(*n)++;
-	return 0;
+	return why ? cli_fail(-1, sub, "bad root '%s': %s", dir, why) : 0;
 }
 
-void cli_default_root(const char **roots, unsigned *n)
+void cli_default_root(struct sg_roots *roots)
 {
-	if (!*n)
-		roots[(*n)++] = SG_DEFAULT_ROOT;
+	if (!roots->n)
+		sg_roots_add(roots, SG_DEFAULT_ROOT);
+}
+
+void cli_json_set_text(json_t *o, const char *key, const char *s)
+{
+	char hex_key[64];
+	char *lossy, *hex;
+
+	if (!s || sg_utf8_valid(s)) {
+		json_object_set_new(o, key, s ? json_string(s) : json_null());
+		return;
+	}
+	lossy = sg_utf8_lossy(s);
+	hex = sg_hex(s);
+	snprintf(hex_key, sizeof(hex_key), "%s_hex", key);
+	json_object_set_new(o, key, lossy ? json_string(lossy) : json_null());
+	json_object_set_new(o, hex_key, hex ? json_string(hex) : json_null());
+	free(lossy);
+	free(hex);
 }

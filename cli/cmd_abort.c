@@ -58,6 +58,8 @@ int cmd_abort(int argc, char **argv)
 		{0},
 	};
 	const char *dir_arg = getenv("SHMGUARD_ABORT_DIR"), *ttl_arg = getenv("SHMGUARD_ABORT_TTL");
+	const char *roots_arg = getenv("SHMGUARD_SHM_ROOTS");
+	struct sg_roots roots = {0};
 	char dir[SG_PATH_MAX + 1];
 	unsigned ttl = SG_DEFAULT_ABORT_TTL;
 	int c, dfd, status = EXIT_OK;
@@ -85,8 +87,12 @@ int cmd_abort(int argc, char **argv)
 	const char *why = sg_config_check_dir(dir_arg && *dir_arg ? dir_arg : SG_DEFAULT_ABORT_DIR, dir);
 	if (why)
 		return cli_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir_arg, why);
-	if (strcmp(dir, SG_DEFAULT_ROOT) == 0)
-		return cli_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir, SG_ABORT_DIR_IS_ROOT);
+	/* The roots the shims see: theirs are the default and SHMGUARD_SHM_ROOTS. */
+	sg_roots_add(&roots, SG_DEFAULT_ROOT);
+	if (roots_arg && *roots_arg && (why = sg_roots_add_list(&roots, roots_arg)))
+		return cli_fail(EXIT_USAGE, "abort", "bad SHMGUARD_SHM_ROOTS '%s': %s", roots_arg, why);
+	if ((why = sg_roots_check_abort_dir(&roots, dir)))
+		return cli_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir, why);
 	if (ttl_arg && sg_config_parse_ttl(ttl_arg, &ttl) < 0)
 		return cli_fail(EXIT_USAGE, "abort", "bad TTL '%s': expected whole seconds from 1 to %d", ttl_arg,
 				SG_MAX_ABORT_TTL);

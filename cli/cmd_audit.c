@@ -63,22 +63,6 @@ static int parse_seconds(const char *s, double *out)
 	return 0;
 }
 
-static int add_root(struct audit_opts *o, const char *dir)
-{
-	char norm[SG_PATH_MAX + 1];
-	const char *why = sg_config_check_dir(dir, norm);
-
-	if (why)
-		return cli_fail(-1, "audit", "bad shm root '%s': %s", dir, why);
-	for (unsigned i = 0; i < o->nroots; i++)
-		if (strcmp(o->roots[i], norm) == 0)
-			return 0;
-	if (o->nroots == SG_MAX_ROOTS)
-		return cli_fail(-1, "audit", "more than %d shm roots", SG_MAX_ROOTS);
-	strcpy(o->roots[o->nroots++], norm);
-	return 0;
-}
-
 static int parse_options(int argc, char **argv, struct audit_opts *o)
 {
 	static const struct option opts[] = {
@@ -97,13 +81,13 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 
 	o->grace = 2;
 	o->max_files = 1000000;
-	add_root(o, SG_DEFAULT_ROOT);
+	cli_default_root(&o->roots);
 	while ((c = getopt_long(argc, argv, "+p:a:s:g:b:j:d:i:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': patterns = optarg; break;
 		case 'a': abort_dir = optarg; break;
 		case 's':
-			if (add_root(o, optarg) < 0)
+			if (cli_add_root("audit", &o->roots, optarg) < 0)
 				return -1;
 			break;
 		case 'g':
@@ -159,9 +143,8 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 	const char *why = sg_config_check_dir(abort_dir && *abort_dir ? abort_dir : SG_DEFAULT_ABORT_DIR, o->abort_dir);
 	if (why)
 		return cli_fail(-1, "audit", "bad abort directory '%s': %s", abort_dir, why);
-	for (unsigned i = 0; i < o->nroots; i++)
-		if (strcmp(o->abort_dir, o->roots[i]) == 0)
-			return cli_fail(-1, "audit", "bad abort directory '%s': %s", o->abort_dir, SG_ABORT_DIR_IS_ROOT);
+	if ((why = sg_roots_check_abort_dir(&o->roots, o->abort_dir)))
+		return cli_fail(-1, "audit", "bad abort directory '%s': %s", o->abort_dir, why);
 	return 0;
 }
 
@@ -170,10 +153,10 @@ static int resolve_roots(struct audit *a, const struct audit_opts *o)
 {
 	struct stat st;
 
-	for (unsigned i = 0; i < o->nroots; i++) {
-		if (stat(o->roots[i], &st) < 0 || !S_ISDIR(st.st_mode))
-			return cli_fail(-1, "audit", "shm root %s is not a directory", o->roots[i]);
-		a->roots[a->nroots++] = (struct audit_root){o->roots[i], sg_kdev(st.st_dev), st.st_ino};
+	for (unsigned i = 0; i < o->roots.n; i++) {
+		if (stat(o->roots.dir[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			return cli_fail(-1, "audit", "shm root %s is not a directory", o->roots.dir[i]);
+		a->roots[a->nroots++] = (struct audit_root){o->roots.dir[i], sg_kdev(st.st_dev), st.st_ino};
 	}
 	if (stat(o->abort_dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return cli_fail(-1, "audit",

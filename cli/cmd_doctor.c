@@ -43,7 +43,7 @@ static int line(const char *what, bool ok, const char *fmt, ...)
 	return ok ? 0 : 1;
 }
 
-static int check_bpf(const char **roots, unsigned nroots)
+static int check_bpf(const struct sg_roots *roots)
 {
 	struct audit_opts o = {0};
 	struct audit a = {.o = &o};
@@ -51,9 +51,9 @@ static int check_bpf(const char **roots, unsigned nroots)
 	struct stat st;
 	char err[256];
 
-	for (unsigned i = 0; i < nroots; i++)
-		if (stat(roots[i], &st) == 0)
-			a.roots[a.nroots++] = (struct audit_root){roots[i], sg_kdev(st.st_dev), st.st_ino};
+	for (unsigned i = 0; i < roots->n; i++)
+		if (stat(roots->dir[i], &st) == 0)
+			a.roots[a.nroots++] = (struct audit_root){roots->dir[i], sg_kdev(st.st_dev), st.st_ino};
 	t = audit_trace_start(&a, false, NULL, err, sizeof(err));
 	if (!t)
 		return line("bpf", false, "shmguard audit cannot trace here: %s", err);
@@ -149,8 +149,8 @@ int cmd_doctor(int argc, char **argv)
 		{"binary", required_argument, NULL, 'b'}, {"root", required_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'}, {0},
 	};
-	const char *roots[SG_MAX_ROOTS], *binary = NULL;
-	unsigned nroots = 0;
+	struct sg_roots roots = {0};
+	const char *binary = NULL;
 	int c, status = 0;
 	struct utsname u;
 
@@ -158,7 +158,7 @@ int cmd_doctor(int argc, char **argv)
 		switch (c) {
 		case 'b': binary = optarg; break;
 		case 'r':
-			if (cli_add_root("doctor", optarg, roots, &nroots) < 0)
+			if (cli_add_root("doctor", &roots, optarg) < 0)
 				return EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return EXIT_OK;
@@ -169,21 +169,21 @@ int cmd_doctor(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	cli_default_root(roots, &nroots);
+	cli_default_root(&roots);
 
 	uname(&u);
 	line("kernel", true, "%s %s", u.release, u.machine);
 	status |= access("/sys/kernel/btf/vmlinux", R_OK) == 0
 			  ? line("btf", true, "/sys/kernel/btf/vmlinux")
 			  : line("btf", false, "no /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF for the auditor");
-	status |= check_bpf(roots, nroots);
+	status |= check_bpf(&roots);
 	if (access("/sys/kernel/tracing/events", F_OK) == 0)
 		line("tracefs", true, "mounted at /sys/kernel/tracing (shmguard does not need it)");
 	else
 		line("tracefs", true, "not mounted: shmguard does not need it (syscall-tracepoint tools do: mount -t "
 				      "tracefs none /sys/kernel/tracing)");
-	for (unsigned i = 0; i < nroots; i++)
-		status |= check_root(roots[i]);
+	for (unsigned i = 0; i < roots.n; i++)
+		status |= check_root(roots.dir[i]);
 	if (binary)
 		status |= check_binary(binary);
 	return status ? EXIT_FAIL : EXIT_OK;

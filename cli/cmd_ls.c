@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "shm_files.h"
+#include "text.h"
 
 static void usage(FILE *out)
 {
@@ -29,83 +30,89 @@ static int by_bytes(const void *x, const void *y)
 	return (a->bytes < b->bytes) - (a->bytes > b->bytes);
 }
 
-static const char *human(uint64_t bytes, char *buf, size_t len)
-{
-	if (bytes >= 1 << 30)
-		snprintf(buf, len, "%.1fG", bytes / (double)(1 << 30));
-	else if (bytes >= 1 << 20)
-		snprintf(buf, len, "%.1fM", bytes / (double)(1 << 20));
-	else if (bytes >= 1 << 10)
-		snprintf(buf, len, "%.1fK", bytes / 1024.0);
-	else
-		snprintf(buf, len, "%llu", (unsigned long long)bytes);
-	return buf;
-}
-
+/* root/name, escaped for a terminal, then " (deleted)" for an unlinked file. */
 static const char *display_name(const struct sg_shm_listing *l, const struct sg_shm_file *f, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s%s", f->root >= 0 ? l->roots[f->root] : "?", f->name ? f->name : "?",
-		 f->linked ? "" : " (deleted)");
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
+
+	snprintf(path, sizeof(path), "%s/%s", f->root >= 0 ? l->roots.dir[f->root] : "?", f->name ? f->name : "?");
+	sg_text_escape(path, buf, len);
+	if (!f->linked)
+		strncat(buf, " (deleted)", len - strlen(buf) - 1);
 	return buf;
 }
 
 static void print_text(const struct sg_shm_listing *l)
 {
-	char b1[16], name[600], holders[128], comm[32];
+	char b1[16], name[SG_ESCAPED_MAX], holders[128], comm[32], esc[SG_ESCAPED_MAX];
 	uint64_t total = 0, held = 0;
 
-	printf("%8s %10s %6s %8s  %-24s %-16s %-22s %s\n", "BYTES", "SIZE", "UID", "AGE", "REQUEST", "CREATOR",
+	printf("%10s %10s %6s %8s  %-24s %-16s %-22s %s\n", "BYTES", "SIZE", "UID", "AGE", "REQUEST", "CREATOR",
 	       "HOLDERS", "NAME");
 	for (size_t i = 0; i < l->n; i++) {
 		const struct sg_shm_file *f = &l->files[i];
-		char creator[32] = "-";
+		char creator[32] = "-", req[SG_ESCAPED_MAX] = "-";
 		size_t off = 0;
 
-		if (f->tagged)
+		if (f->tagged) {
 			snprintf(creator, sizeof(creator), "%d (%s)", (int)f->tag.pid, sg_creator_state_name(f->creator));
+			sg_text_escape(f->tag.req, req, sizeof(req));
+		}
 		holders[0] = '\0';
 		for (size_t k = 0; k < f->nholders && off < sizeof(holders) - 1; k++) {
 			if (k && f->holders[k].pid == f->holders[k - 1].pid)
 				continue;
+			sg_text_escape(sg_comm(f->holders[k].pid, comm, sizeof(comm)), esc, sizeof(esc));
 			off += (size_t)snprintf(holders + off, sizeof(holders) - off, "%s%u %s", off ? "," : "",
-						f->holders[k].pid, sg_comm(f->holders[k].pid, comm, sizeof(comm)));
+						f->holders[k].pid, esc);
 		}
-		printf("%8s %10lld %6u %7.0fs  %-24s %-16s %-22s %s\n", human(f->bytes, b1, sizeof(b1)),
-		       (long long)f->size, (unsigned)f->uid, f->age_s, f->tagged ? f->tag.req : "-", creator,
-		       off ? holders : "-", display_name(l, f, name, sizeof(name)));
+		printf("%10s %10lld %6u %7.0fs  %-24s %-16s %-22s %s\n", sg_human_bytes(f->bytes, b1, sizeof(b1)),
+		       (long long)f->size, (unsigned)f->uid, f->age_s, req, creator, off ? holders : "-",
+		       display_name(l, f, name, sizeof(name)));
 		total += f->bytes;
 		held += f->linked ? 0 : f->bytes;
 	}
-	printf("total: %zu files, %s allocated", l->n, human(total, b1, sizeof(b1)));
-	printf(", %s of it unlinked but still held\n", human(held, b1, sizeof(b1)));
+	printf("total: %zu files, %s allocated", l->n, sg_human_bytes(total, b1, sizeof(b1)));
+	printf(", %s of it unlinked but still held\n", sg_human_bytes(held, b1, sizeof(b1)));
 	if (l->holders.unreadable)
 		printf("unknown: %u process(es) could not be read, e.g. %u (%s): what they hold is not shown\n",
 		       l->holders.unreadable, l->holders.first_unreadable,
-		       sg_comm(l->holders.first_unreadable, comm, sizeof(comm)));
+		       sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
+}
+
+static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_file *f)
+{
+	char path[SG_PATH_MAX + SG_NAME_MAX + 16], comm[32];
+	json_t *holders = json_array(), *o, *tag = json_null();
+
+	for (size_t k = 0; k < f->nholders; k++) {
+		json_t *h = json_pack("{s:i, s:s}", "pid", (int)f->holders[k].pid, "via",
+				      f->holders[k].mapped ? "mapping" : "fd");
+		cli_json_set_text(h, "command", sg_comm(f->holders[k].pid, comm, sizeof(comm)));
+		json_array_append_new(holders, h);
+	}
+	if (f->tagged) {
+		tag = json_pack("{s:i, s:s}", "creator_pid", (int)f->tag.pid, "creator", sg_creator_state_name(f->creator));
+		cli_json_set_text(tag, "request", f->tag.req);
+	}
+	snprintf(path, sizeof(path), "%s/%s%s", f->root >= 0 ? l->roots.dir[f->root] : "?", f->name ? f->name : "?",
+		 f->linked ? "" : " (deleted)");
+	o = json_pack("{s:b, s:I, s:I, s:i, s:f, s:o, s:o}", "linked", f->linked, "size", (json_int_t)f->size,
+		      "allocated_bytes", (json_int_t)f->bytes, "uid", (int)f->uid, "age_s", f->age_s, "holders", holders,
+		      "tag", tag);
+	cli_json_set_text(o, "path", path);
+	cli_json_set_text(o, "name", f->name);
+	return o;
 }
 
 static int print_json(const struct sg_shm_listing *l)
 {
 	json_t *files = json_array(), *root;
-	char name[600], comm[32];
 	uint64_t total = 0;
 
 	for (size_t i = 0; i < l->n; i++) {
-		const struct sg_shm_file *f = &l->files[i];
-		json_t *holders = json_array();
-		for (size_t k = 0; k < f->nholders; k++)
-			json_array_append_new(holders, json_pack("{s:i, s:s, s:s}", "pid", (int)f->holders[k].pid, "command",
-								 sg_comm(f->holders[k].pid, comm, sizeof(comm)), "via",
-								 f->holders[k].mapped ? "mapping" : "fd"));
-		json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:i, s:f, s:o}", "path", display_name(l, f, name, sizeof(name)),
-				      "linked", f->linked, "size", (json_int_t)f->size, "allocated_bytes",
-				      (json_int_t)f->bytes, "uid", (int)f->uid, "age_s", f->age_s, "holders", holders);
-		json_object_set_new(o, "tag", f->tagged ? json_pack("{s:s, s:i, s:s}", "request", f->tag.req, "creator_pid",
-								    (int)f->tag.pid, "creator",
-								    sg_creator_state_name(f->creator))
-							: json_null());
-		json_array_append_new(files, o);
-		total += f->bytes;
+		json_array_append_new(files, file_json(l, &l->files[i]));
+		total += l->files[i].bytes;
 	}
 	root = json_pack("{s:o, s:I, s:I, s:i}", "files", files, "total_files", (json_int_t)l->n, "total_allocated_bytes",
 			 (json_int_t)total, "unreadable_processes", (int)l->holders.unreadable);
@@ -129,7 +136,7 @@ int cmd_ls(int argc, char **argv)
 		switch (c) {
 		case 'j': json = true; break;
 		case 'r':
-			if (cli_add_root("ls", optarg, l.roots, &l.nroots) < 0)
+			if (cli_add_root("ls", &l.roots, optarg) < 0)
 				return EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return EXIT_OK;
@@ -140,7 +147,7 @@ int cmd_ls(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	cli_default_root(l.roots, &l.nroots);
+	cli_default_root(&l.roots);
 	if (sg_shm_list(&l, err, sizeof(err)) < 0) {
 		sg_shm_listing_free(&l);
 		return cli_fail(EXIT_FAIL, "ls", "%s", err);

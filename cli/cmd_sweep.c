@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "reqid.h"
 #include "shm_files.h"
+#include "text.h"
 
 /* A creator may sit between its O_EXCL create and its ftruncate. */
 #define YOUNG_EMPTY_S 5.0
@@ -52,7 +53,7 @@ static void usage(FILE *out)
 		"Never unlinked: a file in use (or, without --ignore-unreadable, whose users cannot all\n"
 		"be seen), a zero-length file younger than %.0f s, a name whose inode changed since it\n"
 		"was examined, a symlink.  Sweeps of one root run one at a time.\n\n"
-		"Exit status: 0, 1 a file could not be removed, 2 bad usage.\n",
+		"Exit status: 0, 1 a file could not be removed or a root read or locked, 2 bad usage.\n",
 		YOUNG_EMPTY_S);
 }
 
@@ -81,7 +82,7 @@ static const char *judge(const struct sweep_opts *o, const struct sg_shm_listing
 			 const char **why_go, char *buf, size_t len)
 {
 	bool wanted = false;
-	char comm[32];
+	char comm[32], esc[sizeof(comm) * 4];
 
 	*why_go = NULL;
 	if (f->tagged) {
@@ -105,13 +106,14 @@ static const char *judge(const struct sweep_opts *o, const struct sg_shm_listing
 	if (!wanted)
 		return NULL;
 	if (f->nholders) {
-		snprintf(buf, len, "in use by %u (%s)", f->holders[0].pid, sg_comm(f->holders[0].pid, comm, sizeof(comm)));
+		snprintf(buf, len, "in use by %u (%s)", f->holders[0].pid,
+			 sg_text_escape(sg_comm(f->holders[0].pid, comm, sizeof(comm)), esc, sizeof(esc)));
 		return buf;
 	}
 	if (l->holders.unreadable && !o->ignore_unreadable) {
 		snprintf(buf, len, "%u process(es) cannot be read, e.g. %u (%s), and could be using it",
 			 l->holders.unreadable, l->holders.first_unreadable,
-			 sg_comm(l->holders.first_unreadable, comm, sizeof(comm)));
+			 sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
 		return buf;
 	}
 	if (f->size == 0 && f->age_s < YOUNG_EMPTY_S)
@@ -125,15 +127,22 @@ struct outcome {
 	json_t *decisions;
 };
 
+/* path is the file's, as its bytes are (escaped here for a terminal, or
+ * made JSON-safe); why is ours (with any outside string in it escaped). */
 static void say(struct outcome *out, const struct sweep_opts *o, const char *verdict, const char *path,
 		uint64_t bytes, const char *why)
 {
-	if (o->json)
-		json_array_append_new(out->decisions,
-				      json_pack("{s:s, s:s, s:I, s:s}", "decision", verdict, "path", path, "allocated_bytes",
-						(json_int_t)bytes, "reason", why));
-	else
-		printf("%-13s %s (%llu bytes): %s\n", verdict, path, (unsigned long long)bytes, why);
+	char esc[SG_ESCAPED_MAX];
+
+	if (o->json) {
+		json_t *d = json_pack("{s:s, s:I, s:s}", "decision", verdict, "allocated_bytes", (json_int_t)bytes,
+				      "reason", why);
+		cli_json_set_text(d, "path", path);
+		json_array_append_new(out->decisions, d);
+	} else {
+		printf("%-13s %s (%llu bytes): %s\n", verdict, sg_text_escape(path, esc, sizeof(esc)),
+		       (unsigned long long)bytes, why);
+	}
 }
 
 /* Unlinks f if its name still refers to the inode examined. */
@@ -171,20 +180,25 @@ static void remove_file(struct outcome *out, const struct sweep_opts *o, int dfd
 
 static int sweep_root(struct outcome *out, const struct sweep_opts *o, const struct sg_shm_listing *l, unsigned r)
 {
-	char path[SG_PATH_MAX + SG_NAME_MAX + 2], buf[96];
-	int dfd = open(l->roots[r], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2], buf[192];
+	int dfd = open(l->roots.dir[r], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (dfd < 0)
+		return cli_fail(-1, "sweep", "cannot open %s: %s", l->roots.dir[r], strerror(errno));
+	/* One sweep at a time per root: two never unlink the same name.
+	 * Without the lock, this root is not swept. */
+	if (flock(dfd, LOCK_EX) < 0) {
+		cli_fail(-1, "sweep", "cannot lock %s: %s", l->roots.dir[r], strerror(errno));
+		close(dfd);
 		return -1;
-	/* One sweep at a time per root: two never unlink the same name. */
-	flock(dfd, LOCK_EX);
+	}
 	for (size_t i = 0; i < l->n; i++) {
 		const struct sg_shm_file *f = &l->files[i];
 		const char *why_go, *keep;
 
 		if (f->root != (int)r || !f->linked)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", l->roots[r], f->name);
+		snprintf(path, sizeof(path), "%s/%s", l->roots.dir[r], f->name);
 		keep = judge(o, l, f, &why_go, buf, sizeof(buf));
 		if (keep) {
 			out->kept++;
@@ -197,7 +211,7 @@ static int sweep_root(struct outcome *out, const struct sweep_opts *o, const str
 	return 0;
 }
 
-static int parse(int argc, char **argv, struct sweep_opts *o, const char **roots, unsigned *nroots)
+static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *roots)
 {
 	static const struct option opts[] = {
 		{"dead", no_argument, NULL, 'D'},       {"request", required_argument, NULL, 'r'},
@@ -211,6 +225,8 @@ static int parse(int argc, char **argv, struct sweep_opts *o, const char **roots
 	const char *why;
 
 	o->requests = calloc((size_t)argc, sizeof(*o->requests));
+	if (!o->requests)
+		return cli_fail(-1, "sweep", "out of memory");
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'D': o->dead = true; break;
@@ -226,7 +242,7 @@ static int parse(int argc, char **argv, struct sweep_opts *o, const char **roots
 			o->have_older_than = true;
 			break;
 		case 'R':
-			if (cli_add_root("sweep", optarg, roots, nroots) < 0)
+			if (cli_add_root("sweep", roots, optarg) < 0)
 				return -1;
 			break;
 		case 'n': o->dry_run = true; break;
@@ -242,7 +258,7 @@ static int parse(int argc, char **argv, struct sweep_opts *o, const char **roots
 	}
 	if (!o->match != !o->have_older_than)
 		return cli_fail(-1, "sweep", "--match and --older-than go together: untagged files need both");
-	cli_default_root(roots, nroots);
+	cli_default_root(roots);
 	return 0;
 }
 
@@ -254,7 +270,7 @@ int cmd_sweep(int argc, char **argv)
 	char err[256];
 	int status = EXIT_OK;
 
-	if (parse(argc, argv, &o, l.roots, &l.nroots) < 0) {
+	if (parse(argc, argv, &o, &l.roots) < 0) {
 		free(o.requests);
 		return EXIT_USAGE;
 	}
@@ -264,9 +280,9 @@ int cmd_sweep(int argc, char **argv)
 	}
 	if (o.json)
 		out.decisions = json_array();
-	for (unsigned r = 0; r < l.nroots; r++)
+	for (unsigned r = 0; r < l.roots.n; r++)
 		if (sweep_root(&out, &o, &l, r) < 0)
-			status = cli_fail(EXIT_FAIL, "sweep", "cannot open %s: %s", l.roots[r], strerror(errno));
+			status = EXIT_FAIL;
 	if (o.json) {
 		json_t *root = json_pack("{s:o, s:i, s:i, s:i, s:I, s:b}", "decisions", out.decisions, "removed",
 					 out.removed, "kept", out.kept, "failed", out.failed, "reclaimed_bytes",

@@ -45,42 +45,55 @@ int sg_config_parse_ttl(const char *v, unsigned *ttl)
 	return 0;
 }
 
-static int bad(char *err, size_t errlen, const char *var, const char *val, const char *why)
+const char *sg_roots_add(struct sg_roots *r, const char *dir)
 {
-	snprintf(err, errlen, "%s='%.80s': %s", var, val, why);
-	return -1;
+	char norm[SG_PATH_MAX + 1];
+	const char *why = sg_config_check_dir(dir, norm);
+
+	if (why)
+		return why;
+	for (unsigned k = 0; k < r->n; k++)
+		if (strcmp(r->dir[k], norm) == 0)
+			return NULL;
+	if (r->n == SG_MAX_ROOTS)
+		return "more than 8 roots";
+	strcpy(r->dir[r->n], norm);
+	r->len[r->n++] = strlen(norm);
+	return NULL;
 }
 
-static int parse_roots(struct sg_config *c, const char *val, char *err, size_t errlen)
+const char *sg_roots_add_list(struct sg_roots *r, const char *list)
 {
-	const char *start = val;
-
-	for (;;) {
+	for (const char *start = list;;) {
 		const char *end = strchr(start, ':');
 		size_t len = end ? (size_t)(end - start) : strlen(start);
 		char dir[SG_PATH_MAX + 1];
 		const char *why;
 
 		if (len > SG_PATH_MAX)
-			return bad(err, errlen, "SHMGUARD_SHM_ROOTS", val, "a directory path is too long");
+			return "a directory path is too long";
 		memcpy(dir, start, len);
 		dir[len] = '\0';
-		why = sg_config_check_dir(dir, dir);
-		if (why)
-			return bad(err, errlen, "SHMGUARD_SHM_ROOTS", val, why);
-		bool dup = false;
-		for (unsigned k = 0; k < c->nroots; k++)
-			dup |= strcmp(c->roots[k], dir) == 0;
-		if (!dup) {
-			if (c->nroots == SG_MAX_ROOTS)
-				return bad(err, errlen, "SHMGUARD_SHM_ROOTS", val, "more than 8 roots");
-			strcpy(c->roots[c->nroots], dir);
-			c->root_len[c->nroots++] = strlen(dir);
-		}
+		if ((why = sg_roots_add(r, dir)))
+			return why;
 		if (!end)
-			return 0;
+			return NULL;
 		start = end + 1;
 	}
+}
+
+const char *sg_roots_check_abort_dir(const struct sg_roots *r, const char *abort_dir)
+{
+	for (unsigned k = 0; k < r->n; k++)
+		if (strcmp(abort_dir, r->dir[k]) == 0)
+			return SG_ABORT_DIR_IS_ROOT;
+	return NULL;
+}
+
+static int bad(char *err, size_t errlen, const char *var, const char *val, const char *why)
+{
+	snprintf(err, errlen, "%s='%.80s': %s", var, val, why);
+	return -1;
 }
 
 static const char *from_environ(const char *name, void *ctx)
@@ -97,15 +110,13 @@ int sg_config_from_env(struct sg_config *c, char *err, size_t errlen)
 int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, void *ctx), void *ctx, char *err,
 		   size_t errlen)
 {
-	const char *v;
+	const char *v, *why;
 	char perr[160];
 
 	memset(c, 0, sizeof(*c));
 	c->log_level = SG_LOG_WARN;
 	c->abort_ttl = SG_DEFAULT_ABORT_TTL;
-	strcpy(c->roots[0], SG_DEFAULT_ROOT);
-	c->root_len[0] = strlen(SG_DEFAULT_ROOT);
-	c->nroots = 1;
+	sg_roots_add(&c->roots, SG_DEFAULT_ROOT);
 	strcpy(c->abort_dir, SG_DEFAULT_ABORT_DIR);
 	c->tag_xattr = true;
 
@@ -120,22 +131,17 @@ int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, voi
 	}
 	if ((v = get("SHMGUARD_PATTERNS", ctx)) && *v && sg_patterns_parse(&c->patterns, v, perr, sizeof(perr)) < 0)
 		return bad(err, errlen, "SHMGUARD_PATTERNS", v, perr);
-	if ((v = get("SHMGUARD_SHM_ROOTS", ctx)) && *v && parse_roots(c, v, err, errlen) < 0)
-		return -1;
-	if ((v = get("SHMGUARD_ABORT_DIR", ctx))) {
-		const char *why = sg_config_check_dir(v, c->abort_dir);
-		if (why)
-			return bad(err, errlen, "SHMGUARD_ABORT_DIR", v, why);
-	}
+	if ((v = get("SHMGUARD_SHM_ROOTS", ctx)) && *v && (why = sg_roots_add_list(&c->roots, v)))
+		return bad(err, errlen, "SHMGUARD_SHM_ROOTS", v, why);
+	if ((v = get("SHMGUARD_ABORT_DIR", ctx)) && (why = sg_config_check_dir(v, c->abort_dir)))
+		return bad(err, errlen, "SHMGUARD_ABORT_DIR", v, why);
 	if ((v = get("SHMGUARD_REQUEST_ID", ctx)) && *v) {
-		const char *why = sg_reqid_invalid(v);
-		if (why)
+		if ((why = sg_reqid_invalid(v)))
 			return bad(err, errlen, "SHMGUARD_REQUEST_ID", v, why);
 		strcpy(c->request_id, v);
 	}
-	for (unsigned k = 0; k < c->nroots; k++)
-		if (strcmp(c->abort_dir, c->roots[k]) == 0)
-			return bad(err, errlen, "SHMGUARD_ABORT_DIR", c->abort_dir, SG_ABORT_DIR_IS_ROOT);
+	if ((why = sg_roots_check_abort_dir(&c->roots, c->abort_dir)))
+		return bad(err, errlen, "SHMGUARD_ABORT_DIR", c->abort_dir, why);
 	if ((v = get("SHMGUARD_ABORT_TTL", ctx)) && sg_config_parse_ttl(v, &c->abort_ttl) < 0)
 		return bad(err, errlen, "SHMGUARD_ABORT_TTL", v, "expected whole seconds from 1 to 604800");
 	if ((v = get("SHMGUARD_TAG", ctx))) {

@@ -18,13 +18,20 @@
 /* Markers among the segments would make every segment a marker. */
 #define SG_ABORT_DIR_IS_ROOT "the abort directory must not be a shm root itself (use a subdirectory, such as " SG_DEFAULT_ABORT_DIR ")"
 
+/* A list of shm roots: absolute directories, normalised (see
+ * sg_config_check_dir), each once.  The shim's configuration, ls, sweep,
+ * doctor and audit all build theirs with sg_roots_add. */
+struct sg_roots {
+	char dir[SG_MAX_ROOTS][SG_PATH_MAX + 1];
+	size_t len[SG_MAX_ROOTS];
+	unsigned n;
+};
+
 enum sg_log_level { SG_LOG_OFF, SG_LOG_WARN, SG_LOG_INFO, SG_LOG_DEBUG };
 
 struct sg_config {
 	struct sg_pattern_set patterns; /* empty: no pattern attribution */
-	char roots[SG_MAX_ROOTS][SG_PATH_MAX + 1];
-	size_t root_len[SG_MAX_ROOTS];
-	unsigned nroots;
+	struct sg_roots roots;
 	char abort_dir[SG_PATH_MAX + 1];
 	char request_id[SG_NAME_MAX + 1]; /* empty: none */
 	unsigned abort_ttl;                /* seconds */
@@ -44,6 +51,17 @@ int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, voi
 /* Normalise an absolute directory path (no trailing '/', no '.', '..' or
  * empty components) into out; returns NULL or why it is unusable. */
 const char *sg_config_check_dir(const char *path, char *out);
+
+/* Adds dir, normalised, to r unless it is there already ("/a/" is "/a").
+ * Returns NULL, or why it cannot (r is then unchanged). */
+const char *sg_roots_add(struct sg_roots *r, const char *dir);
+
+/* Adds each directory of a ':'-separated list; NULL or why one cannot be. */
+const char *sg_roots_add_list(struct sg_roots *r, const char *list);
+
+/* NULL, or why the (normalised) abort directory cannot be used with these
+ * roots: markers among the segments would make every segment a marker. */
+const char *sg_roots_check_abort_dir(const struct sg_roots *r, const char *abort_dir);
 
 /* Marker lifetime in whole seconds, 1 to SG_MAX_ABORT_TTL.  Returns 0 or -1. */
 int sg_config_parse_ttl(const char *v, unsigned *ttl);

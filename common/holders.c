@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/kcmp.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -21,6 +23,7 @@ struct scan {
 	const uint32_t *kdevs;
 	unsigned ndevs;
 	bool unlinked_only;
+	bool no_kcmp; /* the kernel has no kcmp (CONFIG_CHECKPOINT_RESTORE off) */
 };
 
 static bool wanted(const struct scan *s, uint32_t kdev)
@@ -42,15 +45,15 @@ static void add(struct sg_holders *hs, uint32_t kdev, uint64_t ino, uint32_t pid
 		hs->h = h;
 		hs->cap = cap;
 	}
-	char *name = NULL;
-	const char *slash = shown ? strrchr(shown, '/') : NULL;
-	if (slash) {
-		size_t len = strlen(slash + 1);
-		if (len > 10 && strcmp(slash + 1 + len - 10, " (deleted)") == 0)
+	char *path = NULL;
+	if (shown) {
+		size_t len = strlen(shown);
+		if (len > 10 && strcmp(shown + len - 10, " (deleted)") == 0)
 			len -= 10;
-		name = strndup(slash + 1, len);
+		path = strndup(shown, len);
 	}
-	hs->h[hs->n++] = (struct sg_holder){kdev, ino, pid, mapped, strdup(stat_path), name};
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	hs->h[hs->n++] = (struct sg_holder){kdev, ino, pid, mapped, strdup(stat_path), path, slash ? slash + 1 : NULL};
 }
 
 /* Whether an open that failed says the process is there but hidden from us
@@ -60,15 +63,16 @@ static bool hidden(void)
 	return errno == EACCES || errno == EPERM;
 }
 
-/* Files of the devices that process pid holds open; false if hidden. */
-static bool scan_fds(struct scan *s, uint32_t pid)
+/* Files of the devices in the descriptor table of base (/proc/PID or
+ * /proc/PID/task/TID), held by process pid; false if hidden. */
+static bool scan_fds(struct scan *s, uint32_t pid, const char *base)
 {
 	char dir[64], link[sizeof(dir) + sizeof(((struct dirent *)0)->d_name) + 1], target[512];
 	struct stat st;
 	struct dirent *e;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "/proc/%u/fd", pid);
+	snprintf(dir, sizeof(dir), "%s/fd", base);
 	if (!(d = opendir(dir)))
 		return !hidden();
 	while ((e = readdir(d))) {
@@ -84,16 +88,20 @@ static bool scan_fds(struct scan *s, uint32_t pid)
 	return true;
 }
 
-/* Files of the devices that process pid maps; false if hidden. */
-static bool scan_maps(struct scan *s, uint32_t pid)
+/* Files of the devices that process pid maps, read from base (/proc/PID or
+ * /proc/PID/task/TID: threads share one address space).  Returns how many
+ * mappings base shows (0: none, or gone), or -1 if hidden. */
+static int scan_maps(struct scan *s, uint32_t pid, const char *base)
 {
 	char path[64], line[4096];
+	int lines = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	snprintf(path, sizeof(path), "%s/maps", base);
 	if (!(f = fopen(path, "re")))
-		return !hidden();
+		return hidden() ? -1 : 0;
 	while (fgets(line, sizeof(line), f)) {
+		lines++;
 		unsigned long long start, end, ino;
 		unsigned maj, min;
 		int off = 0;
@@ -106,12 +114,76 @@ static bool scan_maps(struct scan *s, uint32_t pid)
 			continue;
 		char *shown = line + off;
 		shown[strcspn(shown, "\n")] = '\0';
+		/* Only the process has map_files (no thread does): once its main
+		 * thread has exited, stat() through it fails. */
 		char stat_path[96];
 		snprintf(stat_path, sizeof(stat_path), "/proc/%u/map_files/%llx-%llx", pid, start, end);
 		add(s->hs, kdev, ino, pid, true, stat_path, shown);
 	}
 	fclose(f);
-	return true;
+	return lines;
+}
+
+/* Whether thread tid uses one of the descriptor tables already read (those
+ * of the threads in seen).  kcmp compares the tables themselves; without it
+ * every thread is read. */
+static bool table_seen(struct scan *s, uint32_t tid, const uint32_t *seen, unsigned nseen)
+{
+	for (unsigned i = 0; i < nseen && !s->no_kcmp; i++) {
+		long same = syscall(SYS_kcmp, (pid_t)seen[i], (pid_t)tid, KCMP_FILES, 0, 0);
+		if (same == 0)
+			return true;
+		s->no_kcmp = same < 0 && errno == ENOSYS;
+	}
+	return false;
+}
+
+/* Files of the devices that process pid holds open or maps; false if
+ * hidden.  Every thread is looked at: one may have a table of its own
+ * (unshare(CLONE_FILES)), and after the main thread exits (pthread_exit)
+ * /proc/PID/fd and /proc/PID/maps are empty while the others still hold
+ * and map files.  Threads that share a table are read once. */
+static bool scan_process(struct scan *s, uint32_t pid)
+{
+	char dir[48], base[64];
+	uint32_t seen[16];
+	unsigned nseen = 0;
+	bool ok = true, mapped = false;
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%u/task", pid);
+	if (stat(dir, &st) < 0)
+		return !hidden();
+	/* The task directory has 2 + (number of threads) links: a single
+	 * thread, most processes, is read without the walk. */
+	if (st.st_nlink <= 3) {
+		snprintf(base, sizeof(base), "/proc/%u", pid);
+		return scan_fds(s, pid, base) & (scan_maps(s, pid, base) >= 0);
+	}
+	if (!(d = opendir(dir)))
+		return !hidden();
+	while ((e = readdir(d))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		uint32_t tid = (uint32_t)strtoul(e->d_name, NULL, 10);
+		snprintf(base, sizeof(base), "%s/%u", dir, tid);
+		if (!mapped) {
+			/* An exited main thread shows no mappings: read the next thread. */
+			int n = scan_maps(s, pid, base);
+			ok &= n >= 0;
+			mapped = n != 0;
+		}
+		/* A process hidden from us once is unknown: no need to try each thread. */
+		if (ok && !table_seen(s, tid, seen, nseen)) {
+			ok &= scan_fds(s, pid, base);
+			if (nseen < sizeof(seen) / sizeof(*seen))
+				seen[nseen++] = tid;
+		}
+	}
+	closedir(d);
+	return ok;
 }
 
 static int by_key(const void *x, const void *y)
@@ -126,7 +198,7 @@ static int by_key(const void *x, const void *y)
 
 int sg_holders_scan(struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs, bool unlinked_only)
 {
-	struct scan s = {hs, kdevs, ndevs, unlinked_only};
+	struct scan s = {hs, kdevs, ndevs, unlinked_only, false};
 	DIR *d = opendir("/proc");
 	struct dirent *e;
 
@@ -137,9 +209,8 @@ int sg_holders_scan(struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
 		uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10);
-		bool fds = scan_fds(&s, pid), maps = scan_maps(&s, pid);
 		/* One we may not read is unknown, not unused. */
-		if (!fds || !maps) {
+		if (!scan_process(&s, pid)) {
 			if (!hs->unreadable++)
 				hs->first_unreadable = pid;
 		}
@@ -174,7 +245,7 @@ void sg_holders_free(struct sg_holders *hs)
 {
 	for (size_t i = 0; i < hs->n; i++) {
 		free(hs->h[i].stat_path);
-		free(hs->h[i].name);
+		free(hs->h[i].path);
 	}
 	free(hs->h);
 	*hs = (struct sg_holders){0};

@@ -13,8 +13,9 @@ struct sg_holder {
 	uint64_t ino;
 	uint32_t pid;
 	bool mapped;     /* through a mapping (else an open fd) */
-	char *stat_path; /* /proc/PID/fd/N or /proc/PID/map_files/RANGE: stat() gives the file */
-	char *name;      /* the name /proc shows, without " (deleted)"; may be NULL */
+	char *stat_path; /* /proc/PID[/task/TID]/fd/N or /proc/PID/map_files/RANGE: stat() gives the file */
+	char *path;      /* the path /proc shows, without " (deleted)"; may be NULL */
+	const char *name; /* its last component (in path); NULL when path has no '/' */
 };
 
 struct sg_holders {
@@ -24,8 +25,9 @@ struct sg_holders {
 	uint32_t first_unreadable; /* one of them, to name */
 };
 
-/* Scans every process for files on the given devices (unlinked ones only,
- * when unlinked_only).  Returns 0, or -1 when /proc cannot be read. */
+/* Scans every process, through every thread, for files on the given
+ * devices (unlinked ones only, when unlinked_only).  Returns 0, or -1 when
+ * /proc cannot be read. */
 int sg_holders_scan(struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs, bool unlinked_only);
 
 /* The holders of (kdev, ino): a pointer to the first and their number. */

@@ -7,9 +7,26 @@
 #include <string.h>
 #include <unistd.h>
 
-int sg_proc_start_ticks(pid_t pid, uint64_t *ticks)
+/* The numeric field after p (which points at a field's start); moves p to
+ * the next field.  -1 with errno EIO on a malformed line. */
+static int number(char **p, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(*p, &end, 10);
+	if (end == *p || errno || (*end != ' ' && *end != '\n' && *end)) {
+		errno = EIO;
+		return -1;
+	}
+	*p = *end ? end + 1 : end;
+	return 0;
+}
+
+int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps)
 {
 	char path[32], buf[1024];
+	unsigned long long v;
 	ssize_t n;
 	int fd;
 
@@ -27,13 +44,20 @@ int sg_proc_start_ticks(pid_t pid, uint64_t *ticks)
 
 	/* comm (field 2) may hold spaces and parentheses: fields resume after the last ')'. */
 	char *p = strrchr(buf, ')');
-	if (!p) {
+	if (!p || p[1] != ' ' || !p[2]) {
 		errno = EIO;
 		return -1;
 	}
-	p++;
-	/* Field 3 starts after ") "; field 22 is 19 fields further on. */
-	for (int field = 2; field < 22; field++) {
+	ps->state = p[2];
+	p += 2;
+	/* From field 3, the state, to field 22, skipping all but 20. */
+	for (int field = 3; field < 22; field++) {
+		if (field == 20) {
+			if (number(&p, &v) < 0)
+				return -1;
+			ps->threads = (unsigned)v;
+			continue;
+		}
 		p = strchr(p, ' ');
 		if (!p) {
 			errno = EIO;
@@ -41,13 +65,23 @@ int sg_proc_start_ticks(pid_t pid, uint64_t *ticks)
 		}
 		p++;
 	}
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(p, &end, 10);
-	if (end == p || errno) {
-		errno = EIO;
+	if (number(&p, &v) < 0)
 		return -1;
-	}
-	*ticks = v;
+	ps->start_ticks = v;
+	return 0;
+}
+
+bool sg_proc_exited(const struct sg_proc_stat *ps)
+{
+	return (ps->state == 'Z' || ps->state == 'X') && ps->threads <= 1;
+}
+
+int sg_proc_start_ticks(pid_t pid, uint64_t *ticks)
+{
+	struct sg_proc_stat ps;
+
+	if (sg_proc_stat(pid, &ps) < 0)
+		return -1;
+	*ticks = ps.start_ticks;
 	return 0;
 }

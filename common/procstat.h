@@ -2,8 +2,24 @@
 #ifndef SHMGUARD_PROCSTAT_H
 #define SHMGUARD_PROCSTAT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+struct sg_proc_stat {
+	char state;           /* field 3: R, S, D, Z (zombie)... */
+	unsigned threads;     /* field 20 */
+	uint64_t start_ticks; /* field 22 */
+};
+
+/* Reads /proc/PID/stat.  Returns 0, or -1 with errno set (ENOENT: no such
+ * process). */
+int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps);
+
+/* Whether the process has exited and only waits to be reaped: a zombie
+ * holds no files and runs no code.  A main thread that called pthread_exit
+ * shows Z too, while other threads run: that process is alive. */
+bool sg_proc_exited(const struct sg_proc_stat *ps);
 
 /* Start time of pid in clock ticks since boot (/proc/PID/stat field 22):
  * with the pid, it names one process even after the pid is reused.

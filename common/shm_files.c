@@ -36,14 +36,16 @@ const char *sg_comm(uint32_t pid, char *buf, size_t len)
 	return buf;
 }
 
-/* A reused pid is not the creator: the start time must match too. */
+/* A reused pid is not the creator: the start time must match too.  A
+ * zombie (exited, not yet reaped: a container's PID 1 may never reap) is
+ * dead. */
 static enum sg_creator_state creator_state(const struct sg_tag *tag)
 {
-	uint64_t ticks;
+	struct sg_proc_stat ps;
 
-	if (sg_proc_start_ticks(tag->pid, &ticks) < 0)
+	if (sg_proc_stat(tag->pid, &ps) < 0)
 		return errno == ENOENT || errno == ESRCH ? CREATOR_DEAD : CREATOR_UNKNOWN;
-	return ticks == tag->start_ticks ? CREATOR_ALIVE : CREATOR_DEAD;
+	return ps.start_ticks == tag->start_ticks && !sg_proc_exited(&ps) ? CREATOR_ALIVE : CREATOR_DEAD;
 }
 
 static struct sg_shm_file *append(struct sg_shm_listing *l, size_t *cap)
@@ -80,7 +82,7 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 {
 	char value[SG_TAG_MAX];
 	struct dirent *e;
-	DIR *d = opendir(l->roots[r]);
+	DIR *d = opendir(l->roots.dir[r]);
 
 	if (!d)
 		return -1;
@@ -111,45 +113,100 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 	return 0;
 }
 
+/* The root an unlinked file held through holders h[0..n) was in: the one
+ * whose directory /proc shows it in, else the first root on its device that
+ * is a mount point (a holder in another mount namespace shows other paths);
+ * -1 when it was elsewhere on the device (not listed then). */
+static int root_of_unlinked(const struct sg_shm_listing *l, const struct sg_holder *h, size_t n,
+			    const uint32_t *kdevs, const bool *mount_point)
+{
+	int top = -1;
+
+	for (unsigned r = 0; r < l->roots.n; r++) {
+		if (kdevs[r] != h->kdev)
+			continue;
+		for (size_t k = 0; k < n; k++)
+			if (h[k].name && (size_t)(h[k].name - 1 - h[k].path) == l->roots.len[r] &&
+			    memcmp(h[k].path, l->roots.dir[r], l->roots.len[r]) == 0)
+				return (int)r;
+		if (top < 0 && mount_point[r])
+			top = (int)r;
+	}
+	return top;
+}
+
+/* Whether dir is a mount point (its parent is on another device, or is itself). */
+static bool is_mount_point(const char *dir, const struct stat *st)
+{
+	char parent[SG_PATH_MAX + 4];
+	struct stat pst;
+
+	snprintf(parent, sizeof(parent), "%s/..", dir);
+	return stat(parent, &pst) < 0 || pst.st_dev != st->st_dev || pst.st_ino == st->st_ino;
+}
+
 int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 {
 	uint32_t kdevs[SG_MAX_ROOTS];
+	uint64_t inos[SG_MAX_ROOTS];
+	bool mount_point[SG_MAX_ROOTS];
 	double now = sg_realtime_ns() / 1e9;
 	size_t cap = 0;
 	struct stat st;
 
-	for (unsigned r = 0; r < l->nroots; r++) {
-		if (stat(l->roots[r], &st) < 0 || !S_ISDIR(st.st_mode) || read_root(l, r, &cap, now) < 0) {
-			snprintf(err, errlen, "cannot read %s: %s", l->roots[r], strerror(errno ? errno : ENOTDIR));
+	for (unsigned r = 0; r < l->roots.n; r++) {
+		bool again = false;
+
+		errno = 0;
+		if (stat(l->roots.dir[r], &st) < 0 || !S_ISDIR(st.st_mode)) {
+			snprintf(err, errlen, "cannot read %s: %s", l->roots.dir[r], strerror(errno ? errno : ENOTDIR));
 			return -1;
 		}
 		kdevs[r] = sg_kdev(st.st_dev);
+		inos[r] = st.st_ino;
+		mount_point[r] = is_mount_point(l->roots.dir[r], &st);
+		/* The same directory by another path (a symlink, a bind mount)
+		 * would list every file twice. */
+		for (unsigned k = 0; k < r; k++)
+			again |= kdevs[k] == kdevs[r] && inos[k] == inos[r];
+		if (again) {
+			mount_point[r] = false;
+			continue;
+		}
+		if (read_root(l, r, &cap, now) < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", l->roots.dir[r], strerror(errno));
+			return -1;
+		}
 	}
-	if (sg_holders_scan(&l->holders, kdevs, l->nroots, false) < 0) {
+	if (sg_holders_scan(&l->holders, kdevs, l->roots.n, false) < 0) {
 		snprintf(err, errlen, "cannot read /proc: %s", strerror(errno));
 		return -1;
 	}
 	for (size_t i = 0; i < l->n; i++)
 		l->files[i].holders = sg_holders_find(&l->holders, l->files[i].kdev, l->files[i].ino, &l->files[i].nholders);
 
-	/* Unlinked files still held: one entry per inode, through its first holder. */
-	for (size_t i = 0; i < l->holders.n; i++) {
-		const struct sg_holder *h = &l->holders.h[i];
+	/* Unlinked files still held: one entry per inode, through its first
+	 * holder that stat() reaches (a mapping's does not once the main thread
+	 * has exited). */
+	for (size_t i = 0, n; i < l->holders.n; i += n) {
+		const struct sg_holder *first = &l->holders.h[i], *h = NULL;
 		char value[SG_TAG_MAX];
 		ssize_t vlen;
+		int root;
 
-		if (i > 0 && h[-1].kdev == h->kdev && h[-1].ino == h->ino)
+		sg_holders_find(&l->holders, first->kdev, first->ino, &n);
+		if ((root = root_of_unlinked(l, first, n, kdevs, mount_point)) < 0)
 			continue;
-		if (stat(h->stat_path, &st) < 0 || st.st_nlink != 0 || st.st_ino != h->ino)
+		for (size_t k = 0; k < n && !h; k++)
+			if (stat(first[k].stat_path, &st) == 0)
+				h = &first[k];
+		if (!h || st.st_nlink != 0 || st.st_ino != h->ino)
 			continue;
 		vlen = getxattr(h->stat_path, SG_TAG_XATTR, value, sizeof(value));
 		struct sg_shm_file *f = append(l, &cap);
 		if (!f)
 			break;
-		f->root = -1;
-		for (unsigned r = 0; r < l->nroots && f->root < 0; r++)
-			if (kdevs[r] == h->kdev)
-				f->root = (int)r;
+		f->root = root;
 		f->name = h->name ? strdup(h->name) : NULL;
 		fill(f, &st, value, vlen, now);
 		f->holders = sg_holders_find(&l->holders, h->kdev, h->ino, &f->nholders);

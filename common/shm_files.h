@@ -18,7 +18,7 @@
 enum sg_creator_state {
 	CREATOR_NONE,    /* untagged */
 	CREATOR_ALIVE,   /* its pid runs, with the start time the tag names */
-	CREATOR_DEAD,    /* no such process, or the pid was reused */
+	CREATOR_DEAD,    /* no such process, a zombie, or the pid was reused */
 	CREATOR_UNKNOWN, /* /proc would not say */
 };
 
@@ -40,8 +40,7 @@ struct sg_shm_file {
 };
 
 struct sg_shm_listing {
-	const char *roots[SG_MAX_ROOTS];
-	unsigned nroots;
+	struct sg_roots roots; /* a root that is the same directory as an earlier one is read once */
 	struct sg_shm_file *files;
 	size_t n;
 	struct sg_holders holders;

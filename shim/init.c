@@ -74,7 +74,7 @@ static void init(void)
 	learn_self();
 	active = true;
 	sg_log(SG_LOG_DEBUG, "active: %u pattern(s), abort dir %s, %u shm root(s)", sg_cfg.patterns.count,
-	       sg_cfg.abort_dir, sg_cfg.nroots);
+	       sg_cfg.abort_dir, sg_cfg.roots.n);
 }
 
 bool sg_active(void)

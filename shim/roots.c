@@ -46,7 +46,7 @@ static bool is_root(unsigned k, dev_t dev, ino_t ino)
 	if (!__atomic_load_n(&root_ids[k].known, __ATOMIC_ACQUIRE)) {
 		dev_t rdev;
 		ino_t rino;
-		if (sg_identify(AT_FDCWD, sg_cfg.roots[k], 0, &rdev, &rino, NULL) < 0)
+		if (sg_identify(AT_FDCWD, sg_cfg.roots.dir[k], 0, &rdev, &rino, NULL) < 0)
 			return false;
 		__atomic_store_n(&root_ids[k].dev, rdev, __ATOMIC_RELAXED);
 		__atomic_store_n(&root_ids[k].ino, rino, __ATOMIC_RELAXED);
@@ -80,8 +80,8 @@ const char *sg_file_name(const char *path)
 /* The root whose path is exactly the first len bytes of dir, or -1. */
 static int root_spelled(const char *dir, size_t len)
 {
-	for (unsigned k = 0; k < sg_cfg.nroots; k++)
-		if (sg_cfg.root_len[k] == len && memcmp(sg_cfg.roots[k], dir, len) == 0)
+	for (unsigned k = 0; k < sg_cfg.roots.n; k++)
+		if (sg_cfg.roots.len[k] == len && memcmp(sg_cfg.roots.dir[k], dir, len) == 0)
 			return (int)k;
 	return -1;
 }
@@ -123,10 +123,10 @@ const char *sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_
 	 * the directory the kernel will create the entry in. */
 	if (sg_identify(dirfd, dir, 0, &dev, &ino, NULL) < 0)
 		return NULL;
-	for (unsigned k = 0; k < sg_cfg.nroots; k++) {
+	for (unsigned k = 0; k < sg_cfg.roots.n; k++) {
 		if (is_root(k, dev, ino)) {
-			size_t len = sg_cfg.root_len[k];
-			memcpy(canon, sg_cfg.roots[k], len);
+			size_t len = sg_cfg.roots.len[k];
+			memcpy(canon, sg_cfg.roots.dir[k], len);
 			canon[len] = '/';
 			strcpy(canon + len + 1, name);
 			*name_off = len + 1;

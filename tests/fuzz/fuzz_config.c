@@ -38,11 +38,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (sg_config_from(&cfg, value_of, values, err, sizeof(err)) == 0) {
 		/* What the shim relies on once the configuration is accepted. */
-		if (!cfg.nroots || cfg.nroots > SG_MAX_ROOTS || cfg.abort_dir[0] != '/' || !cfg.abort_ttl)
+		if (!cfg.roots.n || cfg.roots.n > SG_MAX_ROOTS || cfg.abort_dir[0] != '/' || !cfg.abort_ttl)
 			abort();
-		for (unsigned k = 0; k < cfg.nroots; k++)
-			if (cfg.roots[k][0] != '/' || strcmp(cfg.roots[k], cfg.abort_dir) == 0 ||
-			    strlen(cfg.roots[k]) != cfg.root_len[k])
+		for (unsigned k = 0; k < cfg.roots.n; k++)
+			if (cfg.roots.dir[k][0] != '/' || strcmp(cfg.roots.dir[k], cfg.abort_dir) == 0 ||
+			    strlen(cfg.roots.dir[k]) != cfg.roots.len[k])
 				abort();
 	} else if (!strstr(err, "SHMGUARD_")) {
 		abort(); /* every fault names its variable */

@@ -76,6 +76,25 @@ Test(cli, abort_refuses_an_unsafe_directory)
 	cr_expect(strstr(err, "sticky"), "%s", err);
 }
 
+/* #12: every command checks the abort directory against every root, the
+ * shims' (SHMGUARD_SHM_ROOTS) included, with one function. */
+Test(cli, abort_refuses_a_directory_that_is_a_shm_root)
+{
+	const char *root = h_str("/dev/shm/%sroot", prefix);
+	const char *env[] = {h_str("SHMGUARD_SHM_ROOTS=%s/", root), NULL};
+	const char *argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", root, h_str("%sr1", prefix), NULL};
+	const char *audit[] = {h_bin("SG_CLI"), "audit", "--shm-root", root, "--abort-dir", h_str("%s//", root),
+			       "true", NULL};
+	char *err;
+
+	cr_assert_eq(mkdir(root, 0755), 0);
+	cr_expect_eq(h_run(argv, env, &err), 2, "a marker was written among the segments: %s", err);
+	cr_expect(strstr(err, "must not be a shm root"), "%s", err);
+	cr_expect(!h_exists(h_str("%s/%sr1", root, prefix)));
+	cr_expect_eq(h_run(audit, NULL, &err), 2, "%s", err);
+	cr_expect(strstr(err, "must not be a shm root"), "%s", err);
+}
+
 Test(cli, run_checks_configuration_and_command)
 {
 	char *err;

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,8 @@ TestSuite(config, .init = clear_env);
 Test(config, defaults)
 {
 	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(cfg.nroots, 1);
-	cr_assert_str_eq(cfg.roots[0], "/dev/shm");
+	cr_assert_eq(cfg.roots.n, 1);
+	cr_assert_str_eq(cfg.roots.dir[0], "/dev/shm");
 	cr_assert_str_eq(cfg.abort_dir, SG_DEFAULT_ABORT_DIR);
 	cr_assert_eq(cfg.abort_ttl, 600);
 	cr_assert_eq(cfg.log_level, SG_LOG_WARN);
@@ -42,9 +43,9 @@ Test(config, every_variable)
 	setenv("SHMGUARD_TAG", "off", 1);
 	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(cfg.patterns.count, 2);
-	cr_assert_eq(cfg.nroots, 3, "duplicate /dev/shm is kept once");
-	cr_assert_str_eq(cfg.roots[1], "/run/shm2");
-	cr_assert_str_eq(cfg.roots[2], "/tmp/x");
+	cr_assert_eq(cfg.roots.n, 3, "duplicate /dev/shm is kept once");
+	cr_assert_str_eq(cfg.roots.dir[1], "/run/shm2");
+	cr_assert_str_eq(cfg.roots.dir[2], "/tmp/x");
 	cr_assert_str_eq(cfg.abort_dir, "/dev/shm/aborts");
 	cr_assert_str_eq(cfg.request_id, "req-1");
 	cr_assert_eq(cfg.abort_ttl, 30);
@@ -105,4 +106,44 @@ Test(reqid, file_name_rules)
 	cr_assert_null(sg_reqid_invalid("0"));
 	cr_assert_null(sg_reqid_invalid("..."));
 	cr_assert_null(sg_reqid_invalid("chatcmpl-42"));
+}
+
+/* One root-list parser for the shim, ls, sweep, doctor and audit (#12). */
+Test(roots, normalised_and_kept_once)
+{
+	struct sg_roots r = {0};
+
+	cr_assert_null(sg_roots_add(&r, "/dev/shm"));
+	cr_assert_null(sg_roots_add(&r, "/dev/shm/"));
+	cr_assert_null(sg_roots_add(&r, "/dev/shm//"));
+	cr_assert_null(sg_roots_add_list(&r, "/run/shm2/:/dev/shm:/run/shm2"));
+	cr_assert_eq(r.n, 2);
+	cr_assert_str_eq(r.dir[1], "/run/shm2");
+	cr_assert_eq(r.len[1], strlen("/run/shm2"));
+	cr_assert_not_null(sg_roots_add(&r, "relative"));
+	cr_assert_not_null(sg_roots_add_list(&r, "/a:/b/../c"));
+	cr_assert_eq(r.n, 3, "/a went in before /b/../c was refused");
+	for (int i = 0; i < 2 * SG_MAX_ROOTS && r.n < SG_MAX_ROOTS; i++) {
+		char dir[32];
+		snprintf(dir, sizeof(dir), "/x/%d", i / 2); /* each twice */
+		cr_assert_null(sg_roots_add(&r, dir));
+	}
+	cr_assert_eq(r.n, SG_MAX_ROOTS, "repeats took no room");
+	cr_assert_not_null(sg_roots_add(&r, "/one/more"));
+	cr_assert_null(sg_roots_add(&r, "/dev/shm/"), "a root already there is not one more");
+}
+
+Test(roots, the_abort_directory_is_no_root)
+{
+	struct sg_roots r = {0};
+
+	sg_roots_add_list(&r, "/dev/shm:/run/shm2/");
+	cr_assert_null(sg_roots_check_abort_dir(&r, "/dev/shm/shmguard-abort"));
+	cr_assert_not_null(sg_roots_check_abort_dir(&r, "/dev/shm"));
+	cr_assert_not_null(sg_roots_check_abort_dir(&r, "/run/shm2"));
+	clear_env();
+	setenv("SHMGUARD_SHM_ROOTS", "/run/shm2/", 1);
+	setenv("SHMGUARD_ABORT_DIR", "/run/shm2//", 1);
+	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "must not be a shm root"), "%s", err);
 }
