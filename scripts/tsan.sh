@@ -13,7 +13,8 @@ meson compile -C build-tsan shmguard:shared_library shmguard:executable shmtool 
 tsan=$(readlink -f "$(gcc -print-file-name=libtsan.so)")
 prefix="tsan-$$-"
 abort_dir="/dev/shm/${prefix}abort" root="/dev/shm/${prefix}root"
-trap 'find /dev/shm -maxdepth 1 -name "${prefix}*" -exec rm -rf {} +' EXIT
+# A glob, not find: find fails when another process's entry vanishes mid-scan.
+trap 'rm -rf /dev/shm/"${prefix}"*' EXIT
 mkdir -p "$abort_dir" "$root"
 
 status=0
