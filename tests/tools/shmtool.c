@@ -39,6 +39,14 @@
  *                        a SIGALRM handler, every 100 us, creates and unlinks SIGDIR/sig_<n>
  *                        (open and unlink are async-signal-safe); prints the counts, and
  *                        how many handler runs came on a thread other than the main one
+ *   closefrom N          closes every descriptor from N up, with the raw close_range system call
+ *   pipe N               makes a pipe, writes N bytes into it and prints "pipe M": the M bytes
+ *                        read back from it within a second
+ *   fdnum                prints "fd N": the number the next open() returns
+ *   vfork NAME SIZE      a vfork child creates segment NAME (as shm does) and execs shmtool
+ *                        with nothing to do; the parent waits for it
+ *   flip A B MS          for MS ms, swaps the names A and B (renameat2 RENAME_EXCHANGE)
+ *                        as fast as it can
  *   fork                 the child runs the rest of the script; the parent waits
  *                        for it and exits with its status
  *   exec                 re-executes shmtool with the rest of the script
@@ -49,6 +57,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdbool.h>
@@ -59,6 +68,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -355,6 +365,67 @@ static int run_threads(int n, int count, const char *prefix)
 	return status;
 }
 
+static int pipe_through(size_t n)
+{
+	char buf[4096] = {0};
+	size_t got = 0;
+	int p[2];
+
+	if (n > sizeof(buf) || pipe(p) < 0)
+		return fail("pipe", "");
+	if (write(p[1], buf, n) != (ssize_t)n)
+		return fail("pipe", "write");
+	for (struct pollfd pfd = {.fd = p[0], .events = POLLIN}; got < n && poll(&pfd, 1, 1000) > 0;) {
+		ssize_t r = read(p[0], buf, n - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(p[0]);
+	close(p[1]);
+	printf("pipe %zu\n", got);
+	fflush(stdout);
+	return 0;
+}
+
+/* The child shares the parent's memory until it execs: it only creates
+ * the segment and execs. */
+static int vfork_create(const char *name, size_t size)
+{
+	pid_t pid = vfork();
+	int st;
+
+	if (pid < 0)
+		return fail("vfork", name);
+	if (pid == 0) {
+		int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+		if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
+			_exit(1);
+		execl("/proc/self/exe", "shmtool", (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		errno = ECHILD;
+		return fail("vfork", name);
+	}
+	return 0;
+}
+
+static int flip(const char *a, const char *b, long ms)
+{
+	struct timespec now, end;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (ms % 1000) * 1000000L;
+	do {
+		if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) < 0)
+			return fail("flip", a);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+	return 0;
+}
+
 static int wait_stdin(void)
 {
 	char line[64];
@@ -434,6 +505,22 @@ int main(int argc, char **argv)
 			i += 3;
 		} else if (strcmp(cmd, "signals") == 0) {
 			ret = signals(atoi(a), b, i + 3 < argc ? argv[i + 3] : b);
+			i += 3;
+		} else if (strcmp(cmd, "closefrom") == 0) {
+			ret = syscall(SYS_close_range, (unsigned)atoi(a), ~0U, 0U) < 0 ? fail("closefrom", a) : 0;
+			i += 1;
+		} else if (strcmp(cmd, "pipe") == 0) {
+			ret = pipe_through(size_arg(a));
+			i += 1;
+		} else if (strcmp(cmd, "fdnum") == 0) {
+			int fd = open("/dev/null", O_RDONLY);
+			ret = fd < 0 ? fail("fdnum", "/dev/null") : printf("fd %d\n", fd) < 0 ? -1 : close(fd);
+			fflush(stdout);
+		} else if (strcmp(cmd, "vfork") == 0) {
+			ret = vfork_create(a, size_arg(b));
+			i += 2;
+		} else if (strcmp(cmd, "flip") == 0) {
+			ret = flip(a, b, atol(i + 3 < argc ? argv[i + 3] : "0"));
 			i += 3;
 		} else if (strcmp(cmd, "fork") == 0) {
 			pid_t pid = fork();
