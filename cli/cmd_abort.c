@@ -28,25 +28,66 @@ static void usage(FILE *out)
 		SG_DEFAULT_ABORT_DIR, SG_DEFAULT_ABORT_TTL);
 }
 
-/* Opens the marker directory, creating it (one level) when missing. */
+/* Opens the marker directory, creating it (one level, stamped) when missing,
+ * and checks it as the shims do: never a symlink, owned by us or root, not
+ * writable by all without the sticky bit. */
 static int open_dir(const char *dir)
 {
+	int fd = sg_abort_dir_open(dir, true);
+	const char *why;
 	struct stat st;
-	int fd;
 
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return cli_fail(-1, "abort", "cannot create abort directory %s: %s", dir, strerror(errno));
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return cli_fail(-1, "abort", "cannot open abort directory %s: %s", dir, strerror(errno));
-	if (fstat(fd, &st) == 0 && sg_abort_dir_unsafe(&st)) {
+		return cli_fail(-1, "abort", "cannot open abort directory %s: %s", dir,
+				errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		why = strerror(errno);
 		close(fd);
-		return cli_fail(-1, "abort",
-				"abort directory %s is world-writable without the sticky bit, so the shim ignores "
-				"its markers; fix it with chmod +t or chmod o-w",
-				dir);
+		return cli_fail(-1, "abort", "cannot examine abort directory %s: %s", dir, why);
 	}
-	return fd;
+	why = sg_abort_dir_refusal(&st, geteuid());
+	if (!why)
+		return fd;
+	close(fd);
+	return cli_fail(-1, "abort", "abort directory %s %s (uid %u, mode %04o), so the shims ignore its markers; %s",
+			dir, why, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777, sg_abort_dir_remedy(&st, geteuid()));
+}
+
+/* Creates DIR/ID, or gives an existing marker a new time.  What is there
+ * already must be a marker the shims accept: another user's file or a FIFO
+ * planted under that name is reported, never opened for reading or waited
+ * on (O_NONBLOCK), never removed. */
+static int write_marker(int dfd, const char *dir, const char *id)
+{
+	int fd = openat(dfd, id, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+	int status = EXIT_OK;
+	struct stat st;
+
+	if (fd < 0 && fstatat(dfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0 && !sg_marker_owner_ok(&st, geteuid()))
+		goto foreign;
+	if (fd < 0)
+		return cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, id, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		status = cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, id, strerror(errno));
+		goto cleanup;
+	}
+	if (!sg_marker_owner_ok(&st, geteuid()))
+		goto foreign;
+	/* An existing marker gets a new time: shims sweep again (a late
+	 * segment whose marker had expired, say), and the TTL restarts. */
+	if (futimens(fd, NULL) < 0)
+		status = cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, id, strerror(errno));
+	goto cleanup;
+foreign:
+	status = cli_fail(EXIT_FAIL, "abort",
+			  "%s/%s already exists and is not a marker the shims accept (%s of uid %u; only regular "
+			  "files of uid %u or root count); request %s is not marked: remove it and try again",
+			  dir, id, S_ISREG(st.st_mode) ? "a file" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file",
+			  (unsigned)st.st_uid, (unsigned)geteuid(), id);
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	return status;
 }
 
 int cmd_abort(int argc, char **argv)
@@ -98,25 +139,17 @@ int cmd_abort(int argc, char **argv)
 				SG_MAX_ABORT_TTL);
 	/* All IDs are checked before any marker is written. */
 	for (int i = optind; i < argc; i++)
-		if ((why = sg_reqid_invalid(argv[i])))
+		if ((why = sg_reqid_invalid(argv[i])) ||
+		    (strcmp(argv[i], SG_ABORT_DIR_STAMP) == 0 && (why = "the name of the abort directory's stamp")))
 			return cli_fail(EXIT_USAGE, "abort", "bad request ID '%s': %s", argv[i], why);
 
 	dfd = open_dir(dir);
 	if (dfd < 0)
 		return EXIT_FAIL;
-	sg_markers_expire(dir, ttl);
-	for (int i = optind; i < argc; i++) {
-		int fd = openat(dfd, argv[i], O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-
-		/* An existing marker gets a new time: shims sweep again (a late
-		 * segment whose marker had expired, say), and the TTL restarts. */
-		if (fd < 0 || futimens(fd, NULL) < 0) {
-			status = cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, argv[i],
-					  strerror(errno));
-		}
-		if (fd >= 0)
-			close(fd);
-	}
+	sg_markers_expire(dfd, ttl);
+	for (int i = optind; i < argc; i++)
+		if (write_marker(dfd, dir, argv[i]) != EXIT_OK)
+			status = EXIT_FAIL;
 	close(dfd);
 	return status;
 }

@@ -1,28 +1,97 @@
 #include "marker.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-unsigned sg_markers_expire(const char *dir, unsigned ttl)
+const char *sg_abort_dir_refusal(const struct stat *dir, uid_t euid)
 {
-	DIR *d = opendir(dir);
+	if (!S_ISDIR(dir->st_mode))
+		return "is not a directory";
+	if (dir->st_uid != euid && dir->st_uid != 0)
+		return "belongs to another user";
+	if ((dir->st_mode & S_IWOTH) && !(dir->st_mode & S_ISVTX))
+		return "is world-writable without the sticky bit";
+	return NULL;
+}
+
+const char *sg_abort_dir_remedy(const struct stat *dir, uid_t euid)
+{
+	if (S_ISDIR(dir->st_mode) && (dir->st_uid == euid || dir->st_uid == 0))
+		return "chmod +t or chmod o-w";
+	return "remove it, or choose a directory only you or root can own";
+}
+
+/* Whether dfd lists nothing but "." and "..": a directory just made. */
+static bool dir_empty(int dfd)
+{
+	char buf[256] __attribute__((aligned(8)));
+	bool empty = true;
+	ssize_t n;
+
+	while (empty && (n = getdents64(dfd, buf, sizeof(buf))) > 0)
+		for (ssize_t off = 0; empty && off < n;) {
+			struct dirent64 *e = (struct dirent64 *)(buf + off);
+
+			empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+			off += e->d_reclen;
+		}
+	lseek(dfd, 0, SEEK_SET);
+	return empty;
+}
+
+int sg_abort_dir_open(const char *path, bool create)
+{
+	bool made = create && mkdir(path, 0755) == 0;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	/* Stamped only if what was opened is the empty directory of ours just
+	 * made, not one swapped in for it since. */
+	if (fd >= 0 && made && fstat(fd, &st) == 0 && st.st_uid == geteuid() && dir_empty(fd))
+		(void)mknodat(fd, SG_ABORT_DIR_STAMP, S_IFREG | 0444, 0);
+	return fd;
+}
+
+static bool stamped(int dfd, uid_t euid)
+{
+	struct stat st;
+
+	return fstatat(dfd, SG_ABORT_DIR_STAMP, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_owner_ok(&st, euid);
+}
+
+unsigned sg_markers_expire(int dfd, unsigned ttl)
+{
 	time_t now = time(NULL);
 	uid_t euid = geteuid();
 	unsigned removed = 0;
+	struct stat dir;
 	struct dirent *e;
+	int fd;
+	DIR *d;
 
-	if (!d)
+	if (fstat(dfd, &dir) < 0 || sg_abort_dir_refusal(&dir, euid) || !stamped(dfd, euid))
 		return 0;
+	/* A descriptor of its own for readdir ("." of dfd: no path is followed). */
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
 	while ((e = readdir(d))) {
 		struct stat st;
 
-		if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+		if (e->d_name[0] == '.' &&
+		    (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]) || !strcmp(e->d_name, SG_ABORT_DIR_STAMP)))
 			continue;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_owner_ok(&st, euid) &&
-		    now - st.st_mtime > (time_t)ttl && unlinkat(dirfd(d), e->d_name, 0) == 0)
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_owner_ok(&st, euid) &&
+		    now - st.st_mtime > (time_t)ttl && unlinkat(dfd, e->d_name, 0) == 0)
 			removed++;
 	}
 	closedir(d);

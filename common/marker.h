@@ -1,17 +1,30 @@
-/* Rules for abort markers, shared by the shim (which obeys them) and
- * `shmguard abort` (which writes them). */
+/* Rules for abort markers and their directory, shared by the shim (which
+ * obeys them) and `shmguard abort` (which writes them).  The directory may be
+ * any directory a user names, in a place other local users can write to:
+ * everything here works from one checked directory descriptor. */
 #ifndef SHMGUARD_MARKER_H
 #define SHMGUARD_MARKER_H
 
 #include <stdbool.h>
 #include <sys/stat.h>
 
-/* A directory anyone may write into without the sticky bit lets anyone
- * rename or delete markers: it is not trusted. */
-static inline bool sg_abort_dir_unsafe(const struct stat *dir)
-{
-	return (dir->st_mode & S_IWOTH) && !(dir->st_mode & S_ISVTX);
-}
+/* Left in a directory shmguard created as an abort directory.  Only there are
+ * old markers removed: any other directory may hold files that are not
+ * markers.  Never itself a marker. */
+#define SG_ABORT_DIR_STAMP ".shmguard-abort-dir"
+
+/* Why a directory (fstat of its descriptor) cannot be trusted with markers
+ * by euid, or NULL.  Its owner could rename or plant markers, and so could
+ * anyone in a directory writable by all without the sticky bit. */
+const char *sg_abort_dir_refusal(const struct stat *dir, uid_t euid);
+
+/* What to do about a refusal, for the message that reports it. */
+const char *sg_abort_dir_remedy(const struct stat *dir, uid_t euid);
+
+/* Opens path as an abort directory, never through a symbolic link (ELOOP),
+ * O_CLOEXEC.  With create, a missing directory is made (one level, mode 0755)
+ * and stamped.  Returns the descriptor or -1 (errno). */
+int sg_abort_dir_open(const char *path, bool create);
 
 /* Anyone can write into /dev/shm: a marker counts only if it is a regular
  * file (never a symlink: stat it with AT_SYMLINK_NOFOLLOW) made by euid or
@@ -21,8 +34,9 @@ static inline bool sg_marker_owner_ok(const struct stat *st, uid_t euid)
 	return S_ISREG(st->st_mode) && (st->st_uid == euid || st->st_uid == 0);
 }
 
-/* Removes the acceptable markers in dir last modified more than ttl seconds
- * ago.  Returns how many were removed. */
-unsigned sg_markers_expire(const char *dir, unsigned ttl);
+/* Removes the acceptable markers in the abort directory dfd last modified
+ * more than ttl seconds ago, and nothing else: only in a directory that is
+ * trusted and carries shmguard's stamp.  Returns how many were removed. */
+unsigned sg_markers_expire(int dfd, unsigned ttl);
 
 #endif

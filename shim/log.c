@@ -3,9 +3,37 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "real.h"
+#include "shim.h"
+
 enum sg_log_level sg_log_level = SG_LOG_WARN;
+
+/* Set on a thread whose descriptor table is its own (the marker watcher):
+ * its fd 2 is not the program's. */
+static SG_THREAD_LOCAL bool own_table;
+static int self_pidfd = -1;
+
+void sg_log_from_own_table(int pidfd)
+{
+	self_pidfd = pidfd;
+	own_table = true;
+}
+
+/* The program's stderr as it is now: a copy of its fd 2 taken through the
+ * pidfd (the same open file, as write(2) would use), else reopened through
+ * /proc (a pipe, terminal or file, not a socket). */
+static int program_stderr(void)
+{
+	int fd = self_pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, self_pidfd, STDERR_FILENO, 0U) : -1;
+
+	if (fd < 0)
+		fd = sg_real.open("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+	return fd;
+}
 
 static void vlog(enum sg_log_level level, const char *fmt, va_list ap)
 {
@@ -20,7 +48,16 @@ static void vlog(enum sg_log_level level, const char *fmt, va_list ap)
 	if (n > (int)sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
-	(void)!write(STDERR_FILENO, buf, (size_t)n);
+	if (own_table) {
+		int fd = program_stderr();
+
+		if (fd >= 0) {
+			(void)!write(fd, buf, (size_t)n);
+			sg_real.close(fd);
+		}
+	} else {
+		(void)!write(STDERR_FILENO, buf, (size_t)n);
+	}
 	errno = saved;
 }
 

@@ -22,4 +22,8 @@ __attribute__((format(printf, 2, 3))) void sg_log_write(enum sg_log_level level,
  * repeats on every call is said once. */
 __attribute__((format(printf, 3, 4))) void sg_log_once(bool *once, enum sg_log_level level, const char *fmt, ...);
 
+/* The calling thread has a descriptor table of its own (unshared): its
+ * messages go to the program's stderr, reached through pidfd (of this process). */
+void sg_log_from_own_table(int pidfd);
+
 #endif

@@ -10,139 +10,256 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <linux/close_range.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
 #include "marker.h"
+#include "real.h"
 #include "registry.h"
 #include "reqid.h"
 #include "shim.h"
 #include "sweep.h"
 
-#define RETRY_MS 200        /* abort directory missing or unsafe: look again */
+#define RETRY_MS 500        /* abort directory missing or gone: look again */
 #define PRUNE_BATCH 1024    /* registry entries checked per second */
+#define START_WAIT_MS 2000  /* longest a creating call waits for the watcher's first look */
+#define DRAIN_WAIT_MS 2000  /* longest exit waits for a sweep under way */
+#define DRAIN_SLACK_NS 1000000000LL /* markers this much older than the watcher's last read are rescanned at exit */
+
+#define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF)
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t start_cond;
+static bool started, first_look_done; /* under start_lock */
+
 /* Held while markers are acted on, so that exit can wait for a sweep under
- * way and then handle the markers still queued. */
+ * way and then look for the markers the watcher has not read yet. */
 static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool started;
-static int inotify_fd = -1;
-static int watch_wd = -1; /* under events_lock */
 
-static bool said_unsafe, said_foreign, said_missing, said_thread;
+/* The watcher's descriptors live in a descriptor table of its own
+ * (close_range(CLOSE_RANGE_UNSHARE)): the program can neither close them
+ * nor find them in its way, however it closes descriptors (close-all loops,
+ * closefrom, raw system calls).  Only the watcher uses them. */
+static int inotify_fd = -1, dir_fd = -1, watch_wd = -1;
 
-/* Checked again for every marker: the directory may be opened up later. */
-static bool dir_usable(void)
+/* The directory watched (under events_lock), for the exit scan: its identity,
+ * and the time before the watcher's last read of its events. */
+static bool have_dir;
+static dev_t dir_dev;
+static ino_t dir_ino;
+static long long read_upto_ns;
+
+static bool said_refused, said_foreign, said_unusable, said_lost, said_thread, said_drain;
+
+static long long realtime_ns(void)
 {
-	struct stat st;
+	struct timespec ts;
 
-	if (lstat(sg_cfg.abort_dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return false;
-	if (sg_abort_dir_unsafe(&st)) {
-		sg_log_once(&said_unsafe, SG_LOG_WARN,
-			    "abort directory %s is world-writable without the sticky bit; its markers are ignored "
-			    "until that is fixed (chmod +t or chmod o-w)",
-			    sg_cfg.abort_dir);
-		return false;
-	}
-	return true;
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static bool marker_acceptable(const char *request)
+/* Checked again for every marker: the directory may be opened up (or
+ * fixed) later. */
+static bool dir_trusted(int dfd)
 {
-	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
+	struct stat st;
+	const char *why;
+
+	if (fstat(dfd, &st) < 0)
+		return false;
+	why = sg_abort_dir_refusal(&st, geteuid());
+	if (why)
+		sg_log_once(&said_refused, SG_LOG_WARN,
+			    "abort directory %s %s (uid %u, mode %04o); its markers are ignored until that is fixed (%s)",
+			    sg_cfg.abort_dir, why, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777,
+			    sg_abort_dir_remedy(&st, geteuid()));
+	return !why;
+}
+
+static bool marker_acceptable(int dfd, const char *request)
+{
 	struct stat st;
 
-	if (sg_reqid_invalid(request))
+	if (sg_reqid_invalid(request) || strcmp(request, SG_ABORT_DIR_STAMP) == 0)
 		return false;
-	snprintf(path, sizeof(path), "%s/%s", sg_cfg.abort_dir, request);
-	if (lstat(path, &st) < 0)
+	if (fstatat(dfd, request, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return false;
 	if (!sg_marker_owner_ok(&st, geteuid())) {
 		sg_count(ignored_markers, 1);
 		if (!__atomic_load_n(&said_foreign, __ATOMIC_RELAXED))
 			sg_log_once(&said_foreign, SG_LOG_WARN,
-				    "ignored marker %s: %s (only regular files owned by uid %u or root count; later "
+				    "ignored marker %s/%s: %s (only regular files owned by uid %u or root count; later "
 				    "ones are logged at debug level)",
-				    path, S_ISREG(st.st_mode) ? "foreign owner" : "not a regular file",
+				    sg_cfg.abort_dir, request, S_ISREG(st.st_mode) ? "foreign owner" : "not a regular file",
 				    (unsigned)geteuid());
 		else
-			sg_log(SG_LOG_DEBUG, "ignored marker %s (uid %u, mode %o)", path, (unsigned)st.st_uid,
-			       (unsigned)st.st_mode);
+			sg_log(SG_LOG_DEBUG, "ignored marker %s/%s (uid %u, mode %o)", sg_cfg.abort_dir, request,
+			       (unsigned)st.st_uid, (unsigned)st.st_mode);
 		return false;
 	}
 	return true;
 }
 
-static void on_marker(const char *request)
+static void on_marker(int dfd, const char *request)
 {
-	if (dir_usable() && marker_acceptable(request))
+	if (!dir_trusted(dfd)) {
+		sg_count(ignored_markers, 1);
+		return;
+	}
+	if (marker_acceptable(dfd, request))
 		sg_sweep(request);
 }
 
-/* Calls fn for every entry of the abort directory. */
-static void for_each_marker(void (*fn)(const char *name))
+/* Acts on every marker in dfd changed at since_ns or later (0: all). */
+static void scan_markers(int dfd, long long since_ns)
 {
-	DIR *d = opendir(sg_cfg.abort_dir);
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 
-	if (!d)
+	if (!d) {
+		if (fd >= 0)
+			sg_real.close(fd);
 		return;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, ".."))
-			fn(e->d_name);
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (since_ns && (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+				 st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec < since_ns))
+			continue;
+		on_marker(dfd, e->d_name);
+	}
 	closedir(d);
 }
 
-/* Returns the watch descriptor, or -1 while the directory cannot be watched. */
-static int watch_dir(int fd)
+/* The watcher's descriptors are kept high in its table, so that a stray
+ * write to 0, 1 or 2 there can reach none of them, and so that their numbers
+ * rarely coincide with the program's (which matters to fd-tracking tools
+ * such as ThreadSanitizer, unaware that the tables differ). */
+static int move_high(int fd)
 {
-	int wd;
+	struct rlimit rl;
+	int base = 3, high;
 
-	if (mkdir(sg_cfg.abort_dir, 0755) == 0)
-		sg_log(SG_LOG_DEBUG, "created abort directory %s", sg_cfg.abort_dir);
-	if (!dir_usable())
-		goto missing;
-	wd = inotify_add_watch(fd, sg_cfg.abort_dir,
-			       IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_ONLYDIR | IN_DONT_FOLLOW | IN_DELETE_SELF |
-				       IN_MOVE_SELF);
-	if (wd < 0)
-		goto missing;
-	/* Markers that appeared before the watch. */
-	for_each_marker(on_marker);
-	return wd;
-missing:
-	sg_log_once(&said_missing, SG_LOG_INFO, "abort directory %s cannot be watched yet (%s); retrying",
-		    sg_cfg.abort_dir, strerror(errno));
-	return -1;
+	if (fd < 0)
+		return fd;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64)
+		base = (int)(rl.rlim_cur < 1024 ? rl.rlim_cur : 1024) - 32;
+	high = fcntl(fd, F_DUPFD_CLOEXEC, base);
+	if (high < 0)
+		return fd;
+	sg_real.close(fd);
+	return high;
 }
 
-/* Reads the pending events; returns false when the watch is gone. */
-static bool read_events(int fd)
+/* Watches the abort directory (created if missing when create is set) and
+ * acts on the markers already there.  Under events_lock. */
+static void attach(bool create)
+{
+	char proc_path[64];
+	struct stat st;
+	int fd, wd;
+
+	fd = move_high(sg_abort_dir_open(sg_cfg.abort_dir, create));
+	if (fd < 0) {
+		sg_log_once(&said_unusable, SG_LOG_INFO, "abort directory %s cannot be watched yet (%s); looking again "
+			    "every %d ms", sg_cfg.abort_dir,
+			    errno == ELOOP ? "it is a symbolic link" : strerror(errno), RETRY_MS);
+		return;
+	}
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	/* The watch is placed on the directory that was opened and checked,
+	 * through this thread's own table, never through the path again. */
+	snprintf(proc_path, sizeof(proc_path), "/proc/thread-self/fd/%d", fd);
+	wd = inotify_add_watch(inotify_fd, proc_path, WATCH_MASK);
+	if (wd < 0)
+		goto fail;
+	if (__atomic_load_n(&said_lost, __ATOMIC_RELAXED)) {
+		sg_log(SG_LOG_WARN, "abort directory %s is there again; watching it", sg_cfg.abort_dir);
+		said_lost = false;
+	}
+	said_unusable = false;
+	dir_fd = fd;
+	watch_wd = wd;
+	dir_dev = st.st_dev;
+	dir_ino = st.st_ino;
+	have_dir = true;
+	read_upto_ns = realtime_ns();
+	dir_trusted(fd); /* a refusal is said now, not at the first marker */
+	/* Markers that appeared before the watch. */
+	scan_markers(fd, 0);
+	return;
+fail:
+	sg_log_once(&said_unusable, SG_LOG_INFO, "abort directory %s cannot be watched yet (%s); looking again every "
+		    "%d ms", sg_cfg.abort_dir, strerror(errno), RETRY_MS);
+	sg_real.close(fd);
+}
+
+/* The directory was moved or removed (an administrator's doing, say): the
+ * markers written to its path no longer land in it.  It is not re-created;
+ * the watcher looks for a directory at the path again every RETRY_MS.
+ * Under events_lock. */
+static void detach(bool watch_gone)
+{
+	if (!watch_gone)
+		inotify_rm_watch(inotify_fd, watch_wd);
+	sg_real.close(dir_fd);
+	dir_fd = watch_wd = -1;
+	have_dir = false;
+	said_unusable = true; /* said here: the looking again is not said too */
+	sg_log_once(&said_lost, SG_LOG_WARN, "abort directory %s was moved or removed; markers are not acted on until "
+		    "a directory is there again (it is not re-created)", sg_cfg.abort_dir);
+}
+
+/* Whether the path still names the directory watched.  A removed directory
+ * that is still open (as it is here) gives no IN_DELETE_SELF, and a
+ * directory may have been put in its place since: looked at every second. */
+static bool still_there(void)
+{
+	struct stat st;
+
+	return fstat(dir_fd, &st) == 0 && st.st_nlink > 0 &&
+	       fstatat(AT_FDCWD, sg_cfg.abort_dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == dir_dev &&
+	       st.st_ino == dir_ino;
+}
+
+/* Reads and acts on the pending events.  Under events_lock. */
+static void read_events(void)
 {
 	char buf[16 * (sizeof(struct inotify_event) + NAME_MAX + 1)]
 		__attribute__((aligned(__alignof__(struct inotify_event))));
-	bool alive = true;
+	long long upto = realtime_ns();
 	ssize_t n;
 
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+	while ((n = read(inotify_fd, buf, sizeof(buf))) > 0) {
 		for (char *p = buf; p < buf + n;) {
 			struct inotify_event *ev = (struct inotify_event *)p;
 
-			if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
-				alive = false;
-			else if (ev->mask & IN_Q_OVERFLOW)
-				for_each_marker(on_marker);
-			else if (ev->len)
-				on_marker(ev->name);
 			p += sizeof(*ev) + ev->len;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				if (dir_fd >= 0)
+					scan_markers(dir_fd, 0);
+			} else if (ev->wd != watch_wd || watch_wd < 0) {
+				continue; /* a watch already given up (its IN_IGNORED) */
+			} else if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)) {
+				detach(ev->mask & IN_IGNORED);
+			} else if (ev->len) {
+				on_marker(dir_fd, ev->name);
+			}
 		}
 	}
-	return alive;
+	read_upto_ns = upto;
 }
 
 static long now_ms(void)
@@ -150,43 +267,90 @@ static long now_ms(void)
 	return (long)(sg_monotonic_ns() / 1000000u);
 }
 
+static void first_look_over(void)
+{
+	pthread_mutex_lock(&start_lock);
+	first_look_done = true;
+	pthread_cond_broadcast(&start_cond);
+	pthread_mutex_unlock(&start_lock);
+}
+
+/* Gives this thread a descriptor table of its own, empty: nothing of the
+ * program's is held open by it, and nothing of its own is in the program's. */
+static bool own_fd_table(void)
+{
+	int pidfd;
+
+	/* System calls rather than glibc's wrappers, which came in 2.34 and 2.36. */
+	if (syscall(SYS_close_range, 0U, ~0U, CLOSE_RANGE_UNSHARE) < 0) {
+		sg_log_once(&said_thread, SG_LOG_WARN, "cannot give the marker watcher a descriptor table of its own "
+			    "(close_range: %s); aborts will not be swept in this process", strerror(errno));
+		return false;
+	}
+	pidfd = move_high((int)syscall(SYS_pidfd_open, getpid(), 0U));
+	sg_log_from_own_table(pidfd);
+	return true;
+}
+
 static void *watcher(void *arg)
 {
-	int fd = (int)(long)arg;
 	long ttl_ms = sg_cfg.abort_ttl * 1000L, expire_every = ttl_ms / 10;
-	long next_prune = now_ms() + 1000, next_expire = now_ms();
+	long next_prune = now_ms() + 1000, next_check = next_prune, next_expire = now_ms(), next_retry = 0;
 
+	(void)arg;
 	sg_busy = true;
 	if (expire_every < 1000)
 		expire_every = 1000;
 	if (expire_every > 60000)
 		expire_every = 60000;
+	if (!own_fd_table()) {
+		first_look_over();
+		return NULL;
+	}
+	inotify_fd = move_high(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+	if (inotify_fd < 0) {
+		sg_log_once(&said_thread, SG_LOG_WARN, "cannot watch abort markers (inotify: %s); aborts will not be "
+			    "swept in this process", strerror(errno));
+		first_look_over();
+		return NULL;
+	}
+	/* The markers already there are read before the creating call
+	 * returns, so that its own late put is recognised at once. */
+	pthread_mutex_lock(&events_lock);
+	attach(true);
+	pthread_mutex_unlock(&events_lock);
+	first_look_over();
 
 	for (;;) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		bool watching;
+		struct pollfd p = {.fd = inotify_fd, .events = POLLIN};
 		long now;
 
-		pthread_mutex_lock(&events_lock);
-		if (watch_wd < 0)
-			watch_wd = watch_dir(fd);
-		watching = watch_wd >= 0;
-		pthread_mutex_unlock(&events_lock);
-		if (poll(&p, 1, watching ? 1000 : RETRY_MS) > 0) {
+		if (poll(&p, 1, dir_fd >= 0 ? 1000 : RETRY_MS) > 0) {
 			pthread_mutex_lock(&events_lock);
-			if (!read_events(fd)) {
-				inotify_rm_watch(fd, watch_wd);
-				watch_wd = -1;
-			}
+			read_events();
 			pthread_mutex_unlock(&events_lock);
 		}
 		now = now_ms();
+		if (dir_fd >= 0 && now >= next_check) {
+			pthread_mutex_lock(&events_lock);
+			if (dir_fd >= 0 && !still_there())
+				detach(false);
+			pthread_mutex_unlock(&events_lock);
+			next_check = now + 1000;
+		}
+		if (dir_fd < 0 && now >= next_retry) {
+			pthread_mutex_lock(&events_lock);
+			attach(false);
+			pthread_mutex_unlock(&events_lock);
+			next_retry = now + RETRY_MS;
+		}
 		if (now >= next_prune) {
 			sg_registry_prune(PRUNE_BATCH);
 			next_prune = now + 1000;
 		}
-		if (watching && now >= next_expire) {
-			sg_markers_expire(sg_cfg.abort_dir, sg_cfg.abort_ttl);
+		if (now >= next_expire) {
+			if (dir_fd >= 0)
+				sg_markers_expire(dir_fd, sg_cfg.abort_ttl);
 			sg_registry_expire_aborts(time(NULL) - (time_t)sg_cfg.abort_ttl);
 			next_expire = now + expire_every;
 		}
@@ -194,30 +358,41 @@ static void *watcher(void *arg)
 	return NULL;
 }
 
+/* A vfork child (or any child made without the fork handlers) shares or
+ * copies the parent's memory but is not the parent: it must not start the
+ * parent's watcher, nor wait for it. */
+static bool in_own_process(void)
+{
+	return getpid() == sg_self.pid;
+}
+
+static void wait_first_look(void)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += START_WAIT_MS / 1000;
+	while (!first_look_done && pthread_cond_timedwait(&start_cond, &start_lock, &until) == 0)
+		;
+}
+
 void sg_markers_start(void)
 {
+	pthread_condattr_t cattr;
 	pthread_attr_t attr;
 	pthread_t tid;
 	sigset_t all, old;
 	bool created;
-	int fd;
 
-	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE) || !in_own_process())
 		return;
 	pthread_mutex_lock(&start_lock);
 	if (started)
 		goto out;
-	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (fd < 0) {
-		sg_log_once(&said_thread, SG_LOG_WARN, "cannot watch abort markers (inotify: %s); aborts will not be "
-						       "swept in this process", strerror(errno));
-		goto out;
-	}
-	/* Watch and read the markers already there before the creating call
-	 * returns, so that its own late put is recognised at once. */
-	pthread_mutex_lock(&events_lock);
-	watch_wd = watch_dir(fd);
-	pthread_mutex_unlock(&events_lock);
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&start_cond, &cattr);
+	pthread_condattr_destroy(&cattr);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -227,16 +402,14 @@ void sg_markers_start(void)
 	 * threads, or on running on one thread at a time). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	created = pthread_create(&tid, &attr, watcher, (void *)(long)fd) == 0;
+	created = pthread_create(&tid, &attr, watcher, NULL) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!created) {
-		close(fd);
+	pthread_attr_destroy(&attr);
+	if (created)
+		wait_first_look();
+	else
 		sg_log_once(&said_thread, SG_LOG_WARN, "cannot start the marker watcher thread; aborts will not be "
 						       "swept in this process");
-	} else {
-		__atomic_store_n(&inotify_fd, fd, __ATOMIC_RELEASE);
-	}
-	pthread_attr_destroy(&attr);
 	/* Tried once per process either way: a failure is not retried per call. */
 	__atomic_store_n(&started, true, __ATOMIC_RELEASE);
 out:
@@ -245,25 +418,38 @@ out:
 
 void sg_markers_drain(void)
 {
-	if (__atomic_load_n(&inotify_fd, __ATOMIC_ACQUIRE) < 0)
+	struct timespec until;
+	struct stat st;
+	int fd;
+
+	if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE) || !in_own_process())
 		return;
-	pthread_mutex_lock(&events_lock);
-	if (watch_wd >= 0)
-		read_events(inotify_fd);
-	else /* the watcher has not got going (or lost its directory): look */
-		for_each_marker(on_marker);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += DRAIN_WAIT_MS / 1000;
+	if (pthread_mutex_timedlock(&events_lock, &until) != 0) {
+		sg_log_once(&said_drain, SG_LOG_WARN, "exit: the marker watcher is still busy; markers that came in "
+			    "the last moments may not be acted on");
+		return;
+	}
+	/* The watcher's descriptors are not in this thread's table: the
+	 * directory is opened again and must be the one watched.  Markers
+	 * changed since the watcher's last read (and a margin) are acted on. */
+	fd = have_dir ? sg_abort_dir_open(sg_cfg.abort_dir, false) : -1;
+	if (fd >= 0) {
+		if (fstat(fd, &st) == 0 && st.st_dev == dir_dev && st.st_ino == dir_ino)
+			scan_markers(fd, read_upto_ns - DRAIN_SLACK_NS);
+		sg_real.close(fd);
+	}
 	pthread_mutex_unlock(&events_lock);
 }
 
 void sg_markers_after_fork(void)
 {
-	/* The inherited inotify fd shares its queue with the parent's: reading
-	 * it here would steal the parent's events. */
-	if (inotify_fd >= 0)
-		close(inotify_fd);
-	inotify_fd = -1;
-	watch_wd = -1;
+	/* The watcher did not survive the fork, and its descriptors were never
+	 * in the table the child copied. */
+	inotify_fd = dir_fd = watch_wd = -1;
+	have_dir = false;
 	pthread_mutex_init(&start_lock, NULL);
 	pthread_mutex_init(&events_lock, NULL);
-	started = false;
+	started = first_look_done = false;
 }

@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,20 +144,140 @@ Test(markers, late_put_after_marker_is_unlinked_at_once)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
-Test(markers, expired_markers_are_removed)
+static void make_old(const char *path)
 {
 	struct timespec old[2] = {{.tv_sec = time(NULL) - 10}, {.tv_sec = time(NULL) - 10}};
+
+	touch(path);
+	cr_assert_eq(utimensat(AT_FDCWD, path, old, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+Test(markers, expired_markers_are_removed)
+{
 	const char *env[] = {"SHMGUARD_ABORT_TTL=2", NULL};
 	struct h_proc p;
 
-	mkdir(abort_dir, 0755);
-	touch(marker("old"));
-	cr_assert_eq(utimensat(AT_FDCWD, marker("old"), old, 0), 0);
-	touch(marker("fresh"));
+	h_abort(abort_dir, h_str("%sfresh", prefix), NULL); /* shmguard makes (and stamps) the directory */
+	make_old(marker("old"));
 	p = start(env);
 	cr_expect(h_wait_gone(marker("old"), 3000), "an expired marker stayed");
 	cr_expect(h_exists(marker("fresh")), "a fresh marker was removed");
 	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* Any directory may be named as the abort directory: one that shmguard did
+ * not make may hold files that are not markers, and expiry never touches it. */
+Test(markers, expiry_leaves_a_directory_shmguard_did_not_make_alone)
+{
+	const char *env[] = {"SHMGUARD_ABORT_TTL=1", NULL};
+	const char *abort_argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--ttl", "1",
+				    h_str("%snew", prefix), NULL};
+	const char *conf = h_str("%s/app.conf", abort_dir);
+	struct h_proc p;
+
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	make_old(conf);
+	make_old(marker("old"));
+	p = start(env);
+	cr_assert_eq(h_run(abort_argv, NULL, NULL), 0);
+	usleep(2500 * 1000); /* expiry runs at once, then every second */
+	cr_expect(h_exists(conf), "expiry removed a file that is not a marker");
+	cr_expect(h_exists(marker("old")), "expiry ran in a directory shmguard did not make");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* CPU time (user and system) that process pid has used, in ms. */
+static long cpu_ms(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long utime, stime;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	cr_assert(f, "cannot read %s", path);
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	cr_assert(p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) == 2);
+	return (long)((utime + stime) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
+}
+
+/* The program closes every descriptor above stderr (as daemons and
+ * CPython's closerange do), with the raw system call, then a pipe takes the
+ * lowest numbers: the watcher must not read it, nor spin, nor hang the exit. */
+Test(markers, program_closing_every_descriptor_leaves_the_watcher_working)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("a") + 8, "4096", "shm", seg("b") + 8, "4096",
+			      "closefrom", "3", "pipe", "1000", "wait", NULL};
+	struct h_proc p = h_spawn(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	char *line = h_read_line(&p, 10000);
+	long cpu;
+
+	cr_assert_str_eq(line ? line : "(nothing)", "pipe 1000", "the program's pipe was read by someone else");
+	cr_assert_str_eq(h_read_line(&p, 10000), "ready");
+	cpu = cpu_ms(p.pid);
+	usleep(1000 * 1000);
+	cr_expect_lt(cpu_ms(p.pid) - cpu, 100, "the idle process used %ld ms of CPU in a second",
+		     cpu_ms(p.pid) - cpu);
+	touch(marker("a"));
+	cr_expect(h_wait_gone(seg("a"), 1000), "the watcher stopped working after the program closed descriptors");
+	cr_expect(h_exists(seg("b")));
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* The shim's own descriptors are not in the program's table: the program
+ * gets the same descriptor numbers with the shim as without. */
+Test(markers, shim_descriptors_do_not_take_the_programs_numbers)
+{
+	const char *held = h_str("/dev/shm/%sheld", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("a") + 8, "4096", "hold", held, "fdnum", NULL};
+	char *with, *without;
+
+	/* The segment's descriptor is closed, the next is held: a descriptor the
+	 * shim made meanwhile would now sit between them. */
+	cr_assert_eq(h_output(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL), &with, NULL), 0);
+	unlink(seg("a"));
+	unlink(held);
+	cr_assert_eq(h_output(argv, NULL, &without, NULL), 0);
+	cr_expect_str_eq(with, without);
+}
+
+/* A vfork child shares the parent's memory until it execs: its first
+ * tagged creation must not start (in the child) the parent's watcher. */
+Test(markers, vfork_child_creating_first_leaves_the_watcher_to_the_parent)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "vfork", seg("child") + 8, "4096", "shm", seg("a") + 8, "4096",
+			      "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+
+	touch(marker("a"));
+	cr_expect(h_wait_gone(seg("a"), 1000), "the parent's own segment was not swept");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* An administrator moves the directory away: the shim says so once, does
+ * not spin, does not re-create it, and uses it again once it is back. */
+Test(markers, abort_dir_moved_away_is_left_alone_until_it_comes_back)
+{
+	const char *moved = h_str("%s.old", abort_dir);
+	struct h_proc p;
+	char *err;
+	long cpu;
+
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	p = start(NULL);
+	cr_assert_eq(rename(abort_dir, moved), 0);
+	cr_assert(h_wait_stderr(&p, "was moved or removed", 1000), "the move was not reported");
+	cpu = cpu_ms(p.pid);
+	usleep(1500 * 1000);
+	cr_expect_lt(cpu_ms(p.pid) - cpu, 100, "the watcher used %ld ms of CPU in 1.5 s", cpu_ms(p.pid) - cpu);
+	cr_expect(!h_exists(abort_dir), "the shim re-created the directory the administrator moved");
+	cr_assert_eq(rename(moved, abort_dir), 0);
+	touch(marker("b"));
+	cr_expect(h_wait_gone(seg("b"), 2000), "the directory was not used again once back");
+	cr_expect(h_exists(seg("a")));
+	cr_assert_eq(h_finish(&p, &err), 0);
+	cr_expect_eq(h_occurrences(err, "was moved or removed"), 1, "%s", err);
 }
 
 /* The marker comes a moment before the process exits: the abort came while
