@@ -14,19 +14,28 @@ tsan=$(readlink -f "$(gcc -print-file-name=libtsan.so)")
 prefix="tsan-$$-"
 abort_dir="/dev/shm/${prefix}abort" root="/dev/shm/${prefix}root"
 # A glob, not find: find fails when another process's entry vanishes mid-scan.
-trap 'rm -rf /dev/shm/"${prefix}"*' EXIT
+trap 'rm -rf /dev/shm/"${prefix}"* /tmp/"${prefix}"report.*' EXIT
 mkdir -p "$abort_dir" "$root"
+
+# Reports go to files: the shim's marker watcher has a descriptor table of
+# its own, without the program's stderr, so a report made on it would be lost.
+reports="/tmp/${prefix}report"
+tsan_options="halt_on_error=1:exitcode=66:die_after_fork=0:log_path=$reports"
+show_reports() {
+	cat "$@" "$reports".* 2>/dev/null | grep -E "WARNING: ThreadSanitizer|^    #[0-9] |SUMMARY" | head -30 || true
+	rm -f "$reports".*
+}
 
 status=0
 run() {
 	local name=$1
 	shift
 	if ! SHMTOOL_ABORT_DIR="$abort_dir" SHMGUARD_ABORT_DIR="$abort_dir" SHMGUARD_SHM_ROOTS="$root" \
-		SHMGUARD_PATTERNS='{any}_{req}' TSAN_OPTIONS="halt_on_error=1:exitcode=66:die_after_fork=0" \
+		SHMGUARD_PATTERNS='{any}_{req}' TSAN_OPTIONS="$tsan_options" \
 		LD_PRELOAD="$tsan $PWD/build-tsan/shim/libshmguard.so" \
 		timeout 120 build-tsan/tests/shmtool "$@" </dev/null >"/tmp/${prefix}out" 2>&1; then
 		echo "tsan: $name: FAILED"
-		grep -E "WARNING: ThreadSanitizer|^    #[0-9] |SUMMARY" "/tmp/${prefix}out" | head -30
+		show_reports "/tmp/${prefix}out"
 		status=1
 	else
 		echo "tsan: $name: no report"
@@ -44,7 +53,7 @@ run "threads around a fork" threads 4 30 "${prefix}u" , fork , threads 4 30 "${p
 logs="/tmp/${prefix}logs" sroot="/dev/shm/${prefix}sroot" sabort="/dev/shm/${prefix}sabort"
 mkdir -p "$logs" "$sroot" "$sabort"
 coproc STRESS {
-	SHMGUARD_ABORT_DIR="$sabort" SHMGUARD_SHM_ROOTS="$sroot" TSAN_OPTIONS="halt_on_error=1:exitcode=66:die_after_fork=0" \
+	SHMGUARD_ABORT_DIR="$sabort" SHMGUARD_SHM_ROOTS="$sroot" TSAN_OPTIONS="$tsan_options" \
 		LD_PRELOAD="$tsan $PWD/build-tsan/shim/libshmguard.so" timeout 300 build-tsan/tests/stress --root "$sroot" \
 		--abort-dir "$sabort" --logs "$logs" --procs 2 --threads 3 --ops 150 --kill 2>"/tmp/${prefix}stress.err"
 }
@@ -58,7 +67,7 @@ stress_status=0
 wait "$STRESS_PID" || stress_status=$?
 if [ "$stress_status" -ne 0 ]; then
 	echo "tsan: stress driver: FAILED (exit $stress_status): ${verdict:-no result}"
-	grep -E "WARNING: ThreadSanitizer|^    #[0-9] |SUMMARY" "/tmp/${prefix}stress.err" | head -30
+	show_reports "/tmp/${prefix}stress.err"
 	status=1
 else
 	echo "tsan: stress driver: no report ($verdict)"

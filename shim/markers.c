@@ -389,6 +389,9 @@ void sg_markers_start(void)
 	pthread_mutex_lock(&start_lock);
 	if (started)
 		goto out;
+	/* Tried once per process either way (a failure is not retried per
+	 * call), and set before the wait below lets go of the lock. */
+	__atomic_store_n(&started, true, __ATOMIC_RELEASE);
 	pthread_condattr_init(&cattr);
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
 	pthread_cond_init(&start_cond, &cattr);
@@ -410,8 +413,6 @@ void sg_markers_start(void)
 	else
 		sg_log_once(&said_thread, SG_LOG_WARN, "cannot start the marker watcher thread; aborts will not be "
 						       "swept in this process");
-	/* Tried once per process either way: a failure is not retried per call. */
-	__atomic_store_n(&started, true, __ATOMIC_RELEASE);
 out:
 	pthread_mutex_unlock(&start_lock);
 }
