@@ -28,13 +28,16 @@ const char *sg_abort_dir_remedy(const struct stat *dir, uid_t euid)
 /* Whether dfd lists nothing but "." and "..": a directory just made. */
 static bool dir_empty(int dfd)
 {
-	char buf[256] __attribute__((aligned(8)));
+	union {
+		struct dirent64 first;
+		char bytes[4 * sizeof(struct dirent64)];
+	} buf;
 	bool empty = true;
 	ssize_t n;
 
-	while (empty && (n = getdents64(dfd, buf, sizeof(buf))) > 0)
+	while (empty && (n = getdents64(dfd, buf.bytes, sizeof(buf.bytes))) > 0)
 		for (ssize_t off = 0; empty && off < n;) {
-			struct dirent64 *e = (struct dirent64 *)(buf + off);
+			struct dirent64 *e = (struct dirent64 *)(buf.bytes + off);
 
 			empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
 			off += e->d_reclen;
@@ -53,10 +56,13 @@ int sg_abort_dir_open(const char *path, bool create)
 	 * made, not one swapped in for it since. */
 	if (fd >= 0 && made && fstat(fd, &st) == 0 && st.st_uid == geteuid() && dir_empty(fd))
 		(void)mknodat(fd, SG_ABORT_DIR_STAMP, S_IFREG | 0444, 0);
+	/* With O_DIRECTORY a symlink fails as ENOTDIR: say what it is. */
+	if (fd < 0 && errno == ENOTDIR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+		errno = ELOOP;
 	return fd;
 }
 
-static bool stamped(int dfd, uid_t euid)
+bool sg_abort_dir_stamped(int dfd, uid_t euid)
 {
 	struct stat st;
 
@@ -73,7 +79,7 @@ unsigned sg_markers_expire(int dfd, unsigned ttl)
 	int fd;
 	DIR *d;
 
-	if (fstat(dfd, &dir) < 0 || sg_abort_dir_refusal(&dir, euid) || !stamped(dfd, euid))
+	if (fstat(dfd, &dir) < 0 || sg_abort_dir_refusal(&dir, euid) || !sg_abort_dir_stamped(dfd, euid))
 		return 0;
 	/* A descriptor of its own for readdir ("." of dfd: no path is followed). */
 	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

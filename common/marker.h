@@ -21,10 +21,14 @@ const char *sg_abort_dir_refusal(const struct stat *dir, uid_t euid);
 /* What to do about a refusal, for the message that reports it. */
 const char *sg_abort_dir_remedy(const struct stat *dir, uid_t euid);
 
-/* Opens path as an abort directory, never through a symbolic link (ELOOP),
- * O_CLOEXEC.  With create, a missing directory is made (one level, mode 0755)
- * and stamped.  Returns the descriptor or -1 (errno). */
+/* Opens path as an abort directory, O_CLOEXEC, never through a symbolic
+ * link (errno ELOOP when path is one).  With create, a missing directory is
+ * made (one level, mode 0755) and stamped.  Returns the descriptor or -1. */
 int sg_abort_dir_open(const char *path, bool create);
+
+/* Whether the abort directory dfd carries shmguard's stamp (a regular file
+ * of euid or root): shmguard made it. */
+bool sg_abort_dir_stamped(int dfd, uid_t euid);
 
 /* Anyone can write into /dev/shm: a marker counts only if it is a regular
  * file (never a symlink: stat it with AT_SYMLINK_NOFOLLOW) made by euid or

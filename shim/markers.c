@@ -55,7 +55,10 @@ static dev_t dir_dev;
 static ino_t dir_ino;
 static long long read_upto_ns;
 
-static bool said_refused, said_foreign, said_unusable, said_lost, said_thread, said_drain;
+static bool lost; /* the directory was watched, then moved or removed */
+
+static bool said_refused, said_foreign, said_missing, said_symlink, said_unusable, said_lost, said_back,
+	said_unstamped, said_thread, said_drain;
 
 static long long realtime_ns(void)
 {
@@ -171,12 +174,8 @@ static void attach(bool create)
 	int fd, wd;
 
 	fd = move_high(sg_abort_dir_open(sg_cfg.abort_dir, create));
-	if (fd < 0) {
-		sg_log_once(&said_unusable, SG_LOG_INFO, "abort directory %s cannot be watched yet (%s); looking again "
-			    "every %d ms", sg_cfg.abort_dir,
-			    errno == ELOOP ? "it is a symbolic link" : strerror(errno), RETRY_MS);
-		return;
-	}
+	if (fd < 0)
+		goto fail;
 	if (fstat(fd, &st) < 0)
 		goto fail;
 	/* The watch is placed on the directory that was opened and checked,
@@ -185,25 +184,34 @@ static void attach(bool create)
 	wd = inotify_add_watch(inotify_fd, proc_path, WATCH_MASK);
 	if (wd < 0)
 		goto fail;
-	if (__atomic_load_n(&said_lost, __ATOMIC_RELAXED)) {
-		sg_log(SG_LOG_WARN, "abort directory %s is there again; watching it", sg_cfg.abort_dir);
-		said_lost = false;
-	}
-	said_unusable = false;
+	if (lost)
+		sg_log_once(&said_back, SG_LOG_INFO, "abort directory %s is there again; watching it", sg_cfg.abort_dir);
+	lost = false;
 	dir_fd = fd;
 	watch_wd = wd;
 	dir_dev = st.st_dev;
 	dir_ino = st.st_ino;
 	have_dir = true;
 	read_upto_ns = realtime_ns();
-	dir_trusted(fd); /* a refusal is said now, not at the first marker */
+	/* A refusal is said now, not at the first marker. */
+	if (dir_trusted(fd) && !sg_abort_dir_stamped(fd, geteuid()))
+		sg_log_once(&said_unstamped, SG_LOG_INFO, "abort directory %s was not made by shmguard (it has no %s): "
+			    "old markers are not removed from it", sg_cfg.abort_dir, SG_ABORT_DIR_STAMP);
 	/* Markers that appeared before the watch. */
 	scan_markers(fd, 0);
 	return;
 fail:
-	sg_log_once(&said_unusable, SG_LOG_INFO, "abort directory %s cannot be watched yet (%s); looking again every "
-		    "%d ms", sg_cfg.abort_dir, strerror(errno), RETRY_MS);
-	sg_real.close(fd);
+	if (errno == ELOOP)
+		sg_log_once(&said_symlink, SG_LOG_WARN, "abort directory %s is a symbolic link, which is never "
+			    "followed: no marker is read until a directory is there (remove the link)", sg_cfg.abort_dir);
+	else if (errno != ENOENT)
+		sg_log_once(&said_unusable, SG_LOG_WARN, "abort directory %s cannot be watched (%s); looking again "
+			    "every %d ms", sg_cfg.abort_dir, strerror(errno), RETRY_MS);
+	else if (!lost) /* a loss was said already */
+		sg_log_once(&said_missing, SG_LOG_INFO, "abort directory %s is missing; looking for it every %d ms",
+			    sg_cfg.abort_dir, RETRY_MS);
+	if (fd >= 0)
+		sg_real.close(fd);
 }
 
 /* The directory was moved or removed (an administrator's doing, say): the
@@ -217,9 +225,10 @@ static void detach(bool watch_gone)
 	sg_real.close(dir_fd);
 	dir_fd = watch_wd = -1;
 	have_dir = false;
-	said_unusable = true; /* said here: the looking again is not said too */
+	lost = true;
 	sg_log_once(&said_lost, SG_LOG_WARN, "abort directory %s was moved or removed; markers are not acted on until "
-		    "a directory is there again (it is not re-created)", sg_cfg.abort_dir);
+		    "a directory is there again (it is not re-created; looked for every %d ms)", sg_cfg.abort_dir,
+		    RETRY_MS);
 }
 
 /* Whether the path still names the directory watched.  A removed directory
@@ -449,7 +458,7 @@ void sg_markers_after_fork(void)
 	/* The watcher did not survive the fork, and its descriptors were never
 	 * in the table the child copied. */
 	inotify_fd = dir_fd = watch_wd = -1;
-	have_dir = false;
+	have_dir = lost = false;
 	pthread_mutex_init(&start_lock, NULL);
 	pthread_mutex_init(&events_lock, NULL);
 	started = first_look_done = false;

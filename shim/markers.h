@@ -1,7 +1,7 @@
 /* Abort markers: a file named after a request in the abort directory.  A
  * watcher thread (started on the first tagged creation, again in each fork
  * child) sweeps a request when its marker appears, and removes markers
- * older than SHMGUARD_ABORT_TTL. */
+ * older than SHMGUARD_ABORT_TTL in a directory shmguard made. */
 #ifndef SHMGUARD_MARKERS_H
 #define SHMGUARD_MARKERS_H
 

@@ -186,6 +186,36 @@ Test(markers, expiry_leaves_a_directory_shmguard_did_not_make_alone)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
+Test(markers, abort_command_expires_old_markers_in_a_directory_it_made)
+{
+	const char *argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--ttl", "1", h_str("%sy", prefix),
+			      NULL};
+
+	h_abort(abort_dir, h_str("%sx", prefix), NULL);
+	cr_assert(h_exists(h_str("%s/.shmguard-abort-dir", abort_dir)), "the directory made was not stamped");
+	make_old(marker("old"));
+	cr_assert_eq(h_run(argv, NULL, NULL), 0);
+	cr_expect(!h_exists(marker("old")), "an expired marker stayed");
+	cr_expect(h_exists(h_str("%s/%sx", abort_dir, prefix)), "a fresh marker was removed");
+	cr_expect(h_exists(h_str("%s/.shmguard-abort-dir", abort_dir)), "the stamp was removed");
+}
+
+/* A symlink in place of the directory is never followed, and said. */
+Test(markers, abort_dir_that_is_a_symlink_is_not_followed)
+{
+	const char *target = h_str("/dev/shm/%starget", prefix);
+	struct h_proc p;
+
+	cr_assert_eq(mkdir(target, 0755), 0);
+	cr_assert_eq(symlink(target, abort_dir), 0);
+	p = start(NULL);
+	cr_expect(h_wait_stderr(&p, "is a symbolic link", 1000), "the symlink was not reported");
+	touch(h_str("%s/%sa", target, prefix));
+	usleep(300 * 1000);
+	cr_expect(h_exists(seg("a")), "a marker reached through a symlink was obeyed");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
 /* CPU time (user and system) that process pid has used, in ms. */
 static long cpu_ms(pid_t pid)
 {
