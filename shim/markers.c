@@ -259,7 +259,7 @@ static void read_events(void)
 			if (ev->mask & IN_Q_OVERFLOW) {
 				if (dir_fd >= 0)
 					scan_markers(dir_fd, 0);
-			} else if (ev->wd != watch_wd || watch_wd < 0) {
+			} else if (ev->wd != watch_wd) {
 				continue; /* a watch already given up (its IN_IGNORED) */
 			} else if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)) {
 				detach(ev->mask & IN_IGNORED);
