@@ -165,6 +165,18 @@ static int move_high(int fd)
 	return high;
 }
 
+/* Whether the path still names directory fd, of identity dev and ino.  A
+ * removed directory that is still open (as the watched one is) gives no
+ * IN_DELETE_SELF, and a directory may have been put in its place since. */
+static bool still_there(int fd, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_nlink > 0 &&
+	       fstatat(AT_FDCWD, sg_cfg.abort_dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == dev &&
+	       st.st_ino == ino;
+}
+
 /* Watches the abort directory (created if missing when create is set) and
  * acts on the markers already there.  Under events_lock. */
 static void attach(bool create)
@@ -179,9 +191,19 @@ static void attach(bool create)
 	if (fstat(fd, &st) < 0)
 		goto fail;
 	/* The watch is placed on the directory that was opened and checked,
-	 * through this thread's own table, never through the path again. */
+	 * through this thread's own table, not through the path again. */
 	snprintf(proc_path, sizeof(proc_path), "/proc/thread-self/fd/%d", fd);
 	wd = inotify_add_watch(inotify_fd, proc_path, WATCH_MASK);
+	/* Without /proc, through the path, checked after.  (Were it another
+	 * directory, its events would only name markers looked for in ours.) */
+	if (wd < 0 && errno == ENOENT && access("/proc/thread-self", F_OK) < 0) {
+		wd = inotify_add_watch(inotify_fd, sg_cfg.abort_dir, WATCH_MASK | IN_DONT_FOLLOW);
+		if (wd >= 0 && !still_there(fd, st.st_dev, st.st_ino)) {
+			inotify_rm_watch(inotify_fd, wd);
+			errno = ESTALE;
+			wd = -1;
+		}
+	}
 	if (wd < 0)
 		goto fail;
 	if (lost)
@@ -229,18 +251,6 @@ static void detach(bool watch_gone)
 	sg_log_once(&said_lost, SG_LOG_WARN, "abort directory %s was moved or removed; markers are not acted on until "
 		    "a directory is there again (it is not re-created; looked for every %d ms)", sg_cfg.abort_dir,
 		    RETRY_MS);
-}
-
-/* Whether the path still names the directory watched.  A removed directory
- * that is still open (as it is here) gives no IN_DELETE_SELF, and a
- * directory may have been put in its place since: looked at every second. */
-static bool still_there(void)
-{
-	struct stat st;
-
-	return fstat(dir_fd, &st) == 0 && st.st_nlink > 0 &&
-	       fstatat(AT_FDCWD, sg_cfg.abort_dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == dir_dev &&
-	       st.st_ino == dir_ino;
 }
 
 /* Reads and acts on the pending events.  Under events_lock. */
@@ -342,7 +352,7 @@ static void *watcher(void *arg)
 		now = now_ms();
 		if (dir_fd >= 0 && now >= next_check) {
 			pthread_mutex_lock(&events_lock);
-			if (dir_fd >= 0 && !still_there())
+			if (dir_fd >= 0 && !still_there(dir_fd, dir_dev, dir_ino))
 				detach(false);
 			pthread_mutex_unlock(&events_lock);
 			next_check = now + 1000;

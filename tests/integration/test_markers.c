@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -213,6 +214,24 @@ Test(markers, abort_dir_that_is_a_symlink_is_not_followed)
 	touch(h_str("%s/%sa", target, prefix));
 	usleep(300 * 1000);
 	cr_expect(h_exists(seg("a")), "a marker reached through a symlink was obeyed");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* In a mount namespace without /proc (a bare chroot or container), the
+ * watch goes through the path, checked after. */
+Test(markers, watcher_works_without_proc)
+{
+	if (geteuid() != 0) {
+		cr_assert(!getenv("CI"), "this test must run as root in CI");
+		cr_skip_test("needs root for a mount namespace");
+	}
+	const char *argv[] = {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+			      "umount -l /proc && exec \"$@\"", "sh", h_bin("SG_SHMTOOL"), "shm", seg("a") + 8, "4096",
+			      "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+
+	touch(marker("a"));
+	cr_expect(h_wait_gone(seg("a"), 1000), "no abort was swept without /proc");
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
