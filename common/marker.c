@@ -22,7 +22,7 @@ const char *sg_abort_dir_remedy(const struct stat *dir, uid_t euid)
 {
 	if (S_ISDIR(dir->st_mode) && (dir->st_uid == euid || dir->st_uid == 0))
 		return "chmod +t or chmod o-w";
-	return "remove it, or choose a directory only you or root can own";
+	return "remove it, or choose a directory in a place only you or root can write to";
 }
 
 /* Whether dfd lists nothing but "." and "..": a directory just made. */

@@ -1,9 +1,9 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
