@@ -25,7 +25,8 @@ static void usage(FILE *out)
 		"  --abort-dir DIR   marker directory (default: $SHMGUARD_ABORT_DIR, else %s)\n"
 		"  --ttl SECONDS     marker lifetime (default: $SHMGUARD_ABORT_TTL, else %d)\n"
 		"  -h, --help        show this help\n\n"
-		"Exit status: 0 all marked, 1 a marker could not be written, 2 bad usage or ID.\n",
+		"Exit status: 0 all marked, 1 a marker could not be written or DIR is refused,\n"
+		"2 bad usage or ID.\n",
 		SG_DEFAULT_ABORT_DIR, SG_DEFAULT_ABORT_TTL);
 }
 
