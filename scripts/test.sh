@@ -25,6 +25,13 @@ if [ $# -eq 0 ]; then
 	scripts/tsan.sh || status=$?
 	scripts/build-minimal.sh || status=$?
 	scripts/install-test.sh || status=$?
+	# The kernel matrix: the same checks in Debian's 5.10, 6.1 and 6.12
+	# under QEMU and on this kernel, against their expected results.
+	if [ "$(id -u)" -eq 0 ] || [ -n "${CI:-}" ]; then
+		scripts/kernels.sh || status=$?
+	else
+		echo "kernels: skipped (needs root)"
+	fi
 fi
 # One closing line over the individual test cases of every Criterion binary.
 logs=(build/meson-logs/testlog.txt)

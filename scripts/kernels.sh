@@ -1,0 +1,372 @@
+#!/usr/bin/env bash
+# The kernel matrix: shmguard's checks (scripts/kernels/checks.sh) in
+# Debian's cloud kernels 5.10 (bullseye), 6.1 (bookworm) and 6.12
+# (bookworm-backports), each booted under QEMU (TCG) with an initramfs made
+# from a build tree, and on the host kernel directly (a chroot of the same
+# tree in private mount and pid namespaces).  Each check prints one line,
+# PASS/FAIL/SKIP and what it saw; this script compares them with the
+# expectations below and prints a kernel x check table.
+#
+#   scripts/kernels.sh [--build DIR] [--kernels 5.10,6.1,6.12,host]
+#                      [--checks facts,abort,ls,dead,audit,gate]
+#                      [--audit-args 'ARGS'] [--jobs N] [--timeout S]
+#                      [--refresh] [--markdown]
+#
+# --build DIR   the build tree to test (default build/; it must be built)
+# --audit-args  extra options for every `shmguard audit` in the checks
+# --jobs N      kernels booted at once (default 1)
+# --timeout S   bound on each kernel's run, boot included (default 150)
+# --refresh     look for newer kernel packages even if some are cached
+# --markdown    the table as README.md shows it
+#
+# Kernels are cached in $SHMGUARD_KERNEL_CACHE (default
+# /var/cache/shmguard-kernels), fetched when missing with `apt-get download`
+# from Debian's registry through a private apt configuration kept in the
+# cache (the machine's own apt setup is not used).  Needs root (the host run
+# uses namespaces and chroot), qemu-system-x86, busybox-static, bpftool and
+# clang (scripts/deps.sh).
+#
+# Exit status: 0 every result is what the table below expects; 1 a result
+# is not (a failure, or an unexpected pass: remove its line); 2 bad usage;
+# 3 the matrix cannot run here (not root, no kernels).
+set -euo pipefail
+caller_dir=$PWD
+cd "$(dirname "$0")/.."
+
+# What each kernel gets today, in one place: the checks expected to FAIL,
+# and why.  Every other result must PASS.  When a feature lands for a
+# kernel, delete its line here: until then an unexpected PASS fails the run.
+expected_failures='
+5.10  ls     tmpfs refuses user xattrs before 6.6: no tag for ls to read
+5.10  dead   tmpfs refuses user xattrs before 6.6: no tag tells sweep the creator
+5.10  audit  no ctime tracepoints before 6.13: the auditor cannot attach
+5.10  gate   no ctime tracepoints before 6.13: the auditor cannot attach
+6.1   ls     tmpfs refuses user xattrs before 6.6: no tag for ls to read
+6.1   dead   tmpfs refuses user xattrs before 6.6: no tag tells sweep the creator
+6.1   audit  no ctime tracepoints before 6.13: the auditor cannot attach
+6.1   gate   no ctime tracepoints before 6.13: the auditor cannot attach
+6.12  audit  no ctime tracepoints before 6.13: the auditor cannot attach
+6.12  gate   no ctime tracepoints before 6.13: the auditor cannot attach
+'
+
+usage() { sed -n '/^#   scripts/,/^# --markdown/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+
+build= kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate audit_args=
+jobs=1 timeout=150 refresh=0 markdown=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build) build=${2:?}; shift ;;
+	--kernels) kernels=${2:?}; shift ;;
+	--checks) checks=${2:?}; shift ;;
+	--audit-args) audit_args=${2?}; shift ;;
+	--jobs) jobs=${2:?}; shift ;;
+	--timeout) timeout=${2:?}; shift ;;
+	--refresh) refresh=1 ;;
+	--markdown) markdown=1 ;;
+	*) usage ;;
+	esac
+	shift
+done
+# A relative --build is the caller's, not this repository's.
+case $build in /* | '') ;; *) build=$caller_dir/$build ;; esac
+build=${build:-build}
+IFS=, read -ra kernels <<<"$kernels"
+checks=${checks//,/ }
+case "$jobs$timeout" in *[!0-9]*) usage ;; esac
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "kernels: needs root (namespaces for the host run, the kernel cache)" >&2
+	exit 3
+fi
+# The build's programs go into the initramfs at the same relative paths.
+programs='cli/shmguard shim/libshmguard.so tests/shmtool tests/leakgen examples/shmpipe'
+for f in $programs; do
+	[ -x "$build/$f" ] || { echo "kernels: $build/$f is missing: build first (scripts/build.sh)" >&2; exit 2; }
+done
+build=$(cd "$build" && pwd)
+work=$build/kernels
+# One run at a time per build tree (another may be running on the same one).
+exec 8>"$build/kernels.lock"
+if ! flock -n 8; then
+	echo "kernels: waiting for another run on $build" >&2
+	flock 8
+fi
+rm -rf "$work"
+mkdir -p "$work"
+
+# ---- kernels: newest linux-image-SERIES*-cloud-amd64 from a private apt setup
+
+cache=${SHMGUARD_KERNEL_CACHE:-/var/cache/shmguard-kernels}
+apt_dir=$cache/apt
+export APT_CONFIG=$apt_dir/apt.conf
+
+private_apt() {
+	mkdir -p "$apt_dir"/{lists/partial,archives/partial,cache,parts,preferences.d}
+	local key=/usr/share/keyrings/debian-archive-keyring.gpg suite
+	for suite in bookworm bookworm-backports bullseye; do
+		echo "deb [signed-by=$key] http://deb.debian.org/debian $suite main"
+	done >"$apt_dir/sources.list"
+	: >"$apt_dir/status"
+	# APT_CONFIG is read first, so the machine's apt.conf(.d), sources,
+	# preferences, lists, caches and dpkg status are all replaced.
+	cat >"$apt_dir/apt.conf" <<-EOF
+		Dir::Etc::main "/dev/null";
+		Dir::Etc::parts "$apt_dir/parts";
+		Dir::Etc::SourceList "$apt_dir/sources.list";
+		Dir::Etc::SourceParts "/dev/null";
+		Dir::Etc::Preferences "/dev/null";
+		Dir::Etc::PreferencesParts "$apt_dir/preferences.d";
+		Dir::State::Lists "$apt_dir/lists";
+		Dir::State::status "$apt_dir/status";
+		Dir::Cache "$apt_dir/cache";
+		Dir::Cache::Archives "$apt_dir/archives";
+		Dir::Cache::pkgcache "";
+		Dir::Cache::srcpkgcache "";
+		APT::Sandbox::User "root";
+		Acquire::Languages "none";
+	EOF
+	apt-get -qq update
+}
+
+# fetch_kernel SERIES: $cache/SERIES/{vmlinuz,config,package}.
+fetch_kernel() {
+	local series=$1 dir=$cache/$1 re name deb
+	re="^linux-image-${series//./\\.}[.-].*-cloud-amd64\$"
+	name=$(apt-cache pkgnames linux-image- | grep -E "$re" | sort -V | tail -n1)
+	[ -n "$name" ] || { echo "kernels: no package matches $re" >&2; return 1; }
+	if [ "$(cat "$dir/package" 2>/dev/null)" = "$name" ]; then
+		return 0
+	fi
+	echo "kernels: fetching $name" >&2
+	rm -rf "$dir.new"
+	mkdir -p "$dir.new/x"
+	(cd "$dir.new" && apt-get -qq download "$name")
+	deb=$(echo "$dir.new"/*.deb)
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir.new/x" ./boot
+	mv "$dir.new"/x/boot/vmlinuz-* "$dir.new/vmlinuz"
+	mv "$dir.new"/x/boot/config-* "$dir.new/config"
+	echo "$name" >"$dir.new/package"
+	dpkg-deb -f "$deb" Version >"$dir.new/version"
+	rm -rf "$dir.new/x" "$deb" "$dir"
+	mv "$dir.new" "$dir"
+}
+
+fetch_kernels() {
+	local k missing=()
+	for k in "${kernels[@]}"; do
+		[ "$k" = host ] && continue
+		if [ "$refresh" = 1 ] || [ ! -f "$cache/$k/vmlinuz" ]; then
+			missing+=("$k")
+		fi
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
+	mkdir -p "$cache"
+	# Another run (another build tree) may be fetching into the same cache.
+	exec 9>"$cache/lock"
+	flock 9
+	private_apt
+	for k in "${missing[@]}"; do
+		fetch_kernel "$k"
+	done
+	exec 9>&-
+}
+
+# ---- the initramfs: the build's programs, their libraries, busybox, the checks
+
+root=$work/root
+
+# add ELF...: copies each program and the libraries ldd names (with the loader).
+add_libs() {
+	local f lib
+	for f; do
+		for lib in $(ldd "$f" | awk '/=>/ { print $3 } /^\t\// { print $1 }'); do
+			[ -e "$root$lib" ] || cp -L --parents "$lib" "$root"
+		done
+	done
+}
+
+make_initramfs() {
+	local f kind
+	mkdir -p "$root"/{bin,sg/bpf,sg/cli,sg/shim,sg/tests,sg/examples,proc,sys,dev,tmp}
+	cp /bin/busybox "$root/bin/busybox"
+	for f in $(/bin/busybox --list); do
+		[ "$f" = busybox ] || ln -s busybox "$root/bin/$f"
+	done
+	for f in $programs; do
+		cp "$build/$f" "$root/sg/$f"
+		add_libs "$root/sg/$f"
+	done
+	cp "$(command -v bpftool)" "$root/sg/"
+	add_libs "$root/sg/bpftool"
+	for kind in tracepoint raw_tp kprobe fentry tp_btf lsm; do
+		clang -O2 -target bpf -I/usr/include/x86_64-linux-gnu "-DKIND_$kind" \
+			-c scripts/kernels/progtypes.bpf.c -o "$root/sg/bpf/$kind.o"
+	done
+	cp scripts/kernels/checks.sh "$root/checks.sh"
+	{
+		echo "SGK_CHECKS='$checks'"
+		echo "SGK_AUDIT_ARGS='${audit_args//\'/\'\\\'\'}'"
+	} >"$root/sgk.env"
+	cat >"$root/init" <<-'EOF'
+		#!/bin/sh
+		# The kernel's first process: when it started is the boot time.
+		mount -t proc proc /proc
+		read -r up _ </proc/uptime
+		echo "SGK fact boot_s $up"
+		/bin/sh /checks.sh
+		poweroff -f
+	EOF
+	chmod +x "$root/init" "$root/checks.sh"
+	(cd "$root" && find . | busybox cpio -o -H newc 2>/dev/null) >"$work/initramfs.cpio"
+}
+
+# ---- running: one log per kernel in $work/KERNEL.log
+
+run_one() {
+	local k=$1 log=$work/$1.log start=$SECONDS status=0
+	if [ "$k" = host ]; then
+		# No pid namespace: the auditor follows pids as the kernel sees them.
+		timeout -k 5 "$timeout" unshare --mount --propagation private \
+			chroot "$root" /bin/env SGK_HOST=1 /bin/sh /checks.sh >"$log" 2>&1 </dev/null 8>&- || status=$?
+	else
+		# TCG (KVM here stops on some guest instructions); without cx16:
+		# QEMU 7.2's cmpxchg16b made 6.12's slab allocator double-fault
+		# now and then (seen at boot and in bpftool, with -smp 1 or 2).
+		timeout -k 5 "$timeout" qemu-system-x86_64 -accel tcg,thread=multi -cpu max,cx16=off -m 512 -smp 1 \
+			-nodefaults -display none -no-reboot -serial stdio -monitor none \
+			-kernel "$cache/$k/vmlinuz" -initrd "$work/initramfs.cpio" \
+			-append "console=ttyS0 quiet panic=-1" >"$log" 2>&1 </dev/null 8>&- || status=$?
+	fi
+	echo "SGK fact wall_s $((SECONDS - start))" >>"$log"
+	echo "SGK fact exit_status $status" >>"$log"
+}
+
+# ---- evaluating
+
+declare -A result detail fact expectation
+for line in $(echo "$expected_failures" | awk 'NF { print $1 "/" $2 }'); do
+	expectation[$line]=$(echo "$expected_failures" | awk -v k="${line%/*}" -v c="${line#*/}" \
+		'$1 == k && $2 == c { $1 = $2 = ""; sub(/^ +/, ""); print }')
+done
+
+# SGK lines anywhere in a line: the console starts with escape codes.
+collect() {
+	local k=$1 kind name rest
+	while read -r kind name rest; do
+		case $kind in
+		check) result[$k/$name]=${rest%% *} detail[$k/$name]=${rest#* } ;;
+		fact) fact[$k/$name]=$rest ;;
+		esac
+	done < <(tr -d '\r' <"$work/$k.log" | grep -ao 'SGK \(check\|fact\) .*' | cut -d' ' -f2-)
+}
+
+# verdict KERNEL CHECK: pass, xfail, skip, FAIL or XPASS (the last two fail the run).
+verdict() {
+	local r=${result[$1/$2]:-none} want=${expectation[$1/$2]:-}
+	case $r/${want:+x} in
+	PASS/) echo pass ;;
+	PASS/x) echo XPASS ;;
+	FAIL/x | none/x) echo xfail ;;
+	SKIP/*) echo skip ;;
+	*) echo FAIL ;;
+	esac
+}
+
+fetch_kernels
+make_initramfs
+echo "kernels: initramfs $(($(stat -c %s "$work/initramfs.cpio") / 1024)) KiB from $build; checks: $checks" >&2
+
+t0=$SECONDS
+pids=()
+for k in "${kernels[@]}"; do
+	if [ "$k" != host ] && [ ! -f "$cache/$k/vmlinuz" ]; then
+		echo "kernels: no kernel $k" >&2
+		exit 3
+	fi
+	run_one "$k" &
+	pids+=($!)
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+		wait -n || true
+	done
+done
+wait
+total=$((SECONDS - t0))
+
+# The table README.md shows: kernel x check, then the facts.
+declare -A label=([abort]='shim abort sweep' [ls]='`ls` attribution' [dead]='`sweep --dead`'
+	[audit]='`audit` KiB/abort' [gate]='gate exit codes')
+declare -A suite=([5.10]=bullseye [6.1]=bookworm [6.12]=bookworm-backports)
+markdown_table() {
+	local k c v cell head='| kernel |' rule='|---|'
+	for c in $checks; do
+		[ "$c" = facts ] && continue
+		head="$head ${label[$c]:-$c} |" rule="$rule---|"
+	done
+	if [[ " $checks " == *" facts "* ]]; then
+		head="$head tmpfs user xattrs | BTF | ctime tracepoints | kprobes | BPF program types that load |"
+		rule="$rule---|---|---|---|---|"
+	fi
+	echo "$head"
+	echo "$rule"
+	for k in "${kernels[@]}"; do
+		if [ "$k" = host ]; then
+			printf '| host (%s) |' "$(uname -r)"
+		else
+			printf '| %s (%s, %s) |' "$k" "${suite[$k]}" "$(cat "$cache/$k/version")"
+		fi
+		for c in $checks; do
+			[ "$c" = facts ] && continue
+			v=$(verdict "$k" "$c")
+			case $v in
+			pass) cell=yes ;;
+			xfail) cell="no: ${expectation[$k/$c]%%:*}" ;;
+			XPASS) cell='yes (unexpected)' ;;
+			skip) cell="skipped: ${detail[$k/$c]}" ;;
+			*) cell="**FAIL**: ${detail[$k/$c]:-no result}" ;;
+			esac
+			printf ' %s |' "$cell"
+		done
+		if [[ " $checks " == *" facts "* ]]; then
+			cell=${fact[$k/xattr]:-?}
+			printf ' %s | %s | %s | %s | %s |' "${cell%%:*}" "${fact[$k/btf]:-?}" \
+				"${fact[$k/ctime_tp]:-?}" "${fact[$k/kprobe_events]:-?}" "${fact[$k/bpf_loads]:-?}"
+		fi
+		echo
+	done
+}
+
+status=0
+for k in "${kernels[@]}"; do
+	collect "$k"
+	[ "$k" = host ] && name="host $(uname -r)" || name="$k $(cat "$cache/$k/version")"
+	case ${fact[$k/exit_status]:-?} in
+	0) how= ;;
+	124 | 137) how=", cut short by --timeout $timeout" ;;
+	*) how=", exit status ${fact[$k/exit_status]:-?}" ;;
+	esac
+	echo "== $name: boot ${fact[$k/boot_s]:--} s, run ${fact[$k/wall_s]:-?} s$how"
+
+	for c in $checks; do
+		[ "$c" = facts ] && continue
+		v=$(verdict "$k" "$c")
+		case $v in FAIL | XPASS) status=1 ;; esac
+		d=${detail[$k/$c]:-no result line: see $work/$k.log}
+		case $v in
+		xfail) d="$d (expected: ${expectation[$k/$c]})" ;;
+		XPASS) d="$d (expected to fail: ${expectation[$k/$c]}: remove that line from scripts/kernels.sh)" ;;
+		esac
+		printf '   %-6s %-6s %s\n' "$c" "$v" "$d"
+	done
+	if [[ " $checks " == *" facts "* ]]; then
+		printf '   facts  xattr %s; btf %s; ctime tracepoints %s; kprobe events %s; BPF loads %s; refuses %s\n' \
+			"${fact[$k/xattr]:-?}" "${fact[$k/btf]:-?}" "${fact[$k/ctime_tp]:-?}" "${fact[$k/kprobe_events]:-?}" \
+			"${fact[$k/bpf_loads]:-?}" "${fact[$k/bpf_refused]:-?}"
+	fi
+done
+echo "kernels: ${#kernels[@]} kernel(s) in $total s; logs in $work"
+if [ "$markdown" = 1 ]; then
+	echo
+	markdown_table
+fi
+
+exit "$status"

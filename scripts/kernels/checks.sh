@@ -1,0 +1,275 @@
+#!/bin/sh
+# The kernel matrix's checks (scripts/kernels.sh), run by busybox sh as the
+# initramfs's /init inside a Debian kernel under QEMU, or on the host in a
+# chroot of the same tree with its own mount and pid namespaces.  Each check
+# prints one line on stdout (the serial console):
+#   SGK check NAME PASS|FAIL|SKIP what was seen
+# and facts about the kernel as "SGK fact NAME VALUE"; "SGK done" ends a run
+# that was not cut short.  /sgk.env (written by kernels.sh) names the checks
+# to run (SGK_CHECKS) and extra `shmguard audit` options (SGK_AUDIT_ARGS).
+# Everything happens in a private /dev/shm, so the checks may sweep it whole.
+# The build tree's layout (sg/cli/shmguard finds sg/shim/libshmguard.so).
+PATH=/bin:/sg/cli:/sg/tests:/sg/examples:/sg
+export PATH
+SGK_CHECKS="facts abort ls dead audit gate"
+SGK_AUDIT_ARGS=
+[ -r /sgk.env ] && . /sgk.env
+
+# On the host (SGK_HOST=1) this /dev/shm lives in our own mount namespace:
+# processes sweep cannot read (a sandbox's init) cannot be using its files.
+sweep_args=
+[ -n "${SGK_HOST:-}" ] && sweep_args=--ignore-unreadable
+
+PATTERNS='{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock'
+W=/tmp/sgk            # scratch: fifos, outputs, reports
+AD=$W/abort           # abort markers, off the shm root as the auditor wants
+
+mounts() {
+	mkdir -p /proc /sys /dev /tmp
+	mount -t proc proc /proc
+	mount -t sysfs sysfs /sys
+	mount -t devtmpfs devtmpfs /dev 2>/dev/null
+	mkdir -p /dev/shm
+	mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+	mount -t tmpfs tmpfs /tmp
+	mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+	mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+	mkdir -p "$AD"
+}
+
+say() { echo "SGK $*"; }
+result() { say check "$@"; }
+
+# Seconds since boot, to the hundredth.
+now() { read -r up _ </proc/uptime && echo "$up"; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f s", b - a }'; }
+
+# wait_for SECONDS COMMAND...: polls COMMAND every 0.05 s until it succeeds.
+wait_for() {
+	n=$(($1 * 20))
+	shift
+	while ! "$@"; do
+		n=$((n - 1))
+		[ "$n" -gt 0 ] || return 1
+		sleep 0.05
+	done
+}
+
+gone() { for f; do [ ! -e "$f" ] || return 1; done; }
+# alive PID: not exited (an exited child stays a zombie until waited for).
+alive() {
+	state=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)
+	[ -n "$state" ] && [ "$state" != Z ]
+}
+# until_ready SECONDS FILE WORD [PID]: waits for a line WORD in FILE, written
+# by PID (default $pid); gives up when PID has ended without writing it.
+until_ready() {
+	n=$(($1 * 20)) who=${4:-$pid}
+	while ! grep -q "^$3\$" "$2" 2>/dev/null; do
+		alive "$who" || grep -q "^$3\$" "$2" 2>/dev/null || return 1
+		n=$((n - 1))
+		[ "$n" -gt 0 ] || return 1
+		sleep 0.05
+	done
+}
+err_of() { tr '\n' ' ' <"$1" | cut -c1-200; }
+bytes_of() { echo $(($(stat -c %b "$1" 2>/dev/null || echo 0) * 512)); }
+# jint FILE KEY: an integer member of a JSON report's top object (indented 2).
+jint() { sed -n "s/^  \"$2\": \(-\{0,1\}[0-9]*\),\{0,1\}\$/\1/p" "$1" 2>/dev/null; }
+
+# start NAME COMMAND...: runs COMMAND in the background with stdin from a fifo
+# (held open on fd 3 until finish) and stdout/stderr in $W/NAME.out/.err.
+start() {
+	name=$1
+	shift
+	mkfifo "$W/$name.in"
+	"$@" <"$W/$name.in" >"$W/$name.out" 2>"$W/$name.err" &
+	pid=$!
+	exec 3>"$W/$name.in"
+}
+# finish: closes the workload's stdin, waits for it; its status in $status.
+finish() {
+	exec 3>&-
+	wait "$pid"
+	status=$?
+}
+
+facts() {
+	say fact kernel "$(uname -r)"
+	shmguard doctor >$W/doctor.out 2>&1
+	sed 's/^/SGK doctor /' $W/doctor.out
+	if grep -q 'keeps user xattrs' $W/doctor.out; then
+		say fact xattr yes
+	else
+		say fact xattr "no: $(grep -o 'refuses user xattrs ([^)]*)' $W/doctor.out)"
+	fi
+	[ -r /sys/kernel/btf/vmlinux ] && say fact btf yes || say fact btf no
+	if ls /sys/kernel/tracing/events/timestamp/ctime_ns_xchg >/dev/null 2>&1; then
+		say fact ctime_tp yes
+	else
+		say fact ctime_tp no
+	fi
+	# kprobes: can a kprobe event be defined at all (what attaching needs)?
+	if echo 'p:sgk_probe vfs_unlink' >>/sys/kernel/tracing/kprobe_events 2>/dev/null; then
+		echo '-:sgk_probe' >>/sys/kernel/tracing/kprobe_events
+		say fact kprobe_events yes
+	else
+		say fact kprobe_events no
+	fi
+	# Which BPF program types the kernel loads (load only; attaching is the
+	# auditor's business), one tiny program each, built by kernels.sh.
+	loads= refused=
+	for o in /sg/bpf/*.o; do
+		kind=${o##*/}
+		kind=${kind%.o}
+		if bpftool prog load "$o" "/sys/fs/bpf/sgk_$kind" >$W/bpftool.err 2>&1; then
+			loads="$loads${loads:+,}$kind"
+			rm -f "/sys/fs/bpf/sgk_$kind"
+		else
+			why=$(grep -o 'load failed: [A-Za-z ]*' $W/bpftool.err | head -n1 | cut -d' ' -f3-)
+			refused="$refused${refused:+,}$kind(${why:-?})"
+		fi
+	done
+	say fact bpf_loads "${loads:--}"
+	say fact bpf_refused "${refused:--}"
+}
+
+# The shim's abort sweep: a process under the shim creates segments for two
+# requests; `shmguard abort` marks one; exactly its segments go.
+check_abort() {
+	p=sgk-ab-
+	start abort shmguard run --patterns "$PATTERNS" --abort-dir "$AD" -- \
+		shmtool shm "/${p}a_0_0" 4096 , shm "/${p}a_0_1" 8192 , shm "/${p}b_0_0" 4096 , wait
+	if ! until_ready 30 $W/abort.out ready; then
+		result abort FAIL "the workload did not start: $(err_of $W/abort.err)"
+	else
+		t0=$(now)
+		shmguard abort --abort-dir "$AD" "${p}a"
+		if ! wait_for 10 gone "/dev/shm/${p}a_0_0" "/dev/shm/${p}a_0_1"; then
+			result abort FAIL "request a's segments still there 10 s after its marker"
+		elif [ ! -e "/dev/shm/${p}b_0_0" ]; then
+			result abort FAIL "request b's segment went too"
+		else
+			result abort PASS "request a's 2 segments unlinked $(since "$t0") after the marker, request b's kept"
+		fi
+	fi
+	finish
+	rm -f /dev/shm/"$p"*
+}
+
+# ls attribution: a file made under the shim shows its request and creator.
+check_ls() {
+	p=sgk-ls-
+	shmguard run --patterns "$PATTERNS" --abort-dir "$AD" -- shmtool shm "/${p}r_0_0" 4096 2>$W/ls.err &
+	creator=$!
+	wait $creator
+	shmguard ls --json >$W/ls.json 2>>$W/ls.err
+	# One line per file, then that file's tag.
+	tag=$(tr -d ' \n' <$W/ls.json | sed 's/{"path"/\n&/g' | grep "\"path\":\"/dev/shm/${p}r_0_0\"" |
+		grep -o '"tag":\(null\|{[^}]*}\)')
+	want="\"request\":\"${p}r\",\"creator_pid\":$creator"
+	case $tag in
+	*"$want"*) result ls PASS "request ${p}r, creator $creator" ;;
+	'') result ls FAIL "the file is not listed: $(err_of $W/ls.err)" ;;
+	*) result ls FAIL "listed as $tag, not $want" ;;
+	esac
+	rm -f /dev/shm/"$p"*
+}
+
+# sweep --dead: the file of a creator killed with SIGKILL is reclaimed; the
+# file of a live one (kept waiting on fd 4) is kept.
+check_dead() {
+	p=sgk-dead-
+	mkfifo $W/live.in
+	shmguard run --patterns "$PATTERNS" --abort-dir "$AD" -- shmtool shm "/${p}live_0_0" 4096 , wait \
+		<$W/live.in >$W/live.out 2>&1 &
+	live=$!
+	exec 4>$W/live.in
+	start dead shmguard run --patterns "$PATTERNS" --abort-dir "$AD" -- shmtool shm "/${p}k_0_0" 8192 , wait
+	if ! until_ready 30 $W/dead.out ready || ! until_ready 30 $W/live.out ready "$live"; then
+		result dead FAIL "the workloads did not start: $(err_of $W/dead.err)"
+	else
+		kill -9 "$pid"
+		wait "$pid"
+		shmguard sweep --dead $sweep_args >$W/sweep.out 2>&1
+		if [ -e "/dev/shm/${p}k_0_0" ]; then
+			why=$(grep -h "${p}k_0_0" $W/sweep.out | cut -c1-200)
+			result dead FAIL "the killed creator's file is still there: ${why:-not a candidate ($(tail -n1 $W/sweep.out))}"
+		elif [ ! -e "/dev/shm/${p}live_0_0" ]; then
+			result dead FAIL "the live creator's file was swept too"
+		else
+			result dead PASS "the killed creator's file reclaimed, a live creator's kept ($(tail -n1 $W/sweep.out))"
+		fi
+	fi
+	exec 3>&- 4>&-
+	wait "$pid" "$live" 2>/dev/null
+	rm -f /dev/shm/"$p"*
+}
+
+# audit_leakgen NAME BUDGET [shmguard run ...]: leakgen (6 requests, every
+# third aborted) under `shmguard audit`; the truth is what the aborted
+# requests' files hold (st_blocks) once it is done.  Sets status, truth,
+# leaked, aborts.
+audit_leakgen() {
+	name=$1 budget=$2
+	shift 2
+	lp=sgk-$name-
+	start "$name" shmguard audit --patterns "$PATTERNS" --abort-dir "$AD" --grace 0.3 \
+		--json "$W/$name.json" --max-kib-per-abort "$budget" $SGK_AUDIT_ARGS -- \
+		"$@" leakgen --prefix "$lp" --requests 6 --abort-every 3 --abort-dir "$AD" --wait-stdin
+	truth=
+	if until_ready 90 "$W/$name.out" done; then
+		sleep 1 # past the grace: the auditor has measured
+		truth=0
+		for i in 2 5; do
+			for f in "${lp}${i}_0_0" "${lp}${i}_0_1" "${lp}${i}_0_2" "shm_${lp}${i}_0_0_lockfile.lock"; do
+				truth=$((truth + $(bytes_of "/dev/shm/$f")))
+			done
+		done
+	fi
+	finish
+	leaked=$(jint "$W/$name.json" leaked_bytes)
+	aborts=$(jint "$W/$name.json" aborts)
+	rm -f /dev/shm/*"$lp"*
+}
+
+# What the auditor reports a leaking pipeline leaves per abort, against
+# the files themselves (within 1%, as tests/integration/test_audit.c).
+check_audit() {
+	audit_leakgen audit 0
+	plain_status=$status
+	if [ -z "$leaked" ]; then
+		result audit FAIL "no report (exit $status): $(err_of $W/audit.err)"
+	elif [ "$aborts" != 2 ] || [ -z "$truth" ] ||
+		[ $(((leaked - truth) * 100)) -gt "$truth" ] || [ $(((truth - leaked) * 100)) -gt "$truth" ]; then
+		result audit FAIL "reported $leaked bytes over $aborts aborts; truth ${truth:-unknown} bytes over 2"
+	else
+		result audit PASS "reported $leaked bytes over 2 aborts; truth $truth bytes"
+	fi
+}
+
+# The gate: the leaking pipeline over a budget of 0 KiB/abort exits 1; the
+# same pipeline under the shim is within it and exits 0.
+check_gate() {
+	case $SGK_CHECKS in *audit*) ;; *)
+		audit_leakgen audit 0
+		plain_status=$status
+		;;
+	esac
+	audit_leakgen gate 0 shmguard run --patterns "$PATTERNS" --abort-dir "$AD" --
+	if [ "$plain_status" = 1 ] && [ "$status" = 0 ] && [ "$leaked" = 0 ]; then
+		result gate PASS "over budget: exit 1; under the shim (0 bytes left): exit 0"
+	else
+		result gate FAIL "over budget: exit $plain_status (want 1); under the shim: exit $status (want 0), ${leaked:-no report of} bytes left (want 0): $(err_of $W/gate.err)"
+	fi
+}
+
+mounts
+for c in $SGK_CHECKS; do
+	case $c in
+	facts) facts ;;
+	abort | ls | dead | audit | gate) "check_$c" ;;
+	*) result "$c" SKIP "no such check" ;;
+	esac
+done
+say done
