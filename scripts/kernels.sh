@@ -51,7 +51,7 @@ expected_failures='
 
 usage() { sed -n '/^#   scripts/,/^# --markdown/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
-build= kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate audit_args=
+build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate audit_args=''
 jobs=4 timeout=150 refresh=0 markdown=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -295,11 +295,12 @@ wait
 total=$((SECONDS - t0))
 
 # The table README.md shows: kernel x check, then the facts.
+# shellcheck disable=SC2016 # the backquotes are Markdown's
 declare -A label=([abort]='shim abort sweep' [ls]='`ls` attribution' [dead]='`sweep --dead`'
 	[audit]='`audit` KiB/abort' [gate]='gate exit codes')
 declare -A suite=([5.10]=bullseye [6.1]=bookworm [6.12]=bookworm-backports)
 markdown_table() {
-	local k c v cell head='| kernel |' rule='|---|'
+	local k c v cell types head='| kernel |' rule='|---|'
 	for c in $checks; do
 		[ "$c" = facts ] && continue
 		head="$head ${label[$c]:-$c} |" rule="$rule---|"
@@ -329,9 +330,9 @@ markdown_table() {
 			printf ' %s |' "$cell"
 		done
 		if [[ " $checks " == *" facts "* ]]; then
-			cell=${fact[$k/xattr]:-?}
+			cell=${fact[$k/xattr]:-?} types=${fact[$k/bpf_loads]:-?}
 			printf ' %s | %s | %s | %s | %s |' "${cell%%:*}" "${fact[$k/btf]:-?}" \
-				"${fact[$k/ctime_tp]:-?}" "${fact[$k/kprobe_events]:-?}" "${fact[$k/bpf_loads]:-?}"
+				"${fact[$k/ctime_tp]:-?}" "${fact[$k/kprobe_events]:-?}" "${types//,/, }"
 		fi
 		echo
 	done

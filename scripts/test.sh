@@ -4,7 +4,9 @@
 # build under AddressSanitizer and UndefinedBehaviorSanitizer; then the
 # shim's threaded workloads under ThreadSanitizer (scripts/tsan.sh); then the
 # shim alone, as a machine without the auditor's dependencies builds it; then
-# the install test (meson install into a fresh prefix, the Debian packages).
+# the install test (meson install into a fresh prefix, the Debian packages);
+# then the kernel matrix (scripts/kernels.sh: Debian's 5.10, 6.1 and 6.12
+# under QEMU, and this kernel).
 # Installs missing Debian packages first.  Extra arguments go to `meson test`
 # in the first build (a suite name, say: scripts/test.sh --suite unit), and
 # skip the sanitized passes.

@@ -13,6 +13,7 @@ PATH=/bin:/sg/cli:/sg/tests:/sg/examples:/sg
 export PATH
 SGK_CHECKS="facts abort ls dead audit gate"
 SGK_AUDIT_ARGS=
+# shellcheck disable=SC1091 # written by kernels.sh
 [ -r /sgk.env ] && . /sgk.env
 
 # On the host (SGK_HOST=1) this /dev/shm lives in our own mount namespace:
@@ -103,7 +104,11 @@ facts() {
 	else
 		say fact xattr "no: $(grep -o 'refuses user xattrs ([^)]*)' $W/doctor.out)"
 	fi
-	[ -r /sys/kernel/btf/vmlinux ] && say fact btf yes || say fact btf no
+	if [ -r /sys/kernel/btf/vmlinux ]; then
+		say fact btf yes
+	else
+		say fact btf no
+	fi
 	if ls /sys/kernel/tracing/events/timestamp/ctime_ns_xchg >/dev/null 2>&1; then
 		say fact ctime_tp yes
 	else
@@ -118,7 +123,7 @@ facts() {
 	fi
 	# Which BPF program types the kernel loads (load only; attaching is the
 	# auditor's business), one tiny program each, built by kernels.sh.
-	loads= refused=
+	loads='' refused=''
 	for o in /sg/bpf/*.o; do
 		kind=${o##*/}
 		kind=${kind%.o}
@@ -214,11 +219,12 @@ audit_leakgen() {
 	name=$1 budget=$2
 	shift 2
 	lp=sgk-$name-
+	# shellcheck disable=SC2086 # SGK_AUDIT_ARGS is a list of options
 	start "$name" shmguard audit --patterns "$PATTERNS" --abort-dir "$AD" --grace 0.3 \
 		--json "$W/$name.json" --max-kib-per-abort "$budget" $SGK_AUDIT_ARGS -- \
 		"$@" leakgen --prefix "$lp" --requests 6 --abort-every 3 --abort-dir "$AD" --wait-stdin
 	truth=
-	if until_ready 90 "$W/$name.out" done; then
+	if until_ready 90 "$W/$name.out" 'done'; then
 		sleep 1 # past the grace: the auditor has measured
 		truth=0
 		for i in 2 5; do
@@ -272,4 +278,4 @@ for c in $SGK_CHECKS; do
 	*) result "$c" SKIP "no such check" ;;
 	esac
 done
-say done
+say 'done'
