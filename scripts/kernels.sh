@@ -222,8 +222,23 @@ make_initramfs() {
 
 # ---- running: one log per kernel in $work/KERNEL.log
 
+# Seconds since $1 (an $EPOCHREALTIME), to the hundredth.
+seconds_since() {
+	local us=$((${EPOCHREALTIME/./} - ${1/./}))
+	printf '%d.%02d' $((us / 1000000)) $((us % 1000000 / 10000))
+}
+
+# Copies the console, adding when (seen from here) the guest's /init began.
+stamp_boot() {
+	local t0=$1 line
+	while IFS= read -r line; do
+		printf '%s\n' "$line"
+		[[ $line != *"SGK fact boot_s"* ]] || echo "SGK fact boot_wall_s $(seconds_since "$t0")"
+	done
+}
+
 run_one() {
-	local k=$1 log=$work/$1.log start=$SECONDS status=0
+	local k=$1 log=$work/$1.log t0=$EPOCHREALTIME status=0
 	if [ "$k" = host ]; then
 		# No pid namespace: the auditor follows pids as the kernel sees them.
 		timeout -k 5 "$timeout" unshare --mount --propagation private \
@@ -237,9 +252,10 @@ run_one() {
 		timeout -k 5 "$timeout" qemu-system-x86_64 -accel tcg,thread=multi -cpu max,cx16=off -m 512 -smp 1 \
 			-nodefaults -display none -no-reboot -serial stdio -monitor none \
 			-kernel "$cache/$k/vmlinuz" -initrd "$work/initramfs.cpio" \
-			-append "console=ttyS0 quiet panic=-1 no_timer_check" >"$log" 2>&1 </dev/null 8>&- || status=$?
+			-append "console=ttyS0 quiet panic=-1 no_timer_check" 2>&1 </dev/null 8>&- |
+			stamp_boot "$t0" >"$log" || status=$?
 	fi
-	echo "SGK fact wall_s $((SECONDS - start))" >>"$log"
+	echo "SGK fact wall_s $(seconds_since "$t0")" >>"$log"
 	echo "SGK fact exit_status $status" >>"$log"
 }
 
@@ -349,7 +365,9 @@ for k in "${kernels[@]}"; do
 	esac
 	panic=$(tr -d '\r' <"$work/$k.log" | grep -ao 'Kernel panic - .*\|PANIC: .*' | head -n1 || true)
 	[ -z "$panic" ] || how="$how, the guest kernel failed: $panic"
-	echo "== $name: boot ${fact[$k/boot_s]:--} s, run ${fact[$k/wall_s]:-?} s$how"
+	boot=-
+	[ -z "${fact[$k/boot_wall_s]:-}" ] || boot="${fact[$k/boot_wall_s]} s (kernel ${fact[$k/boot_s]} s)"
+	echo "== $name: QEMU start to /init $boot, whole run ${fact[$k/wall_s]:-?} s$how"
 
 	for c in $checks; do
 		[ "$c" = facts ] && continue
