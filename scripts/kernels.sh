@@ -368,7 +368,9 @@ for k in "${kernels[@]}"; do
 	[ -z "$panic" ] || how="$how, the guest kernel failed: $panic"
 	# (The guest's own uptime at /init is in the log, but its clock is
 	# not to be trusted under TCG on a loaded host: it ran fast or slow.)
-	echo "== $name: QEMU start to /init ${fact[$k/boot_wall_s]:--} s, whole run ${fact[$k/wall_s]:-?} s$how"
+	boot="QEMU start to /init ${fact[$k/boot_wall_s]:-?} s, "
+	[ "$k" != host ] || boot=
+	echo "== $name: ${boot}whole run ${fact[$k/wall_s]:-?} s$how"
 
 	for c in $checks; do
 		[ "$c" = facts ] && continue
