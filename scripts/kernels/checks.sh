@@ -77,6 +77,11 @@ err_of() { tr '\n' ' ' <"$1" | cut -c1-200; }
 bytes_of() { echo $(($(stat -c %b "$1" 2>/dev/null || echo 0) * 512)); }
 # jint FILE KEY: an integer member of a JSON report's top object (indented 2).
 jint() { sed -n "s/^  \"$2\": \(-\{0,1\}[0-9]*\),\{0,1\}\$/\1/p" "$1" 2>/dev/null; }
+# via FILE: ", probe NAME" when the report names the auditor's probe.
+via() {
+	probe=$(sed -n 's/^  "probe": "\([^"]*\)",\{0,1\}$/\1/p' "$1" 2>/dev/null)
+	[ -z "$probe" ] || echo ", probe $probe"
+}
 
 # start NAME COMMAND...: runs COMMAND in the background with stdin from a fifo
 # (held open on fd 3 until finish) and stdout/stderr in $W/NAME.out/.err.
@@ -252,7 +257,7 @@ check_audit() {
 		[ $(((leaked - truth) * 100)) -gt "$truth" ] || [ $(((truth - leaked) * 100)) -gt "$truth" ]; then
 		result audit FAIL "reported $leaked bytes over $aborts aborts; truth ${truth:-unknown} bytes over 2"
 	else
-		result audit PASS "reported $leaked bytes over 2 aborts; truth $truth bytes"
+		result audit PASS "reported $leaked bytes over 2 aborts; truth $truth bytes$(via $W/audit.json)"
 	fi
 }
 
