@@ -308,12 +308,15 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 	return 0;
 }
 
+/* The last thread of a process has left when its signal struct has no live
+ * one (the tracepoint's group_dead argument only came with Linux 6.13, and a
+ * raw tracepoint program may not read past the arguments its kernel has). */
 SEC("raw_tp/sched_process_exit")
-int BPF_PROG(sched_process_exit, struct task_struct *task, bool group_dead)
+int BPF_PROG(sched_process_exit, struct task_struct *task)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
-	if (follow_tree && group_dead)
+	if (follow_tree && !BPF_CORE_READ(task, signal, live.counter))
 		bpf_map_delete_elem(&tree, &tgid);
 	return 0;
 }

@@ -314,7 +314,7 @@ int cmd_audit(int argc, char **argv)
 	struct audit_opts o = {0};
 	struct audit a = {.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1};
 	struct audit_tracer *t = NULL;
-	char shim[PATH_MAX], err[256];
+	char shim[PATH_MAX], err[512];
 	sigset_t mask, old;
 	int markers = -1, sfd = -1, go = -1, status = AUDIT_USAGE;
 	pid_t child = -1;

@@ -49,7 +49,7 @@ static int check_bpf(const struct sg_roots *roots)
 	struct audit a = {.o = &o};
 	struct audit_tracer *t;
 	struct stat st;
-	char err[256];
+	char err[512];
 
 	for (unsigned i = 0; i < roots->n; i++)
 		if (stat(roots->dir[i], &st) == 0)
