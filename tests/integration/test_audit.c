@@ -369,6 +369,24 @@ Test(audit, a_forced_probe_works_or_says_why_not)
 	}
 }
 
+/* doctor names the probe that audit then uses. */
+Test(audit, doctor_names_the_probe_the_audit_uses)
+{
+	need_bpf();
+	const char *doctor[] = {h_bin("SG_CLI"), "doctor", NULL}, *cmd[] = {"/bin/true", NULL};
+	char *text, *err;
+
+	h_output(doctor, NULL, &text, NULL);
+	cr_assert_eq(h_run(audit_argv(NULL, cmd), NULL, &err), 0, "%s", err);
+	json_t *r = report();
+	const char *probe = json_string_value(json_object_get(r, "probe"));
+	cr_assert_not_null(probe);
+	cr_expect(strstr(text, h_str("bpf        ok   the auditor's programs load and attach; it sees files created with "
+				     "the %s probe", probe)),
+		  "%s", text);
+	json_decref(r);
+}
+
 /* A process outside COMMAND's tree leaks too; only the tree is counted. */
 Test(audit, only_the_command_tree_is_counted)
 {
