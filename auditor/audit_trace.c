@@ -38,6 +38,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+_Static_assert(SG_MAX_ROOTS <= SG_AUDIT_MAX_DEVS, "the kernel side holds a device and a directory per root");
+
 /* The ways to see files being created, best first (see audit.bpf.c). */
 enum probe_kind { PROBE_CTIME, PROBE_FENTRY, PROBE_KPROBE, PROBE_SYSCALLS, NPROBES };
 
@@ -175,6 +177,11 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, bool follow_tr
 			t->skel->rodata->shm_devs[ndevs++] = a->roots[i].kdev;
 	}
 	t->skel->rodata->n_shm_devs = ndevs;
+	for (unsigned i = 0; i < a->nroots; i++) {
+		t->skel->rodata->root_dir_devs[i] = a->roots[i].kdev;
+		t->skel->rodata->root_dir_inos[i] = a->roots[i].dir_ino;
+	}
+	t->skel->rodata->n_root_dirs = a->nroots;
 	t->skel->rodata->follow_tree = follow_tree;
 	set_syscalls(t->skel);
 	if (a->o->ring_kib && bpf_map__set_max_entries(t->skel->maps.events, a->o->ring_kib * 1024) < 0) {

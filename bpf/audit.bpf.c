@@ -26,6 +26,10 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 shm_devs[SG_AUDIT_MAX_DEVS] = {};
 const volatile __u32 n_shm_devs = 0;
 const volatile bool follow_tree = false; /* only count creations by the traced tree */
+/* The roots' directories (device, inode), for the ctime probe. */
+const volatile __u32 root_dir_devs[SG_AUDIT_MAX_DEVS] = {};
+const volatile __u64 root_dir_inos[SG_AUDIT_MAX_DEVS] = {};
+const volatile __u32 n_root_dirs = 0;
 /* The system calls the syscalls probe follows, as this architecture numbers
  * them (-1: it has no such call). */
 const volatile long nr_open = -1, nr_creat = -1, nr_openat = -1, nr_openat2 = -1;
@@ -46,6 +50,21 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } tree SEC(".maps");
+
+/* Files of the roots whose name the ctime probe has sent: (device, inode)
+ * -> the dentry it was read from. */
+struct file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct file_key);
+	__type(value, __u64);
+} named SEC(".maps");
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000
@@ -143,15 +162,27 @@ static __always_inline void report_name(struct inode *inode, struct dentry *d, _
 
 /* ---- ctime: every ctime change comes here, on every filesystem. ---- */
 
+static __always_inline bool is_root_dir(__u32 dev, __u64 ino)
+{
+	for (__u32 i = 0; i < SG_AUDIT_MAX_DEVS && i < n_root_dirs; i++)
+		if (root_dir_devs[i] == dev && root_dir_inos[i] == ino)
+			return true;
+	return false;
+}
+
 /* tmpfs pins a dentry for every name, so a linked inode without one is
  * being created right now (its ctime is set before its name).  One with a
  * name is changing: written, truncated, or being renamed or linked (the
- * name is still the old one): its name is sent, so that userspace knows
- * every name a file had, however briefly. */
+ * name is still the old one).  Its name is sent so that userspace learns a
+ * name before the file may lose it (a link, then the first name removed):
+ * once per dentry for a file in a root, every time for a file elsewhere,
+ * which may be on its way into a root. */
 static __always_inline int on_ctime(struct inode *inode)
 {
+	struct file_key key = {};
 	struct hlist_node *alias;
 	struct dentry *d;
+	__u64 *sent, dentry;
 
 	if (!BPF_CORE_READ(inode, __i_nlink) || !followed(inode))
 		return 0;
@@ -161,6 +192,15 @@ static __always_inline int on_ctime(struct inode *inode)
 		return 0;
 	}
 	d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	if (is_root_dir(key.dev, BPF_CORE_READ(d, d_parent, d_inode, i_ino))) {
+		dentry = (__u64)d;
+		sent = bpf_map_lookup_elem(&named, &key);
+		if (sent && *sent == dentry)
+			return 0;
+		bpf_map_update_elem(&named, &key, &dentry, BPF_ANY);
+	}
 	report_name(inode, d, 0, false);
 	return 0;
 }
