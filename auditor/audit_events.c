@@ -1,5 +1,6 @@
 /* What the BPF events say about the files created under the shm roots. */
 #include <linux/types.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,19 +82,22 @@ static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, 
 	return f;
 }
 
-/* The kernel side terminates its strings; check anyway. */
-static bool has_name(const char *name)
+/* An event with a name ends with it, NUL included (the kernel side sends
+ * only that much); check anyway. */
+#define NAMED_SIZE(type) (offsetof(type, name) + 1)
+
+static bool has_name(const char *name, size_t room)
 {
-	return name[0] && memchr(name, '\0', SG_AUDIT_NAME_MAX);
+	return name[0] && memchr(name, '\0', room);
 }
 
-static void on_create(struct audit *a, const struct sg_audit_create *e)
+static void on_create(struct audit *a, const struct sg_audit_create *e, size_t size)
 {
 	struct audit_file *f;
 
 	a->events++;
 	f = add(a, &e->h, e->dev, e->ino);
-	if (f && has_name(e->name))
+	if (f && has_name(e->name, size - offsetof(struct sg_audit_create, name)))
 		audit_file_named(a, f, root_of_dir(a, e->dev, e->dir_ino), e->name, false);
 }
 
@@ -122,7 +126,7 @@ static bool find_in_roots(struct audit *a, const char *path, uint32_t *kdev, uin
 /* A name of a file (struct sg_audit_name).  A file the table does not hold
  * is added when it comes from outside the roots (staged in a
  * subdirectory): it has just come into view. */
-static void on_name(struct audit *a, const struct sg_audit_name *e)
+static void on_name(struct audit *a, const struct sg_audit_name *e, size_t size)
 {
 	uint32_t kdev = e->dev;
 	uint64_t ino = e->ino, dir_ino = e->dir_ino, from = e->renamed ? e->old_dir_ino : e->dir_ino;
@@ -130,7 +134,7 @@ static void on_name(struct audit *a, const struct sg_audit_name *e)
 	struct audit_file *f;
 
 	a->events++;
-	if (!has_name(name) || (!ino && !find_in_roots(a, name, &kdev, &ino, &dir_ino)))
+	if (!has_name(name, size - offsetof(struct sg_audit_name, name)) || (!ino && !find_in_roots(a, name, &kdev, &ino, &dir_ino)))
 		return;
 	if (!e->ino) {
 		from = 0;
@@ -160,16 +164,16 @@ void audit_on_event(struct audit *a, const void *data, size_t size)
 		return;
 	switch (h->type) {
 	case SG_AUDIT_CREATE:
-		if (size >= sizeof(struct sg_audit_create))
-			on_create(a, data);
+		if (size >= NAMED_SIZE(struct sg_audit_create))
+			on_create(a, data, size);
 		break;
 	case SG_AUDIT_TAG:
 		if (size >= sizeof(struct sg_audit_tag))
 			on_tag(a, data);
 		break;
 	case SG_AUDIT_NAME:
-		if (size >= sizeof(struct sg_audit_name))
-			on_name(a, data);
+		if (size >= NAMED_SIZE(struct sg_audit_name))
+			on_name(a, data, size);
 		break;
 	}
 }

@@ -119,45 +119,87 @@ static __always_inline void *reserve(__u64 size)
 	return e;
 }
 
-/* A dentry's name and the inode number of its directory. */
-static __always_inline __u64 name_of(struct dentry *d, char *name)
+/* Events with a name are built here and sent as long as their name is:
+ * the ring buffer holds many more of them than at their full size. */
+union named_event {
+	struct sg_audit_create create;
+	struct sg_audit_name name;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, union named_event);
+} scratch SEC(".maps");
+
+static __always_inline union named_event *build(void)
 {
-	if (bpf_probe_read_kernel_str(name, SG_AUDIT_NAME_MAX, BPF_CORE_READ(d, d_name.name)) <= 0)
-		name[0] = '\0';
-	return BPF_CORE_READ(d, d_parent, d_inode, i_ino);
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+/* Sends the first offset + len bytes of e, len being what a string read
+ * into e at offset returned: at least the terminating NUL. */
+static __always_inline void send(void *e, __u64 offset, long len)
+{
+	long pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 n = len > 0 ? len : 1;
+
+	if (n > SG_AUDIT_NAME_MAX)
+		n = SG_AUDIT_NAME_MAX;
+	if (len <= 0)
+		((char *)e)[offset] = '\0';
+	if (bpf_ringbuf_output(&events, e, offset + n,
+			       pending >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+		__sync_fetch_and_add(&dropped, 1);
+}
+
+static __always_inline long read_name(struct dentry *d, char *name)
+{
+	return bpf_probe_read_kernel_str(name, SG_AUDIT_NAME_MAX, BPF_CORE_READ(d, d_name.name));
 }
 
 /* inode was created, and is called d where the probe knows (else NULL). */
 static __always_inline void report_create(struct inode *inode, struct dentry *d)
 {
-	struct sg_audit_create *e = reserve(sizeof(*e));
+	union named_event *u = build();
+	struct sg_audit_create *e;
+	long len = 0;
 
-	if (!e)
+	if (!u)
 		return;
+	e = &u->create;
 	fill_header(&e->h, SG_AUDIT_CREATE);
 	e->ino = BPF_CORE_READ(inode, i_ino);
 	e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	e->pad = 0;
-	e->name[0] = '\0';
-	e->dir_ino = d ? name_of(d, e->name) : 0;
-	submit(e);
+	e->dir_ino = 0;
+	if (d) {
+		len = read_name(d, e->name);
+		e->dir_ino = BPF_CORE_READ(d, d_parent, d_inode, i_ino);
+	}
+	send(e, __builtin_offsetof(struct sg_audit_create, name), len);
 }
 
 /* inode is called d (renamed: just now, by a rename or link); it was in the
  * directory old_dir before (0 unknown). */
 static __always_inline void report_name(struct inode *inode, struct dentry *d, __u64 old_dir, bool renamed)
 {
-	struct sg_audit_name *e = reserve(sizeof(*e));
+	union named_event *u = build();
+	struct sg_audit_name *e;
 
-	if (!e)
+	if (!u)
 		return;
+	e = &u->name;
 	fill_header(&e->h, SG_AUDIT_NAME);
 	e->ino = BPF_CORE_READ(inode, i_ino);
 	e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	e->renamed = renamed;
 	e->old_dir_ino = old_dir;
-	e->dir_ino = name_of(d, e->name);
-	submit(e);
+	e->dir_ino = BPF_CORE_READ(d, d_parent, d_inode, i_ino);
+	send(e, __builtin_offsetof(struct sg_audit_name, name), read_name(d, e->name));
 }
 
 /* ---- ctime: every ctime change comes here, on every filesystem. ---- */
@@ -306,17 +348,18 @@ static __always_inline void on_open(long fd)
  * (relative or not); the inode is found by userspace. */
 static __always_inline void on_renamed(const char *path)
 {
+	union named_event *u;
 	struct sg_audit_name *e;
 
-	if (!in_tree(bpf_get_current_pid_tgid() >> 32) || !(e = reserve(sizeof(*e))))
+	if (!in_tree(bpf_get_current_pid_tgid() >> 32) || !(u = build()))
 		return;
+	e = &u->name;
 	fill_header(&e->h, SG_AUDIT_NAME);
 	e->ino = e->dir_ino = e->old_dir_ino = 0;
 	e->dev = 0;
 	e->renamed = 1;
-	if (bpf_probe_read_user_str(e->name, sizeof(e->name), path) <= 0)
-		e->name[0] = '\0';
-	submit(e);
+	send(e, __builtin_offsetof(struct sg_audit_name, name),
+	     bpf_probe_read_user_str(e->name, sizeof(e->name), path));
 }
 
 SEC("raw_tp/sys_exit")

@@ -30,7 +30,7 @@ struct sg_audit_create {
 	__u64 dir_ino; /* the name's directory, 0 with no name */
 	__u32 dev;     /* the kernel's encoding: major << 20 | minor */
 	__u32 pad;
-	char name[SG_AUDIT_NAME_MAX]; /* "" unknown */
+	char name[SG_AUDIT_NAME_MAX]; /* "" unknown; sent up to its NUL */
 };
 
 /* A name of a file, so that attribution follows renames and links whenever
@@ -46,7 +46,7 @@ struct sg_audit_name {
 	__u64 old_dir_ino; /* where the file was before, 0 unknown */
 	__u32 dev;
 	__u32 renamed;
-	char name[SG_AUDIT_NAME_MAX];
+	char name[SG_AUDIT_NAME_MAX]; /* sent up to its NUL */
 };
 
 struct sg_audit_tag {
