@@ -112,8 +112,7 @@ static bool find_in_roots(struct audit *a, const char *path, uint32_t *kdev, uin
 	base = base ? base + 1 : path;
 	for (unsigned r = 0; *base && r < a->nroots; r++) {
 		snprintf(full, sizeof(full), "%s/%s", a->roots[r].path, base);
-		if (lstat(full, &st) == 0 &&
-		    S_ISREG(st.st_mode) && sg_kdev(st.st_dev) == a->roots[r].kdev) {
+		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && sg_kdev(st.st_dev) == a->roots[r].kdev) {
 			*kdev = a->roots[r].kdev;
 			*ino = st.st_ino;
 			*dir_ino = a->roots[r].dir_ino;
@@ -124,8 +123,9 @@ static bool find_in_roots(struct audit *a, const char *path, uint32_t *kdev, uin
 }
 
 /* A name of a file (struct sg_audit_name).  A file the table does not hold
- * is added when it comes from outside the roots (staged in a
- * subdirectory): it has just come into view. */
+ * is added when it comes from outside the roots' directories (staged in a
+ * subdirectory, or from where the probe cannot tell): it has just come into
+ * view.  A file of a root that only changes is not: it predates the run. */
 static void on_name(struct audit *a, const struct sg_audit_name *e, size_t size)
 {
 	uint32_t kdev = e->dev;
@@ -134,7 +134,8 @@ static void on_name(struct audit *a, const struct sg_audit_name *e, size_t size)
 	struct audit_file *f;
 
 	a->events++;
-	if (!has_name(name, size - offsetof(struct sg_audit_name, name)) || (!ino && !find_in_roots(a, name, &kdev, &ino, &dir_ino)))
+	if (!has_name(name, size - offsetof(struct sg_audit_name, name)) ||
+	    (!ino && !find_in_roots(a, name, &kdev, &ino, &dir_ino)))
 		return;
 	if (!e->ino) {
 		from = 0;
