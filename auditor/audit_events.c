@@ -12,14 +12,15 @@
 #include "holders.h"
 #include "reqid.h"
 
-void audit_attribute_by_name(struct audit *a, struct audit_file *f)
+/* Gives f, which has no request, the one the patterns give name. */
+static void attribute_by(struct audit *a, struct audit_file *f, const char *name)
 {
 	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
 	int shape;
 
-	if (f->indexed || !f->name || f->source == REQ_AMBIGUOUS)
+	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
-	switch (sg_patterns_match(&a->o->patterns, f->name, strlen(f->name), req, other, &shape)) {
+	switch (sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &shape)) {
 	case SG_MATCH_ONE:
 		audit_files_attribute(a->files, f, req, REQ_PATTERN, shape);
 		break;
@@ -32,18 +33,29 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f)
 	}
 }
 
+void audit_attribute_by_name(struct audit *a, struct audit_file *f)
+{
+	if (f->name)
+		attribute_by(a, f, f->name);
+}
+
 /* A file's request follows its names.  The name a rename or a link gives
  * it replaces the request of the one before, when the patterns give that
  * name one; a name it had before, never looked at, still counts when the
  * new one gives none (a link, then the first name removed, before any
- * pass).  The first name is looked at by the next pass (the shim's xattr
- * first).  A tag is exact and stays. */
+ * pass).  Any name it has gives a request it has none of.  The first name
+ * is looked at by the next pass (the shim's xattr first).  A tag is exact
+ * and stays. */
 void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed)
 {
 	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1], *old = f->name, *copy;
 	int shape;
 
-	if (old && (!renamed || (f->root == root && strcmp(old, name) == 0)))
+	if (old && !renamed) {
+		attribute_by(a, f, name);
+		return;
+	}
+	if (old && f->root == root && strcmp(old, name) == 0)
 		return;
 	if (!(copy = strdup(name)))
 		return;

@@ -51,21 +51,6 @@ struct {
 	__type(value, __u8);
 } tree SEC(".maps");
 
-/* Files of the roots whose name the ctime probe has sent: (device, inode)
- * -> the dentry it was read from. */
-struct file_key {
-	__u64 ino;
-	__u32 dev;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct file_key);
-	__type(value, __u64);
-} named SEC(".maps");
-
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define FMODE_CREATED 0x100000 /* the open created the file (4.19 and later) */
@@ -212,19 +197,22 @@ static __always_inline bool is_root_dir(__u32 dev, __u64 ino)
 	return false;
 }
 
+/* Names sent for one ctime change of a file with several (hard links). */
+#define MAX_ALIASES 4
+
 /* tmpfs pins a dentry for every name, so a linked inode without one is
  * being created right now (its ctime is set before its name).  One with a
- * name is changing: written, truncated, or being renamed or linked (the
- * name is still the old one).  Its name is sent so that userspace learns a
- * name before the file may lose it (a link, then the first name removed):
- * once per dentry for a file in a root, every time for a file elsewhere,
- * which may be on its way into a root. */
+ * name is changing: written, truncated, or being renamed, linked or
+ * unlinked (its names are still the old ones).  Most are single names in a
+ * root, which the auditor's passes find: those cost nothing more.  The
+ * others send their names: a file with several (a link, then the first
+ * name removed, must not take away the name it was created with) and a file
+ * outside the roots' directories (it may be on its way into one). */
 static __always_inline int on_ctime(struct inode *inode)
 {
-	struct file_key key = {};
 	struct hlist_node *alias;
 	struct dentry *d;
-	__u64 *sent, dentry;
+	__u32 dev;
 
 	if (!BPF_CORE_READ(inode, __i_nlink) || !followed(inode))
 		return 0;
@@ -234,16 +222,14 @@ static __always_inline int on_ctime(struct inode *inode)
 		return 0;
 	}
 	d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
-	key.ino = BPF_CORE_READ(inode, i_ino);
-	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	if (is_root_dir(key.dev, BPF_CORE_READ(d, d_parent, d_inode, i_ino))) {
-		dentry = (__u64)d;
-		sent = bpf_map_lookup_elem(&named, &key);
-		if (sent && *sent == dentry)
-			return 0;
-		bpf_map_update_elem(&named, &key, &dentry, BPF_ANY);
+	dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	if (BPF_CORE_READ(inode, __i_nlink) < 2 && is_root_dir(dev, BPF_CORE_READ(d, d_parent, d_inode, i_ino)))
+		return 0;
+	for (int i = 0; i < MAX_ALIASES && alias; i++) {
+		d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
+		report_name(inode, d, 0, false);
+		alias = BPF_CORE_READ(alias, next);
 	}
-	report_name(inode, d, 0, false);
 	return 0;
 }
 
