@@ -64,7 +64,10 @@ struct kind_program {
 	int btf_kind;
 };
 
-static size_t kind_programs(struct audit_bpf *s, struct kind_program *out)
+/* The programs that see files, of every kind. */
+#define NPROGRAMS 8
+
+static size_t kind_programs(struct audit_bpf *s, struct kind_program out[NPROGRAMS])
 {
 	const struct kind_program all[] = {
 		{PROBE_CTIME, s->progs.ctime_ns_xchg, "btf_trace_ctime_ns_xchg", BTF_KIND_TYPEDEF},
@@ -77,6 +80,7 @@ static size_t kind_programs(struct audit_bpf *s, struct kind_program *out)
 		{PROBE_SYSCALLS, s->progs.sys_exit, NULL, 0},
 	};
 
+	_Static_assert(sizeof(all) / sizeof(all[0]) == NPROGRAMS, "NPROGRAMS counts them");
 	memcpy(out, all, sizeof(all));
 	return sizeof(all) / sizeof(all[0]);
 }
@@ -86,7 +90,7 @@ static size_t kind_programs(struct audit_bpf *s, struct kind_program *out)
  * kernel's version and on multigrain timestamps: any of them will do. */
 static bool choose_programs(struct audit_bpf *skel, enum probe_kind k, struct btf *btf, char *why, size_t len)
 {
-	struct kind_program kp[8];
+	struct kind_program kp[NPROGRAMS];
 	size_t n = kind_programs(skel, kp);
 	unsigned wanted = 0, found = 0;
 
@@ -159,7 +163,7 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, bool follow_tr
 		       size_t len)
 {
 	struct audit *a = t->a;
-	struct kind_program kp[8];
+	struct kind_program kp[NPROGRAMS];
 	unsigned ndevs = 0;
 	size_t n;
 	int ret;
