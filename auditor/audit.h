@@ -34,6 +34,7 @@ struct audit_opts {
 	const char *lib;
 	size_t max_files;
 	unsigned ring_kib; /* the kernel side's event buffer, a power of two */
+	const char *probe; /* forced (--probe), or NULL: the best one here */
 	char **cmd; /* NULL: the whole system */
 };
 
@@ -78,6 +79,7 @@ struct audit {
 	struct audit_abort **abort_index; /* by request (audit_markers.c) */
 	size_t abort_index_size;
 	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
+	const char *probe; /* how the kernel side sees files created (audit_trace.c) */
 	double end_s;
 	uint64_t events, dropped, ambiguous;
 	uint64_t tracked, unattributed, files_left; /* as of the last review */
@@ -91,6 +93,10 @@ double audit_now_s(const struct audit *a);
 void audit_on_event(struct audit *a, const void *data, size_t size);
 /* Gives f a request from its name when it has none (patterns). */
 void audit_attribute_by_name(struct audit *a, struct audit_file *f);
+/* f is called name in root (-1: outside the roots).  renamed: that name is
+ * its newest (a rename or a link, seen by an event or by a pass), and its
+ * request follows it. */
+void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed);
 
 /* audit_markers.c: a marker appearing in the abort directory is an abort. */
 int audit_markers_open(struct audit *a); /* inotify fd, or -1 */

@@ -128,12 +128,7 @@ static bool find_linked(struct pass *p, struct audit_file *f, struct stat *st)
 		if (p->a->roots[r].kdev != f->kdev || !(name = dir_name(p, r, f->ino)) ||
 		    !stat_linked(p, f, (int)r, name, st))
 			continue;
-		char *copy = strdup(name);
-		if (copy) {
-			free(f->name);
-			f->name = copy;
-			f->root = (int)r;
-		}
+		audit_file_named(p->a, f, (int)r, name, true);
 		return true;
 	}
 	return false;

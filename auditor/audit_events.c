@@ -1,7 +1,10 @@
 /* What the BPF events say about the files created under the shm roots. */
 #include <linux/types.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "audit.h"
@@ -9,14 +12,15 @@
 #include "holders.h"
 #include "reqid.h"
 
-void audit_attribute_by_name(struct audit *a, struct audit_file *f)
+/* Gives f, which has no request, the one the patterns give name. */
+static void attribute_by(struct audit *a, struct audit_file *f, const char *name)
 {
 	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
 	int shape;
 
-	if (f->indexed || !f->name || f->source == REQ_AMBIGUOUS)
+	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
-	switch (sg_patterns_match(&a->o->patterns, f->name, strlen(f->name), req, other, &shape)) {
+	switch (sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &shape)) {
 	case SG_MATCH_ONE:
 		audit_files_attribute(a->files, f, req, REQ_PATTERN, shape);
 		break;
@@ -29,17 +33,130 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f)
 	}
 }
 
-static void on_create(struct audit *a, const struct sg_audit_create *e)
+void audit_attribute_by_name(struct audit *a, struct audit_file *f)
+{
+	if (f->name)
+		attribute_by(a, f, f->name);
+}
+
+/* A file's request follows its names.  The name a rename or a link gives
+ * it replaces the request of the one before, when the patterns give that
+ * name one; a name it had before, never looked at, still counts when the
+ * new one gives none (a link, then the first name removed, before any
+ * pass).  Any name it has gives a request it has none of.  The first name
+ * is looked at by the next pass (the shim's xattr first).  A tag is exact
+ * and stays. */
+void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed)
+{
+	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1], *old = f->name, *copy;
+	int shape;
+
+	if (old && !renamed) {
+		attribute_by(a, f, name);
+		return;
+	}
+	if (old && f->root == root && strcmp(old, name) == 0)
+		return;
+	if (!(copy = strdup(name)))
+		return;
+	if (old && !f->indexed)
+		audit_attribute_by_name(a, f);
+	f->name = copy;
+	f->root = root;
+	free(old);
+	if (!old || f->source == REQ_TAG ||
+	    sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &shape) != SG_MATCH_ONE ||
+	    (f->indexed && strcmp(f->request, req) == 0))
+		return;
+	audit_files_unattribute(a->files, f);
+	audit_files_attribute(a->files, f, req, REQ_PATTERN, shape);
+}
+
+/* The root whose directory is dir_ino on kdev, or -1. */
+static int root_of_dir(const struct audit *a, uint32_t kdev, uint64_t dir_ino)
+{
+	for (unsigned r = 0; r < a->nroots; r++)
+		if (a->roots[r].kdev == kdev && a->roots[r].dir_ino == dir_ino)
+			return (int)r;
+	return -1;
+}
+
+static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino)
+{
+	struct audit_file *f = audit_files_add(a->files, kdev, ino);
+
+	if (!f)
+		return NULL;
+	f->creator = h->tgid;
+	memcpy(f->comm, h->comm, sizeof(f->comm));
+	f->comm[sizeof(f->comm) - 1] = '\0';
+	f->created_ns = h->ts_ns;
+	return f;
+}
+
+/* An event with a name ends with it, NUL included (the kernel side sends
+ * only that much); check anyway. */
+#define NAMED_SIZE(type) (offsetof(type, name) + 1)
+
+static bool has_name(const char *name, size_t room)
+{
+	return name[0] && memchr(name, '\0', room);
+}
+
+static void on_create(struct audit *a, const struct sg_audit_create *e, size_t size)
 {
 	struct audit_file *f;
 
 	a->events++;
-	if (!(f = audit_files_add(a->files, e->dev, e->ino)))
+	f = add(a, &e->h, e->dev, e->ino);
+	if (f && has_name(e->name, size - offsetof(struct sg_audit_create, name)))
+		audit_file_named(a, f, root_of_dir(a, e->dev, e->dir_ino), e->name, false);
+}
+
+/* The syscalls probe gives the path a rename or link created, as the
+ * process wrote it: the file it names, if that is in a root. */
+static bool find_in_roots(struct audit *a, const char *path, uint32_t *kdev, uint64_t *ino, uint64_t *dir_ino)
+{
+	const char *base = strrchr(path, '/');
+	char full[SG_PATH_MAX + SG_AUDIT_NAME_MAX + 2];
+	struct stat st;
+
+	base = base ? base + 1 : path;
+	for (unsigned r = 0; *base && r < a->nroots; r++) {
+		snprintf(full, sizeof(full), "%s/%s", a->roots[r].path, base);
+		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && sg_kdev(st.st_dev) == a->roots[r].kdev) {
+			*kdev = a->roots[r].kdev;
+			*ino = st.st_ino;
+			*dir_ino = a->roots[r].dir_ino;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A name of a file (struct sg_audit_name).  A file the table does not hold
+ * is added when it comes from outside the roots' directories (staged in a
+ * subdirectory, or from where the probe cannot tell): it has just come into
+ * view.  A file of a root that only changes is not: it predates the run. */
+static void on_name(struct audit *a, const struct sg_audit_name *e, size_t size)
+{
+	uint32_t kdev = e->dev;
+	uint64_t ino = e->ino, dir_ino = e->dir_ino, from = e->renamed ? e->old_dir_ino : e->dir_ino;
+	const char *name = e->name;
+	struct audit_file *f;
+
+	a->events++;
+	if (!has_name(name, size - offsetof(struct sg_audit_name, name)) ||
+	    (!ino && !find_in_roots(a, name, &kdev, &ino, &dir_ino)))
 		return;
-	f->creator = e->h.tgid;
-	memcpy(f->comm, e->h.comm, sizeof(f->comm));
-	f->comm[sizeof(f->comm) - 1] = '\0';
-	f->created_ns = e->h.ts_ns;
+	if (!e->ino) {
+		from = 0;
+		name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	}
+	f = audit_files_find(a->files, kdev, ino);
+	if (!f && (root_of_dir(a, kdev, from) >= 0 || !(f = add(a, &e->h, kdev, ino))))
+		return;
+	audit_file_named(a, f, root_of_dir(a, kdev, dir_ino), name, e->renamed);
 }
 
 static void on_tag(struct audit *a, const struct sg_audit_tag *e)
@@ -60,12 +177,16 @@ void audit_on_event(struct audit *a, const void *data, size_t size)
 		return;
 	switch (h->type) {
 	case SG_AUDIT_CREATE:
-		if (size >= sizeof(struct sg_audit_create))
-			on_create(a, data);
+		if (size >= NAMED_SIZE(struct sg_audit_create))
+			on_create(a, data, size);
 		break;
 	case SG_AUDIT_TAG:
 		if (size >= sizeof(struct sg_audit_tag))
 			on_tag(a, data);
+		break;
+	case SG_AUDIT_NAME:
+		if (size >= NAMED_SIZE(struct sg_audit_name))
+			on_name(a, data, size);
 		break;
 	}
 }

@@ -197,6 +197,14 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 	f->indexed = true;
 }
 
+void audit_files_unattribute(struct audit_files *t, struct audit_file *f)
+{
+	if (f->indexed)
+		unindex(t, f);
+	f->source = REQ_NONE;
+	f->shape = -1;
+}
+
 void audit_files_remove(struct audit_files *t, struct audit_file *f)
 {
 	struct audit_file **p = &t->buckets[hash_key(f->kdev, f->ino) & (t->nbuckets - 1)];

@@ -48,6 +48,9 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 void audit_files_attribute(struct audit_files *t, struct audit_file *f, const char *request,
 			   enum audit_req_source source, int shape);
 
+/* Takes f's request away, so that it can be attributed again. */
+void audit_files_unattribute(struct audit_files *t, struct audit_file *f);
+
 /* Forgets f (freed in the kernel: it cannot matter any more). */
 void audit_files_remove(struct audit_files *t, struct audit_file *f);
 

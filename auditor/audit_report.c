@@ -103,10 +103,11 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	       s->growth_mib_per_hour);
 	if (!a->naborts)
 		printf("no abort markers appeared in %s: nothing to measure per abort\n", a->o->abort_dir);
-	printf("per abort: %.1f files, %.1f segments   run %.1f s   tracked at end %s in %llu files   "
+	printf("per abort: %.1f files, %.1f segments   run %.1f s (probe %s)   tracked at end %s in %llu files   "
 	       "unattributed %s\n",
-	       s->leaked_files / n, s->leaked_segments / n, a->end_s, sg_human_bytes(s->tracked, b1, sizeof(b1)),
-	       (unsigned long long)s->files_left, sg_human_bytes(s->unattributed, b2, sizeof(b2)));
+	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->probe,
+	       sg_human_bytes(s->tracked, b1, sizeof(b1)), (unsigned long long)s->files_left,
+	       sg_human_bytes(s->unattributed, b2, sizeof(b2)));
 	for (size_t i = 0; i < by_proc->n && i < 3; i++) {
 		const struct group *g = &by_proc->g[i];
 		printf("top: %.*s  %s  %llu files, %llu segments  %s\n", (int)strcspn(g->key, "\t"), g->key,
@@ -208,6 +209,7 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "growth_mib_per_hour", json_real(s->growth_mib_per_hour));
 	json_object_set_new(root, "unattributed_bytes", json_integer((json_int_t)s->unattributed));
 	json_object_set_new(root, "ambiguous_files", json_integer((json_int_t)a->ambiguous));
+	json_object_set_new(root, "probe", json_string(a->probe));
 	json_object_set_new(root, "events", json_integer((json_int_t)a->events));
 	json_object_set_new(root, "dropped_events", json_integer((json_int_t)a->dropped));
 	json_object_set_new(root, "auditor_max_rss_kib", json_integer(max_rss_kib()));

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "audit.skel.h"
@@ -18,6 +19,7 @@ struct audit_tracer {
 	struct bpf_link *links[8];
 	unsigned nlinks;
 	bool usdt;
+	const char *probe; /* the kind of programs that see files created */
 	struct audit *a;
 };
 
@@ -36,32 +38,102 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Which of the ctime tracepoints this kernel has (it depends on its
- * version and on multigrain timestamps). */
-static unsigned choose_tracepoints(struct audit_bpf *skel)
+_Static_assert(SG_MAX_ROOTS <= SG_AUDIT_MAX_DEVS, "the kernel side holds a device and a directory per root");
+
+/* The ways to see files being created, best first (see audit.bpf.c). */
+enum probe_kind { PROBE_CTIME, PROBE_FENTRY, PROBE_KPROBE, PROBE_SYSCALLS, NPROBES };
+
+static const char *const probe_names[NPROBES] = {"ctime", "fentry", "kprobe", "syscalls"};
+
+const char *const audit_probe_list = "ctime, fentry, kprobe, syscalls";
+
+int audit_probe_by_name(const char *name)
 {
-	const struct {
-		const char *btf_name;
-		struct bpf_program *prog;
-	} tps[] = {
-		{"btf_trace_ctime_ns_xchg", skel->progs.ctime_ns_xchg},
-		{"btf_trace_ctime_xchg_skip", skel->progs.ctime_xchg_skip},
-		{"btf_trace_inode_set_ctime_to_ts", skel->progs.inode_set_ctime_to_ts},
-	};
-	struct btf *btf = btf__load_vmlinux_btf();
-	unsigned found = 0;
-
-	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		bool have = btf && btf__find_by_name_kind(btf, tps[i].btf_name, BTF_KIND_TYPEDEF) >= 0;
-
-		bpf_program__set_autoload(tps[i].prog, have);
-		found += have;
-	}
-	btf__free(btf);
-	return found;
+	for (int k = 0; k < NPROBES; k++)
+		if (strcmp(name, probe_names[k]) == 0)
+			return k;
+	return -1;
 }
 
-static int attach(struct audit_tracer *t, struct bpf_program *prog, char *err, size_t errlen)
+/* Each program of a kind, and what the kernel's BTF must have for it: a
+ * tracepoint's type, or the function an fentry program attaches to. */
+struct kind_program {
+	enum probe_kind kind;
+	struct bpf_program *prog;
+	const char *btf_name;
+	int btf_kind;
+};
+
+/* The programs that see files, of every kind. */
+#define NPROGRAMS 8
+
+static size_t kind_programs(struct audit_bpf *s, struct kind_program out[NPROGRAMS])
+{
+	const struct kind_program all[] = {
+		{PROBE_CTIME, s->progs.ctime_ns_xchg, "btf_trace_ctime_ns_xchg", BTF_KIND_TYPEDEF},
+		{PROBE_CTIME, s->progs.ctime_xchg_skip, "btf_trace_ctime_xchg_skip", BTF_KIND_TYPEDEF},
+		{PROBE_CTIME, s->progs.inode_set_ctime_to_ts, "btf_trace_inode_set_ctime_to_ts", BTF_KIND_TYPEDEF},
+		{PROBE_FENTRY, s->progs.fentry_d_instantiate, "d_instantiate", BTF_KIND_FUNC},
+		{PROBE_FENTRY, s->progs.fentry_d_move, "d_move", BTF_KIND_FUNC},
+		{PROBE_KPROBE, s->progs.kprobe_d_instantiate, NULL, 0},
+		{PROBE_KPROBE, s->progs.kprobe_d_move, NULL, 0},
+		{PROBE_SYSCALLS, s->progs.sys_exit, NULL, 0},
+	};
+
+	_Static_assert(sizeof(all) / sizeof(all[0]) == NPROGRAMS, "NPROGRAMS counts them");
+	memcpy(out, all, sizeof(all));
+	return sizeof(all) / sizeof(all[0]);
+}
+
+/* Loads the programs of kind k only; false, with why, when the kernel has
+ * none of its attachment points.  The ctime tracepoints depend on the
+ * kernel's version and on multigrain timestamps: any of them will do. */
+static bool choose_programs(struct audit_bpf *skel, enum probe_kind k, struct btf *btf, char *why, size_t len)
+{
+	struct kind_program kp[NPROGRAMS];
+	size_t n = kind_programs(skel, kp);
+	unsigned wanted = 0, found = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		bool have = kp[i].kind == k &&
+			    (!kp[i].btf_name || btf__find_by_name_kind(btf, kp[i].btf_name, kp[i].btf_kind) >= 0);
+		wanted += kp[i].kind == k;
+		found += have;
+		bpf_program__set_autoload(kp[i].prog, have);
+	}
+	if (k == PROBE_CTIME && !found)
+		snprintf(why, len, "this kernel has none of the ctime tracepoints (Linux 6.13 and later)");
+	else if (k == PROBE_FENTRY && found < wanted)
+		snprintf(why, len, "this kernel's BTF lacks d_instantiate or d_move");
+	else
+		return true;
+	return false;
+}
+
+/* The system calls the syscalls probe follows, by this architecture's
+ * numbers; a call it does not have stays -1. */
+static void set_syscalls(struct audit_bpf *skel)
+{
+	struct audit_bpf__rodata *r = skel->rodata;
+
+	r->nr_openat = SYS_openat;
+	r->nr_renameat2 = SYS_renameat2;
+	r->nr_linkat = SYS_linkat;
+#ifdef SYS_openat2
+	r->nr_openat2 = SYS_openat2;
+#endif
+#ifdef SYS_open
+	r->nr_open = SYS_open;
+	r->nr_creat = SYS_creat;
+	r->nr_rename = SYS_rename;
+	r->nr_link = SYS_link;
+#endif
+#ifdef SYS_renameat
+	r->nr_renameat = SYS_renameat;
+#endif
+}
+
+static int attach(struct audit_tracer *t, struct bpf_program *prog, char *why, size_t len)
 {
 	struct bpf_link *link;
 
@@ -69,19 +141,92 @@ static int attach(struct audit_tracer *t, struct bpf_program *prog, char *err, s
 		return 0;
 	link = bpf_program__attach(prog);
 	if (!link) {
-		snprintf(err, errlen, "cannot attach %s: %s", bpf_program__name(prog), strerror(errno));
+		snprintf(why, len, "cannot attach %s: %s", bpf_program__name(prog), strerror(errno));
 		return -1;
 	}
 	t->links[t->nlinks++] = link;
 	return 0;
 }
 
+static void detach_all(struct audit_tracer *t)
+{
+	for (unsigned i = 0; i < t->nlinks; i++)
+		bpf_link__destroy(t->links[i]);
+	t->nlinks = 0;
+	audit_bpf__destroy(t->skel);
+	t->skel = NULL;
+}
+
+/* Opens, loads and attaches everything with probe k; on failure nothing is
+ * left and why says what went wrong. */
+static int start_probe(struct audit_tracer *t, enum probe_kind k, bool follow_tree, struct btf *btf, char *why,
+		       size_t len)
+{
+	struct audit *a = t->a;
+	struct kind_program kp[NPROGRAMS];
+	unsigned ndevs = 0;
+	size_t n;
+	int ret;
+
+	t->skel = audit_bpf__open();
+	if (!t->skel) {
+		snprintf(why, len, "cannot open the BPF object: %s", strerror(errno));
+		return -1;
+	}
+	for (unsigned i = 0; i < a->nroots; i++) {
+		bool dup = false;
+		for (unsigned d = 0; d < ndevs; d++)
+			dup |= t->skel->rodata->shm_devs[d] == a->roots[i].kdev;
+		if (!dup)
+			t->skel->rodata->shm_devs[ndevs++] = a->roots[i].kdev;
+	}
+	t->skel->rodata->n_shm_devs = ndevs;
+	for (unsigned i = 0; i < a->nroots; i++) {
+		t->skel->rodata->root_dir_devs[i] = a->roots[i].kdev;
+		t->skel->rodata->root_dir_inos[i] = a->roots[i].dir_ino;
+	}
+	t->skel->rodata->n_root_dirs = a->nroots;
+	t->skel->rodata->follow_tree = follow_tree;
+	set_syscalls(t->skel);
+	if (a->o->ring_kib && bpf_map__set_max_entries(t->skel->maps.events, a->o->ring_kib * 1024) < 0) {
+		snprintf(why, len, "cannot size the event buffer to %u KiB", a->o->ring_kib);
+		goto fail;
+	}
+	if (!choose_programs(t->skel, k, btf, why, len))
+		goto fail;
+	ret = audit_bpf__load(t->skel);
+	if (ret) {
+		if ((errno == EPERM || ret == -EPERM) && k == PROBE_SYSCALLS)
+			snprintf(why, len, "not allowed to load BPF programs: run as root, or with CAP_BPF, CAP_PERFMON "
+					   "and CAP_SYS_ADMIN (for /proc/PID/map_files)");
+		else if (errno == EPERM || ret == -EPERM)
+			snprintf(why, len, "the kernel refuses %s programs (EPERM)", probe_names[k]);
+		else
+			snprintf(why, len, "cannot load the BPF programs: %s (run with --verbose for libbpf's account)",
+				 strerror(errno));
+		goto fail;
+	}
+	n = kind_programs(t->skel, kp);
+	for (size_t i = 0; i < n; i++)
+		if (attach(t, kp[i].prog, why, len))
+			goto fail;
+	if (attach(t, t->skel->progs.sched_process_fork, why, len) ||
+	    attach(t, t->skel->progs.sched_process_exit, why, len))
+		goto fail;
+	t->probe = probe_names[k];
+	return 0;
+fail:
+	detach_all(t);
+	return -1;
+}
+
 struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const char *shim, char *err,
 				       size_t errlen)
 {
 	struct audit_tracer *t = calloc(1, sizeof(*t));
-	unsigned ndevs = 0;
-	int ret;
+	int forced = a->o->probe ? audit_probe_by_name(a->o->probe) : -1;
+	struct btf *btf = NULL;
+	size_t used = 0;
 
 	verbose = a->o->verbose;
 	libbpf_set_print(print_libbpf);
@@ -90,51 +235,32 @@ struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const 
 		return NULL;
 	}
 	t->a = a;
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+	if (a->o->probe && forced < 0) {
+		snprintf(err, errlen, "no probe is called '%s' (%s)", a->o->probe, audit_probe_list);
+		goto fail;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0 || !(btf = btf__load_vmlinux_btf())) {
 		snprintf(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux): it needs CONFIG_DEBUG_INFO_BTF");
 		goto fail;
 	}
-	t->skel = audit_bpf__open();
-	if (!t->skel) {
-		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
-		goto fail;
+	/* The first probe that works, or the one asked for; err says why
+	 * each one tried did not. */
+	for (int k = forced < 0 ? 0 : forced; k < (forced < 0 ? NPROBES : forced + 1); k++) {
+		char why[200];
+
+		if (start_probe(t, (enum probe_kind)k, follow_tree, btf, why, sizeof(why)) == 0)
+			break;
+		if (forced >= 0)
+			snprintf(err, errlen, "the probe '%s' is not available here: %s", probe_names[k], why);
+		else if (used < errlen)
+			used += (size_t)snprintf(err + used, errlen - used, "%s%s: %s", used ? "; " : "",
+						 probe_names[k], why);
 	}
-	for (unsigned i = 0; i < a->nroots; i++) {
-		bool dup = false;
-		for (unsigned k = 0; k < ndevs; k++)
-			dup |= t->skel->rodata->shm_devs[k] == a->roots[i].kdev;
-		if (!dup)
-			t->skel->rodata->shm_devs[ndevs++] = a->roots[i].kdev;
-	}
-	t->skel->rodata->n_shm_devs = ndevs;
-	if (a->o->ring_kib && bpf_map__set_max_entries(t->skel->maps.events, a->o->ring_kib * 1024) < 0) {
-		snprintf(err, errlen, "cannot size the event buffer to %u KiB", a->o->ring_kib);
+	btf__free(btf);
+	btf = NULL;
+	if (!t->skel)
 		goto fail;
-	}
-	t->skel->rodata->follow_tree = follow_tree;
-	if (!choose_tracepoints(t->skel)) {
-		snprintf(err, errlen,
-			 "this kernel has none of the ctime tracepoints (ctime_ns_xchg, ctime_xchg_skip, "
-			 "inode_set_ctime_to_ts) the auditor sees new files with");
-		goto fail;
-	}
-	ret = audit_bpf__load(t->skel);
-	if (ret) {
-		if (errno == EPERM || ret == -EPERM)
-			snprintf(err, errlen,
-				 "not allowed to load BPF programs: run as root, or with CAP_BPF, CAP_PERFMON "
-				 "and CAP_SYS_ADMIN (for /proc/PID/map_files)");
-		else
-			snprintf(err, errlen, "cannot load the BPF programs: %s (run with --verbose for libbpf's "
-					      "account)", strerror(errno));
-		goto fail;
-	}
-	if (attach(t, t->skel->progs.ctime_ns_xchg, err, errlen) ||
-	    attach(t, t->skel->progs.ctime_xchg_skip, err, errlen) ||
-	    attach(t, t->skel->progs.inode_set_ctime_to_ts, err, errlen) ||
-	    attach(t, t->skel->progs.sched_process_fork, err, errlen) ||
-	    attach(t, t->skel->progs.sched_process_exit, err, errlen))
-		goto fail;
+	a->probe = t->probe;
 	if (shim) {
 		struct bpf_link *link =
 			bpf_program__attach_usdt(t->skel->progs.shim_tag, -1, shim, "shmguard", "tag", NULL);
@@ -150,6 +276,7 @@ struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const 
 	}
 	return t;
 fail:
+	btf__free(btf);
 	audit_trace_stop(t);
 	return NULL;
 }
@@ -182,13 +309,16 @@ bool audit_trace_has_usdt(struct audit_tracer *t)
 	return t->usdt;
 }
 
+const char *audit_trace_probe(struct audit_tracer *t)
+{
+	return t->probe;
+}
+
 void audit_trace_stop(struct audit_tracer *t)
 {
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
-	for (unsigned i = 0; i < t->nlinks; i++)
-		bpf_link__destroy(t->links[i]);
-	audit_bpf__destroy(t->skel);
+	detach_all(t);
 	free(t);
 }

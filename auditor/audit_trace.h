@@ -10,8 +10,15 @@
 
 struct audit_tracer;
 
-/* Loads and attaches everything before any traced program runs.  NULL with
- * a message in err naming what is missing (privileges, BTF, tracepoints). */
+/* The probes that can see files being created, best first, for messages. */
+extern const char *const audit_probe_list;
+/* The index of a probe's name, or -1. */
+int audit_probe_by_name(const char *name);
+
+/* Loads and attaches everything before any traced program runs, with the
+ * best probe this kernel allows (a->o->probe forces one) and sets
+ * a->probe.  NULL with a message in err naming what is missing
+ * (privileges, BTF, each probe's reason). */
 struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const char *shim, char *err,
 				       size_t errlen);
 
@@ -27,6 +34,9 @@ uint64_t audit_trace_dropped(struct audit_tracer *t);
 
 /* Whether the shim's tags are followed (its USDT probe attached). */
 bool audit_trace_has_usdt(struct audit_tracer *t);
+
+/* The probe chosen: ctime, fentry, kprobe or syscalls. */
+const char *audit_trace_probe(struct audit_tracer *t);
 
 void audit_trace_stop(struct audit_tracer *t);
 

@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The auditor's kernel side.  It sees files created on the shm devices
- * through the ctime tracepoints (a new inode gets its first ctime), so it
- * costs nothing to system calls that change no ctime and next to nothing to
- * the others; syscall tracepoints would put every system call of every
- * process on the slow path.  The traced process
- * tree is followed through fork and exit, and the shim's tags through USDT. */
+/* The auditor's kernel side: files created and renamed or linked on the shm
+ * devices, the traced process tree (fork and exit) and the shim's tags
+ * (USDT).  One object carries every way a kernel may offer to see a file
+ * being created; userspace chooses one at start (autoload) and the others
+ * are never loaded:
+ *   ctime     the ctime tracepoints (Linux 6.13): a new inode gets its first
+ *             ctime before it has a name; nothing else costs more than a
+ *             few reads.
+ *   fentry    d_instantiate (a name given to an inode: creation or link)
+ *   kprobe    and d_move (rename), where the kernel allows them.
+ *   syscalls  the exit of every system call (raw tracepoint): works
+ *             everywhere, but slows every system call of every process, so
+ *             it leaves at the first test that fails. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -19,6 +26,14 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 shm_devs[SG_AUDIT_MAX_DEVS] = {};
 const volatile __u32 n_shm_devs = 0;
 const volatile bool follow_tree = false; /* only count creations by the traced tree */
+/* The roots' directories (device, inode), for the ctime probe. */
+const volatile __u32 root_dir_devs[SG_AUDIT_MAX_DEVS] = {};
+const volatile __u64 root_dir_inos[SG_AUDIT_MAX_DEVS] = {};
+const volatile __u32 n_root_dirs = 0;
+/* The system calls the syscalls probe follows, as this architecture numbers
+ * them (-1: it has no such call). */
+const volatile long nr_open = -1, nr_creat = -1, nr_openat = -1, nr_openat2 = -1;
+const volatile long nr_rename = -1, nr_renameat = -1, nr_renameat2 = -1, nr_link = -1, nr_linkat = -1;
 
 /* Events the ring buffer had no room for: never silently lost. */
 __u64 dropped = 0;
@@ -38,6 +53,7 @@ struct {
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000
+#define FMODE_CREATED 0x100000 /* the open created the file (4.19 and later) */
 
 static __always_inline bool on_shm_dev(__u32 dev)
 {
@@ -50,6 +66,13 @@ static __always_inline bool on_shm_dev(__u32 dev)
 static __always_inline bool in_tree(__u32 tgid)
 {
 	return !follow_tree || bpf_map_lookup_elem(&tree, &tgid);
+}
+
+/* A regular file on a shm device, touched by the traced tree. */
+static __always_inline bool followed(struct inode *inode)
+{
+	return inode && on_shm_dev(BPF_CORE_READ(inode, i_sb, s_dev)) &&
+	       (BPF_CORE_READ(inode, i_mode) & S_IFMT) == S_IFREG && in_tree(bpf_get_current_pid_tgid() >> 32);
 }
 
 static __always_inline void fill_header(struct sg_audit_header *h, __u32 type)
@@ -81,33 +104,138 @@ static __always_inline void *reserve(__u64 size)
 	return e;
 }
 
-/* Every ctime change comes here, on every filesystem: the common cases
- * leave after one or two reads.  tmpfs pins a dentry for every name, so a
- * linked inode without one is being created right now (its ctime is set
- * before its name). */
-static __always_inline int on_ctime(struct inode *inode)
-{
-	struct sg_audit_create *e;
-	__u32 dev, tgid = bpf_get_current_pid_tgid() >> 32;
+/* Events with a name are built here and sent as long as their name is:
+ * the ring buffer holds many more of them than at their full size. */
+union named_event {
+	struct sg_audit_create create;
+	struct sg_audit_name name;
+};
 
-	if (BPF_CORE_READ(inode, i_dentry.first) || !BPF_CORE_READ(inode, __i_nlink))
-		return 0;
-	dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	if (!on_shm_dev(dev) || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG || !in_tree(tgid))
-		return 0;
-	e = reserve(sizeof(*e));
-	if (!e)
-		return 0;
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, union named_event);
+} scratch SEC(".maps");
+
+static __always_inline union named_event *build(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+/* Sends the first offset + len bytes of e, len being what a string read
+ * into e at offset returned: at least the terminating NUL. */
+static __always_inline void send(void *e, __u64 offset, long len)
+{
+	long pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 n = len > 0 ? len : 1;
+
+	if (n > SG_AUDIT_NAME_MAX)
+		n = SG_AUDIT_NAME_MAX;
+	if (len <= 0)
+		((char *)e)[offset] = '\0';
+	if (bpf_ringbuf_output(&events, e, offset + n,
+			       pending >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+		__sync_fetch_and_add(&dropped, 1);
+}
+
+static __always_inline long read_name(struct dentry *d, char *name)
+{
+	return bpf_probe_read_kernel_str(name, SG_AUDIT_NAME_MAX, BPF_CORE_READ(d, d_name.name));
+}
+
+/* inode was created, and is called d where the probe knows (else NULL). */
+static __always_inline void report_create(struct inode *inode, struct dentry *d)
+{
+	union named_event *u = build();
+	struct sg_audit_create *e;
+	long len = 0;
+
+	if (!u)
+		return;
+	e = &u->create;
 	fill_header(&e->h, SG_AUDIT_CREATE);
 	e->ino = BPF_CORE_READ(inode, i_ino);
-	e->dev = dev;
-	submit(e);
+	e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	e->pad = 0;
+	e->dir_ino = 0;
+	if (d) {
+		len = read_name(d, e->name);
+		e->dir_ino = BPF_CORE_READ(d, d_parent, d_inode, i_ino);
+	}
+	send(e, __builtin_offsetof(struct sg_audit_create, name), len);
+}
+
+/* inode is called d (renamed: just now, by a rename or link); it was in the
+ * directory old_dir before (0 unknown). */
+static __always_inline void report_name(struct inode *inode, struct dentry *d, __u64 old_dir, bool renamed)
+{
+	union named_event *u = build();
+	struct sg_audit_name *e;
+
+	if (!u)
+		return;
+	e = &u->name;
+	fill_header(&e->h, SG_AUDIT_NAME);
+	e->ino = BPF_CORE_READ(inode, i_ino);
+	e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	e->renamed = renamed;
+	e->old_dir_ino = old_dir;
+	e->dir_ino = BPF_CORE_READ(d, d_parent, d_inode, i_ino);
+	send(e, __builtin_offsetof(struct sg_audit_name, name), read_name(d, e->name));
+}
+
+/* ---- ctime: every ctime change comes here, on every filesystem. ---- */
+
+static __always_inline bool is_root_dir(__u32 dev, __u64 ino)
+{
+	for (__u32 i = 0; i < SG_AUDIT_MAX_DEVS && i < n_root_dirs; i++)
+		if (root_dir_devs[i] == dev && root_dir_inos[i] == ino)
+			return true;
+	return false;
+}
+
+/* Names sent for one ctime change of a file with several (hard links). */
+#define MAX_ALIASES 4
+
+/* tmpfs pins a dentry for every name, so a linked inode without one is
+ * being created right now (its ctime is set before its name).  One with a
+ * name is changing: written, truncated, or being renamed, linked or
+ * unlinked (its names are still the old ones).  Most are single names in a
+ * root, which the auditor's passes find: those cost nothing more.  The
+ * others send their names: a file with several (a link, then the first
+ * name removed, must not take away the name it was created with) and a file
+ * outside the roots' directories (it may be on its way into one). */
+static __always_inline int on_ctime(struct inode *inode)
+{
+	struct hlist_node *alias;
+	struct dentry *d;
+	__u32 dev;
+
+	if (!BPF_CORE_READ(inode, __i_nlink) || !followed(inode))
+		return 0;
+	alias = BPF_CORE_READ(inode, i_dentry.first);
+	if (!alias) {
+		report_create(inode, NULL);
+		return 0;
+	}
+	d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	if (BPF_CORE_READ(inode, __i_nlink) < 2 && is_root_dir(dev, BPF_CORE_READ(d, d_parent, d_inode, i_ino)))
+		return 0;
+	for (int i = 0; i < MAX_ALIASES && alias; i++) {
+		d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
+		report_name(inode, d, 0, false);
+		alias = BPF_CORE_READ(alias, next);
+	}
 	return 0;
 }
 
-/* A new inode's first ctime: with multigrain timestamps (tmpfs since 6.13)
- * it is exchanged in, or skipped when the recycled inode memory already
- * holds the same coarse time; without, it is set plainly. */
+/* With multigrain timestamps (tmpfs since 6.13) a new ctime is exchanged
+ * in, or skipped when the recycled inode memory already holds the same
+ * coarse time; without, it is set plainly. */
 SEC("raw_tp/ctime_ns_xchg")
 int BPF_PROG(ctime_ns_xchg, struct inode *inode)
 {
@@ -126,7 +254,118 @@ int BPF_PROG(inode_set_ctime_to_ts, struct inode *inode)
 	return on_ctime(inode);
 }
 
-/* The traced tree grows with its forks and shrinks with its exits. */
+/* ---- fentry and kprobe: the dcache calls every filesystem makes. ---- */
+
+/* A name given to an inode: a new inode has one link, a linked one more. */
+static __always_inline int on_instantiate(struct dentry *d, struct inode *inode)
+{
+	if (!followed(inode))
+		return 0;
+	if (BPF_CORE_READ(inode, __i_nlink) <= 1)
+		report_create(inode, d);
+	else
+		report_name(inode, d, 0, true);
+	return 0;
+}
+
+/* d takes target's name and place (a rename). */
+static __always_inline int on_move(struct dentry *d, struct dentry *target)
+{
+	struct inode *inode = BPF_CORE_READ(d, d_inode);
+
+	if (followed(inode))
+		report_name(inode, target, BPF_CORE_READ(d, d_parent, d_inode, i_ino), true);
+	return 0;
+}
+
+SEC("fentry/d_instantiate")
+int BPF_PROG(fentry_d_instantiate, struct dentry *d, struct inode *inode)
+{
+	return on_instantiate(d, inode);
+}
+
+SEC("fentry/d_move")
+int BPF_PROG(fentry_d_move, struct dentry *d, struct dentry *target)
+{
+	return on_move(d, target);
+}
+
+SEC("kprobe/d_instantiate")
+int BPF_KPROBE(kprobe_d_instantiate, struct dentry *d, struct inode *inode)
+{
+	return on_instantiate(d, inode);
+}
+
+SEC("kprobe/d_move")
+int BPF_KPROBE(kprobe_d_move, struct dentry *d, struct dentry *target)
+{
+	return on_move(d, target);
+}
+
+/* ---- syscalls: the exit of every system call of every process. ---- */
+
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ(regs, syscallno);
+#else
+#error "syscall_nr: unknown architecture"
+#endif
+}
+
+/* An open that returned fd: the file it created, if it created one. */
+static __always_inline void on_open(long fd)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	struct file **fds = BPF_CORE_READ(task, files, fdt, fd), *file = NULL;
+	struct inode *inode;
+
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file ||
+	    !(BPF_CORE_READ(file, f_mode) & FMODE_CREATED))
+		return;
+	inode = BPF_CORE_READ(file, f_inode);
+	if (followed(inode))
+		report_create(inode, BPF_CORE_READ(file, f_path.dentry));
+}
+
+/* A rename or link that succeeded: its new path as the process wrote it
+ * (relative or not); the inode is found by userspace. */
+static __always_inline void on_renamed(const char *path)
+{
+	union named_event *u;
+	struct sg_audit_name *e;
+
+	if (!in_tree(bpf_get_current_pid_tgid() >> 32) || !(u = build()))
+		return;
+	e = &u->name;
+	fill_header(&e->h, SG_AUDIT_NAME);
+	e->ino = e->dir_ino = e->old_dir_ino = 0;
+	e->dev = 0;
+	e->renamed = 1;
+	send(e, __builtin_offsetof(struct sg_audit_name, name),
+	     bpf_probe_read_user_str(e->name, sizeof(e->name), path));
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	long nr;
+
+	if (ret < 0)
+		return 0;
+	nr = syscall_nr(regs);
+	if (nr == nr_openat || nr == nr_open || nr == nr_creat || nr == nr_openat2)
+		on_open(ret);
+	else if (ret == 0 && (nr == nr_rename || nr == nr_link))
+		on_renamed((const char *)PT_REGS_PARM2_CORE_SYSCALL(regs));
+	else if (ret == 0 && (nr == nr_renameat || nr == nr_renameat2 || nr == nr_linkat))
+		on_renamed((const char *)PT_REGS_PARM4_CORE_SYSCALL(regs));
+	return 0;
+}
+
+/* ---- The traced tree grows with its forks and shrinks with its exits. ---- */
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -138,12 +377,15 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 	return 0;
 }
 
+/* The last thread of a process has left when its signal struct has no live
+ * one (the tracepoint's group_dead argument only came with Linux 6.13, and a
+ * raw tracepoint program may not read past the arguments its kernel has). */
 SEC("raw_tp/sched_process_exit")
-int BPF_PROG(sched_process_exit, struct task_struct *task, bool group_dead)
+int BPF_PROG(sched_process_exit, struct task_struct *task)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
-	if (follow_tree && group_dead)
+	if (follow_tree && !BPF_CORE_READ(task, signal, live.counter))
 		bpf_map_delete_elem(&tree, &tgid);
 	return 0;
 }

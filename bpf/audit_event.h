@@ -11,6 +11,7 @@
 enum sg_audit_event_type {
 	SG_AUDIT_CREATE = 1, /* a file was created on a shm device */
 	SG_AUDIT_TAG = 2,    /* the shim tagged a file it created (USDT) */
+	SG_AUDIT_NAME = 3,   /* a file on a shm device has a name (rename, link) */
 };
 
 struct sg_audit_header {
@@ -20,14 +21,32 @@ struct sg_audit_header {
 	char comm[SG_AUDIT_COMM_LEN];
 };
 
-/* A new regular file, not yet named.  Nothing else about files is sent:
- * names and what is left are read from the filesystem and /proc when the
- * auditor measures. */
+/* A new regular file, with its first name where the probe sees one (not the
+ * ctime tracepoints: they fire before the name exists).  Sizes and what is
+ * left are read from the filesystem and /proc when the auditor measures. */
 struct sg_audit_create {
 	struct sg_audit_header h;
 	__u64 ino;
-	__u32 dev; /* the kernel's encoding: major << 20 | minor */
+	__u64 dir_ino; /* the name's directory, 0 with no name */
+	__u32 dev;     /* the kernel's encoding: major << 20 | minor */
 	__u32 pad;
+	char name[SG_AUDIT_NAME_MAX]; /* "" unknown; sent up to its NUL */
+};
+
+/* A name of a file, so that attribution follows renames and links whenever
+ * they happen.  renamed: a rename or a link just gave it this name (fentry,
+ * kprobe, syscalls); otherwise the name it has as it changes (the ctime
+ * tracepoints fire before a rename or link takes effect).  The syscall
+ * probe knows no inode: ino is 0 and name is the path as the process gave
+ * it (userspace looks it up). */
+struct sg_audit_name {
+	struct sg_audit_header h;
+	__u64 ino;
+	__u64 dir_ino;     /* where the name is, 0 unknown */
+	__u64 old_dir_ino; /* where the file was before, 0 unknown */
+	__u32 dev;
+	__u32 renamed;
+	char name[SG_AUDIT_NAME_MAX]; /* sent up to its NUL */
 };
 
 struct sg_audit_tag {

@@ -43,6 +43,8 @@ static void usage(FILE *out)
 		"      --max-files N          files followed at most (default 1000000); more fails the gate\n"
 		"      --ring-kib N           the kernel side's event buffer, a power of two from 4 (default\n"
 		"                             8192); events it cannot hold are counted and fail the gate\n"
+		"      --probe NAME           how to see files created: ctime, fentry, kprobe or syscalls\n"
+		"                             (default: the best this kernel allows; exit 3 if NAME is not)\n"
 		"  -v, --verbose              libbpf's messages\n"
 		"  -h, --help                 show this help\n\n"
 		"Exit status: 0 pass (or no budget given), 1 over budget or events lost, 2 bad usage or\n"
@@ -72,7 +74,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 		{"json", required_argument, NULL, 'j'},      {"duration", required_argument, NULL, 'd'},
 		{"interval", required_argument, NULL, 'i'},  {"lib", required_argument, NULL, 'L'},
 		{"max-files", required_argument, NULL, 'M'}, {"verbose", no_argument, NULL, 'v'},
-		{"ring-kib", required_argument, NULL, 'R'},
+		{"ring-kib", required_argument, NULL, 'R'},  {"probe", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},            {0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
@@ -122,6 +124,11 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 			    (o->ring_kib & (o->ring_kib - 1)))
 				return cli_fail(-1, "audit", "bad --ring-kib '%s': a power of two from 4 to 1048576",
 						optarg);
+			break;
+		case 'P':
+			if (audit_probe_by_name(optarg) < 0)
+				return cli_fail(-1, "audit", "bad --probe '%s': one of %s", optarg, audit_probe_list);
+			o->probe = optarg;
 			break;
 		case 'v': o->verbose = true; break;
 		case 'h':
@@ -307,7 +314,7 @@ int cmd_audit(int argc, char **argv)
 	struct audit_opts o = {0};
 	struct audit a = {.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1};
 	struct audit_tracer *t = NULL;
-	char shim[PATH_MAX], err[256];
+	char shim[PATH_MAX], err[512];
 	sigset_t mask, old;
 	int markers = -1, sfd = -1, go = -1, status = AUDIT_USAGE;
 	pid_t child = -1;

@@ -3,9 +3,19 @@
 # one run: each workload plain, under `shmguard audit`, under an equivalent
 # bpftrace script and under strace -f; then a burst of shm events (dropped
 # events must be 0) and the auditor's memory per tracked file.  Needs root.
-#   scripts/bench-audit.sh [ROUNDS]     (default 7 runs a side; a few minutes)
+#   scripts/bench-audit.sh [--probes P1,P2,...] [ROUNDS]
+# ROUNDS: runs a side (default 7; a few minutes).  --probes: one audited
+# column per probe, forced with `shmguard audit --probe` (ctime, fentry,
+# kprobe, syscalls; default: the one the auditor chooses here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+probes=default
+if [ "${1:-}" = --probes ]; then
+	probes=${2:?--probes needs a list}
+	shift 2
+fi
+IFS=, read -ra probes <<<"$probes"
 scripts/deps.sh bpftrace strace
 scripts/build.sh
 
@@ -27,7 +37,15 @@ mkdir -p "$abort_dir"
 # bpftrace's syscall tracepoints are found through tracefs.
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs none /sys/kernel/tracing
 
-audited() { "$cli" audit --abort-dir "$abort_dir" --patterns '{req}_{int}_{int}' --json "$json" -- "$@"; }
+# audited [--probe NAME] COMMAND...
+audited() {
+	local force=()
+	if [ "$1" = --probe ]; then
+		[ "$2" = default ] || force=(--probe "$2")
+		shift 2
+	fi
+	"$cli" audit --abort-dir "$abort_dir" --patterns '{req}_{int}_{int}' --json "$json" "${force[@]}" -- "$@"
+}
 
 # What the auditor follows, the bpftrace way: the shm system calls by path.
 bpftrace_script='
@@ -57,27 +75,38 @@ ns_of() { awk '$3 == "ns/op" { print $2 }'; }
 
 # row NAME N WORKLOAD ARGS...: N iterations (strace gets N/100: it is that slow).
 row() {
-	local name=$1 n=$2 plain=() aud=() bpf=() str=() i
+	local name=$1 n=$2 plain=() bpf=() str=() i k
 	shift 2
 	local w=$1
 	shift
+	declare -A aud
 	for ((i = 0; i < rounds; i++)); do
 		plain+=("$("$bench" "$w" "$n" "$@" | ns_of)")
-		aud+=("$(audited "$bench" "$w" "$n" "$@" | ns_of)")
+		for k in "${probes[@]}"; do
+			aud[$k]+="$(audited --probe "$k" "$bench" "$w" "$n" "$@" | ns_of) "
+		done
 		bpf+=("$(under_bpftrace "$bench" "$w" "$n" "$@" | ns_of)")
 		str+=("$(strace -f -qq -o /dev/null "$bench" "$w" $((n / 100)) "$@" | ns_of)")
 	done
 	local p a b s
 	p=$(printf '%s\n' "${plain[@]}" | median)
-	a=$(printf '%s\n' "${aud[@]}" | median)
+	printf '%-32s %9.0f ns' "$name" "$p"
+	for k in "${probes[@]}"; do
+		a=$(printf '%s\n' ${aud[$k]} | median)
+		printf ' %9.0f ns %6.3f' "$a" "$(echo "$a / $p" | bc -l)"
+	done
 	b=$(printf '%s\n' "${bpf[@]}" | median)
 	s=$(printf '%s\n' "${str[@]}" | median)
-	printf '%-32s %9.0f ns %9.0f ns %6.3f %9.0f ns %6.3f %10.0f ns %7.1f\n' "$name" "$p" "$a" \
-		"$(echo "$a / $p" | bc -l)" "$b" "$(echo "$b / $p" | bc -l)" "$s" "$(echo "$s / $p" | bc -l)"
+	printf ' %9.0f ns %6.3f %10.0f ns %7.1f\n' "$b" "$(echo "$b / $p" | bc -l)" "$s" "$(echo "$s / $p" | bc -l)"
 }
 
 echo "shmguard audit benchmarks: $rounds runs each, medians ($(nproc) CPUs, $(uname -r))"
-printf '%-32s %12s %12s %6s %12s %6s %13s %7s\n' workload plain audited ratio bpftrace ratio "strace -f" ratio
+printf '%-32s %12s' workload plain
+for k in "${probes[@]}"; do
+	[ "$k" = default ] && k="audited ($("$cli" doctor | sed -n 's/.* with the \([a-z]*\) probe.*/\1/p'))"
+	printf ' %12s %6s' "$k" ratio
+done
+printf ' %12s %6s %13s %7s\n' bpftrace ratio "strace -f" ratio
 row "open+close outside /dev/shm" 300000 open-close /etc/hostname
 row "segment lifecycle" 20000 lifecycle "$prefix"
 echo

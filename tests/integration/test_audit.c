@@ -70,6 +70,22 @@ static const char **audit_argv(const char *budget, const char *const *cmd)
 	return argv;
 }
 
+/* audit_argv() with extra options right after "audit". */
+static const char **with_options(const char **argv, const char *o1, const char *o2, const char *o3)
+{
+	const char **out = calloc(80, sizeof(*out)), *extra[] = {o1, o2, o3};
+	size_t n = 0;
+
+	out[n++] = argv[0];
+	out[n++] = argv[1];
+	for (size_t i = 0; i < 3; i++)
+		if (extra[i])
+			out[n++] = extra[i];
+	for (size_t i = 2; argv[i]; i++)
+		out[n++] = argv[i];
+	return out;
+}
+
 static json_t *report(void)
 {
 	json_error_t err;
@@ -126,7 +142,7 @@ static uint64_t linked_bytes(int i)
 
 enum { REQUESTS = 12, ABORT_EVERY = 3, ABORTS = REQUESTS / ABORT_EVERY };
 
-static struct h_proc start_leakgen(bool shimmed, bool mapped)
+static struct h_proc start_leakgen(bool shimmed, bool mapped, const char *probe)
 {
 	const char *leakgen[] = {h_bin("SG_LEAKGEN"), "--prefix", prefix, "--requests", h_str("%d", REQUESTS),
 				 "--abort-every", h_str("%d", ABORT_EVERY), "--abort-dir", abort_dir,
@@ -141,16 +157,16 @@ static struct h_proc start_leakgen(bool shimmed, bool mapped)
 	for (size_t i = 0; leakgen[i]; i++)
 		cmd[n++] = leakgen[i];
 	cmd[n] = NULL;
-	struct h_proc p = h_spawn(audit_argv("0", cmd), NULL);
+	struct h_proc p = h_spawn(with_options(audit_argv("0", cmd), probe ? "--probe" : NULL, probe, NULL), NULL);
 	char *line = h_read_line(&p, 30000);
 	cr_assert_str_eq(line ? line : "(nothing)", "done");
 	return p;
 }
 
-Test(audit, ground_truth_within_one_percent)
+/* The leak measured with PROBE (NULL: the best here) is the truth. */
+static void ground_truth_within_one_percent_with(const char *probe)
 {
-	need_bpf();
-	struct h_proc p = start_leakgen(false, true);
+	struct h_proc p = start_leakgen(false, true, probe);
 	uint64_t truth = 0;
 	char *err;
 
@@ -169,13 +185,28 @@ Test(audit, ground_truth_within_one_percent)
 	cr_expect_eq(jint(r, "leaked_files"), ABORTS * 5, "odd, sparse, fallocate, lock file, mapped");
 	cr_expect_eq(jint(r, "dropped_events"), 0);
 	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "fail");
+	if (probe)
+		cr_expect_str_eq(json_string_value(json_object_get(r, "probe")) ?: "(none)", probe);
 	json_decref(r);
+}
+
+Test(audit, ground_truth_within_one_percent)
+{
+	need_bpf();
+	ground_truth_within_one_percent_with(NULL);
+}
+
+/* The fallback every kernel has measures the same. */
+Test(audit, the_syscalls_probe_finds_the_same_ground_truth)
+{
+	need_bpf();
+	ground_truth_within_one_percent_with("syscalls");
 }
 
 Test(audit, the_same_pipeline_under_the_shim_reports_zero)
 {
 	need_bpf();
-	struct h_proc p = start_leakgen(true, false);
+	struct h_proc p = start_leakgen(true, false, NULL);
 	char *err;
 
 	usleep(800 * 1000);
@@ -226,6 +257,136 @@ Test(audit, attribution_agrees_with_the_shim)
 	json_decref(r);
 }
 
+/* A file COMMAND creates (shmtool open FILE 8192) and then moves with SHELL
+ * (mv, ln, rm), before its request is aborted: the leak is that file's, and
+ * it belongs to the request of the name it has at the end (NAME). */
+static void moved_file_is_charged_to(const char *probe, const char *create, const char *shell, const char *name,
+				     const char *request)
+{
+	const char *script = h_str("%s open %s 8192 && %s && touch %s/%s && echo moved && { read x || true; }",
+				   h_bin("SG_SHMTOOL"), create, shell, abort_dir, request);
+	const char *cmd[] = {"/bin/sh", "-c", script, NULL};
+	const char *path = h_str("/dev/shm/%s", name);
+	struct h_proc p = h_spawn(with_options(audit_argv(NULL, cmd), probe ? "--probe" : NULL, probe, NULL), NULL);
+
+	cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "moved");
+	usleep(600 * 1000); /* past the grace */
+	uint64_t truth = blocks_of(path);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+	json_t *r = report();
+	cr_assert_gt(truth, 0, "%s is not there", path);
+	cr_expect_eq(jint(r, "aborts"), 1);
+	cr_expect_eq(jint(r, "leaked_bytes"), (long long)truth, "the moved file's bytes");
+	cr_expect_str_eq(request_of(r, name) ?: "(none)", request, "charged to the wrong request");
+	cr_expect_eq(jint(r, "unattributed_bytes"), 0);
+	json_decref(r);
+}
+
+/* Past the auditor's once-a-second pass: the name it saw first is gone. */
+static void rename_after_a_pass(const char *probe)
+{
+	moved_file_is_charged_to(probe, h_str("/dev/shm/%srenA_1_2", prefix),
+				 h_str("sleep 1.5 && mv /dev/shm/%srenA_1_2 /dev/shm/%srenB_1_2", prefix, prefix),
+				 h_str("%srenB_1_2", prefix), h_str("%srenB", prefix));
+}
+
+/* Before the first pass, to a name no pattern knows: the auditor never
+ * looks at the first name in the directory. */
+static void link_and_unlink_before_a_pass(const char *probe)
+{
+	moved_file_is_charged_to(probe, h_str("/dev/shm/%slnkA_1_2", prefix),
+				 h_str("ln /dev/shm/%slnkA_1_2 /dev/shm/%skept.bin && rm /dev/shm/%slnkA_1_2", prefix,
+				       prefix, prefix),
+				 h_str("%skept.bin", prefix), h_str("%slnkA", prefix));
+}
+
+/* Written in a subdirectory, renamed into the root after a pass. */
+static void staged_in_a_subdirectory(const char *probe)
+{
+	cr_assert_eq(mkdir(h_str("/dev/shm/%sstage", prefix), 0700), 0);
+	moved_file_is_charged_to(probe, h_str("/dev/shm/%sstage/%sstg_1_2", prefix, prefix),
+				 h_str("sleep 1.5 && mv /dev/shm/%sstage/%sstg_1_2 /dev/shm/%sstg_1_2", prefix, prefix,
+				       prefix),
+				 h_str("%sstg_1_2", prefix), h_str("%sstg", prefix));
+}
+
+Test(audit, a_rename_after_the_first_pass_moves_the_file_to_the_new_request)
+{
+	need_bpf();
+	rename_after_a_pass(NULL);
+}
+
+Test(audit, a_link_then_unlink_before_the_first_pass_keeps_the_file_attributed)
+{
+	need_bpf();
+	link_and_unlink_before_a_pass(NULL);
+}
+
+Test(audit, a_file_staged_in_a_subdirectory_counts_once_renamed_into_place)
+{
+	need_bpf();
+	staged_in_a_subdirectory(NULL);
+}
+
+/* The same three, seen by the system calls. */
+Test(audit, syscalls_probe_follows_a_rename_after_the_first_pass)
+{
+	need_bpf();
+	rename_after_a_pass("syscalls");
+}
+
+Test(audit, syscalls_probe_follows_a_link_then_unlink_before_the_first_pass)
+{
+	need_bpf();
+	link_and_unlink_before_a_pass("syscalls");
+}
+
+Test(audit, syscalls_probe_follows_a_file_staged_in_a_subdirectory)
+{
+	need_bpf();
+	staged_in_a_subdirectory("syscalls");
+}
+
+/* Each probe, forced: it works here, or says plainly that it cannot (exit 3). */
+Test(audit, a_forced_probe_works_or_says_why_not)
+{
+	need_bpf();
+	const char *probes[] = {"ctime", "fentry", "kprobe", "syscalls"};
+	const char *cmd[] = {"/bin/true", NULL};
+
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		char *err;
+		int status = h_run(with_options(audit_argv(NULL, cmd), "--probe", probes[i], NULL), NULL, &err);
+
+		if (status == 3) {
+			cr_expect(strstr(err, h_str("the probe '%s' is not available here: ", probes[i])), "%s", err);
+			continue;
+		}
+		cr_assert_eq(status, 0, "--probe %s: %s", probes[i], err);
+		json_t *r = report();
+		cr_expect_str_eq(json_string_value(json_object_get(r, "probe")) ?: "(none)", probes[i]);
+		json_decref(r);
+	}
+}
+
+/* doctor names the probe that audit then uses. */
+Test(audit, doctor_names_the_probe_the_audit_uses)
+{
+	need_bpf();
+	const char *doctor[] = {h_bin("SG_CLI"), "doctor", NULL}, *cmd[] = {"/bin/true", NULL};
+	char *text, *err;
+
+	h_output(doctor, NULL, &text, NULL);
+	cr_assert_eq(h_run(audit_argv(NULL, cmd), NULL, &err), 0, "%s", err);
+	json_t *r = report();
+	const char *probe = json_string_value(json_object_get(r, "probe"));
+	cr_assert_not_null(probe);
+	cr_expect(strstr(text, h_str("bpf        ok   the auditor's programs load and attach; it sees files created with "
+				     "the %s probe", probe)),
+		  "%s", text);
+	json_decref(r);
+}
+
 /* A process outside COMMAND's tree leaks too; only the tree is counted. */
 Test(audit, only_the_command_tree_is_counted)
 {
@@ -269,22 +430,6 @@ Test(audit, a_burst_loses_no_events)
 	cr_expect_eq(jint(r, "dropped_events"), 0);
 	cr_expect_eq(jint(r, "aborts"), 3);
 	json_decref(r);
-}
-
-/* audit_argv() with extra options right after "audit". */
-static const char **with_options(const char **argv, const char *o1, const char *o2, const char *o3)
-{
-	const char **out = calloc(80, sizeof(*out)), *extra[] = {o1, o2, o3};
-	size_t n = 0;
-
-	out[n++] = argv[0];
-	out[n++] = argv[1];
-	for (size_t i = 0; i < 3; i++)
-		if (extra[i])
-			out[n++] = extra[i];
-	for (size_t i = 2; argv[i]; i++)
-		out[n++] = argv[i];
-	return out;
 }
 
 /* A burst beyond a tiny event buffer: the loss is counted, reported and
