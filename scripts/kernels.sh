@@ -39,19 +39,15 @@ cd "$(dirname "$0")/.."
 expected_failures='
 5.10  ls     tmpfs refuses user xattrs before 6.6: no tag for ls to read
 5.10  dead   tmpfs refuses user xattrs before 6.6: no tag tells sweep the creator
-5.10  audit  no ctime tracepoints before 6.13: the auditor cannot attach
-5.10  gate   no ctime tracepoints before 6.13: the auditor cannot attach
 6.1   ls     tmpfs refuses user xattrs before 6.6: no tag for ls to read
 6.1   dead   tmpfs refuses user xattrs before 6.6: no tag tells sweep the creator
-6.1   audit  no ctime tracepoints before 6.13: the auditor cannot attach
-6.1   gate   no ctime tracepoints before 6.13: the auditor cannot attach
-6.12  audit  no ctime tracepoints before 6.13: the auditor cannot attach
-6.12  gate   no ctime tracepoints before 6.13: the auditor cannot attach
+host  probe-fentry  this machine refuses fentry programs (EPERM)
+host  probe-kprobe  the kernel here is built without kprobes
 '
 
 usage() { sed -n '/^#   scripts/,/^# --markdown/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
-build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate audit_args=''
+build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate,probe-fentry,probe-kprobe,probe-syscalls audit_args=''
 jobs=4 timeout=150 refresh=0 markdown=0
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -254,20 +254,37 @@ plain_audit() {
 	plain_status=$status plain_truth=$truth plain_leaked=$leaked plain_aborts=$aborts
 }
 
-# What the auditor reports a leaking pipeline leaves per abort, against
-# the files themselves (within 1%, as tests/integration/test_audit.c).
+# judge NAME: the result of check NAME from status, truth, leaked and aborts
+# (as audit_leakgen sets them): the report within 1% of the files themselves,
+# as in tests/integration/test_audit.c.
+judge() {
+	if [ -z "$leaked" ]; then
+		result "$1" FAIL "no report (exit $status): $(err_of "$W/$1.err")"
+	elif [ "$aborts" != 2 ] || [ -z "$truth" ] ||
+		[ $(((leaked - truth) * 100)) -gt "$truth" ] || [ $(((truth - leaked) * 100)) -gt "$truth" ]; then
+		result "$1" FAIL "reported $leaked bytes over $aborts aborts; truth ${truth:-unknown} bytes over 2"
+	else
+		kib=$(awk -v b="$leaked" 'BEGIN { printf "%.1f", b / 1024 / 2 }')
+		result "$1" PASS "reported $kib KiB/abort ($leaked bytes over 2 aborts); truth $truth bytes$(via "$W/$1.json")"
+	fi
+}
+
+# What the auditor reports a leaking pipeline leaves per abort, with the
+# probe it chooses here.
 check_audit() {
 	plain_audit
 	status=$plain_status truth=$plain_truth leaked=$plain_leaked aborts=$plain_aborts
-	if [ -z "$leaked" ]; then
-		result audit FAIL "no report (exit $status): $(err_of $W/audit.err)"
-	elif [ "$aborts" != 2 ] || [ -z "$truth" ] ||
-		[ $(((leaked - truth) * 100)) -gt "$truth" ] || [ $(((truth - leaked) * 100)) -gt "$truth" ]; then
-		result audit FAIL "reported $leaked bytes over $aborts aborts; truth ${truth:-unknown} bytes over 2"
-	else
-		kib=$(awk -v b="$leaked" 'BEGIN { printf "%.1f", b / 1024 / 2 }')
-		result audit PASS "reported $kib KiB/abort ($leaked bytes over 2 aborts); truth $truth bytes$(via $W/audit.json)"
-	fi
+	judge audit
+}
+
+# The same with one probe forced (probe-fentry, probe-kprobe, probe-syscalls):
+# every probe is proven on the kernels that allow it.
+check_probe() {
+	default_args=$SGK_AUDIT_ARGS
+	SGK_AUDIT_ARGS="$SGK_AUDIT_ARGS --probe ${1#probe-}"
+	audit_leakgen "$1" 0
+	SGK_AUDIT_ARGS=$default_args
+	judge "$1"
 }
 
 # The gate: the leaking pipeline over a budget of 0 KiB/abort exits 1; the
@@ -287,6 +304,7 @@ for c in $SGK_CHECKS; do
 	case $c in
 	facts) facts ;;
 	abort | ls | dead | audit | gate) "check_$c" ;;
+	probe-fentry | probe-kprobe | probe-syscalls) check_probe "$c" ;;
 	*) result "$c" SKIP "no such check" ;;
 	esac
 done
