@@ -1,14 +1,16 @@
 /* shmguard audit: what its parts share.  The run's state lives in one
  * struct audit; the parts are the tracer (audit_trace.c), the events'
  * effect on the file table (audit_events.c), the abort markers
- * (audit_markers.c), the measurement of what is left (audit_eval.c) and the
- * report (audit_report.c), driven by cmd_audit.c. */
+ * (audit_markers.c), the measurement of what is left (audit_eval.c), the
+ * event loop that drives them (audit_loop.c) and the report
+ * (audit_report.c).  cmd_audit.c parses options and starts the run. */
 #ifndef SHMGUARD_AUDIT_H
 #define SHMGUARD_AUDIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "audit_files.h"
 #include "config.h"
@@ -17,10 +19,10 @@
 /* Exit codes of shmguard audit. */
 enum {
 	AUDIT_PASS = 0,
-	AUDIT_OVER_BUDGET = 1, /* or events dropped without --allow-drops */
+	AUDIT_OVER_BUDGET = 1, /* or events, files or markers lost without --allow-drops */
 	AUDIT_USAGE = 2,
 	AUDIT_NO_TRACING = 3,
-	AUDIT_CMD_FAILED = 4, /* the gate passed, but COMMAND did not succeed */
+	AUDIT_CMD_FAILED = 4, /* the gate passed, but COMMAND did not succeed (or was killed) */
 };
 
 struct audit_opts {
@@ -29,6 +31,7 @@ struct audit_opts {
 	struct sg_roots roots;
 	double grace, duration, interval;
 	const char *json_path;
+	int json_fd; /* json_path, opened before the run */
 	bool have_budget, allow_drops, verbose;
 	double budget_kib;
 	const char *lib;
@@ -63,7 +66,6 @@ struct audit_abort {
 	struct audit_abort *next;
 	char *request;
 	double marker_s; /* seconds since the run began */
-	bool measured;
 	uint64_t leaked_bytes;
 	unsigned leaked_files, leaked_segments;
 	struct audit_leftover *leftovers;
@@ -75,15 +77,21 @@ struct audit {
 	unsigned nroots;
 	struct audit_files *files;
 	struct audit_abort *aborts, **aborts_tail; /* in marker order */
+	struct audit_abort *unmeasured; /* the first abort not measured yet */
 	unsigned naborts;
 	struct audit_abort **abort_index; /* by request (audit_markers.c) */
 	size_t abort_index_size;
+	char **markers_at_start; /* sorted */
+	size_t nmarkers_at_start;
+	uint64_t marker_overflows, markers_recovered; /* the inotify queue's */
+	struct audit_review *review;
 	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
 	const char *probe; /* how the kernel side sees files created (audit_trace.c) */
 	double end_s;
 	uint64_t events, dropped, ambiguous;
 	uint64_t tracked, unattributed, files_left; /* as of the last review */
 	int cmd_status; /* -1: no COMMAND or still running */
+	bool interrupted; /* a second SIGINT (or SIGTERM, SIGHUP) ended the run */
 };
 
 double audit_now_s(const struct audit *a);
@@ -99,16 +107,29 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f);
 void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed);
 
 /* audit_markers.c: a marker appearing in the abort directory is an abort. */
-int audit_markers_open(struct audit *a); /* inotify fd, or -1 */
-void audit_markers_read(struct audit *a, int fd);
+int audit_markers_open(struct audit *a); /* inotify fd, or -1 with errno */
+int audit_markers_read(struct audit *a, int fd); /* -1 with errno: the fd failed */
 void audit_aborts_free(struct audit *a);
 
-/* audit_eval.c: what is left of files now.  Measures the aborts whose
- * grace is over (all of them with all). */
-void audit_measure_due(struct audit *a, bool all);
-/* Forgets the files that are freed; gives the allocated bytes of those that
- * still exist, of those with no request, and their number. */
-void audit_review(struct audit *a, uint64_t *tracked, uint64_t *unattributed, uint64_t *files_left);
+/* audit_eval.c: what is left of files.  The review forgets freed files,
+ * sums those that exist (a->tracked, unattributed, files_left) and
+ * measures the aborts whose grace is over, in cycles spread over steps. */
+struct audit_review *audit_review_new(void);
+void audit_review_free(struct audit_review *rv);
+/* When the next step has work (audit_now_s's clock). */
+double audit_review_due_s(const struct audit *a);
+/* A slice of the review, if one is due: a few milliseconds at most. */
+void audit_review_step(struct audit *a);
+/* At the end of the run: one whole cycle, then every abort is measured. */
+void audit_review_finish(struct audit *a);
+
+/* audit_loop.c: the run, until COMMAND ends (its status in a->cmd_status),
+ * --duration is over, or a signal arrives on sfd (SIGINT, SIGTERM, SIGHUP
+ * go to COMMAND first; a second one kills it and ends the run).  Then the
+ * events still queued are read and the review finished.  -1 with errno
+ * when waiting or reading fails (what was measured is kept). */
+struct audit_tracer;
+int audit_loop_run(struct audit *a, struct audit_tracer *t, int markers, int sfd, pid_t child);
 
 /* audit_report.c */
 int audit_report(struct audit *a);

@@ -1,11 +1,24 @@
-/* Measuring what is left: a file still exists if its name still refers to
- * it, or if some process still holds it open or mapped after its unlink
- * (it then still uses RAM).  Its allocated bytes are st_blocks * 512, read
- * through the name or through the holder's /proc entry.  Each pass reads
- * the roots and /proc once, and only when it needs them. */
+/* Measuring what is left: a file still exists if its name directly in a
+ * shm root still refers to it, or if some process still holds it open or
+ * mapped after its unlink from such a root (it then still uses RAM).  Files
+ * of subdirectories count in neither case.  Its allocated bytes are
+ * st_blocks * 512, read through the name or through the holder's /proc
+ * entry.
+ *
+ * The review that forgets freed files runs in cycles, a slice per turn of
+ * the event loop so that its cost, which grows with the files followed,
+ * never holds up the events: the roots' directories are read (a followed
+ * file whose inode an entry names is linked, under that name), then every
+ * file older than the cycle is looked at: those no entry named are checked
+ * against the holders that /proc shows, read once that is over.  A file's
+ * bytes are read (lstat) when it is first seen, and all of them again at
+ * the end of the run: a directory entry costs far less than an lstat.  An
+ * abort is measured (lstat and holders, then) at the end of the first cycle
+ * that knows the request of every file created before its grace ended. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,20 +32,21 @@
 #include "holders.h"
 #include "tag.h"
 
-struct named {
-	uint64_t ino;
-	char *name;
-};
+/* A new cycle this long after the last one ended (sooner for an abort). */
+#define REVIEW_S 1.0
+/* While a cycle is under way: this much of it per step, then this long for
+ * the events before the next slice (half a CPU at most), unless an abort
+ * waits for the cycle's end. */
+#define SLICE_S 0.005
+#define PAUSE_S 0.005
+/* The clock is read every this many files or directory entries. */
+#define CLOCK_EVERY 64
 
+/* What a look at files needs from /proc, read once and only if needed. */
 struct pass {
 	struct audit *a;
-	struct named *dir[SG_MAX_ROOTS];
-	size_t ndir[SG_MAX_ROOTS];
-	bool dirs_read;
 	struct sg_holders holders;
 	bool holders_read;
-	uint64_t started_ns; /* CLOCK_MONOTONIC, as the events' times */
-	uint64_t tracked, unattributed, files; /* what review() found */
 };
 
 struct measured {
@@ -40,62 +54,56 @@ struct measured {
 	uint64_t bytes;
 	int64_t size;
 	uint32_t holder;
+	int root;
 	const char *name;
 };
 
-static int by_ino(const void *x, const void *y)
+struct suspect {
+	uint32_t kdev;
+	uint64_t ino;
+};
+
+/* A cycle: NAMING reads the roots' directories, CHECKING walks the table;
+ * the files no entry named are settled at once against the holders. */
+enum review_phase { REVIEW_IDLE, REVIEW_NAMING, REVIEW_CHECKING };
+
+struct audit_review {
+	enum review_phase phase;
+	unsigned root; /* NAMING: the root whose directory is being read */
+	uint32_t cycle; /* numbers the cycles: audit_file.seen */
+	bool exact;     /* every linked file's bytes are read again */
+	bool urgent;    /* an abort waits for this cycle (it runs without pause) */
+	DIR *dir;
+	uint64_t started_ns; /* CLOCK_MONOTONIC, as the events' times: newer files wait */
+	double started_s, next_s, slice_end_s;
+	struct suspect *suspects; /* files no name refers to, for the holders */
+	size_t nsuspects, cap;
+	uint64_t tracked, unattributed, files;
+};
+
+/* The root whose directory held the name that /proc shows for h (unlinked
+ * from there), or -1 (a subdirectory, or a directory gone since).  The
+ * directory is compared by device and inode: a root may be named through a
+ * symbolic link. */
+static int root_of_holder(const struct audit *a, const struct sg_holder *h)
 {
-	const struct named *a = x, *b = y;
-	return (a->ino > b->ino) - (a->ino < b->ino);
-}
+	char dir[PATH_MAX];
+	struct stat st;
 
-static void read_dirs(struct pass *p)
-{
-	p->dirs_read = true;
-	for (unsigned r = 0; r < p->a->nroots; r++) {
-		DIR *d = opendir(p->a->roots[r].path);
-		struct dirent *e;
-		size_t cap = 0;
-
-		while (d && (e = readdir(d))) {
-			if (e->d_type != DT_REG && e->d_type != DT_UNKNOWN)
-				continue;
-			if (p->ndir[r] == cap) {
-				cap = cap ? cap * 2 : 256;
-				struct named *n = realloc(p->dir[r], cap * sizeof(*n));
-				if (!n)
-					break;
-				p->dir[r] = n;
-			}
-			p->dir[r][p->ndir[r]++] = (struct named){e->d_ino, strdup(e->d_name)};
-		}
-		if (d)
-			closedir(d);
-		if (p->ndir[r])
-			qsort(p->dir[r], p->ndir[r], sizeof(struct named), by_ino);
-	}
-}
-
-static const char *dir_name(struct pass *p, unsigned r, uint64_t ino)
-{
-	struct named key = {.ino = ino}, *hit;
-
-	if (!p->dirs_read)
-		read_dirs(p);
-	hit = p->ndir[r] ? bsearch(&key, p->dir[r], p->ndir[r], sizeof(key), by_ino) : NULL;
-	return hit ? hit->name : NULL;
-}
-
-static int root_by_kdev(const struct audit *a, uint32_t kdev)
-{
+	if (!h->path || !h->name ||
+	    snprintf(dir, sizeof(dir), "%.*s", (int)(h->name - 1 - h->path), h->path) >= (int)sizeof(dir) ||
+	    stat(*dir ? dir : "/", &st) < 0)
+		return -1;
 	for (unsigned r = 0; r < a->nroots; r++)
-		if (a->roots[r].kdev == kdev)
+		if (a->roots[r].kdev == sg_kdev(st.st_dev) && a->roots[r].dir_ino == st.st_ino)
 			return (int)r;
 	return -1;
 }
 
-static const struct sg_holder *holder_of(struct pass *p, uint32_t kdev, uint64_t ino)
+/* A holder of (kdev, ino) that had it in a root, and that root. */
+static const struct sg_holder *holder_in_root(struct pass *p, uint32_t kdev, uint64_t ino, int *root)
 {
+	const struct sg_holder *h;
 	size_t n;
 
 	if (!p->holders_read) {
@@ -105,54 +113,65 @@ static const struct sg_holder *holder_of(struct pass *p, uint32_t kdev, uint64_t
 		sg_holders_scan(&p->holders, kdevs, p->a->nroots, true);
 		p->holders_read = true;
 	}
-	return sg_holders_find(&p->holders, kdev, ino, &n);
+	h = sg_holders_find(&p->holders, kdev, ino, &n);
+	for (size_t i = 0; i < n; i++)
+		if ((*root = root_of_holder(p->a, &h[i])) >= 0)
+			return &h[i];
+	return NULL;
 }
 
-static bool stat_linked(struct pass *p, const struct audit_file *f, int root, const char *name, struct stat *st)
+static void end_pass(struct pass *p)
+{
+	sg_holders_free(&p->holders);
+	p->holders_read = false;
+}
+
+static bool stat_linked(struct pass *p, const struct audit_file *f, struct stat *st)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
 
-	snprintf(path, sizeof(path), "%s/%s", p->a->roots[root].path, name);
+	if (f->root < 0 || !f->name)
+		return false;
+	snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
 	return lstat(path, st) == 0 && st->st_ino == f->ino && sg_kdev(st->st_dev) == f->kdev;
 }
 
-/* Whether f is still linked: by the last name the events gave, else by what
- * the directories of the roots on its device say. */
-static bool find_linked(struct pass *p, struct audit_file *f, struct stat *st)
+static struct measured found(struct measured m, const struct stat *st)
 {
-	const char *name;
+	m.exists = true;
+	m.bytes = (uint64_t)st->st_blocks * 512;
+	m.size = st->st_size;
+	return m;
+}
 
-	if (f->root >= 0 && f->name && stat_linked(p, f, f->root, f->name, st))
-		return true;
-	for (unsigned r = 0; r < p->a->nroots; r++) {
-		if (p->a->roots[r].kdev != f->kdev || !(name = dir_name(p, r, f->ino)) ||
-		    !stat_linked(p, f, (int)r, name, st))
-			continue;
-		audit_file_named(p->a, f, (int)r, name, true);
-		return true;
-	}
-	return false;
+/* f through its name, if that still refers to it. */
+static struct measured measure_linked(struct pass *p, struct audit_file *f)
+{
+	struct measured m = {.root = f->root, .linked = true, .name = f->name};
+	struct stat st;
+
+	return stat_linked(p, f, &st) ? found(m, &st) : (struct measured){0};
+}
+
+/* f through a process that holds it after its unlink from a root. */
+static struct measured measure_held(struct pass *p, struct audit_file *f)
+{
+	struct measured m = {0};
+	const struct sg_holder *h = holder_in_root(p, f->kdev, f->ino, &m.root);
+	struct stat st;
+
+	if (!h || stat(h->stat_path, &st) < 0 || st.st_ino != f->ino)
+		return m;
+	m.holder = h->pid;
+	m.name = f->name ? f->name : h->name;
+	return found(m, &st);
 }
 
 static struct measured measure(struct pass *p, struct audit_file *f)
 {
-	struct measured m = {0};
-	struct stat st;
+	struct measured m = measure_linked(p, f);
 
-	if (find_linked(p, f, &st)) {
-		m.linked = true;
-		m.name = f->name;
-	} else {
-		const struct sg_holder *h = holder_of(p, f->kdev, f->ino);
-		if (!h || stat(h->stat_path, &st) < 0 || st.st_ino != f->ino)
-			return m;
-		m.holder = h->pid;
-		m.name = f->name ? f->name : h->name;
-	}
-	m.exists = true;
-	m.bytes = (uint64_t)st.st_blocks * 512;
-	m.size = st.st_size;
-	return m;
+	return m.exists ? m : measure_held(p, f);
 }
 
 /* A request for a file that has none yet: the shim's xattr where the USDT
@@ -176,50 +195,120 @@ static void attribute(struct pass *p, struct audit_file *f, const struct measure
 	audit_attribute_by_name(p->a, f);
 }
 
-/* One look at a file: a file that is neither linked nor held is freed and
- * forgotten (the table holds what still exists); the others get their
- * request and count in the totals.  Files newer than the pass are left for
- * the next one: the directory snapshot may predate them. */
-static void review(struct audit_file *f, void *opaque)
+/* A file that exists counts in the cycle's totals, with its request. */
+static void count(struct pass *p, struct audit_review *rv, struct audit_file *f, const struct measured *m)
 {
-	struct pass *p = opaque;
-	struct measured m;
-
-	if (f->created_ns >= p->started_ns)
-		return;
-	m = measure(p, f);
-	if (!m.exists) {
-		audit_files_remove(p->a->files, f);
-		return;
+	if (!f->name && m->name && (f->name = strdup(m->name)))
+		f->root = m->root;
+	f->bytes = m->bytes;
+	f->measured = true;
+	if (!f->looked_up) { /* once per name: a file with no request keeps none */
+		attribute(p, f, m);
+		f->looked_up = true;
 	}
-	if (!f->name && m.name && (f->name = strdup(m.name)))
-		f->root = root_by_kdev(p->a, f->kdev);
-	attribute(p, f, &m);
-	p->tracked += m.bytes;
-	p->files++;
+	rv->tracked += m->bytes;
+	rv->files++;
 	if (!f->indexed)
-		p->unattributed += m.bytes;
+		rv->unattributed += m->bytes;
+}
+
+/* A directory entry of root r: the followed file of that inode is linked
+ * there, under that name. */
+static void note_name(struct audit *a, struct audit_review *rv, unsigned r, const struct dirent *e)
+{
+	struct audit_file *f = audit_files_find(a->files, a->roots[r].kdev, e->d_ino);
+
+	if (!f)
+		return;
+	f->seen = rv->cycle;
+	if (f->root == (int)r && f->name && strcmp(f->name, e->d_name) == 0)
+		return;
+	audit_file_named(a, f, (int)r, e->d_name, true);
+	f->looked_up = false; /* its request is looked for under the new name */
+}
+
+/* NAMING until deadline; true when every root has been read. */
+static bool name_files(struct audit *a, struct audit_review *rv, uint64_t deadline)
+{
+	struct dirent *e;
+	unsigned n = 0;
+
+	for (; rv->root < a->nroots; rv->root++) {
+		if (!rv->dir && !(rv->dir = opendir(a->roots[rv->root].path)))
+			continue;
+		while ((e = readdir(rv->dir))) {
+			if (e->d_type == DT_REG || e->d_type == DT_UNKNOWN)
+				note_name(a, rv, rv->root, e);
+			if (++n % CLOCK_EVERY == 0 && sg_monotonic_ns() >= deadline)
+				return false;
+		}
+		closedir(rv->dir);
+		rv->dir = NULL;
+	}
+	return true;
+}
+
+static void suspect(struct audit_review *rv, const struct audit_file *f)
+{
+	if (rv->nsuspects == rv->cap) {
+		size_t cap = rv->cap ? rv->cap * 2 : 256;
+		struct suspect *s = realloc(rv->suspects, cap * sizeof(*s));
+		if (!s)
+			return; /* kept: looked at again next cycle */
+		rv->suspects = s;
+		rv->cap = cap;
+	}
+	rv->suspects[rv->nsuspects++] = (struct suspect){f->kdev, f->ino};
+}
+
+/* CHECKING until deadline; true when the walk is over.  Files newer than
+ * the cycle are left for the next one (the directories may predate them). */
+static bool check_files(struct pass *p, struct audit_review *rv, uint64_t deadline)
+{
+	struct audit_file *f;
+	struct measured m;
+	unsigned n = 0;
+
+	while ((f = audit_files_walk_next(p->a->files))) {
+		if (f->created_ns < rv->started_ns) {
+			if (f->seen != rv->cycle)
+				suspect(rv, f);
+			else if (f->measured && !rv->exact)
+				count(p, rv, f, &(struct measured){.exists = true, .linked = true, .root = f->root,
+								   .name = f->name, .bytes = f->bytes});
+			else if ((m = measure_linked(p, f)).exists)
+				count(p, rv, f, &m);
+			else
+				suspect(rv, f); /* unlinked since */
+		}
+		if (++n % CLOCK_EVERY == 0 && sg_monotonic_ns() >= deadline)
+			return false;
+	}
+	return true;
+}
+
+/* The end of the cycle: a file no entry named is forgotten unless some
+ * process holds it.  The holders are read now, after the directories, so
+ * that a file unlinked meanwhile but still held is not missed. */
+static void settle_suspects(struct pass *p, struct audit_review *rv)
+{
+	for (size_t i = 0; i < rv->nsuspects; i++) {
+		struct audit_file *f = audit_files_find(p->a->files, rv->suspects[i].kdev, rv->suspects[i].ino);
+		struct measured m;
+
+		if (!f || f->created_ns >= rv->started_ns)
+			continue; /* gone, or a new file with a reused inode number */
+		if ((m = measure_held(p, f)).exists)
+			count(p, rv, f, &m);
+		else
+			audit_files_remove(p->a->files, f);
+	}
+	rv->nsuspects = 0;
 }
 
 double audit_now_s(const struct audit *a)
 {
 	return (sg_monotonic_ns() - a->start_ns) / 1e9;
-}
-
-static void begin_pass(struct pass *p, struct audit *a)
-{
-	*p = (struct pass){.a = a, .started_ns = sg_monotonic_ns()};
-	audit_files_each(a->files, review, p);
-}
-
-static void end_pass(struct pass *p)
-{
-	for (unsigned r = 0; r < SG_MAX_ROOTS; r++) {
-		for (size_t i = 0; i < p->ndir[r]; i++)
-			free(p->dir[r][i].name);
-		free(p->dir[r]);
-	}
-	sg_holders_free(&p->holders);
 }
 
 struct abort_ctx {
@@ -252,34 +341,138 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 	c->ab->leaked_segments += l->segment;
 }
 
-void audit_measure_due(struct audit *a, bool all)
+/* Measures the aborts (in marker order) whose grace ended by until_s. */
+static void measure_aborts(struct pass *p, double until_s)
 {
-	double now = audit_now_s(a);
-	struct pass p;
-	bool reviewed = false;
+	struct audit *a = p->a;
 
-	for (struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
-		if (ab->measured || (!all && ab->marker_s + a->o->grace > now))
-			continue;
-		if (!reviewed) {
-			begin_pass(&p, a);
-			reviewed = true;
-		}
-		struct abort_ctx c = {&p, ab};
+	for (struct audit_abort *ab; (ab = a->unmeasured) && ab->marker_s + a->o->grace <= until_s;) {
+		struct abort_ctx c = {p, ab};
 		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
-		ab->measured = true;
+		a->unmeasured = ab->next;
 	}
-	if (reviewed)
-		end_pass(&p);
 }
 
-void audit_review(struct audit *a, uint64_t *tracked, uint64_t *unattributed, uint64_t *files_left)
+struct audit_review *audit_review_new(void)
 {
-	struct pass p;
+	struct audit_review *rv = calloc(1, sizeof(*rv));
 
-	begin_pass(&p, a);
+	if (rv)
+		rv->next_s = REVIEW_S;
+	return rv;
+}
+
+void audit_review_free(struct audit_review *rv)
+{
+	if (!rv)
+		return;
+	if (rv->dir)
+		closedir(rv->dir);
+	free(rv->suspects);
+	free(rv);
+}
+
+/* Whether an abort's grace is over: it waits for the end of a cycle. */
+static bool abort_waits(const struct audit *a, double now)
+{
+	return a->unmeasured && a->unmeasured->marker_s + a->o->grace <= now;
+}
+
+double audit_review_due_s(const struct audit *a)
+{
+	const struct audit_review *rv = a->review;
+	double now = audit_now_s(a);
+
+	if (rv->phase != REVIEW_IDLE)
+		return rv->urgent || abort_waits(a, now) ? 0 : rv->slice_end_s + PAUSE_S;
+	if (a->unmeasured && a->unmeasured->marker_s + a->o->grace < rv->next_s)
+		return a->unmeasured->marker_s + a->o->grace;
+	return rv->next_s;
+}
+
+/* Events of different CPUs reach the table in nearly, not exactly, the
+ * order of their times: this much earlier is looked at too. */
+#define ORDER_SLACK_NS 100000000ull
+
+/* Until when the cycle knows every file's request: its start, or later if
+ * no file it does not look at (newer than its start) is without a request
+ * yet, up to the creation of the first such file. */
+static double covered_until(const struct audit *a, const struct audit_review *rv)
+{
+	uint64_t until_ns = sg_monotonic_ns();
+
+	for (const struct audit_file *f = audit_files_newest(a->files);
+	     f && f->created_ns + ORDER_SLACK_NS >= rv->started_ns; f = f->prev_all)
+		if (f->created_ns >= rv->started_ns && !f->indexed && f->created_ns < until_ns)
+			until_ns = f->created_ns;
+	return until_ns <= rv->started_ns ? rv->started_s : (until_ns - a->start_ns) / 1e9;
+}
+
+static void start_cycle(struct audit *a)
+{
+	struct audit_review *rv = a->review;
+
+	if (rv->dir)
+		closedir(rv->dir);
+	*rv = (struct audit_review){.phase = REVIEW_NAMING, .started_ns = sg_monotonic_ns(),
+				    .started_s = audit_now_s(a), .cycle = rv->cycle + 1, .suspects = rv->suspects,
+				    .cap = rv->cap, .urgent = abort_waits(a, audit_now_s(a))};
+}
+
+/* Works on the cycle until deadline (CLOCK_MONOTONIC); at its end, the
+ * totals are published and the aborts due by its start measured. */
+static void work(struct audit *a, uint64_t deadline)
+{
+	struct audit_review *rv = a->review;
+	struct pass p = {.a = a};
+
+	if (rv->phase == REVIEW_NAMING) {
+		if (!name_files(a, rv, deadline))
+			return;
+		rv->phase = REVIEW_CHECKING;
+		audit_files_walk_begin(a->files);
+	}
+	if (!check_files(&p, rv, deadline))
+		return;
+	settle_suspects(&p, rv);
+	a->tracked = rv->tracked;
+	a->unattributed = rv->unattributed;
+	a->files_left = rv->files;
+	measure_aborts(&p, covered_until(a, rv));
 	end_pass(&p);
-	*tracked = p.tracked;
-	*unattributed = p.unattributed;
-	*files_left = p.files;
+	rv->phase = REVIEW_IDLE;
+	rv->next_s = audit_now_s(a) + REVIEW_S;
+}
+
+void audit_review_step(struct audit *a)
+{
+	struct audit_review *rv = a->review;
+	double now = audit_now_s(a);
+
+	if (now < audit_review_due_s(a))
+		return;
+	/* A cycle begun before an abort's grace ended that cannot tell the
+	 * requests of the files made since begins again, once. */
+	if (rv->phase != REVIEW_IDLE && !rv->urgent && abort_waits(a, now)) {
+		rv->urgent = true;
+		if (covered_until(a, rv) < a->unmeasured->marker_s + a->o->grace)
+			start_cycle(a);
+	}
+	if (rv->phase == REVIEW_IDLE)
+		start_cycle(a);
+	work(a, sg_monotonic_ns() + (uint64_t)(SLICE_S * 1e9));
+	rv->slice_end_s = audit_now_s(a);
+}
+
+void audit_review_finish(struct audit *a)
+{
+	struct pass p = {.a = a};
+
+	if (a->review->phase != REVIEW_IDLE)
+		work(a, UINT64_MAX);
+	start_cycle(a); /* a whole cycle that begins now, with every file's bytes */
+	a->review->exact = true;
+	work(a, UINT64_MAX);
+	measure_aborts(&p, INFINITY);
+	end_pass(&p);
 }

@@ -17,6 +17,15 @@ struct audit_files {
 	uint64_t over_limit;
 	struct req_chain **rbuckets;
 	size_t nrbuckets, nreqs;
+	struct audit_file *oldest, *newest, *walk;
+	struct excluded *excluded; /* open addressing, at most half full */
+	size_t nexcluded, excluded_size;
+};
+
+struct excluded {
+	uint32_t kdev;
+	uint64_t ino;
+	bool used;
 };
 
 static uint64_t hash_key(uint32_t kdev, uint64_t ino)
@@ -63,6 +72,7 @@ void audit_files_free(struct audit_files *t)
 	}
 	free(t->buckets);
 	free(t->rbuckets);
+	free(t->excluded);
 	free(t);
 }
 
@@ -95,10 +105,60 @@ static void grow(struct audit_files *t)
 	t->nbuckets = n;
 }
 
+static struct excluded *excluded_slot(struct excluded *set, size_t size, uint32_t kdev, uint64_t ino)
+{
+	size_t i = hash_key(kdev, ino) & (size - 1);
+
+	while (set[i].used && (set[i].kdev != kdev || set[i].ino != ino))
+		i = (i + 1) & (size - 1);
+	return &set[i];
+}
+
+static bool is_excluded(const struct audit_files *t, uint32_t kdev, uint64_t ino)
+{
+	return t->nexcluded && excluded_slot(t->excluded, t->excluded_size, kdev, ino)->used;
+}
+
+void audit_files_exclude(struct audit_files *t, uint32_t kdev, uint64_t ino)
+{
+	struct audit_file *f = audit_files_find(t, kdev, ino);
+
+	if (f) {
+		audit_files_remove(t, f);
+		return;
+	}
+	if ((t->nexcluded + 1) * 2 > t->excluded_size) {
+		size_t n = t->excluded_size ? t->excluded_size * 2 : 64;
+		struct excluded *set = calloc(n, sizeof(*set));
+		if (!set)
+			return;
+		for (size_t i = 0; i < t->excluded_size; i++)
+			if (t->excluded[i].used)
+				*excluded_slot(set, n, t->excluded[i].kdev, t->excluded[i].ino) = t->excluded[i];
+		free(t->excluded);
+		t->excluded = set;
+		t->excluded_size = n;
+	}
+	struct excluded *slot = excluded_slot(t->excluded, t->excluded_size, kdev, ino);
+	if (!slot->used) {
+		*slot = (struct excluded){kdev, ino, true};
+		t->nexcluded++;
+	}
+}
+
+void audit_files_end_exclusions(struct audit_files *t)
+{
+	if (t->nexcluded)
+		memset(t->excluded, 0, t->excluded_size * sizeof(*t->excluded));
+	t->nexcluded = 0;
+}
+
 struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino)
 {
 	struct audit_file *old = audit_files_find(t, kdev, ino), *f;
 
+	if (is_excluded(t, kdev, ino))
+		return NULL;
 	if (t->count >= t->max_files) {
 		t->over_limit++;
 		return NULL;
@@ -118,6 +178,9 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 	struct audit_file **slot = &t->buckets[hash_key(kdev, ino) & (t->nbuckets - 1)];
 	f->next = *slot;
 	*slot = f;
+	f->prev_all = t->newest;
+	*(t->newest ? &t->newest->next_all : &t->oldest) = f;
+	t->newest = f;
 	t->count++;
 	return f;
 }
@@ -213,6 +276,10 @@ void audit_files_remove(struct audit_files *t, struct audit_file *f)
 		p = &(*p)->next;
 	if (*p)
 		*p = f->next;
+	if (t->walk == f)
+		t->walk = f->next_all;
+	*(f->prev_all ? &f->prev_all->next_all : &t->oldest) = f->next_all;
+	*(f->next_all ? &f->next_all->prev_all : &t->newest) = f->prev_all;
 	if (f->indexed)
 		unindex(t, f);
 	t->count--;
@@ -229,14 +296,28 @@ void audit_files_of_request(struct audit_files *t, const char *request, void (*f
 		fn(f, ctx);
 }
 
-void audit_files_each(struct audit_files *t, void (*fn)(struct audit_file *, void *), void *ctx)
+void audit_files_walk_begin(struct audit_files *t)
 {
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		for (struct audit_file *f = t->buckets[i], *next; f; f = next) {
-			next = f->next; /* fn may remove f */
-			fn(f, ctx);
-		}
-	}
+	t->walk = t->oldest;
+}
+
+struct audit_file *audit_files_newest(struct audit_files *t)
+{
+	return t->newest;
+}
+
+struct audit_file *audit_files_walk_next(struct audit_files *t)
+{
+	struct audit_file *f = t->walk;
+
+	if (f)
+		t->walk = f->next_all;
+	return f;
+}
+
+size_t audit_files_count(const struct audit_files *t)
+{
+	return t->count;
 }
 
 uint64_t audit_files_over_limit(const struct audit_files *t)

@@ -18,17 +18,22 @@ enum audit_req_source {
 struct audit_file {
 	struct audit_file *next;      /* hash chain */
 	struct audit_file *next_of_req; /* request index chain */
+	struct audit_file *prev_all, *next_all; /* every file, oldest first (the review's walk) */
 	uint32_t kdev;                /* kernel encoding, major << 20 | minor */
 	uint64_t ino;
 	int root;                     /* index of the shm root holding the name, -1 unknown */
 	char *name;                   /* name in that root, NULL unknown */
 	uint32_t creator;             /* tgid */
 	char comm[16];
-	uint64_t created_ns;          /* monotonic */                    /* its inode number was reused: this file is freed */
+	uint64_t created_ns;          /* monotonic */
 	enum audit_req_source source;
 	int shape;                    /* pattern index for REQ_PATTERN */
 	char *request;
 	bool indexed;                 /* on its request's chain */
+	bool measured;                /* bytes is known */
+	bool looked_up;               /* its request was looked for under its name */
+	uint32_t seen;                /* the review cycle that last found it in a root */
+	uint64_t bytes;               /* allocated, when last measured */
 };
 
 struct audit_files;
@@ -40,7 +45,8 @@ void audit_files_free(struct audit_files *t);
 struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64_t ino);
 
 /* A new record (a reused inode number removes the old one first), or NULL
- * when the table is full (counted: audit_files_over_limit). */
+ * when the table is full (counted: audit_files_over_limit) or the inode is
+ * excluded. */
 struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino);
 
 /* Sets f's request (taking a copy) and puts it on that request's chain; a
@@ -51,6 +57,12 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 /* Takes f's request away, so that it can be attributed again. */
 void audit_files_unattribute(struct audit_files *t, struct audit_file *f);
 
+/* A file that is not to be followed (an abort marker): forgotten if it is
+ * in the table, else not added until audit_files_end_exclusions(), which
+ * the caller calls once the events that could add it have been read. */
+void audit_files_exclude(struct audit_files *t, uint32_t kdev, uint64_t ino);
+void audit_files_end_exclusions(struct audit_files *t);
+
 /* Forgets f (freed in the kernel: it cannot matter any more). */
 void audit_files_remove(struct audit_files *t, struct audit_file *f);
 
@@ -58,9 +70,15 @@ void audit_files_remove(struct audit_files *t, struct audit_file *f);
 void audit_files_of_request(struct audit_files *t, const char *request, void (*fn)(struct audit_file *, void *),
 			    void *ctx);
 
-/* Calls fn for every file; fn may remove the file it is given. */
-void audit_files_each(struct audit_files *t, void (*fn)(struct audit_file *, void *), void *ctx);
+/* A walk over every file, oldest first, that may span many turns of the
+ * event loop: files added meanwhile come last, a removed file is skipped.
+ * audit_files_walk_next() gives NULL at the end. */
+void audit_files_walk_begin(struct audit_files *t);
+/* The file added last (then prev_all, towards the oldest). */
+struct audit_file *audit_files_newest(struct audit_files *t);
+struct audit_file *audit_files_walk_next(struct audit_files *t);
 
+size_t audit_files_count(const struct audit_files *t);
 uint64_t audit_files_over_limit(const struct audit_files *t);
 
 #endif

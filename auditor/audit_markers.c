@@ -1,26 +1,72 @@
 /* An abort, for the auditor, is a marker appearing in --abort-dir while it
  * runs: the same convention the shim obeys.  Markers already there at the
- * start, and a marker touched again, are not new aborts. */
+ * start, and a marker touched again, are not new aborts.  When the kernel's
+ * inotify queue overflows (a burst of more markers than
+ * fs.inotify.max_queued_events), the directory is read again: markers
+ * still there are recovered, those removed meanwhile are lost, so every
+ * overflow is counted and fails the gate. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "audit.h"
+#include "holders.h"
 #include "hash.h"
 #include "reqid.h"
 
+static int by_text(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The markers already in the directory (after the watch is set, so that
+ * none falls between the two), sorted: a rescan must not take them for new. */
+static int note_markers_at_start(struct audit *a)
+{
+	DIR *d = opendir(a->o->abort_dir);
+	struct dirent *e;
+	size_t cap = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (e->d_type == DT_DIR || sg_reqid_invalid(e->d_name))
+			continue;
+		if (a->nmarkers_at_start == cap) {
+			char **n = realloc(a->markers_at_start, (cap = cap ? cap * 2 : 64) * sizeof(*n));
+			if (!n)
+				break;
+			a->markers_at_start = n;
+		}
+		if (!(a->markers_at_start[a->nmarkers_at_start] = strdup(e->d_name)))
+			break;
+		a->nmarkers_at_start++;
+	}
+	closedir(d);
+	if (e) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (a->nmarkers_at_start)
+		qsort(a->markers_at_start, a->nmarkers_at_start, sizeof(char *), by_text);
+	return 0;
+}
+
 int audit_markers_open(struct audit *a)
 {
-	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK), saved;
 
 	if (fd < 0)
 		return -1;
-	if (inotify_add_watch(fd, a->o->abort_dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0) {
-		int saved = errno;
+	if (inotify_add_watch(fd, a->o->abort_dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0 ||
+	    note_markers_at_start(a) < 0) {
+		saved = errno;
 		close(fd);
 		errno = saved;
 		return -1;
@@ -57,25 +103,67 @@ static bool index_room(struct audit *a)
 	return true;
 }
 
-static void add_abort(struct audit *a, const char *request)
+/* A marker is no file of a request: when the abort directory is on a shm
+ * device its inode is excluded from the table.  The kernel side sends a
+ * file's creation before inotify queues the marker, so the caller reads
+ * the events after the markers, then ends the exclusions. */
+static void exclude_marker_file(struct audit *a, const char *name)
+{
+	char path[SG_PATH_MAX + NAME_MAX + 2];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", a->o->abort_dir, name);
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+		audit_files_exclude(a->files, sg_kdev(st.st_dev), st.st_ino);
+}
+
+/* A new abort; false if request is one already (or no request at all). */
+static bool add_abort(struct audit *a, const char *request)
 {
 	struct audit_abort *ab, **slot;
 
-	if (sg_reqid_invalid(request) || !index_room(a) || *(slot = slot_of(a, request)) ||
-	    !(ab = calloc(1, sizeof(*ab))))
-		return;
+	if (sg_reqid_invalid(request))
+		return false;
+	exclude_marker_file(a, request);
+	if (!index_room(a) || *(slot = slot_of(a, request)) || !(ab = calloc(1, sizeof(*ab))))
+		return false;
 	if (!(ab->request = strdup(request))) {
 		free(ab);
-		return;
+		return false;
 	}
 	*slot = ab;
 	ab->marker_s = audit_now_s(a);
 	*a->aborts_tail = ab;
 	a->aborts_tail = &ab->next;
+	if (!a->unmeasured)
+		a->unmeasured = ab;
 	a->naborts++;
+	return true;
 }
 
-void audit_markers_read(struct audit *a, int fd)
+/* After an overflow: the markers now in the directory that are neither
+ * aborts yet nor there from the start. */
+static int rescan(struct audit *a)
+{
+	DIR *d = opendir(a->o->abort_dir);
+	struct dirent *e;
+	char *name;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		name = e->d_name;
+		if (e->d_type != DT_DIR &&
+		    !(a->nmarkers_at_start &&
+		      bsearch(&name, a->markers_at_start, a->nmarkers_at_start, sizeof(char *), by_text)) &&
+		    add_abort(a, name))
+			a->markers_recovered++;
+	}
+	closedir(d);
+	return 0;
+}
+
+int audit_markers_read(struct audit *a, int fd)
 {
 	char buf[64 * (sizeof(struct inotify_event) + NAME_MAX + 1)]
 		__attribute__((aligned(__alignof__(struct inotify_event))));
@@ -84,11 +172,17 @@ void audit_markers_read(struct audit *a, int fd)
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
-			if (ev->len && !(ev->mask & IN_ISDIR))
+			if (ev->mask & IN_Q_OVERFLOW) {
+				a->marker_overflows++;
+				if (rescan(a) < 0)
+					return -1;
+			} else if (ev->len && !(ev->mask & IN_ISDIR)) {
 				add_abort(a, ev->name);
+			}
 			p += sizeof(*ev) + ev->len;
 		}
 	}
+	return n < 0 && errno != EAGAIN ? -1 : 0;
 }
 
 void audit_aborts_free(struct audit *a)
@@ -104,4 +198,7 @@ void audit_aborts_free(struct audit *a)
 		free(ab);
 	}
 	free(a->abort_index);
+	for (size_t i = 0; i < a->nmarkers_at_start; i++)
+		free(a->markers_at_start[i]);
+	free(a->markers_at_start);
 }

@@ -1,10 +1,12 @@
 /* The audit's result: a report for people on stdout, the same as JSON for
  * programs (--json), and the verdict that is the exit status. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "text.h"
@@ -122,12 +124,19 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	if (a->dropped || audit_files_over_limit(a->files))
 		printf("LOST: %llu events dropped, %llu files over --max-files: the figures are lower bounds\n",
 		       (unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files));
-	if (a->cmd_status > 0)
+	if (a->marker_overflows)
+		printf("LOST: the abort directory's event queue overflowed %llu times (fs.inotify.max_queued_events):\n"
+		       "  %llu markers recovered by reading it again; markers removed before that are not counted, and\n"
+		       "  recovered aborts are measured from when they were found\n",
+		       (unsigned long long)a->marker_overflows, (unsigned long long)a->markers_recovered);
+	if (a->interrupted)
+		printf("interrupted: COMMAND did not end at the first signal and was killed at the second\n");
+	else if (a->cmd_status > 0)
 		printf("command exited with status %d\n", a->cmd_status);
 	if (s->over_budget)
 		printf("verdict: FAIL  %.1f KiB/abort > budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
 	else if (s->drops_fail)
-		printf("verdict: FAIL  events were dropped (--allow-drops to accept)\n");
+		printf("verdict: FAIL  events or markers were lost (--allow-drops to accept)\n");
 	else if (a->o->have_budget)
 		printf("verdict: PASS  %.1f KiB/abort <= budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
 	else
@@ -214,6 +223,9 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "dropped_events", json_integer((json_int_t)a->dropped));
 	json_object_set_new(root, "auditor_max_rss_kib", json_integer(max_rss_kib()));
 	json_object_set_new(root, "files_over_limit", json_integer((json_int_t)audit_files_over_limit(a->files)));
+	json_object_set_new(root, "marker_queue_overflows", json_integer((json_int_t)a->marker_overflows));
+	json_object_set_new(root, "markers_recovered", json_integer((json_int_t)a->markers_recovered));
+	json_object_set_new(root, "interrupted", json_boolean(a->interrupted));
 	json_object_set_new(root, "budget_kib_per_abort", a->o->have_budget ? json_real(a->o->budget_kib) : json_null());
 	json_object_set_new(root, "verdict", json_string(verdict));
 	json_object_set_new(root, "command", a->o->cmd ? cmd : json_null());
@@ -223,7 +235,9 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "top_processes", groups_json(a, by_proc, true));
 	json_object_set_new(root, "top_shapes", groups_json(a, by_shape, false));
 	json_object_set_new(root, "aborted_requests", aborts_json(a));
-	ret = json_dump_file(root, a->o->json_path, JSON_INDENT(2) | JSON_SORT_KEYS);
+	/* Opened before the run; a pipe cannot be truncated, and need not be. */
+	ret = ftruncate(a->o->json_fd, 0) < 0 && errno != EINVAL ? -1
+	      : json_dumpfd(root, a->o->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(root);
 	if (ret < 0)
 		fprintf(stderr, "shmguard audit: cannot write %s\n", a->o->json_path);
@@ -244,7 +258,7 @@ int audit_report(struct audit *a)
 	s.kib_per_abort = a->naborts ? s.leaked_bytes / KIB / a->naborts : 0;
 	s.growth_mib_per_hour = a->end_s > 0 ? a->tracked / MIB / (a->end_s / 3600.0) : 0;
 	s.over_budget = a->o->have_budget && s.kib_per_abort > a->o->budget_kib;
-	s.drops_fail = (a->dropped || audit_files_over_limit(a->files)) && !a->o->allow_drops;
+	s.drops_fail = (a->dropped || audit_files_over_limit(a->files) || a->marker_overflows) && !a->o->allow_drops;
 	group_leftovers(a, &by_proc, &by_shape);
 	/* JSON first: it is written even if stdout is gone. */
 	status = a->o->json_path && write_json(a, &s, &by_proc, &by_shape) < 0 ? AUDIT_USAGE : AUDIT_PASS;
@@ -255,5 +269,5 @@ int audit_report(struct audit *a)
 		return AUDIT_OVER_BUDGET;
 	if (status != AUDIT_PASS)
 		return status;
-	return a->cmd_status > 0 ? AUDIT_CMD_FAILED : AUDIT_PASS;
+	return a->cmd_status > 0 || a->interrupted ? AUDIT_CMD_FAILED : AUDIT_PASS;
 }

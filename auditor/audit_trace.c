@@ -294,9 +294,13 @@ int audit_trace_fd(struct audit_tracer *t)
 	return ring_buffer__epoll_fd(t->rb);
 }
 
-void audit_trace_consume(struct audit_tracer *t)
+int audit_trace_consume(struct audit_tracer *t)
 {
-	ring_buffer__consume(t->rb);
+	int n = ring_buffer__consume(t->rb);
+
+	if (n < 0)
+		errno = -n;
+	return n < 0 ? -1 : 0;
 }
 
 uint64_t audit_trace_dropped(struct audit_tracer *t)

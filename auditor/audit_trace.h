@@ -27,7 +27,7 @@ int audit_trace_follow(struct audit_tracer *t, pid_t pid);
 
 /* Readable when events wait; audit_trace_consume() hands them to a. */
 int audit_trace_fd(struct audit_tracer *t);
-void audit_trace_consume(struct audit_tracer *t);
+int audit_trace_consume(struct audit_tracer *t); /* -1 with errno on failure */
 
 /* Events the kernel side could not queue, so far. */
 uint64_t audit_trace_dropped(struct audit_tracer *t);

@@ -8,17 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
+#include "audit_trace.h"
 #include "clock.h"
 #include "holders.h"
-#include "audit_trace.h"
 #include "cli.h"
 
 static void usage(FILE *out)
@@ -35,20 +33,23 @@ static void usage(FILE *out)
 		"  -s, --shm-root DIR         another directory to watch besides /dev/shm (repeatable)\n"
 		"  -g, --grace SECONDS        how long after its marker an abort is measured (default 2)\n"
 		"  -b, --max-kib-per-abort N  the gate: fail (exit 1) above N KiB per abort\n"
-		"      --allow-drops          do not fail the gate because events were dropped\n"
-		"  -j, --json FILE            also write the report as JSON\n"
+		"      --allow-drops          do not fail the gate because events or markers were lost\n"
+		"  -j, --json FILE            also write the report as JSON (checked before the run)\n"
 		"  -d, --duration SECONDS     without COMMAND: stop after this long\n"
 		"  -i, --interval SECONDS     a progress line this often when stderr is not a terminal\n"
 		"      --lib PATH             the shim whose tags to follow (default: found as by 'run')\n"
-		"      --max-files N          files followed at most (default 1000000); more fails the gate\n"
+		"      --max-files N          files followed at most (1 to 100000000, default 1000000);\n"
+		"                             more fails the gate\n"
 		"      --ring-kib N           the kernel side's event buffer, a power of two from 4 (default\n"
 		"                             8192); events it cannot hold are counted and fail the gate\n"
 		"      --probe NAME           how to see files created: ctime, fentry, kprobe or syscalls\n"
 		"                             (default: the best this kernel allows; exit 3 if NAME is not)\n"
 		"  -v, --verbose              libbpf's messages\n"
 		"  -h, --help                 show this help\n\n"
-		"Exit status: 0 pass (or no budget given), 1 over budget or events lost, 2 bad usage or\n"
-		"input, 3 tracing not possible here, 4 COMMAND failed (the report is still printed).\n",
+		"A first SIGINT (or SIGTERM, SIGHUP) goes to COMMAND; a second kills it and ends the run.\n\n"
+		"Exit status: 0 pass (or no budget given), 1 over budget or events or markers lost, 2 bad\n"
+		"usage or input, 3 tracing not possible here (or it failed during the run), 4 COMMAND\n"
+		"failed or was killed (the report is still printed).\n",
 		SG_DEFAULT_ABORT_DIR);
 }
 
@@ -65,6 +66,25 @@ static int parse_seconds(const char *s, double *out)
 	return 0;
 }
 
+/* A whole decimal number from min to max (no sign, no blanks). */
+static int parse_count(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end || errno || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* About 250 bytes each: beyond this the table would not fit in memory. */
+#define MAX_FILES_LIMIT 100000000ull
+
 static int parse_options(int argc, char **argv, struct audit_opts *o)
 {
 	static const struct option opts[] = {
@@ -78,7 +98,8 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 		{"help", no_argument, NULL, 'h'},            {0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
-	char err[200], *end;
+	char err[200];
+	unsigned long long n;
 	int c;
 
 	o->grace = 2;
@@ -114,16 +135,16 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 			break;
 		case 'L': o->lib = optarg; break;
 		case 'M':
-			o->max_files = strtoul(optarg, &end, 10);
-			if (!*optarg || *end || o->max_files == 0)
-				return cli_fail(-1, "audit", "bad --max-files '%s'", optarg);
+			if (parse_count(optarg, 1, MAX_FILES_LIMIT, &n) < 0)
+				return cli_fail(-1, "audit", "bad --max-files '%s': a number from 1 to %llu", optarg,
+						MAX_FILES_LIMIT);
+			o->max_files = (size_t)n;
 			break;
 		case 'R':
-			o->ring_kib = (unsigned)strtoul(optarg, &end, 10);
-			if (!*optarg || *end || o->ring_kib < 4 || o->ring_kib > (1u << 20) ||
-			    (o->ring_kib & (o->ring_kib - 1)))
+			if (parse_count(optarg, 4, 1u << 20, &n) < 0 || (n & (n - 1)))
 				return cli_fail(-1, "audit", "bad --ring-kib '%s': a power of two from 4 to 1048576",
 						optarg);
+			o->ring_kib = (unsigned)n;
 			break;
 		case 'P':
 			if (audit_probe_by_name(optarg) < 0)
@@ -197,134 +218,41 @@ static pid_t spawn(char **cmd, const sigset_t *mask, int *go)
 	return pid;
 }
 
-static void progress(struct audit *a, bool tty, double *next)
+/* The JSON report's file, opened before the run so that a path it cannot
+ * write is found at once; *created says whether the run made it. */
+static int open_report(const char *path, bool *created)
 {
-	double now = audit_now_s(a), kib = 0;
-	unsigned measured = 0;
-	char line[160];
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
 
-	if ((!tty && a->o->interval <= 0) || now < *next)
-		return;
-	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
-		if (ab->measured) {
-			measured++;
-			kib += ab->leaked_bytes / 1024.0;
-		}
-	}
-	snprintf(line, sizeof(line), "[%6.1f s] aborts %u (measured %u)   %.1f KiB/abort so far   tracked %.1f MiB in %llu files",
-		 now, a->naborts, measured, measured ? kib / measured : 0.0, a->tracked / 1048576.0,
-		 (unsigned long long)a->files_left);
-	if (tty)
-		fprintf(stderr, "\r%s\033[K", line);
-	else
-		fprintf(stderr, "%s\n", line);
-	*next = now + (tty ? 0.5 : a->o->interval);
-}
-
-/* The kernel side wakes the reader only when its buffer fills up: poll it
- * this often (the 8 MiB buffer holds well over a second of events). */
-#define POLL_S 0.02
-/* How often the file table is reviewed (freed files forgotten). */
-#define REVIEW_S 1.0
-
-/* Milliseconds until something is due: an abort to measure, a progress
- * line, the end of --duration, the next look at the event buffer. */
-static int next_timeout(const struct audit *a, double next_progress, bool show)
-{
-	double now = audit_now_s(a), due = now + POLL_S;
-
-	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next)
-		if (!ab->measured && ab->marker_s + a->o->grace < due)
-			due = ab->marker_s + a->o->grace;
-	if (show && next_progress < due)
-		due = next_progress;
-	if (a->o->duration && a->o->duration < due)
-		due = a->o->duration;
-	return due <= now ? 0 : (int)((due - now) * 1000) + 1;
-}
-
-static int run(struct audit *a, struct audit_tracer *t, int markers, pid_t child, int sfd)
-{
-	bool tty = isatty(STDERR_FILENO), show = tty || a->o->interval > 0;
-	double next_progress = 0, next_review = REVIEW_S;
-	int ep = epoll_create1(EPOLL_CLOEXEC);
-	struct epoll_event ev = {.events = EPOLLIN};
-
-	if (ep < 0)
-		return -1;
-	ev.data.u32 = 0;
-	epoll_ctl(ep, EPOLL_CTL_ADD, audit_trace_fd(t), &ev);
-	ev.data.u32 = 1;
-	epoll_ctl(ep, EPOLL_CTL_ADD, markers, &ev);
-	ev.data.u32 = 2;
-	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
-
-	for (bool running = true; running;) {
-		struct epoll_event got[3];
-		int n = epoll_wait(ep, got, 3, next_timeout(a, next_progress, show));
-
-		for (int i = 0; i < n; i++) {
-			struct signalfd_siginfo si;
-			int status;
-
-			switch (got[i].data.u32) {
-			case 0:
-				audit_trace_consume(t);
-				break;
-			case 1:
-				audit_markers_read(a, markers);
-				break;
-			case 2:
-				if (read(sfd, &si, sizeof(si)) != sizeof(si))
-					break;
-				if (si.ssi_signo == SIGCHLD) {
-					if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
-						a->cmd_status = WIFEXITED(status) ? WEXITSTATUS(status)
-										  : 128 + WTERMSIG(status);
-						running = false;
-					}
-				} else if (child > 0) {
-					kill(child, (int)si.ssi_signo); /* COMMAND decides; its end ends the run */
-				} else {
-					running = false;
-				}
-				break;
-			}
-		}
-		if (a->o->duration && audit_now_s(a) >= a->o->duration)
-			running = false;
-		audit_trace_consume(t); /* measurements need every event so far */
-		audit_measure_due(a, false);
-		if (audit_now_s(a) >= next_review) {
-			/* The table keeps only what exists: consumed files go. */
-			audit_review(a, &a->tracked, &a->unattributed, &a->files_left);
-			next_review = audit_now_s(a) + REVIEW_S;
-		}
-		if (show)
-			progress(a, tty, &next_progress);
-	}
-	if (tty)
-		fprintf(stderr, "\r\033[K");
-	close(ep);
-	return 0;
+	*created = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	return fd;
 }
 
 int cmd_audit(int argc, char **argv)
 {
-	struct audit_opts o = {0};
+	struct audit_opts o = {.json_fd = -1};
 	struct audit a = {.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1};
 	struct audit_tracer *t = NULL;
 	char shim[PATH_MAX], err[512];
 	sigset_t mask, old;
 	int markers = -1, sfd = -1, go = -1, status = AUDIT_USAGE;
+	bool json_created = false, reported = false;
 	pid_t child = -1;
+
 	if (parse_options(argc, argv, &o) < 0 || resolve_roots(&a, &o) < 0)
 		return AUDIT_USAGE;
 	if (o.lib && cli_find_shim(o.lib, shim) < 0)
 		return cli_fail(AUDIT_USAGE, "audit", "cannot use shim '%s': %s", o.lib, strerror(errno));
+	if (o.json_path && (o.json_fd = open_report(o.json_path, &json_created)) < 0)
+		return cli_fail(AUDIT_USAGE, "audit", "cannot write the report to %s: %s", o.json_path,
+				strerror(errno));
 	bool have_shim = o.lib || cli_find_shim(NULL, shim) == 0;
-	if (!(a.files = audit_files_new(o.max_files)))
-		return cli_fail(AUDIT_USAGE, "audit", "out of memory");
+	if (!(a.files = audit_files_new(o.max_files)) || !(a.review = audit_review_new())) {
+		status = cli_fail(AUDIT_USAGE, "audit", "out of memory");
+		goto out;
+	}
 
 	t = audit_trace_start(&a, o.cmd != NULL, have_shim ? shim : NULL, err, sizeof(err));
 	if (!t) {
@@ -362,17 +290,15 @@ int cmd_audit(int argc, char **argv)
 		close(go);
 		go = -1;
 	}
-	run(&a, t, markers, child, sfd);
-
-	/* What is still queued belongs to the run; aborts not yet due are
-	 * measured now (a run that ends sooner measures at its end). */
-	audit_trace_consume(t);
-	audit_markers_read(&a, markers);
-	a.end_s = audit_now_s(&a);
-	a.dropped = audit_trace_dropped(t);
-	audit_measure_due(&a, true);
-	audit_review(&a, &a.tracked, &a.unattributed, &a.files_left);
-	status = audit_report(&a);
+	if (audit_loop_run(&a, t, markers, sfd, child) < 0) {
+		/* What was measured is still reported; the status says the run broke. */
+		fprintf(stderr, "shmguard audit: the run stopped early: %s\n", strerror(errno));
+		audit_report(&a);
+		status = AUDIT_NO_TRACING;
+	} else {
+		status = audit_report(&a);
+	}
+	reported = true;
 out:
 	if (go >= 0)
 		close(go);
@@ -384,8 +310,14 @@ out:
 		close(sfd);
 	if (markers >= 0)
 		close(markers);
+	if (o.json_fd >= 0) {
+		close(o.json_fd);
+		if (json_created && !reported)
+			unlink(o.json_path);
+	}
 	audit_trace_stop(t);
 	audit_files_free(a.files);
+	audit_review_free(a.review);
 	audit_aborts_free(&a);
 	return status;
 }

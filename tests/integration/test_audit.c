@@ -2,6 +2,7 @@
  * per abort, measured by the test itself from st_blocks. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -529,4 +530,194 @@ Test(audit, without_privileges_it_says_what_is_missing)
 	cr_assert_eq(h_run(argv, NULL, &err), 3, "%s", err);
 	cr_expect(strstr(err, "tracing is not possible"), "%s", err);
 	cr_expect(strstr(err, "CAP_BPF"), "the message names the missing privilege: %s", err);
+}
+
+/* `shmguard audit` with the test's abort dir and JSON report, extra options
+ * (up to NULL), then "--" and the command. */
+static const char **audit_with(const char *const *options, const char *const *cmd)
+{
+	const char **argv = calloc(64, sizeof(*argv));
+	size_t n = 0;
+
+	argv[n++] = h_bin("SG_CLI");
+	argv[n++] = "audit";
+	argv[n++] = "--abort-dir";
+	argv[n++] = abort_dir;
+	argv[n++] = "--json";
+	argv[n++] = json_path;
+	while (*options)
+		argv[n++] = *options++;
+	argv[n++] = "--";
+	while (*cmd)
+		argv[n++] = *cmd++;
+	return argv;
+}
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(fscanf(f, "%ld", &v), 1);
+	fclose(f);
+	return v;
+}
+
+/* More markers at once than the kernel's inotify queue holds (the auditor
+ * is stopped meanwhile, so the queue overflows for sure): the directory is
+ * read again, every marker still there is an abort, and the overflow is
+ * reported and fails the gate, unless --allow-drops. */
+Test(audit, a_marker_burst_beyond_the_inotify_queue_fails_the_gate, .timeout = 180)
+{
+	need_bpf();
+	long markers = read_long("/proc/sys/fs/inotify/max_queued_events") + 200;
+	const char *cmd[] = {h_bin("SG_SHMTOOL"), "wait", NULL};
+	const char *strict[] = {"--grace", "0.2", NULL}, *lenient[] = {"--grace", "0.2", "--allow-drops", NULL};
+	const char *const *options[] = {strict, lenient};
+	char *err;
+
+	for (int run = 0; run < 2; run++) {
+		struct h_proc p = h_spawn(audit_with(options[run], cmd), NULL);
+		cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "ready");
+		cr_assert_eq(kill(p.pid, SIGSTOP), 0);
+		for (long i = 0; i < markers; i++)
+			close(open(h_str("%s/%sr%dm%ld", abort_dir, prefix, run, i), O_CREAT | O_WRONLY, 0644));
+		cr_assert_eq(kill(p.pid, SIGCONT), 0);
+		usleep(500 * 1000);
+		int status = h_finish(&p, &err);
+		json_t *r = report();
+		cr_expect_eq(jint(r, "aborts"), markers, "every marker still there is an abort");
+		cr_expect_geq(jint(r, "marker_queue_overflows"), 1);
+		cr_expect_gt(jint(r, "markers_recovered"), 0);
+		if (run == 0) {
+			cr_expect_eq(status, 1, "lost markers must fail the gate: %s", err);
+			cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")) ?: "", "fail");
+		} else {
+			cr_expect_eq(status, 0, "--allow-drops accepts them: %s", err);
+		}
+		json_decref(r);
+	}
+}
+
+/* A table of 100,000 followed files, then bursts of files created and
+ * removed at once, with an event buffer that holds about a fifth of a
+ * second of them: the review of the table must never hold up the events.
+ * The files go into a root of their own, so that /dev/shm stays small for
+ * the tests that run alongside. */
+Test(audit, a_large_table_loses_no_events, .timeout = 180)
+{
+	need_bpf();
+	const char *root = h_str("/dev/shm/%sbig", prefix);
+	const char *script = h_str("seq -f %s/live%%g_0_0 100000 | xargs touch && sleep 1.2 && "
+				   "for round in 1 2 3 4; do seq -f %s/c%%g_0_0 50000 | xargs touch && "
+				   "seq -f %s/c%%g_0_0 50000 | xargs rm; done",
+				   root, root, root);
+	const char *cmd[] = {"/bin/sh", "-c", script, NULL};
+	const char *options[] = {"--ring-kib", "1024", "--shm-root", root, NULL};
+	char *err;
+
+	cr_assert_eq(mkdir(root, 0755), 0);
+	cr_assert_eq(h_run(audit_with(options, cmd), NULL, &err), 0, "%s", err);
+	json_t *r = report();
+	cr_expect_geq(jint(r, "events"), 300000);
+	cr_expect_eq(jint(r, "dropped_events"), 0);
+	cr_expect_eq(jint(r, "tracked_files_at_end"), 100000);
+	json_decref(r);
+}
+
+/* Only files directly in a root count, linked or not: a linked file and an
+ * unlinked but mapped one in a subdirectory count as neither. */
+Test(audit, files_of_subdirectories_count_neither_linked_nor_mapped)
+{
+	need_bpf();
+	const char *sub = h_str("/dev/shm/%ssub", prefix);
+	const char *in_root = h_str("/dev/shm/%sr_0_0", prefix);
+	const char *cmd[] = {h_bin("SG_SHMTOOL"), "region", h_str("%s/%sr_0_1", sub, prefix), "8192", ",", "unlink",
+			     h_str("%s/%sr_0_1", sub, prefix), ",", "open", h_str("%s/%sr_0_2", sub, prefix), "8192",
+			     ",", "region", in_root, "8192", ",", "touch", h_str("%s/%sr", abort_dir, prefix), ",",
+			     "wait", NULL};
+	const char *options[] = {"--patterns", PATTERNS, "--grace", "0.3", NULL};
+
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	struct h_proc p = h_spawn(audit_with(options, cmd), NULL);
+	cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "ready");
+	usleep(800 * 1000);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+	json_t *r = report();
+	cr_expect_eq(jint(r, "aborts"), 1);
+	cr_expect_eq(jint(r, "leaked_files"), 1, "only the file in the root counts");
+	cr_expect_eq(jint(r, "leaked_bytes"), (long long)blocks_of(in_root));
+	cr_expect_str_eq(request_of(r, h_str("%sr_0_0", prefix)) ?: "(none)", h_str("%sr", prefix));
+	json_decref(r);
+}
+
+/* Markers in an abort directory under /dev/shm are not files of requests:
+ * they take no place in the table (--max-files). */
+Test(audit, markers_take_no_table_slots)
+{
+	need_bpf();
+	const char *script = h_str("i=0; while [ $i -lt 200 ]; do : > %s/%sm$i; i=$((i + 1)); done", abort_dir, prefix);
+	const char *cmd[] = {"/bin/sh", "-c", script, NULL};
+	const char *options[] = {"--max-files", "50", "--grace", "0.1", NULL};
+	char *err;
+
+	cr_assert_eq(h_run(audit_with(options, cmd), NULL, &err), 0, "%s", err);
+	json_t *r = report();
+	cr_expect_eq(jint(r, "aborts"), 200);
+	cr_expect_eq(jint(r, "files_over_limit"), 0);
+	cr_expect_eq(jint(r, "tracked_files_at_end"), 0);
+	json_decref(r);
+}
+
+/* Numbers out of range, and negative ones, are refused before anything runs. */
+Test(audit, out_of_range_numbers_are_refused)
+{
+	const char *cmd[] = {"/bin/true", NULL};
+	const char *bad[][3] = {{"--ring-kib", "4294967300", NULL}, {"--ring-kib", "-8", NULL},
+				{"--max-files", "-1", NULL},         {"--max-files", "18446744073709551617", NULL},
+				{"--max-files", " 5", NULL},         {"--ring-kib", "+8", NULL}};
+	char *err;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(h_run(audit_with(bad[i], cmd), NULL, &err), 2, "%s %s: %s", bad[i][0], bad[i][1], err);
+		cr_expect(strstr(err, bad[i][0]), "the message names the option: %s", err);
+	}
+}
+
+/* A report that cannot be written is found before COMMAND runs. */
+Test(audit, an_unwritable_json_path_is_refused_before_the_run)
+{
+	const char *proof = h_str("/dev/shm/%sran", prefix);
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--json",
+			      h_str("/nonexistent/%s/report.json", prefix), "--", h_bin("SG_SHMTOOL"), "touch", proof,
+			      NULL};
+	char *err;
+
+	cr_expect_eq(h_run(argv, NULL, &err), 2, "%s", err);
+	cr_expect(strstr(err, "report.json"), "the message names the path: %s", err);
+	cr_expect(!h_exists(proof), "COMMAND ran before the path was checked");
+}
+
+/* A COMMAND that ignores SIGINT: the first is passed on, the second kills
+ * it and ends the run at once, with the report of what was measured. */
+Test(audit, a_second_sigint_stops_a_command_that_ignores_it)
+{
+	need_bpf();
+	const char *cmd[] = {"/bin/sh", "-c", "trap '' INT; echo ready; exec sleep 30", NULL};
+	const char *options[] = {NULL};
+	char *err;
+
+	struct h_proc p = h_spawn(audit_with(options, cmd), NULL);
+	cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "ready");
+	long t0 = h_now_ms();
+	cr_assert_eq(kill(p.pid, SIGINT), 0);
+	usleep(300 * 1000);
+	cr_assert_eq(kill(p.pid, SIGINT), 0);
+	int status = h_finish(&p, &err);
+	cr_expect_lt(h_now_ms() - t0, 5000, "the auditor kept waiting for COMMAND");
+	cr_expect_eq(status, 4, "COMMAND did not end by itself: %s", err);
+	json_t *r = report();
+	cr_expect(json_is_true(json_object_get(r, "interrupted")));
+	json_decref(r);
 }
