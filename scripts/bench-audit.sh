@@ -2,8 +2,10 @@
 # The auditor's performance figures (README, "Performance"), side by side in
 # one run: each workload plain, under `shmguard audit`, under an equivalent
 # bpftrace script and under strace -f; then a burst of shm events (dropped
-# events must be 0) and the auditor's memory per tracked file.  Needs root.
+# events must be 0), the auditor's memory per tracked file, and the
+# lifecycle and a burst with 1,000,000 followed files.  Needs root.
 #   scripts/bench-audit.sh [--probes P1,P2,...] [ROUNDS]
+#   scripts/bench-audit.sh --large [ROUNDS]   only the 1,000,000-file part (LIVE=N: N files)
 # ROUNDS: runs a side (default 7; a few minutes).  --probes: one audited
 # column per probe, forced with `shmguard audit --probe` (ctime, fentry,
 # kprobe, syscalls; default: the one the auditor chooses here).
@@ -19,6 +21,11 @@ IFS=, read -ra probes <<<"$probes"
 scripts/deps.sh bpftrace strace
 scripts/build.sh
 
+large_only=false
+if [ "${1:-}" = --large ]; then
+	large_only=true
+	shift
+fi
 rounds=${1:-7}
 bench=build/bench/bench_shim
 cli=build/cli/shmguard
@@ -26,7 +33,8 @@ prefix="benchaudit-$$-"
 abort_dir="/dev/shm/${prefix}abort"
 json="/tmp/${prefix}report.json"
 tracer_pid=
-remove_files() { find /dev/shm -maxdepth 1 -name "$1*" -exec rm -rf {} +; }
+# A glob, not find: find fails when other programs' files vanish meanwhile.
+remove_files() { (shopt -s nullglob && cd /dev/shm && printf '%s\0' "$1"* | xargs -0r rm -rf); }
 cleanup() {
 	[ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null || true
 	remove_files "$prefix"
@@ -44,7 +52,7 @@ audited() {
 		[ "$2" = default ] || force=(--probe "$2")
 		shift 2
 	fi
-	"$cli" audit --abort-dir "$abort_dir" --patterns '{req}_{int}_{int}' --json "$json" "${force[@]}" -- "$@"
+	"$cli" audit --abort-dir "$abort_dir" --patterns '{req}_{int}_{int}' --json "$json" "${force[@]}" ${audit_opts:-} -- "$@"
 }
 
 # What the auditor follows, the bpftrace way: the shm system calls by path.
@@ -100,6 +108,35 @@ row() {
 	printf ' %9.0f ns %6.3f %10.0f ns %7.1f\n' "$b" "$(echo "$b / $p" | bc -l)" "$s" "$(echo "$s / $p" | bc -l)"
 }
 
+jq_get() { python3 -c "import json,sys; r=json.load(open('$json')); print(r['$1'])"; }
+
+# With 1,000,000 followed files: the lifecycle plain and audited (ROUNDS runs
+# each, medians), then two churning processes, all in one audited run.
+large() {
+	local live=${LIVE:-1000000} plain=() aud=() i out
+	echo "large table: $live files kept (not followed plain, followed audited), lifecycle medians of $rounds:"
+	"$bench" keep "$live" "${prefix}L-" >/dev/null
+	for ((i = 0; i < rounds; i++)); do plain+=("$("$bench" lifecycle 20000 "$prefix" | ns_of)"); done
+	remove_files "${prefix}L-"
+	out=$(audit_opts="--max-files 4000000" audited sh -c "$bench keep $live ${prefix}L- >/dev/null &&
+		for i in \$(seq $rounds); do $bench lifecycle 20000 $prefix; done &&
+		{ $bench churn 300000 ${prefix}a- & $bench churn 300000 ${prefix}b-; wait; }")
+	mapfile -t aud < <(echo "$out" | ns_of)
+	remove_files "${prefix}L-"
+	local p a
+	p=$(printf '%s\n' "${plain[@]}" | median)
+	a=$(printf '%s\n' "${aud[@]}" | median)
+	printf '  lifecycle %.0f ns plain, %.0f ns audited: ratio %.3f\n' "$p" "$a" "$(echo "$a / $p" | bc -l)"
+	echo "$out" | grep 'churn.*files/s' | sed 's/^/  /'
+	printf '  events %s (%s files followed at the peak), dropped events: %s, auditor peak RSS %s KiB\n' \
+		"$(jq_get events)" "$live" "$(jq_get dropped_events)" "$(jq_get auditor_max_rss_kib)"
+}
+
+if $large_only; then
+	large
+	exit 0
+fi
+
 echo "shmguard audit benchmarks: $rounds runs each, medians ($(nproc) CPUs, $(uname -r))"
 printf '%-32s %12s' workload plain
 for k in "${probes[@]}"; do
@@ -113,7 +150,6 @@ echo
 echo "burst: two processes each creating and unlinking 300,000 empty files as fast as they can:"
 out=$(audited sh -c "$bench churn 300000 ${prefix}a- & $bench churn 300000 ${prefix}b-; wait")
 echo "$out" | grep files/s | sed 's/^/  /'
-jq_get() { python3 -c "import json,sys; r=json.load(open('$json')); print(r['$1'])"; }
 events=$(jq_get events) duration=$(jq_get duration_s)
 printf '  %s events in %.2f s = %.0f events/s, dropped events: %s\n' "$events" "$duration" \
 	"$(echo "$events / $duration" | bc -l)" "$(jq_get dropped_events)"
@@ -125,3 +161,5 @@ audited "$bench" keep 100000 "${prefix}m1-" >/dev/null
 rss1=$(jq_get auditor_max_rss_kib)
 remove_files "${prefix}m"
 printf '  %s KiB and %s KiB: %.0f bytes per tracked file\n' "$rss0" "$rss1" "$(echo "($rss1 - $rss0) * 1024 / 100000" | bc -l)"
+echo
+large
