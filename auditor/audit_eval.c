@@ -271,15 +271,16 @@ static bool check_files(struct pass *p, struct audit_review *rv, uint64_t deadli
 
 	while ((f = audit_files_walk_next(p->a->files))) {
 		if (f->created_ns < rv->started_ns) {
-			if (f->seen != rv->cycle)
-				suspect(rv, f);
-			else if (f->measured && !rv->exact)
+			/* An entry named it: linked, its bytes as last read.  Else
+			 * (or for new bytes) its name is looked at: one an event
+			 * gave may be newer than the directory read. */
+			if (f->seen == rv->cycle && f->measured && !rv->exact)
 				count(p, rv, f, &(struct measured){.exists = true, .linked = true, .root = f->root,
 								   .name = f->name, .bytes = f->bytes});
 			else if ((m = measure_linked(p, f)).exists)
 				count(p, rv, f, &m);
 			else
-				suspect(rv, f); /* unlinked since */
+				suspect(rv, f);
 		}
 		if (++n % CLOCK_EVERY == 0 && sg_monotonic_ns() >= deadline)
 			return false;
