@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "abort_follow.h"
 #include "cli.h"
 #include "config.h"
 #include "marker.h"
@@ -16,7 +17,9 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: shmguard abort [--abort-dir DIR] [--ttl SECONDS] REQUEST-ID...\n\n"
+		"Usage: shmguard abort [--abort-dir DIR] [--ttl SECONDS] REQUEST-ID...\n"
+		"       shmguard abort --follow FILE|- (--match REGEX | --preset NAME) [--id-template T]\n"
+		"                      [--from-start] [--abort-dir DIR] [--ttl SECONDS]\n\n"
 		"Marks each request aborted by creating DIR/REQUEST-ID (or refreshing its time).\n"
 		"Every process running under libshmguard.so with the same abort directory then\n"
 		"unlinks the segments it created for that request.  Markers older than the TTL\n"
@@ -25,8 +28,18 @@ static void usage(FILE *out)
 		"  --abort-dir DIR   marker directory (default: $SHMGUARD_ABORT_DIR, else %s)\n"
 		"  --ttl SECONDS     marker lifetime (default: $SHMGUARD_ABORT_TTL, else %d)\n"
 		"  -h, --help        show this help\n\n"
-		"Exit status: 0 all marked, 1 a marker could not be written or DIR is refused,\n"
-		"2 bad usage or ID.\n",
+		"With --follow, reads a log (a file followed by name like tail -F, through rotation\n"
+		"and truncation, from its end; or stdin) and marks aborted each request ID a line\n"
+		"yields, until SIGINT or SIGTERM (or the end of stdin).  A summary goes to stderr.\n"
+		"  --follow FILE|-   the log to read\n"
+		"  --match REGEX     PCRE2; the ID is its group (?<req>...), else its first group;\n"
+		"                    matched again where the last match ended (several IDs a line)\n"
+		"  --preset NAME     a ready regex: vllm, sglang, nginx or envoy (see README.md)\n"
+		"  --id-template T   the request ID made from the logged one: 'chatcmpl-{id}'\n"
+		"  --from-start      the file's present lines too, not only new ones\n\n"
+		"Exit status: 0 all marked, 1 a marker could not be written or DIR is refused (or\n"
+		"the log could not be read), 2 bad usage or ID.  An invalid ID in a followed log is\n"
+		"skipped and counted, not fatal.\n",
 		SG_DEFAULT_ABORT_DIR, SG_DEFAULT_ABORT_TTL);
 }
 
@@ -97,6 +110,11 @@ int cmd_abort(int argc, char **argv)
 	static const struct option opts[] = {
 		{"abort-dir", required_argument, NULL, 'd'},
 		{"ttl", required_argument, NULL, 't'},
+		{"follow", required_argument, NULL, 'F'},
+		{"match", required_argument, NULL, 'm'},
+		{"preset", required_argument, NULL, 'P'},
+		{"id-template", required_argument, NULL, 'T'},
+		{"from-start", no_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -104,6 +122,7 @@ int cmd_abort(int argc, char **argv)
 	const char *roots_arg = getenv("SHMGUARD_SHM_ROOTS");
 	struct sg_roots roots = {0};
 	char dir[SG_PATH_MAX + 1];
+	struct abort_follow_opts follow = {0};
 	unsigned ttl = SG_DEFAULT_ABORT_TTL;
 	int c, dfd, status = EXIT_OK;
 
@@ -115,6 +134,11 @@ int cmd_abort(int argc, char **argv)
 		case 't':
 			ttl_arg = optarg;
 			break;
+		case 'F': follow.file = optarg; break;
+		case 'm': follow.match = optarg; break;
+		case 'P': follow.preset = optarg; break;
+		case 'T': follow.id_template = optarg; break;
+		case 'S': follow.from_start = true; break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -123,7 +147,8 @@ int cmd_abort(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind == argc) {
+	if (follow.file ? optind < argc || !follow.match == !follow.preset
+			: optind == argc || follow.match || follow.preset || follow.id_template || follow.from_start) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -139,6 +164,8 @@ int cmd_abort(int argc, char **argv)
 	if (ttl_arg && sg_config_parse_ttl(ttl_arg, &ttl) < 0)
 		return cli_fail(EXIT_USAGE, "abort", "bad TTL '%s': expected whole seconds from 1 to %d", ttl_arg,
 				SG_MAX_ABORT_TTL);
+	if (follow.file)
+		return abort_follow(&follow, dir, ttl, open_dir);
 	/* All IDs are checked before any marker is written. */
 	for (int i = optind; i < argc; i++)
 		if ((why = sg_reqid_invalid(argv[i])) ||

@@ -1,0 +1,168 @@
+#include "abort_follow.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "abort_match.h"
+#include "cli.h"
+#include "clock.h"
+#include "log_follow.h"
+#include "marker.h"
+#include "reqid.h"
+
+/* How long the follower sleeps at most without news: without inotify this
+ * is its latency, and it looks for a rotated file at least this often. */
+#define POLL_MS 200
+/* Faults said one by one before they are only counted. */
+#define MAX_REPORTED 10
+
+struct follow {
+	struct abort_match *match;
+	const char *dir;
+	int dfd;
+	int (*open_dir)(const char *dir);
+	unsigned long long lines, matched, ids, written, invalid, failed, gave_up;
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* id, quoted with anything unprintable as \xNN, at most 80 bytes of it. */
+static const char *printable(const char *id, size_t len, char *buf, size_t cap)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && o + 5 < cap && i < 80; i++) {
+		unsigned char c = (unsigned char)id[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			buf[o++] = (char)c;
+		else
+			o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", c);
+	}
+	snprintf(buf + o, cap - o, "%s", len > 80 ? "..." : "");
+	return buf;
+}
+
+/* The marker; if the directory was removed meanwhile, it is made again. */
+static int write_marker(struct follow *s, const char *id)
+{
+	struct stat st;
+	int fd;
+
+	if (sg_marker_write(s->dfd, id) == 0)
+		return 0;
+	if (fstat(s->dfd, &st) < 0 || st.st_nlink > 0 || (fd = s->open_dir(s->dir)) < 0)
+		return -1;
+	close(s->dfd);
+	s->dfd = fd;
+	return sg_marker_write(s->dfd, id);
+}
+
+static void on_id(const char *id, size_t len, void *ctx)
+{
+	struct follow *s = ctx;
+	const char *why = memchr(id, '\0', len) ? "it contains a NUL byte" : sg_reqid_invalid(id);
+	char shown[400];
+
+	s->ids++;
+	if (why) {
+		if (s->invalid++ < MAX_REPORTED)
+			cli_fail(0, "abort", "skipped request ID '%s': %s%s", printable(id, len, shown, sizeof(shown)),
+				 why, s->invalid == MAX_REPORTED ? " (more are only counted)" : "");
+		return;
+	}
+	if (write_marker(s, id) < 0) {
+		if (s->failed++ < MAX_REPORTED)
+			cli_fail(0, "abort", "cannot write marker %s/%s: %s", s->dir,
+				 printable(id, len, shown, sizeof(shown)), strerror(errno));
+		return;
+	}
+	s->written++;
+}
+
+static void on_line(const char *line, size_t len, void *ctx)
+{
+	struct follow *s = ctx;
+	int n = abort_match_line(s->match, line, len, on_id, s);
+
+	s->lines++;
+	if (n > 0)
+		s->matched++;
+	else if (n < 0 && s->gave_up++ < MAX_REPORTED)
+		cli_fail(0, "abort", "the regex gave up on a line of %zu bytes (too much backtracking)", len);
+}
+
+int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned ttl, int (*open_dir)(const char *dir))
+{
+	struct follow s = {.dir = dir, .dfd = -1, .open_dir = open_dir};
+	struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: a read on stdin ends */
+	struct log_follow f = {.fd = -1, .wake = -1};
+	const char *name = !o->file || strcmp(o->file, "-") == 0 ? "stdin" : o->file;
+	char err[256];
+	int status = EXIT_OK, r = 0;
+	int announced = 0;
+	uint64_t next_expiry_ns = 0;
+
+	s.match = abort_match_new(o->match, o->preset, o->id_template, err, sizeof(err));
+	if (!s.match)
+		return cli_fail(EXIT_USAGE, "abort", "%s", err);
+	if (log_follow_open(&f, o->file, o->from_start, err, sizeof(err)) < 0) {
+		status = cli_fail(EXIT_FAIL, "abort", "%s", err);
+		goto cleanup;
+	}
+	s.dfd = open_dir(dir);
+	if (s.dfd < 0) {
+		status = EXIT_FAIL;
+		goto cleanup;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	for (bool readable = false;;) {
+		/* Markers past the TTL go, as the shims' own expiry does. */
+		if (sg_monotonic_ns() >= next_expiry_ns) {
+			sg_markers_expire(dir, ttl);
+			next_expiry_ns = sg_monotonic_ns() + (ttl < 120 ? ttl / 2 : 60) * 1000000000ull;
+		}
+		/* stdin is read only when poll says so: a read would block. */
+		if (f.path || readable)
+			r = log_follow_read(&f, on_line, &s, &stop, err, sizeof(err));
+		if (r < 0)
+			status = cli_fail(EXIT_FAIL, "abort", "%s", err);
+		if (r || stop)
+			break; /* a read error, the end of stdin, or a signal */
+		/* Said when following starts (scripts wait for it), and when a
+		 * file that was not there appears. */
+		if (announced < 2 && (announced == 0 || log_follow_has_file(&f))) {
+			fprintf(stderr, log_follow_has_file(&f) ? "shmguard abort: following %s\n"
+								 : "shmguard abort: waiting for %s to appear\n",
+				name);
+			announced = log_follow_has_file(&f) ? 2 : 1;
+		}
+		struct pollfd p = {.fd = log_follow_pollfd(&f), .events = POLLIN};
+		readable = poll(&p, p.fd >= 0, POLL_MS) > 0;
+	}
+	fprintf(stderr,
+		"shmguard abort: %s: %llu lines, %llu matched, %llu markers written, %llu invalid IDs skipped, "
+		"%llu markers not written, %llu lines over %d bytes skipped, %llu lines the regex gave up on\n",
+		name, s.lines, s.matched, s.written, s.invalid, s.failed, f.overlong, LOG_LINE_MAX, s.gave_up);
+	if (s.failed)
+		status = EXIT_FAIL;
+cleanup:
+	log_follow_close(&f);
+	if (s.dfd >= 0)
+		close(s.dfd);
+	abort_match_free(s.match);
+	return status;
+}

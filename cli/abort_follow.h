@@ -1,0 +1,23 @@
+/* shmguard abort --follow: abort markers from a log, for servers that
+ * cannot be changed but already log (or whose proxy logs) each abort. */
+#ifndef SHMGUARD_ABORT_FOLLOW_H
+#define SHMGUARD_ABORT_FOLLOW_H
+
+#include <stdbool.h>
+
+struct abort_follow_opts {
+	const char *file;        /* followed by name; "-": stdin */
+	const char *match;       /* regex; NULL: the preset's */
+	const char *preset;      /* vllm, sglang, nginx, envoy */
+	const char *id_template; /* "chatcmpl-{id}"; NULL: the ID as logged */
+	bool from_start;         /* the file's present lines too, not only new ones */
+};
+
+/* Follows until SIGINT or SIGTERM, or the end of stdin, writing a marker
+ * into dir for each valid ID; open_dir opens (creates) dir the way plain
+ * `shmguard abort` does, and again if it is removed meanwhile.  Returns an
+ * exit status: 0, 1 a marker could not be written or the log not read,
+ * 2 bad options. */
+int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned ttl, int (*open_dir)(const char *dir));
+
+#endif

@@ -1,0 +1,56 @@
+/* A log read line by line as it grows: a file followed by name, like
+ * `tail -F` (it may not exist yet, and may be rotated or truncated), or
+ * stdin.  Memory is bounded: a line longer than LOG_LINE_MAX is skipped
+ * whole (and counted), never cut, so a part of it cannot pass for a line. */
+#ifndef SHMGUARD_LOG_FOLLOW_H
+#define SHMGUARD_LOG_FOLLOW_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define LOG_LINE_MAX (1 << 20)
+
+struct log_follow {
+	const char *path; /* NULL: stdin */
+	int fd;           /* -1 while the file does not exist */
+	int wake;         /* inotify on the file's directory, or -1 (then polling alone) */
+	dev_t dev;
+	ino_t ino;
+	off_t off;
+	bool opened_once; /* the first file is read from its end, unless from_start */
+	bool from_start;
+	char *buf;
+	size_t len;
+	bool skipping; /* inside an overlong line, until its newline */
+	unsigned long long overlong;
+};
+
+typedef void log_line_fn(const char *line, size_t len, void *ctx);
+
+/* path NULL or "-": stdin.  Returns 0, or -1 with err set. */
+int log_follow_open(struct log_follow *f, const char *path, bool from_start, char *err, size_t errlen);
+
+/* The descriptor to poll for news (stdin, or the directory's inotify), or -1:
+ * poll with a timeout alone. */
+int log_follow_pollfd(const struct log_follow *f);
+
+/* Reads what is there now and calls line() for each complete line, without
+ * its newline (or "\r\n").  The file: to its end, across a rotation or a
+ * truncation, stopping early once *stop is set; a partial last line waits
+ * for its end, unless the file is replaced or truncated.  stdin: one read.
+ * Returns 0; 1 when stdin ended (its last line passed, newline or not);
+ * -1 with err set when the file cannot be read. */
+int log_follow_read(struct log_follow *f, log_line_fn *line, void *ctx, volatile sig_atomic_t *stop, char *err,
+		    size_t errlen);
+
+/* Whether the file is open (it exists, or existed and was moved away). */
+static inline bool log_follow_has_file(const struct log_follow *f)
+{
+	return f->fd >= 0;
+}
+
+void log_follow_close(struct log_follow *f);
+
+#endif

@@ -1,0 +1,55 @@
+#include "size.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int sg_parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "BKMGT";
+	char *end;
+	double v, scale = 1;
+	const char *u;
+
+	/* Digits and a point only: strtod alone would take "-1", " 1", "inf",
+	 * "0x10", "1e3". */
+	size_t digits = strspn(s, "0123456789.");
+
+	v = strtod(s, &end);
+	if (!digits || end != s + digits || !isfinite(v))
+		return -1;
+	if (*end) {
+		for (u = units; *u && toupper((unsigned char)*end) != *u; u++)
+			scale *= 1024;
+		if (!*u)
+			return -1;
+		end++;
+		if (*u != 'B' && (strcasecmp(end, "iB") == 0 || strcasecmp(end, "B") == 0))
+			end += strlen(end);
+		if (*end)
+			return -1;
+	}
+	v *= scale;
+	if (v >= 18446744073709551616.0) /* 2^64 */
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+const char *sg_human_size(uint64_t bytes, char *buf, size_t len)
+{
+	if (bytes >= 1ull << 40)
+		snprintf(buf, len, "%.1fT", bytes / (double)(1ull << 40));
+	else if (bytes >= 1 << 30)
+		snprintf(buf, len, "%.1fG", bytes / (double)(1 << 30));
+	else if (bytes >= 1 << 20)
+		snprintf(buf, len, "%.1fM", bytes / (double)(1 << 20));
+	else if (bytes >= 1 << 10)
+		snprintf(buf, len, "%.1fK", bytes / 1024.0);
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)bytes);
+	return buf;
+}

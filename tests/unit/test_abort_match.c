@@ -1,0 +1,169 @@
+/* The log patterns of `shmguard abort --follow`: each preset on sample lines
+ * of the server or proxy it is for, and the regex and template rules. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "abort_match.h"
+
+static char err[256];
+
+static void collect(const char *id, size_t len, void *ctx)
+{
+	char *out = ctx;
+
+	cr_assert_eq(strlen(id), len);
+	strcat(out, id);
+	strcat(out, "|");
+}
+
+/* The IDs line yields, each followed by '|'. */
+static const char *ids(struct abort_match *m, const char *line)
+{
+	static char out[1024];
+
+	out[0] = '\0';
+	cr_assert_geq(abort_match_line(m, line, strlen(line), collect, out), 0, "%s", line);
+	return out;
+}
+
+/* head and tail joined, living until the next call. */
+static const char *joined(const char *head, const char *tail)
+{
+	static char line[512];
+
+	snprintf(line, sizeof(line), "%s%s", head, tail);
+	return line;
+}
+
+static struct abort_match *preset(const char *name, const char *tmpl)
+{
+	struct abort_match *m = abort_match_new(NULL, name, tmpl, err, sizeof(err));
+
+	cr_assert(m, "%s: %s", name, err);
+	return m;
+}
+
+Test(abort_match, vllm)
+{
+	struct abort_match *m = preset("vllm", NULL);
+
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) chatcmpl-9f2c1e."),
+			 "chatcmpl-9f2c1e|");
+	/* AsyncLLM.abort joins the IDs with ",". */
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) cmpl-1-0,cmpl-2-0,cmpl-3-0."),
+			 "cmpl-1-0|cmpl-2-0|cmpl-3-0|");
+	cr_expect_str_eq(ids(m, "Aborted request(s) a, b."), "a|b|");
+	cr_expect_str_eq(ids(m, "Aborted request(s) req.1,req.2."), "req.1|req.2|");
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:612] Request chatcmpl-abc aborted."),
+			 "chatcmpl-abc|");
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:618] Request chatcmpl-abc failed (engine dead)."), "");
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [logger.py:43] Received request chatcmpl-abc: prompt: 'x'"), "");
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:300] Added request chatcmpl-abc."), "");
+	/* A list's continuation counts only right after a match. */
+	cr_expect_str_eq(ids(m, ",x,y."), "");
+	abort_match_free(m);
+}
+
+Test(abort_match, sglang)
+{
+	struct abort_match *m = preset("sglang", NULL);
+
+	cr_expect_str_eq(ids(m, "ValueError: Request is disconnected from the client side (type 1). Abort request "
+				"obj.rid='0f4c3a1b9e2d4c7a'"),
+			 "0f4c3a1b9e2d4c7a|");
+	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] Request is disconnected from the client side (type 3). Abort "
+				"request obj.rid='r-7'"),
+			 "r-7|");
+	cr_expect_str_eq(ids(m, "ValueError: Request is disconnected from the client side (type 1). Abort request "
+				"obj.rid=['a1', 'b2']"),
+			 "a1|b2|");
+	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] Finish: obj=GenerateReqInput(rid='0f4c3a1b')"), "");
+	abort_match_free(m);
+}
+
+/* log_format shmguard '$remote_addr - $remote_user [$time_local] "$request" '
+ *                     '$status $body_bytes_sent complete=$request_completion rid=$request_id'; */
+Test(abort_match, nginx)
+{
+	struct abort_match *m = preset("nginx", NULL);
+
+	cr_expect_str_eq(ids(m, "127.0.0.1 - - [01/Dec/2026:02:11:22 +0000] \"GET /v1/completions HTTP/1.1\" 499 0 "
+				"complete= rid=43bd59c8bb3d0bd2cfd6bb676dbd55b5"),
+			 "43bd59c8bb3d0bd2cfd6bb676dbd55b5|");
+	/* Hung up mid-stream: the 200 already sent is logged, unfinished. */
+	cr_expect_str_eq(ids(m, "127.0.0.1 - - [01/Dec/2026:02:11:22 +0000] \"GET /v1/completions HTTP/1.1\" 200 188 "
+				"complete= rid=bd5ec0f81365baca8c2700f7f045f730"),
+			 "bd5ec0f81365baca8c2700f7f045f730|");
+	cr_expect_str_eq(ids(m, "127.0.0.1 - - [01/Dec/2026:02:11:22 +0000] \"GET /v1/completions HTTP/1.1\" 200 475 "
+				"complete=OK rid=bd5ec0f81365baca8c2700f7f045f730"),
+			 "");
+	/* What a client writes into its request line cannot pass for it. */
+	cr_expect_str_eq(ids(m, "127.0.0.1 - - [01/Dec/2026:02:11:22 +0000] \"GET /x 200 1 complete= rid=victim "
+				"HTTP/1.1\" 200 475 complete=OK rid=bd5ec0f81365baca8c2700f7f045f730"),
+			 "");
+	cr_expect_str_eq(ids(m, "127.0.0.1 - - [01/Dec/2026:02:11:22 +0000] \"GET / HTTP/1.1\" 499 0 complete= rid=-"), "");
+	abort_match_free(m);
+}
+
+/* format: '[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" %RESPONSE_CODE%
+ *          %RESPONSE_FLAGS% %BYTES_SENT% %DURATION% rid=%REQ(X-REQUEST-ID)%' */
+Test(abort_match, envoy)
+{
+	struct abort_match *m = preset("envoy", NULL);
+	const char *head = "[2026-12-01T02:11:22.310Z] \"POST /v1/chat/completions HTTP/1.1\"";
+
+	cr_expect_str_eq(ids(m, joined(head, " 200 DC 1834 2210 rid=cc21d9b0-cf5c-432b-8c7e-98aeb7988cd2")),
+			 "cc21d9b0-cf5c-432b-8c7e-98aeb7988cd2|");
+	cr_expect_str_eq(ids(m, joined(head, " 0 DC 0 12 rid=r1")), "r1|");
+	cr_expect_str_eq(ids(m, joined(head, " 200 UT,DC 0 12 rid=r2")), "r2|");
+	cr_expect_str_eq(ids(m, joined(head, " 200 - 1834 2210 rid=r3")), "");
+	cr_expect_str_eq(ids(m, joined(head, " 503 UC 0 1 rid=r4")), "");
+	cr_expect_str_eq(ids(m, joined(head, " 200 DC 0 1 rid=-")), "");
+	abort_match_free(m);
+}
+
+Test(abort_match, template_and_first_group)
+{
+	struct abort_match *m = abort_match_new("stopped (\\w+)", NULL, "chatcmpl-{id}-0", err, sizeof(err));
+
+	cr_assert(m, "%s", err);
+	cr_expect_str_eq(ids(m, "stopped ab stopped cd"), "chatcmpl-ab-0|chatcmpl-cd-0|");
+	abort_match_free(m);
+	/* The named group wins over the first one. */
+	m = abort_match_new("(x)=(?<req>\\d+)", NULL, NULL, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	cr_expect_str_eq(ids(m, "x=1 x=22"), "1|22|");
+	abort_match_free(m);
+	/* An empty logged ID stays empty: the caller refuses it. */
+	m = abort_match_new("id=(\\w*);", NULL, "chatcmpl-{id}", err, sizeof(err));
+	cr_assert(m, "%s", err);
+	cr_expect_str_eq(ids(m, "id=;"), "|");
+	abort_match_free(m);
+}
+
+Test(abort_match, refuses_bad_options)
+{
+	cr_expect_null(abort_match_new("no group", NULL, NULL, err, sizeof(err)));
+	cr_expect(strstr(err, "needs a group"), "%s", err);
+	cr_expect_null(abort_match_new("(unclosed", NULL, NULL, err, sizeof(err)));
+	cr_expect(strstr(err, "bad regex"), "%s", err);
+	cr_expect_null(abort_match_new(NULL, "apache", NULL, err, sizeof(err)));
+	cr_expect(strstr(err, "unknown preset"), "%s", err);
+	cr_expect_null(abort_match_new("(x)", NULL, "no-placeholder", err, sizeof(err)));
+	cr_expect_null(abort_match_new("(x)", NULL, "{id}{id}", err, sizeof(err)));
+}
+
+/* Catastrophic backtracking on a long line gives up instead of hanging. */
+Test(abort_match, gives_up_on_runaway_backtracking, .timeout = 20)
+{
+	struct abort_match *m = abort_match_new("^(a+)+$", NULL, NULL, err, sizeof(err));
+	char line[4096];
+
+	cr_assert(m, "%s", err);
+	memset(line, 'a', sizeof(line) - 2);
+	line[sizeof(line) - 2] = 'b';
+	line[sizeof(line) - 1] = '\0';
+	cr_expect_eq(abort_match_line(m, line, strlen(line), collect, (char[1024]){0}), -1);
+	abort_match_free(m);
+}
