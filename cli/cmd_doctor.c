@@ -16,17 +16,22 @@
 #include "audit.h"
 #include "audit_trace.h"
 #include "cli.h"
+#include "doctor_need.h"
 #include "holders.h"
+#include "size.h"
 
 #define TMPFS_MAGIC 0x01021994
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: shmguard doctor [--binary PATH] [--root DIR]...\n\n"
+	fprintf(out, "Usage: shmguard doctor [--binary PATH] [--root DIR]... [--need SIZE]\n\n"
 		     "Checks, one line each: the kernel and its BTF, whether the auditor's BPF programs load\n"
 		     "here (and why not), tracefs, and for each shm root (default /dev/shm) its filesystem,\n"
 		     "size and use and whether it keeps the shim's tags (user xattrs); with --binary, whether\n"
-		     "that program can run under the shim.\n\n"
+		     "that program can run under the shim.\n"
+		     "With --need SIZE (512M, 2G, 1.5GiB: powers of 1024), whether each root has that much\n"
+		     "free; when not, what holds the rest (the largest holders by request and creator) and\n"
+		     "how much `shmguard sweep --dead` would reclaim.\n\n"
 		     "Exit status: 0 all is well, 1 something is not, 2 bad usage.\n");
 }
 
@@ -151,16 +156,18 @@ int cmd_doctor(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"binary", required_argument, NULL, 'b'}, {"root", required_argument, NULL, 'r'},
-		{"help", no_argument, NULL, 'h'}, {0},
+		{"need", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {0},
 	};
 	struct sg_roots roots = {0};
-	const char *binary = NULL;
+	const char *binary = NULL, *need_arg = NULL;
+	uint64_t need = 0;
 	int c, status = 0;
 	struct utsname u;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b': binary = optarg; break;
+		case 'n': need_arg = optarg; break;
 		case 'r':
 			if (cli_add_root("doctor", &roots, optarg) < 0)
 				return EXIT_USAGE;
@@ -173,6 +180,8 @@ int cmd_doctor(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	if (need_arg && sg_parse_size(need_arg, &need) < 0)
+		return cli_fail(EXIT_USAGE, "doctor", "bad --need '%s': expected a size such as 512M, 2G or 1.5GiB", need_arg);
 	cli_default_root(&roots);
 
 	uname(&u);
@@ -190,5 +199,7 @@ int cmd_doctor(int argc, char **argv)
 		status |= check_root(roots.dir[i]);
 	if (binary)
 		status |= check_binary(binary);
+	for (unsigned i = 0; need_arg && i < roots.n; i++)
+		status |= doctor_need(roots.dir[i], need);
 	return status ? EXIT_FAIL : EXIT_OK;
 }

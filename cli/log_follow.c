@@ -11,6 +11,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Opens the file if it exists: 1 opened, 0 not there, -1 error. */
+static int try_open(struct log_follow *f, char *err, size_t errlen)
+{
+	struct stat st;
+
+	f->fd = open(f->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (f->fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
+		return -1;
+	}
+	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s is not a regular file (a pipe is read as stdin: '-')", f->path);
+		close(f->fd);
+		f->fd = -1;
+		return -1;
+	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->off = 0;
+	if (!f->started && !f->from_start)
+		f->off = lseek(f->fd, 0, SEEK_END);
+	return 1;
+}
+
 int log_follow_open(struct log_follow *f, const char *path, bool from_start, char *err, size_t errlen)
 {
 	*f = (struct log_follow){.fd = -1, .wake = -1, .from_start = from_start};
@@ -25,7 +51,8 @@ int log_follow_open(struct log_follow *f, const char *path, bool from_start, cha
 	}
 	f->path = path;
 	/* Appends, creations and renames in the directory wake the reader;
-	 * without inotify (or the directory) it polls. */
+	 * without inotify (or the directory) it polls.  Watched first, so
+	 * that nothing written from now on is missed. */
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", path);
 	f->wake = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -35,6 +62,11 @@ int log_follow_open(struct log_follow *f, const char *path, bool from_start, cha
 		close(f->wake);
 		f->wake = -1;
 	}
+	/* What the file holds now is history (unless from_start); if it does
+	 * not exist yet, all it will hold is new. */
+	if (try_open(f, err, errlen) < 0)
+		return -1;
+	f->started = true;
 	return 0;
 }
 
@@ -95,8 +127,8 @@ static ssize_t read_some(struct log_follow *f, log_line_fn *line, void *ctx)
 	ssize_t n;
 
 	if (f->len == LOG_LINE_MAX) { /* no newline in a whole buffer */
+		f->overlong += !f->skipping;
 		f->skipping = true;
-		f->overlong++;
 		f->len = 0;
 	}
 	n = read(f->fd, f->buf + f->len, LOG_LINE_MAX - f->len);
@@ -108,35 +140,6 @@ static ssize_t read_some(struct log_follow *f, log_line_fn *line, void *ctx)
 		split(f, from, line, ctx);
 	}
 	return n;
-}
-
-/* Opens the file if it exists: 1 opened, 0 not there, -1 error. */
-static int try_open(struct log_follow *f, char *err, size_t errlen)
-{
-	struct stat st;
-
-	f->fd = open(f->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (f->fd < 0) {
-		if (errno == ENOENT)
-			return 0;
-		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
-		return -1;
-	}
-	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s is not a regular file (a pipe is read as stdin: '-')", f->path);
-		close(f->fd);
-		f->fd = -1;
-		return -1;
-	}
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	f->off = 0;
-	/* What the first file held before we came is history; a file that
-	 * appears later is new, and read whole. */
-	if (!f->opened_once && !f->from_start)
-		f->off = lseek(f->fd, 0, SEEK_END);
-	f->opened_once = true;
-	return 1;
 }
 
 static int read_stdin(struct log_follow *f, log_line_fn *line, void *ctx, char *err, size_t errlen)

@@ -19,7 +19,7 @@ struct log_follow {
 	dev_t dev;
 	ino_t ino;
 	off_t off;
-	bool opened_once; /* the first file is read from its end, unless from_start */
+	bool started;     /* past log_follow_open: a file opened from now on is new, read whole */
 	bool from_start;
 	char *buf;
 	size_t len;

@@ -2,7 +2,6 @@
 
 #include <ctype.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -37,19 +36,4 @@ int sg_parse_size(const char *s, uint64_t *out)
 		return -1;
 	*out = (uint64_t)v;
 	return 0;
-}
-
-const char *sg_human_size(uint64_t bytes, char *buf, size_t len)
-{
-	if (bytes >= 1ull << 40)
-		snprintf(buf, len, "%.1fT", bytes / (double)(1ull << 40));
-	else if (bytes >= 1 << 30)
-		snprintf(buf, len, "%.1fG", bytes / (double)(1 << 30));
-	else if (bytes >= 1 << 20)
-		snprintf(buf, len, "%.1fM", bytes / (double)(1 << 20));
-	else if (bytes >= 1 << 10)
-		snprintf(buf, len, "%.1fK", bytes / 1024.0);
-	else
-		snprintf(buf, len, "%llu", (unsigned long long)bytes);
-	return buf;
 }

@@ -1,8 +1,8 @@
-/* Sizes as people write them (512M, 2G, 1.5GiB) and as the CLI prints them. */
+/* Sizes as people write them: 512M, 2G, 1.5GiB.  (sg_human_bytes in text.h
+ * prints them.) */
 #ifndef SHMGUARD_SIZE_H
 #define SHMGUARD_SIZE_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 /* A number (a fraction allowed) with an optional unit: none or B for bytes,
@@ -10,8 +10,5 @@
  * 1024 whichever is written, as for tmpfs's size= and df.  Case-insensitive.
  * Returns 0 with *out set, or -1 (empty, negative, unknown unit, overflow). */
 int sg_parse_size(const char *s, uint64_t *out);
-
-/* bytes as "1.5G", "512.0M", "4.0K" or "100": one decimal above 1 KiB. */
-const char *sg_human_size(uint64_t bytes, char *buf, size_t len);
 
 #endif

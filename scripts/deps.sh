@@ -10,6 +10,7 @@ packages=(
 	libjansson-dev libmicrohttpd-dev libcriterion-dev systemtap-sdt-dev
 	python3 attr util-linux bc valgrind librsvg2-bin
 	qemu-system-x86 busybox-static
+	libpcre2-dev nginx python3-yaml
 	"$@"
 )
 

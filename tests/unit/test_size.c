@@ -33,12 +33,3 @@ Test(size, refuses_what_is_not_a_size)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_expect_eq(sg_parse_size(bad[i], &v), -1, "'%s' was accepted", bad[i]);
 }
-
-Test(size, human)
-{
-	char b[16];
-
-	cr_expect_str_eq(sg_human_size(100, b, sizeof(b)), "100");
-	cr_expect_str_eq(sg_human_size(1536, b, sizeof(b)), "1.5K");
-	cr_expect_str_eq(sg_human_size(3ull << 29, b, sizeof(b)), "1.5G");
-}

@@ -1,0 +1,131 @@
+#include "doctor_need.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+
+#include "shm_files.h"
+#include "text.h"
+
+/* Holders shown when a root is too full. */
+#define TOP 5
+
+/* The files of one request made by one creator (or, untagged, by one uid). */
+struct group {
+	const struct sg_shm_file *first;
+	uint64_t bytes;
+	size_t files;
+};
+
+static bool same_group(const struct sg_shm_file *a, const struct sg_shm_file *b)
+{
+	if (a->tagged != b->tagged)
+		return false;
+	return a->tagged ? a->tag.pid == b->tag.pid && a->tag.start_ticks == b->tag.start_ticks && strcmp(a->tag.req, b->tag.req) == 0
+			 : a->uid == b->uid;
+}
+
+static int by_bytes(const void *x, const void *y)
+{
+	const struct group *a = x, *b = y;
+	return (a->bytes < b->bytes) - (a->bytes > b->bytes);
+}
+
+/* What sweep --dead would remove: a dead creator's file nobody uses. */
+static bool reclaimable(const struct sg_shm_file *f)
+{
+	return f->linked && f->tagged && f->creator == CREATOR_DEAD && f->nholders == 0;
+}
+
+static void print_group(const struct group *g)
+{
+	const struct sg_shm_file *f = g->first;
+	char b[16], req[SG_ESCAPED_MAX];
+
+	if (f->tagged)
+		printf("             %10s  %zu file(s) of request %s, creator %u (%s)\n",
+		       sg_human_bytes(g->bytes, b, sizeof(b)), g->files, sg_text_escape(f->tag.req, req, sizeof(req)),
+		       f->tag.pid, sg_creator_state_name(f->creator));
+	else
+		printf("             %10s  %zu untagged file(s) of uid %u\n", sg_human_bytes(g->bytes, b, sizeof(b)),
+		       g->files, (unsigned)f->uid);
+}
+
+/* Why the root is full: its largest holders, and what sweep --dead frees. */
+static void explain(const char *root)
+{
+	struct sg_shm_listing l = {0};
+	struct group *groups = NULL;
+	size_t ngroups = 0;
+	uint64_t dead = 0, held = 0;
+	char err[256], b[16];
+	const char *why = sg_roots_add(&l.roots, root);
+
+	if (!why && sg_shm_list(&l, err, sizeof(err)) < 0)
+		why = err;
+	if (why) {
+		printf("             cannot tell what holds it: %s\n", why);
+		goto cleanup;
+	}
+	groups = calloc(l.n ? l.n : 1, sizeof(*groups));
+	if (!groups) {
+		printf("             cannot tell what holds it: out of memory\n");
+		goto cleanup;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		const struct sg_shm_file *f = &l.files[i];
+		size_t k = 0;
+
+		if (reclaimable(f))
+			dead += f->bytes;
+		if (!f->linked)
+			held += f->bytes;
+		while (k < ngroups && !same_group(groups[k].first, f))
+			k++;
+		if (k == ngroups)
+			groups[ngroups++].first = f;
+		groups[k].bytes += f->bytes;
+		groups[k].files++;
+	}
+	qsort(groups, ngroups, sizeof(*groups), by_bytes);
+	printf("             largest holders:%s\n", ngroups ? "" : " none (the space is not held by files)");
+	for (size_t k = 0; k < ngroups && k < TOP; k++)
+		print_group(&groups[k]);
+	if (held)
+		printf("             %s of it unlinked but still held open or mapped: freed when its holders let go\n",
+		       sg_human_bytes(held, b, sizeof(b)));
+	printf("             %s belongs to dead creators and no process uses it: `shmguard sweep --dead` reclaims it\n",
+	       sg_human_bytes(dead, b, sizeof(b)));
+	if (l.holders.unreadable)
+		printf("             (%u process(es) cannot be read, such as %u: sweep keeps files they might use "
+		       "unless --ignore-unreadable)\n",
+		       l.holders.unreadable, l.holders.first_unreadable);
+cleanup:
+	free(groups);
+	sg_shm_listing_free(&l);
+}
+
+int doctor_need(const char *root, uint64_t need)
+{
+	struct statfs fs;
+	char b1[16], b2[16];
+	uint64_t avail;
+
+	if (statfs(root, &fs) < 0) {
+		printf("%-10s %-4s %s cannot be read: %s\n", "need", "FAIL", root, strerror(errno));
+		return 1;
+	}
+	avail = (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize;
+	if (avail >= need) {
+		printf("%-10s %-4s %s has %s free, %s needed\n", "need", "ok", root, sg_human_bytes(avail, b1, sizeof(b1)),
+		       sg_human_bytes(need, b2, sizeof(b2)));
+		return 0;
+	}
+	printf("%-10s %-4s %s has %s free, %s needed\n", "need", "FAIL", root, sg_human_bytes(avail, b1, sizeof(b1)),
+	       sg_human_bytes(need, b2, sizeof(b2)));
+	explain(root);
+	return 1;
+}
