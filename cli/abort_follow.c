@@ -108,7 +108,7 @@ int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned tt
 {
 	struct follow s = {.dir = dir, .dfd = -1, .open_dir = open_dir};
 	struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: a read on stdin ends */
-	struct log_follow f = {.fd = -1, .wake = -1};
+	struct log_follow f = {.wake = -1, .cur.fd = -1, .old.fd = -1};
 	const char *name = !o->file || strcmp(o->file, "-") == 0 ? "stdin" : o->file;
 	char err[256];
 	int status = EXIT_OK, r = 0;
@@ -155,8 +155,9 @@ int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned tt
 	}
 	fprintf(stderr,
 		"shmguard abort: %s: %llu lines, %llu matched, %llu markers written, %llu invalid IDs skipped, "
-		"%llu markers not written, %llu lines over %d bytes skipped, %llu lines the regex gave up on\n",
-		name, s.lines, s.matched, s.written, s.invalid, s.failed, f.overlong, LOG_LINE_MAX, s.gave_up);
+		"%llu markers not written, %llu lines over %d bytes skipped, %llu unfinished lines dropped, "
+		"%llu lines the regex gave up on\n",
+		name, s.lines, s.matched, s.written, s.invalid, s.failed, f.overlong, LOG_LINE_MAX, f.dropped, s.gave_up);
 	if (s.failed)
 		status = EXIT_FAIL;
 cleanup:

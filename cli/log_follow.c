@@ -11,49 +11,126 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Opens the file if it exists: 1 opened, 0 not there, -1 error. */
+#include "clock.h"
+
+static void emit(log_line_fn *line, void *ctx, const char *s, size_t len)
+{
+	if (len && s[len - 1] == '\r')
+		len--;
+	line(s, len, ctx);
+}
+
+/* Passes the complete lines in the buffer, those in its bytes from `from`
+ * on being new. */
+static void split(struct log_source *s, size_t from, log_line_fn *line, void *ctx)
+{
+	size_t start = 0;
+	char *nl;
+
+	while ((nl = memchr(s->buf + from, '\n', s->len - from))) {
+		size_t end = (size_t)(nl - s->buf);
+
+		if (s->skipping)
+			s->skipping = false;
+		else
+			emit(line, ctx, s->buf + start, end - start);
+		start = from = end + 1;
+	}
+	memmove(s->buf, s->buf + start, s->len - start);
+	s->len -= start;
+}
+
+/* An unfinished line whose end will never be read: dropped, counted. */
+static void drop_partial(struct log_follow *f, struct log_source *s)
+{
+	f->dropped += s->len && !s->skipping;
+	s->len = 0;
+	s->skipping = false;
+}
+
+/* One read into the buffer: the bytes read, 0 at the end, -1 on an error
+ * (EAGAIN and EINTR included). */
+static ssize_t read_some(struct log_follow *f, struct log_source *s, log_line_fn *line, void *ctx)
+{
+	ssize_t n;
+
+	if (s->len == LOG_LINE_MAX) { /* no newline in a whole buffer */
+		f->overlong += !s->skipping;
+		s->skipping = true;
+		s->len = 0;
+	}
+	n = read(s->fd, s->buf + s->len, LOG_LINE_MAX - s->len);
+	if (n > 0) {
+		size_t from = s->len;
+
+		s->len += (size_t)n;
+		s->off += n;
+		split(s, from, line, ctx);
+	}
+	return n;
+}
+
+/* Reads s to its end: 0, or -1 with err set. */
+static int drain(struct log_follow *f, struct log_source *s, log_line_fn *line, void *ctx,
+		 volatile sig_atomic_t *stop, char *err, size_t errlen)
+{
+	ssize_t n;
+
+	while (!*stop && (n = read_some(f, s, line, ctx)) != 0)
+		if (n < 0 && errno != EINTR && errno != EAGAIN) {
+			snprintf(err, errlen, "cannot read %s: %s", f->path, strerror(errno));
+			return -1;
+		}
+	return 0;
+}
+
+/* Opens the file into cur if it exists: 1 opened, 0 not there, -1 error. */
 static int try_open(struct log_follow *f, char *err, size_t errlen)
 {
+	struct log_source *s = &f->cur;
 	struct stat st;
 
-	f->fd = open(f->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (f->fd < 0) {
+	s->fd = open(f->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (s->fd < 0) {
 		if (errno == ENOENT)
 			return 0;
 		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
 		return -1;
 	}
-	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s is not a regular file (a pipe is read as stdin: '-')", f->path);
-		close(f->fd);
-		f->fd = -1;
+		close(s->fd);
+		s->fd = -1;
 		return -1;
 	}
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	f->off = 0;
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	s->off = 0;
+	s->len = 0;
+	s->skipping = false;
 	if (!f->started && !f->from_start)
-		f->off = lseek(f->fd, 0, SEEK_END);
+		s->off = lseek(s->fd, 0, SEEK_END);
 	return 1;
 }
 
 int log_follow_open(struct log_follow *f, const char *path, bool from_start, char *err, size_t errlen)
 {
-	*f = (struct log_follow){.fd = -1, .wake = -1, .from_start = from_start};
-	f->buf = malloc(LOG_LINE_MAX);
-	if (!f->buf) {
+	char dir[PATH_MAX];
+
+	*f = (struct log_follow){.wake = -1, .from_start = from_start, .cur.fd = -1, .old.fd = -1};
+	f->cur.buf = malloc(LOG_LINE_MAX);
+	if (!f->cur.buf) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	if (!path || strcmp(path, "-") == 0) {
-		f->fd = STDIN_FILENO;
+		f->cur.fd = STDIN_FILENO;
 		return 0;
 	}
 	f->path = path;
 	/* Appends, creations and renames in the directory wake the reader;
-	 * without inotify (or the directory) it polls.  Watched first, so
-	 * that nothing written from now on is missed. */
-	char dir[PATH_MAX];
+	 * without inotify (or the directory) it polls.  Watched before the
+	 * file is opened, so that nothing written from then on is missed. */
 	snprintf(dir, sizeof(dir), "%s", path);
 	f->wake = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (f->wake >= 0 && inotify_add_watch(f->wake, dirname(dir),
@@ -72,82 +149,56 @@ int log_follow_open(struct log_follow *f, const char *path, bool from_start, cha
 
 int log_follow_pollfd(const struct log_follow *f)
 {
-	return f->path ? f->wake : f->fd;
+	return f->path ? f->wake : f->cur.fd;
+}
+
+static void close_old(struct log_follow *f)
+{
+	if (f->old.fd < 0)
+		return;
+	drop_partial(f, &f->old);
+	close(f->old.fd);
+	f->old.fd = -1;
 }
 
 void log_follow_close(struct log_follow *f)
 {
-	if (f->path && f->fd >= 0)
-		close(f->fd);
+	close_old(f);
+	if (f->path && f->cur.fd >= 0)
+		close(f->cur.fd);
 	if (f->wake >= 0)
 		close(f->wake);
-	free(f->buf);
-	f->buf = NULL;
+	free(f->cur.buf);
+	free(f->old.buf);
+	f->cur.buf = f->old.buf = NULL;
 }
 
-static void emit(log_line_fn *line, void *ctx, const char *s, size_t len)
+/* The file was replaced: the one read so far becomes old, read on for the
+ * grace (a writer that has not reopened yet still appends to it). */
+static int rotate(struct log_follow *f, char *err, size_t errlen)
 {
-	if (len && s[len - 1] == '\r')
-		len--;
-	line(s, len, ctx);
-}
+	char *spare;
 
-/* Passes the complete lines among the buffer's bytes from `from` on. */
-static void split(struct log_follow *f, size_t from, log_line_fn *line, void *ctx)
-{
-	size_t start = 0;
-	char *nl;
-
-	while ((nl = memchr(f->buf + from, '\n', f->len - from))) {
-		size_t end = (size_t)(nl - f->buf);
-
-		if (f->skipping)
-			f->skipping = false;
-		else
-			emit(line, ctx, f->buf + start, end - start);
-		start = from = end + 1;
+	close_old(f);
+	if (!f->old.buf && !(f->old.buf = malloc(LOG_LINE_MAX))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
-	memmove(f->buf, f->buf + start, f->len - start);
-	f->len -= start;
-}
-
-/* The last line of a file that will not grow any more. */
-static void flush_partial(struct log_follow *f, log_line_fn *line, void *ctx)
-{
-	if (f->len && !f->skipping)
-		emit(line, ctx, f->buf, f->len);
-	f->len = 0;
-	f->skipping = false;
-}
-
-/* One read into the buffer: the bytes read, 0 at the end, -1 on an error
- * (EAGAIN and EINTR included). */
-static ssize_t read_some(struct log_follow *f, log_line_fn *line, void *ctx)
-{
-	ssize_t n;
-
-	if (f->len == LOG_LINE_MAX) { /* no newline in a whole buffer */
-		f->overlong += !f->skipping;
-		f->skipping = true;
-		f->len = 0;
-	}
-	n = read(f->fd, f->buf + f->len, LOG_LINE_MAX - f->len);
-	if (n > 0) {
-		size_t from = f->len;
-
-		f->len += (size_t)n;
-		f->off += n;
-		split(f, from, line, ctx);
-	}
-	return n;
+	spare = f->old.buf;
+	f->old = f->cur;
+	f->old_until_ns = sg_monotonic_ns() + LOG_ROTATED_GRACE_S * 1000000000ull;
+	f->cur = (struct log_source){.fd = -1, .buf = spare};
+	return 0;
 }
 
 static int read_stdin(struct log_follow *f, log_line_fn *line, void *ctx, char *err, size_t errlen)
 {
-	ssize_t n = read_some(f, line, ctx);
+	ssize_t n = read_some(f, &f->cur, line, ctx);
 
 	if (n == 0) {
-		flush_partial(f, line, ctx);
+		/* The writer is done: its last line is whole, newline or not. */
+		if (f->cur.len && !f->cur.skipping)
+			emit(line, ctx, f->cur.buf, f->cur.len);
 		return 1;
 	}
 	if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -162,39 +213,38 @@ int log_follow_read(struct log_follow *f, log_line_fn *line, void *ctx, volatile
 {
 	char events[4096];
 	struct stat st;
-	ssize_t n;
 
 	if (!f->path)
 		return read_stdin(f, line, ctx, err, errlen);
 	if (f->wake >= 0)
 		while (read(f->wake, events, sizeof(events)) > 0)
 			; /* any event only means: look */
+	if (f->old.fd >= 0) {
+		if (drain(f, &f->old, line, ctx, stop, err, errlen) < 0)
+			return -1;
+		if (sg_monotonic_ns() >= f->old_until_ns)
+			close_old(f);
+	}
 	for (;;) {
-		if (f->fd < 0) {
+		if (f->cur.fd < 0) {
 			int r = try_open(f, err, errlen);
 			if (r <= 0)
 				return r;
 		}
-		while (!*stop && (n = read_some(f, line, ctx)) != 0) {
-			if (n < 0 && errno != EINTR && errno != EAGAIN) {
-				snprintf(err, errlen, "cannot read %s: %s", f->path, strerror(errno));
-				return -1;
-			}
-		}
+		if (drain(f, &f->cur, line, ctx, stop, err, errlen) < 0)
+			return -1;
 		if (*stop)
 			return 0;
 		/* Truncated in place (copytruncate): from its start again. */
-		if (fstat(f->fd, &st) == 0 && st.st_size < f->off) {
-			flush_partial(f, line, ctx);
-			f->off = lseek(f->fd, 0, SEEK_SET);
+		if (fstat(f->cur.fd, &st) == 0 && st.st_size < f->cur.off) {
+			drop_partial(f, &f->cur);
+			f->cur.off = lseek(f->cur.fd, 0, SEEK_SET);
 			continue;
 		}
 		/* Renamed away and nothing new yet, or still the same file. */
-		if (stat(f->path, &st) < 0 || (st.st_dev == f->dev && st.st_ino == f->ino))
+		if (stat(f->path, &st) < 0 || (st.st_dev == f->cur.dev && st.st_ino == f->cur.ino))
 			return 0;
-		/* Replaced (rotated): the old file was read to its end above. */
-		flush_partial(f, line, ctx);
-		close(f->fd);
-		f->fd = -1;
+		if (rotate(f, err, errlen) < 0)
+			return -1;
 	}
 }

@@ -123,7 +123,13 @@ Test(follow, a_file_through_rotation_truncation_and_bad_input)
 	/* ...and then the new one, from its start. */
 	append_str(log, "abort id=a5\npadding padding padding padding padding padding padding padding padding\n");
 	cr_expect(wait_exists(marker("a5"), 1000));
-	/* Truncated in place (copytruncate): read again from its start. */
+	/* A writer that has not reopened yet still appends to the old one. */
+	append_str(old, "abort id=a5old\n");
+	cr_expect(wait_exists(marker("a5old"), 1000));
+	/* Truncated in place (copytruncate): read again from its start; the
+	 * line it cut short is dropped, not taken for a whole one. */
+	append_str(log, "abort id=cut");
+	usleep(300000);
 	fd = open(log, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(write(fd, "abort id=a6\n", 12), 12);
@@ -149,8 +155,10 @@ Test(follow, a_file_through_rotation_truncation_and_bad_input)
 	}
 	cr_expect_eq(stop(&p, SIGTERM, &err), 0, "%s", err);
 	cr_expect(strstr(err, "skipped request ID '../x': it contains '/'"), "%s", err);
-	cr_expect(strstr(err, "5006 markers written, 2 invalid IDs skipped, 0 markers not written, 1 lines over"), "%s",
-		  err);
+	cr_expect(!h_exists(marker("cut")));
+	cr_expect(strstr(err, "5007 markers written, 2 invalid IDs skipped, 0 markers not written, 1 lines over 1048576 "
+			      "bytes skipped, 1 unfinished lines dropped"),
+		  "%s", err);
 }
 
 /* stdin, a preset with a template, SIGINT, and what is refused up front. */
