@@ -135,6 +135,10 @@ Test(follow, a_file_through_rotation_truncation_and_bad_input)
 	cr_assert_eq(write(fd, "abort id=a6\n", 12), 12);
 	close(fd);
 	cr_expect(wait_exists(marker("a6"), 1000));
+	/* The abort directory removed meanwhile is made again. */
+	cr_assert_eq(system(h_str("rm -rf '%s'", abort_dir)), 0);
+	append_str(log, "abort id=a7\n");
+	cr_expect(wait_exists(marker("a7"), 1000));
 	/* A burst: 5000 lines in one write. */
 	size_t cap = 5000 * 24, len = 0;
 	char *burst = malloc(cap);
@@ -156,7 +160,7 @@ Test(follow, a_file_through_rotation_truncation_and_bad_input)
 	cr_expect_eq(stop(&p, SIGTERM, &err), 0, "%s", err);
 	cr_expect(strstr(err, "skipped request ID '../x': it contains '/'"), "%s", err);
 	cr_expect(!h_exists(marker("cut")));
-	cr_expect(strstr(err, "5007 markers written, 2 invalid IDs skipped, 0 markers not written, 1 lines over 1048576 "
+	cr_expect(strstr(err, "5008 markers written, 2 invalid IDs skipped, 0 markers not written, 1 lines over 1048576 "
 			      "bytes skipped, 1 unfinished lines dropped"),
 		  "%s", err);
 }
