@@ -15,6 +15,7 @@
 #include "log_follow.h"
 #include "marker.h"
 #include "reqid.h"
+#include "text.h"
 
 /* How long the follower sleeps at most without news: without inotify this
  * is its latency, and it looks for a rotated file at least this often. */
@@ -38,23 +39,6 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-/* id, quoted with anything unprintable as \xNN, at most 80 bytes of it. */
-static const char *printable(const char *id, size_t len, char *buf, size_t cap)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len && o + 5 < cap && i < 80; i++) {
-		unsigned char c = (unsigned char)id[i];
-
-		if (c >= 0x20 && c < 0x7f && c != '\\')
-			buf[o++] = (char)c;
-		else
-			o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", c);
-	}
-	snprintf(buf + o, cap - o, "%s", len > 80 ? "..." : "");
-	return buf;
-}
-
 /* The marker; if the directory was removed meanwhile, it is made again. */
 static int write_marker(struct follow *s, const char *id)
 {
@@ -74,19 +58,19 @@ static void on_id(const char *id, size_t len, void *ctx)
 {
 	struct follow *s = ctx;
 	const char *why = memchr(id, '\0', len) ? "it contains a NUL byte" : sg_reqid_invalid(id);
-	char shown[400];
+	char shown[256]; /* the escaped ID, cut to fit: what it is is said anyway */
 
 	s->ids++;
 	if (why) {
 		if (s->invalid++ < MAX_REPORTED)
-			cli_fail(0, "abort", "skipped request ID '%s': %s%s", printable(id, len, shown, sizeof(shown)),
+			cli_fail(0, "abort", "skipped request ID '%s': %s%s", sg_text_escape(id, shown, sizeof(shown)),
 				 why, s->invalid == MAX_REPORTED ? " (more are only counted)" : "");
 		return;
 	}
 	if (write_marker(s, id) < 0) {
 		if (s->failed++ < MAX_REPORTED)
 			cli_fail(0, "abort", "cannot write marker %s/%s: %s", s->dir,
-				 printable(id, len, shown, sizeof(shown)), strerror(errno));
+				 sg_text_escape(id, shown, sizeof(shown)), strerror(errno));
 		return;
 	}
 	s->written++;
