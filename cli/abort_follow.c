@@ -1,6 +1,5 @@
 #include "abort_follow.h"
 
-#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +27,7 @@ struct follow {
 	const char *dir;
 	int dfd;
 	int (*open_dir)(const char *dir);
+	int (*write_marker)(int dfd, const char *dir, const char *id);
 	unsigned long long lines, matched, ids, written, invalid, failed, gave_up;
 };
 
@@ -39,26 +39,32 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-/* The marker; if the directory was removed meanwhile, it is made again. */
+/* The marker, in the directory made again if it was removed meanwhile (a
+ * marker written into a removed directory would reach no shim). */
 static int write_marker(struct follow *s, const char *id)
 {
 	struct stat st;
 	int fd;
 
-	if (sg_marker_write(s->dfd, id) == 0)
-		return 0;
-	if (fstat(s->dfd, &st) < 0 || st.st_nlink > 0 || (fd = s->open_dir(s->dir)) < 0)
-		return -1;
-	close(s->dfd);
-	s->dfd = fd;
-	return sg_marker_write(s->dfd, id);
+	if (fstat(s->dfd, &st) == 0 && st.st_nlink == 0 && (fd = s->open_dir(s->dir)) >= 0) {
+		close(s->dfd);
+		s->dfd = fd;
+	}
+	return s->write_marker(s->dfd, s->dir, id);
 }
 
 static void on_id(const char *id, size_t len, void *ctx)
 {
 	struct follow *s = ctx;
-	const char *why = memchr(id, '\0', len) ? "it contains a NUL byte" : sg_reqid_invalid(id);
+	const char *why = sg_reqid_invalid(id);
 	char shown[256]; /* the escaped ID, cut to fit: what it is is said anyway */
+
+	/* The rules plain `shmguard abort` applies, and a NUL byte, which no
+	 * argument can hold. */
+	if (memchr(id, '\0', len))
+		why = "it contains a NUL byte";
+	else if (!why && strcmp(id, SG_ABORT_DIR_STAMP) == 0)
+		why = "the name of the abort directory's stamp";
 
 	s->ids++;
 	if (why) {
@@ -67,13 +73,10 @@ static void on_id(const char *id, size_t len, void *ctx)
 				 why, s->invalid == MAX_REPORTED ? " (more are only counted)" : "");
 		return;
 	}
-	if (write_marker(s, id) < 0) {
-		if (s->failed++ < MAX_REPORTED)
-			cli_fail(0, "abort", "cannot write marker %s/%s: %s", s->dir,
-				 sg_text_escape(id, shown, sizeof(shown)), strerror(errno));
-		return;
-	}
-	s->written++;
+	if (write_marker(s, id) != EXIT_OK)
+		s->failed++; /* said by write_marker */
+	else
+		s->written++;
 }
 
 static void on_line(const char *line, size_t len, void *ctx)
@@ -88,9 +91,10 @@ static void on_line(const char *line, size_t len, void *ctx)
 		cli_fail(0, "abort", "the regex gave up on a line of %zu bytes (too much backtracking)", len);
 }
 
-int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned ttl, int (*open_dir)(const char *dir))
+int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned ttl, int (*open_dir)(const char *dir),
+		 int (*write_marker)(int dfd, const char *dir, const char *id))
 {
-	struct follow s = {.dir = dir, .dfd = -1, .open_dir = open_dir};
+	struct follow s = {.dir = dir, .dfd = -1, .open_dir = open_dir, .write_marker = write_marker};
 	struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: a read on stdin ends */
 	struct log_follow f = {.wake = -1, .cur.fd = -1, .old.fd = -1};
 	const char *name = !o->file || strcmp(o->file, "-") == 0 ? "stdin" : o->file;
@@ -116,7 +120,7 @@ int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned tt
 	for (bool readable = false;;) {
 		/* Markers past the TTL go, as the shims' own expiry does. */
 		if (sg_monotonic_ns() >= next_expiry_ns) {
-			sg_markers_expire(dir, ttl);
+			sg_markers_expire(s.dfd, ttl);
 			next_expiry_ns = sg_monotonic_ns() + (ttl < 120 ? ttl / 2 : 60) * 1000000000ull;
 		}
 		/* stdin is read only when poll says so: a read would block. */

@@ -13,11 +13,13 @@ struct abort_follow_opts {
 	bool from_start;         /* the file's present lines too, not only new ones */
 };
 
-/* Follows until SIGINT or SIGTERM, or the end of stdin, writing a marker
- * into dir for each valid ID; open_dir opens (creates) dir the way plain
- * `shmguard abort` does, and again if it is removed meanwhile.  Returns an
- * exit status: 0, 1 a marker could not be written or the log not read,
- * 2 bad options. */
-int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned ttl, int (*open_dir)(const char *dir));
+/* Follows until SIGINT or SIGTERM, or the end of stdin, marking each valid
+ * ID with plain `shmguard abort`'s own functions: open_dir opens (creates
+ * and checks) dir, again if it is removed meanwhile, and write_marker writes
+ * one marker into it (reporting a failure, and returning nonzero then).
+ * Returns an exit status: 0, 1 a marker could not be written or the log not
+ * read, 2 bad options. */
+int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned ttl, int (*open_dir)(const char *dir),
+		 int (*write_marker)(int dfd, const char *dir, const char *id));
 
 #endif

@@ -165,7 +165,7 @@ int cmd_abort(int argc, char **argv)
 		return cli_fail(EXIT_USAGE, "abort", "bad TTL '%s': expected whole seconds from 1 to %d", ttl_arg,
 				SG_MAX_ABORT_TTL);
 	if (follow.file)
-		return abort_follow(&follow, dir, ttl, open_dir);
+		return abort_follow(&follow, dir, ttl, open_dir, write_marker);
 	/* All IDs are checked before any marker is written. */
 	for (int i = optind; i < argc; i++)
 		if ((why = sg_reqid_invalid(argv[i])) ||

@@ -104,19 +104,3 @@ unsigned sg_markers_expire(int dfd, unsigned ttl)
 	closedir(d);
 	return removed;
 }
-
-int sg_marker_write(int dfd, const char *id)
-{
-	int fd = openat(dfd, id, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644), saved;
-
-	if (fd < 0)
-		return -1;
-	if (futimens(fd, NULL) < 0) {
-		saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
-	}
-	close(fd);
-	return 0;
-}

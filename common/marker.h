@@ -43,10 +43,4 @@ static inline bool sg_marker_owner_ok(const struct stat *st, uid_t euid)
  * trusted and carries shmguard's stamp.  Returns how many were removed. */
 unsigned sg_markers_expire(int dfd, unsigned ttl);
 
-/* Marks request id aborted: creates the marker id in the directory dfd, or
- * gives an existing one a new time (shims sweep again: a late segment
- * whose marker had expired, say; and the TTL restarts).  Never follows a
- * symlink, never blocks on a FIFO.  Returns 0, or -1 with errno set. */
-int sg_marker_write(int dfd, const char *id);
-
 #endif

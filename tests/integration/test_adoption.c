@@ -113,7 +113,7 @@ Test(follow, a_file_through_rotation_truncation_and_bad_input)
 	append(log, big, big_len);
 	free(big);
 	/* Invalid bytes around an ID; IDs the shim would refuse. */
-	append_str(log, "\xff\xfe\x01 abort id=a3 \xc3\x28\nabort id=../x\nabort id=..\n");
+	append_str(log, "\xff\xfe\x01 abort id=a3 \xc3\x28\nabort id=../x\nabort id=..\nabort id=.shmguard-abort-dir\n");
 	cr_expect(wait_exists(marker("a3"), 1000));
 	cr_expect(!h_exists(marker("big")) && !h_exists(marker("end")), "a part of an overlong line matched");
 	/* Rotation: renamed away, the old file is still read... */
@@ -160,7 +160,7 @@ Test(follow, a_file_through_rotation_truncation_and_bad_input)
 	cr_expect_eq(stop(&p, SIGTERM, &err), 0, "%s", err);
 	cr_expect(strstr(err, "skipped request ID '../x': it contains '/'"), "%s", err);
 	cr_expect(!h_exists(marker("cut")));
-	cr_expect(strstr(err, "5008 markers written, 2 invalid IDs skipped, 0 markers not written, 1 lines over 1048576 "
+	cr_expect(strstr(err, "5008 markers written, 3 invalid IDs skipped, 0 markers not written, 1 lines over 1048576 "
 			      "bytes skipped, 1 unfinished lines dropped"),
 		  "%s", err);
 }
@@ -378,6 +378,8 @@ Test(follow, nginx_client_hangups_reclaim_exactly_their_segments)
 			cr_expect_eq(unlink(h_str("/dev/shm/%s%s_0_%d", prefix, done[i], c)), 0);
 		cr_expect_eq(unlink(marker(h_str("%s%s", prefix, gone[i]))), 0);
 	}
+	/* And the stamp shmguard leaves in an abort directory it made. */
+	cr_expect_eq(unlink(marker(".shmguard-abort-dir")), 0);
 	cr_expect_eq(rmdir(abort_dir), 0, "%s: %s", abort_dir, strerror(errno));
 	cr_expect_eq(h_count("/dev/shm", prefix), 0);
 }
