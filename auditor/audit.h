@@ -25,20 +25,31 @@ enum {
 	AUDIT_CMD_FAILED = 4, /* the gate passed, but COMMAND did not succeed (or was killed) */
 };
 
+struct metrics_server;
+
 struct audit_opts {
 	struct sg_pattern_set patterns;
 	char abort_dir[SG_PATH_MAX + 1];
 	struct sg_roots roots;
 	double grace, duration, interval;
-	const char *json_path;
-	int json_fd; /* json_path, opened before the run */
+	const char *json_path, *junit_path, *plot_path;
+	int json_fd, junit_fd, plot_fd; /* the paths, opened before the run */
+	const char *metrics_path; /* --metrics-file: rewritten every metrics_interval */
+	double metrics_interval;
+	struct metrics_server *metrics_server; /* --listen, serving before the run */
 	bool have_budget, allow_drops, verbose;
 	double budget_kib;
 	const char *lib;
+	const char *version; /* shmguard's, for the metrics */
 	size_t max_files;
 	unsigned ring_kib; /* the kernel side's event buffer, a power of two */
 	const char *probe; /* forced (--probe), or NULL: the best one here */
 	char **cmd; /* NULL: the whole system */
+};
+
+/* What the roots held when a review cycle ended (audit_live.c). */
+struct audit_root_bytes {
+	uint64_t tracked, unattributed;
 };
 
 struct audit_root {
@@ -90,6 +101,12 @@ struct audit {
 	double end_s;
 	uint64_t events, dropped, ambiguous;
 	uint64_t tracked, unattributed, files_left; /* as of the last review */
+	uint64_t aborted_held;  /* the part of tracked whose request is aborted */
+	uint64_t live_pending, live_files; /* the part whose request is not (yet) aborted */
+	struct audit_root_bytes root_bytes[SG_MAX_ROOTS];
+	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
+	uint32_t cycles;    /* review cycles ended */
+	struct audit_live *live; /* metrics and the plot's samples (audit_live.c) */
 	int cmd_status; /* -1: no COMMAND or still running */
 	bool interrupted; /* a second SIGINT (or SIGTERM, SIGHUP) ended the run */
 };
@@ -109,6 +126,8 @@ void audit_file_named(struct audit *a, struct audit_file *f, int root, const cha
 /* audit_markers.c: a marker appearing in the abort directory is an abort. */
 int audit_markers_open(struct audit *a); /* inotify fd, or -1 with errno */
 int audit_markers_read(struct audit *a, int fd); /* -1 with errno: the fd failed */
+/* The abort of request, or NULL if it has none (yet). */
+struct audit_abort *audit_abort_of(const struct audit *a, const char *request);
 void audit_aborts_free(struct audit *a);
 
 /* audit_eval.c: what is left of files.  The review forgets freed files,
@@ -130,6 +149,19 @@ void audit_review_finish(struct audit *a);
  * when waiting or reading fails (what was measured is kept). */
 struct audit_tracer;
 int audit_loop_run(struct audit *a, struct audit_tracer *t, int markers, int sfd, pid_t child);
+
+/* audit_live.c: what the run shows while it goes: the metrics (published
+ * to --listen after each review cycle, written to --metrics-file every
+ * --interval) and the plot's samples. */
+struct audit_live *audit_live_new(void);
+void audit_live_free(struct audit_live *l);
+/* After each turn of the loop: a review cycle that ended is published and
+ * sampled; the metrics file is rewritten when its interval is over. */
+void audit_live_update(struct audit *a, uint64_t dropped);
+/* The figures now, written once more (the end of the run, or its start). */
+int audit_live_flush(struct audit *a, uint64_t dropped);
+/* --plot: the timeline of the run, written to its fd.  0, or -1. */
+int audit_live_plot(const struct audit *a);
 
 /* audit_report.c */
 int audit_report(struct audit *a);

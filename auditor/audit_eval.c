@@ -79,6 +79,8 @@ struct audit_review {
 	struct suspect *suspects; /* files no name refers to, for the holders */
 	size_t nsuspects, cap;
 	uint64_t tracked, unattributed, files;
+	uint64_t aborted_held, live_pending, live_files;
+	struct audit_root_bytes roots[SG_MAX_ROOTS];
 };
 
 /* The root whose directory held the name that /proc shows for h (unlinked
@@ -208,8 +210,18 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 	}
 	rv->tracked += m->bytes;
 	rv->files++;
-	if (!f->indexed)
+	if (f->root >= 0)
+		rv->roots[f->root].tracked += m->bytes;
+	if (!f->indexed) {
 		rv->unattributed += m->bytes;
+		if (f->root >= 0)
+			rv->roots[f->root].unattributed += m->bytes;
+	} else if (audit_abort_of(p->a, f->request)) {
+		rv->aborted_held += m->bytes;
+	} else {
+		rv->live_pending += m->bytes;
+		rv->live_files++;
+	}
 }
 
 /* A directory entry of root r: the followed file of that inode is linked
@@ -299,10 +311,14 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 
 		if (!f || f->created_ns >= rv->started_ns)
 			continue; /* gone, or a new file with a reused inode number */
-		if ((m = measure_held(p, f)).exists)
+		if ((m = measure_held(p, f)).exists) {
 			count(p, rv, f, &m);
-		else
-			audit_files_remove(p->a->files, f);
+			continue;
+		}
+		/* Freed: what an abort's sweep (or its owner) gave back. */
+		if (f->indexed && f->measured && audit_abort_of(p->a, f->request))
+			p->a->reclaimed += f->bytes;
+		audit_files_remove(p->a->files, f);
 	}
 	rv->nsuspects = 0;
 }
@@ -439,6 +455,11 @@ static void work(struct audit *a, uint64_t deadline)
 	a->tracked = rv->tracked;
 	a->unattributed = rv->unattributed;
 	a->files_left = rv->files;
+	a->aborted_held = rv->aborted_held;
+	a->live_pending = rv->live_pending;
+	a->live_files = rv->live_files;
+	memcpy(a->root_bytes, rv->roots, sizeof(a->root_bytes));
+	a->cycles++;
 	measure_aborts(&p, covered_until(a, rv));
 	end_pass(&p);
 	rv->phase = REVIEW_IDLE;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -138,6 +139,7 @@ static int turns(struct audit *a, struct audit_tracer *t, int ep, int markers, i
 		if (audit_trace_consume(t) < 0) /* the review needs every event so far */
 			return -1;
 		audit_review_step(a);
+		audit_live_update(a, audit_trace_dropped(t));
 		if (show)
 			progress(a, tty, &next_progress);
 	}
@@ -165,6 +167,8 @@ int audit_loop_run(struct audit *a, struct audit_tracer *t, int markers, int sfd
 	a->end_s = audit_now_s(a);
 	a->dropped = audit_trace_dropped(t);
 	audit_review_finish(a);
+	if (audit_live_flush(a, a->dropped) < 0)
+		fprintf(stderr, "shmguard audit: cannot write the metrics at the end: %s\n", strerror(errno));
 	close(ep);
 	errno = saved;
 	return ret;

@@ -75,13 +75,18 @@ int audit_markers_open(struct audit *a)
 }
 
 /* Open addressing over a->abort_index, kept at most half full. */
-static struct audit_abort **slot_of(struct audit *a, const char *request)
+static struct audit_abort **slot_of(const struct audit *a, const char *request)
 {
 	size_t mask = a->abort_index_size - 1, i = sg_hash_str(request) & mask;
 
 	while (a->abort_index[i] && strcmp(a->abort_index[i]->request, request) != 0)
 		i = (i + 1) & mask;
 	return &a->abort_index[i];
+}
+
+struct audit_abort *audit_abort_of(const struct audit *a, const char *request)
+{
+	return a->abort_index_size ? *slot_of(a, request) : NULL;
 }
 
 static bool index_room(struct audit *a)

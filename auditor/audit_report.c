@@ -8,31 +8,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "audit.h"
+#include "audit_report.h"
 #include "text.h"
 
 #define KIB 1024.0
 #define MIB (1024.0 * 1024.0)
-
-struct summary {
-	uint64_t leaked_bytes, leaked_files, leaked_segments;
-	uint64_t tracked, unattributed, files_left;
-	double kib_per_abort, growth_mib_per_hour;
-	bool over_budget, drops_fail;
-};
-
-/* Leftovers grouped by a key (a creating process, or a name shape). */
-struct group {
-	char key[96];
-	uint32_t pid;
-	int shape;
-	uint64_t bytes, files, segments;
-};
-
-struct groups {
-	struct group *g;
-	size_t n, cap;
-};
 
 static struct group *group_of(struct groups *gs, const char *key)
 {
@@ -59,9 +39,23 @@ static int by_bytes(const void *x, const void *y)
 	return (a->bytes < b->bytes) - (a->bytes > b->bytes);
 }
 
-static const char *shape_text(const struct audit *a, int shape)
+const char *audit_shape_text(const struct audit *a, int shape)
 {
 	return shape >= 0 ? a->o->patterns.patterns[shape].text : "(shim tag)";
+}
+
+/* A process's leftovers, one group per name shape. */
+static void proc_key(const struct audit_leftover *l, char *key, size_t len)
+{
+	snprintf(key, len, "%s (pid %u)\t%d", l->comm, l->creator, l->shape);
+}
+
+bool audit_group_has(const struct group *g, const struct audit_leftover *l)
+{
+	char key[sizeof(g->key)];
+
+	proc_key(l, key, sizeof(key));
+	return strcmp(key, g->key) == 0;
 }
 
 static void group_leftovers(const struct audit *a, struct groups *by_proc, struct groups *by_shape)
@@ -71,8 +65,7 @@ static void group_leftovers(const struct audit *a, struct groups *by_proc, struc
 	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
 		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next) {
 			struct group *g;
-			/* A process's leftovers, one group per name shape. */
-			snprintf(key, sizeof(key), "%s (pid %u)\t%d", l->comm, l->creator, l->shape);
+			proc_key(l, key, sizeof(key));
 			if ((g = group_of(by_proc, key))) {
 				g->pid = l->creator;
 				g->shape = l->shape;
@@ -80,7 +73,7 @@ static void group_leftovers(const struct audit *a, struct groups *by_proc, struc
 				g->files++;
 				g->segments += l->segment;
 			}
-			if ((g = group_of(by_shape, shape_text(a, l->shape)))) {
+			if ((g = group_of(by_shape, audit_shape_text(a, l->shape)))) {
 				g->shape = l->shape;
 				g->bytes += l->bytes;
 				g->files++;
@@ -100,9 +93,12 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	char b1[32], b2[32];
 	double n = a->naborts ? a->naborts : 1;
 
-	printf("aborts %u   leaked %s in %llu files   %.1f KiB/abort   growth %.0f MiB/h\n", a->naborts,
-	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)), (unsigned long long)s->leaked_files, s->kib_per_abort,
-	       s->growth_mib_per_hour);
+	printf("aborts %u   leaked %s in %llu files   %.1f KiB/abort   ", a->naborts,
+	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)), (unsigned long long)s->leaked_files, s->kib_per_abort);
+	if (s->leak_growth_mib_per_hour >= 0)
+		printf("leak growth %.1f MiB/h\n", s->leak_growth_mib_per_hour);
+	else
+		printf("leak growth: run too short to extrapolate (%.1f s < %.0f s)\n", a->end_s, AUDIT_GROWTH_MIN_S);
 	if (!a->naborts)
 		printf("no abort markers appeared in %s: nothing to measure per abort\n", a->o->abort_dir);
 	printf("per abort: %.1f files, %.1f segments   run %.1f s (probe %s)   tracked at end %s in %llu files   "
@@ -110,10 +106,12 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->probe,
 	       sg_human_bytes(s->tracked, b1, sizeof(b1)), (unsigned long long)s->files_left,
 	       sg_human_bytes(s->unattributed, b2, sizeof(b2)));
+	printf("live requests pending at end: %s in %llu files (not aborted: no leak)\n",
+	       sg_human_bytes(s->live_pending, b1, sizeof(b1)), (unsigned long long)s->live_files);
 	for (size_t i = 0; i < by_proc->n && i < 3; i++) {
 		const struct group *g = &by_proc->g[i];
 		printf("top: %.*s  %s  %llu files, %llu segments  %s\n", (int)strcspn(g->key, "\t"), g->key,
-		       shape_text(a, g->shape), (unsigned long long)g->files, (unsigned long long)g->segments,
+		       audit_shape_text(a, g->shape), (unsigned long long)g->files, (unsigned long long)g->segments,
 		       sg_human_bytes(g->bytes, b1, sizeof(b1)));
 	}
 	for (size_t i = 0; i < by_shape->n && i < 3; i++)
@@ -156,7 +154,7 @@ static json_t *groups_json(const struct audit *a, const struct groups *gs, bool 
 			json_object_set_new(o, "process", json_stringn(g->key, strcspn(g->key, "\t")));
 			json_object_set_new(o, "pid", json_integer(g->pid));
 		}
-		json_object_set_new(o, "shape", json_string(shape_text(a, g->shape)));
+		json_object_set_new(o, "shape", json_string(audit_shape_text(a, g->shape)));
 		json_array_append_new(arr, o);
 	}
 	return arr;
@@ -201,7 +199,6 @@ static json_int_t max_rss_kib(void)
 static int write_json(const struct audit *a, const struct summary *s, const struct groups *by_proc,
 		      const struct groups *by_shape)
 {
-	const char *verdict = s->over_budget || s->drops_fail ? "fail" : a->o->have_budget ? "pass" : "none";
 	double n = a->naborts ? a->naborts : 1;
 	json_t *cmd = json_array();
 	json_t *root;
@@ -209,13 +206,23 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 
 	for (char **c = a->o->cmd; c && *c; c++)
 		json_array_append_new(cmd, json_string(*c));
-	root = json_pack("{s:i, s:f, s:I, s:I, s:f, s:I, s:f, s:f}", "schema", 1, "duration_s", a->end_s, "aborts",
+	root = json_pack("{s:i, s:f, s:I, s:I, s:f, s:I, s:f, s:f}", "schema", 2, "duration_s", a->end_s, "aborts",
 			 (json_int_t)a->naborts, "leaked_bytes", (json_int_t)s->leaked_bytes, "leaked_kib_per_abort",
 			 s->kib_per_abort, "leaked_files", (json_int_t)s->leaked_files, "leaked_files_per_abort",
 			 s->leaked_files / n, "leaked_segments_per_abort", s->leaked_segments / n);
 	json_object_set_new(root, "tracked_bytes_at_end", json_integer((json_int_t)s->tracked));
 	json_object_set_new(root, "tracked_files_at_end", json_integer((json_int_t)s->files_left));
-	json_object_set_new(root, "growth_mib_per_hour", json_real(s->growth_mib_per_hour));
+	json_object_set_new(root, "leak_growth_mib_per_hour",
+			    s->leak_growth_mib_per_hour >= 0 ? json_real(s->leak_growth_mib_per_hour) : json_null());
+	json_object_set_new(root, "leak_growth_unavailable",
+			    s->leak_growth_mib_per_hour >= 0
+				    ? json_null()
+				    : json_sprintf("run too short to extrapolate (%.1f s < %.0f s)", a->end_s,
+						   AUDIT_GROWTH_MIN_S));
+	json_object_set_new(root, "aborted_held_bytes_at_end", json_integer((json_int_t)a->aborted_held));
+	json_object_set_new(root, "reclaimed_bytes", json_integer((json_int_t)a->reclaimed));
+	json_object_set_new(root, "live_pending_bytes", json_integer((json_int_t)s->live_pending));
+	json_object_set_new(root, "live_pending_files", json_integer((json_int_t)s->live_files));
 	json_object_set_new(root, "unattributed_bytes", json_integer((json_int_t)s->unattributed));
 	json_object_set_new(root, "ambiguous_files", json_integer((json_int_t)a->ambiguous));
 	json_object_set_new(root, "probe", json_string(a->probe));
@@ -227,7 +234,7 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "markers_recovered", json_integer((json_int_t)a->markers_recovered));
 	json_object_set_new(root, "interrupted", json_boolean(a->interrupted));
 	json_object_set_new(root, "budget_kib_per_abort", a->o->have_budget ? json_real(a->o->budget_kib) : json_null());
-	json_object_set_new(root, "verdict", json_string(verdict));
+	json_object_set_new(root, "verdict", json_string(s->verdict));
 	json_object_set_new(root, "command", a->o->cmd ? cmd : json_null());
 	if (!a->o->cmd)
 		json_decref(cmd);
@@ -246,7 +253,8 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 
 int audit_report(struct audit *a)
 {
-	struct summary s = {.tracked = a->tracked, .unattributed = a->unattributed, .files_left = a->files_left};
+	struct summary s = {.tracked = a->tracked, .unattributed = a->unattributed, .files_left = a->files_left,
+			    .live_pending = a->live_pending, .live_files = a->live_files};
 	struct groups by_proc = {0}, by_shape = {0};
 	int status;
 
@@ -256,13 +264,23 @@ int audit_report(struct audit *a)
 		s.leaked_segments += ab->leaked_segments;
 	}
 	s.kib_per_abort = a->naborts ? s.leaked_bytes / KIB / a->naborts : 0;
-	s.growth_mib_per_hour = a->end_s > 0 ? a->tracked / MIB / (a->end_s / 3600.0) : 0;
+	/* The leak's growth: what aborted requests leave, over the run. */
+	s.leak_growth_mib_per_hour = a->end_s >= AUDIT_GROWTH_MIN_S ? s.leaked_bytes / MIB / (a->end_s / 3600.0) : -1;
 	s.over_budget = a->o->have_budget && s.kib_per_abort > a->o->budget_kib;
-	s.drops_fail = (a->dropped || audit_files_over_limit(a->files) || a->marker_overflows) && !a->o->allow_drops;
+	s.lost = a->dropped || audit_files_over_limit(a->files) || a->marker_overflows;
+	s.drops_fail = s.lost && !a->o->allow_drops;
+	s.verdict = s.over_budget || s.drops_fail ? "fail" : a->o->have_budget ? "pass" : "none";
 	group_leftovers(a, &by_proc, &by_shape);
-	/* JSON first: it is written even if stdout is gone. */
-	status = a->o->json_path && write_json(a, &s, &by_proc, &by_shape) < 0 ? AUDIT_USAGE : AUDIT_PASS;
+	/* The files first: they are written even if stdout is gone. */
+	status = AUDIT_PASS;
+	if (a->o->json_path && write_json(a, &s, &by_proc, &by_shape) < 0)
+		status = AUDIT_USAGE;
+	if (a->o->junit_path && audit_junit_write(a, &s, &by_proc) < 0)
+		status = AUDIT_USAGE;
+	if (a->o->plot_path && audit_live_plot(a) < 0)
+		status = AUDIT_USAGE;
 	print_text(a, &s, &by_proc, &by_shape);
+	audit_github_report(a, &s, &by_shape);
 	free(by_proc.g);
 	free(by_shape.g);
 	if (s.over_budget || s.drops_fail)

@@ -63,6 +63,9 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	      "Bytes still held in the shm roots by files of aborted requests.", m->aborted_held_bytes);
 	plain(out, "shmguard_reclaimed_bytes_total", "counter",
 	      "Bytes of aborted requests' files that went after their abort marker.", m->reclaimed_bytes);
+	plain(out, "shmguard_live_pending_bytes", "gauge",
+	      "Bytes held by files of requests not aborted (live, or finished and not yet read).",
+	      m->live_pending_bytes);
 	per_root(out, m, "shmguard_tracked_bytes", "Bytes of files created while auditing that still exist.",
 		 offsetof(struct metrics_root, tracked_bytes));
 	per_root(out, m, "shmguard_unattributed_bytes", "Tracked bytes that belong to no request.",

@@ -20,6 +20,7 @@ struct audit_metrics {
 	uint64_t aborts;          /* abort markers seen */
 	uint64_t aborted_held_bytes; /* bytes held by aborted requests now */
 	uint64_t reclaimed_bytes; /* bytes of aborted requests gone after their marker */
+	uint64_t live_pending_bytes; /* bytes of requests not aborted, still there */
 	uint64_t events, dropped_events, files_over_limit, lost_markers;
 	const char *probe;        /* how the kernel side sees creations */
 	const char *version;

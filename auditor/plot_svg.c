@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#include "text.h"
+
 /* The drawing area inside an 880 x 440 picture. */
 enum { WIDTH = 880, HEIGHT = 440, LEFT = 80, RIGHT = 20, TOP = 40, BOTTOM = 70 };
 #define PLOT_W (WIDTH - LEFT - RIGHT)
@@ -65,30 +67,13 @@ static struct scale make_scale(const struct plot *p)
 	return s;
 }
 
-static void xml_text(FILE *out, const char *text)
-{
-	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-		switch (*c) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '&': fputs("&amp;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default:
-			if (*c < 0x20 || *c == 0x7f)
-				fputc('?', out);
-			else
-				fputc(*c, out);
-		}
-	}
-}
-
 static void axes(FILE *out, const struct plot *p, const struct scale *s)
 {
 	double ystep = tick_step(s->y_max / s->unit), tstep = tick_step(s->t_max);
 
 	fprintf(out, "<g id=\"axes\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#333\">\n");
 	fprintf(out, "<text x=\"%d\" y=\"24\" font-size=\"15\">", LEFT);
-	xml_text(out, p->title ? p->title : "shmguard audit");
+	sg_xml_text(out, p->title ? p->title : "shmguard audit");
 	fprintf(out, "</text>\n");
 	for (double v = 0; v <= s->y_max / s->unit + ystep / 2; v += ystep) {
 		double y = y_of(s, v * s->unit);

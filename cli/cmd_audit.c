@@ -17,6 +17,7 @@
 #include "audit_trace.h"
 #include "clock.h"
 #include "holders.h"
+#include "metrics.h"
 #include "cli.h"
 
 static void usage(FILE *out)
@@ -35,6 +36,11 @@ static void usage(FILE *out)
 		"  -b, --max-kib-per-abort N  the gate: fail (exit 1) above N KiB per abort\n"
 		"      --allow-drops          do not fail the gate because events or markers were lost\n"
 		"  -j, --json FILE            also write the report as JSON (checked before the run)\n"
+		"      --junit FILE           also write it as JUnit XML: a test case per leak shape\n"
+		"      --plot FILE            draw the run's timeline into FILE (SVG)\n"
+		"      --metrics-file FILE    Prometheus text (node_exporter's textfile collector), rewritten\n"
+		"                             atomically every --interval seconds (default 15) and at the end\n"
+		"      --listen ADDR:PORT     serve the same figures on http://ADDR:PORT/metrics\n"
 		"  -d, --duration SECONDS     without COMMAND: stop after this long\n"
 		"  -i, --interval SECONDS     a progress line this often when stderr is not a terminal\n"
 		"      --lib PATH             the shim whose tags to follow (default: found as by 'run')\n"
@@ -46,7 +52,9 @@ static void usage(FILE *out)
 		"                             (default: the best this kernel allows; exit 3 if NAME is not)\n"
 		"  -v, --verbose              libbpf's messages\n"
 		"  -h, --help                 show this help\n\n"
-		"A first SIGINT (or SIGTERM, SIGHUP) goes to COMMAND; a second kills it and ends the run.\n\n"
+		"A first SIGINT (or SIGTERM, SIGHUP) goes to COMMAND; a second kills it and ends the run.\n"
+		"With GITHUB_ACTIONS=true it also writes annotations to stdout and a summary table to\n"
+		"$GITHUB_STEP_SUMMARY.\n\n"
 		"Exit status: 0 pass (or no budget given), 1 over budget or events or markers lost, 2 bad\n"
 		"usage or input, 3 tracing not possible here (or it failed during the run), 4 COMMAND\n"
 		"failed or was killed (the report is still printed).\n",
@@ -82,10 +90,14 @@ static int parse_count(const char *s, unsigned long long min, unsigned long long
 	return 0;
 }
 
+/* --metrics-file without --interval: node_exporter's scrapes are usually
+ * 15 to 60 seconds apart. */
+#define METRICS_INTERVAL_S 15.0
+
 /* About 250 bytes each: beyond this the table would not fit in memory. */
 #define MAX_FILES_LIMIT 100000000ull
 
-static int parse_options(int argc, char **argv, struct audit_opts *o)
+static int parse_options(int argc, char **argv, struct audit_opts *o, const char **listen_addr)
 {
 	static const struct option opts[] = {
 		{"patterns", required_argument, NULL, 'p'},  {"abort-dir", required_argument, NULL, 'a'},
@@ -95,9 +107,12 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 		{"interval", required_argument, NULL, 'i'},  {"lib", required_argument, NULL, 'L'},
 		{"max-files", required_argument, NULL, 'M'}, {"verbose", no_argument, NULL, 'v'},
 		{"ring-kib", required_argument, NULL, 'R'},  {"probe", required_argument, NULL, 'P'},
+		{"junit", required_argument, NULL, 'U'},     {"plot", required_argument, NULL, 'G'},
+		{"metrics-file", required_argument, NULL, 'F'}, {"listen", required_argument, NULL, 'l'},
 		{"help", no_argument, NULL, 'h'},            {0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
+	const char *listen = NULL;
 	char err[200];
 	unsigned long long n;
 	int c;
@@ -125,6 +140,10 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 			break;
 		case 'D': o->allow_drops = true; break;
 		case 'j': o->json_path = optarg; break;
+		case 'U': o->junit_path = optarg; break;
+		case 'G': o->plot_path = optarg; break;
+		case 'F': o->metrics_path = optarg; break;
+		case 'l': listen = optarg; break;
 		case 'd':
 			if (parse_seconds(optarg, &o->duration) < 0 || o->duration == 0)
 				return cli_fail(-1, "audit", "bad --duration '%s': expected seconds", optarg);
@@ -162,6 +181,8 @@ static int parse_options(int argc, char **argv, struct audit_opts *o)
 	}
 	if (optind < argc)
 		o->cmd = argv + optind;
+	*listen_addr = listen;
+	o->metrics_interval = o->interval ? o->interval : METRICS_INTERVAL_S;
 	if (o->cmd && o->duration)
 		return cli_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
 	if (!patterns || !*patterns)
@@ -218,38 +239,79 @@ static pid_t spawn(char **cmd, const sigset_t *mask, int *go)
 	return pid;
 }
 
-/* The JSON report's file, opened before the run so that a path it cannot
- * write is found at once; *created says whether the run made it. */
-static int open_report(const char *path, bool *created)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
+/* A report file (--json, --junit, --plot), opened before the run so that
+ * a path it cannot write is found at once; one the run made is removed if
+ * the run never reported. */
+struct report_file {
+	const char *path;
+	int *fd;
+	bool created;
+};
 
-	*created = fd >= 0;
-	if (fd < 0 && errno == EEXIST)
-		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-	return fd;
+static int open_report(struct report_file *r)
+{
+	*r->fd = open(r->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
+	r->created = *r->fd >= 0;
+	if (*r->fd < 0 && errno == EEXIST)
+		*r->fd = open(r->path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	return *r->fd;
+}
+
+static void close_report(struct report_file *r, bool reported)
+{
+	if (*r->fd < 0)
+		return;
+	close(*r->fd);
+	if (r->created && !reported)
+		unlink(r->path);
 }
 
 int cmd_audit(int argc, char **argv)
 {
-	struct audit_opts o = {.json_fd = -1};
+	struct audit_opts o = {.json_fd = -1, .junit_fd = -1, .plot_fd = -1, .version = SHMGUARD_VERSION};
 	struct audit a = {.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1};
+	struct report_file reports[] = {{NULL, &o.json_fd, false}, {NULL, &o.junit_fd, false}, {NULL, &o.plot_fd, false}};
 	struct audit_tracer *t = NULL;
 	char shim[PATH_MAX], err[512];
+	const char *listen = NULL;
 	sigset_t mask, old;
 	int markers = -1, sfd = -1, go = -1, status = AUDIT_USAGE;
-	bool json_created = false, reported = false;
+	bool reported = false;
 	pid_t child = -1;
 
-	if (parse_options(argc, argv, &o) < 0 || resolve_roots(&a, &o) < 0)
+	if (parse_options(argc, argv, &o, &listen) < 0 || resolve_roots(&a, &o) < 0)
 		return AUDIT_USAGE;
 	if (o.lib && cli_find_shim(o.lib, shim) < 0)
 		return cli_fail(AUDIT_USAGE, "audit", "cannot use shim '%s': %s", o.lib, strerror(errno));
-	if (o.json_path && (o.json_fd = open_report(o.json_path, &json_created)) < 0)
-		return cli_fail(AUDIT_USAGE, "audit", "cannot write the report to %s: %s", o.json_path,
-				strerror(errno));
+	reports[0].path = o.json_path;
+	reports[1].path = o.junit_path;
+	reports[2].path = o.plot_path;
+	for (size_t i = 0; i < sizeof(reports) / sizeof(reports[0]); i++) {
+		if (reports[i].path && open_report(&reports[i]) < 0) {
+			status = cli_fail(AUDIT_USAGE, "audit", "cannot write the report to %s: %s", reports[i].path,
+					  strerror(errno));
+			goto out;
+		}
+	}
+	/* Blocked before the /metrics server's thread starts: it inherits the
+	 * mask, so that the signals wait for the signalfd. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		status = cli_fail(AUDIT_USAGE, "audit", "signalfd: %s", strerror(errno));
+		goto out;
+	}
+	if (listen && !(o.metrics_server = metrics_serve(listen, err, sizeof(err)))) {
+		status = cli_fail(AUDIT_USAGE, "audit", "--listen: %s", err);
+		goto out;
+	}
 	bool have_shim = o.lib || cli_find_shim(NULL, shim) == 0;
-	if (!(a.files = audit_files_new(o.max_files)) || !(a.review = audit_review_new())) {
+	if (!(a.files = audit_files_new(o.max_files)) || !(a.review = audit_review_new()) ||
+	    ((o.metrics_path || o.metrics_server || o.plot_path) && !(a.live = audit_live_new()))) {
 		status = cli_fail(AUDIT_USAGE, "audit", "out of memory");
 		goto out;
 	}
@@ -267,17 +329,14 @@ int cmd_audit(int argc, char **argv)
 		status = cli_fail(AUDIT_USAGE, "audit", "cannot watch %s: %s", o.abort_dir, strerror(errno));
 		goto out;
 	}
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-		status = cli_fail(AUDIT_USAGE, "audit", "signalfd: %s", strerror(errno));
+	a.start_ns = sg_monotonic_ns();
+	/* The first figures: /metrics answers from now on, and a metrics file
+	 * that cannot be written is found before COMMAND starts. */
+	if (audit_live_flush(&a, 0) < 0) {
+		status = cli_fail(AUDIT_USAGE, "audit", "cannot write the metrics to %s: %s", o.metrics_path,
+				  strerror(errno));
 		goto out;
 	}
-	a.start_ns = sg_monotonic_ns();
 	if (o.cmd) {
 		if ((child = spawn(o.cmd, &old, &go)) < 0 || audit_trace_follow(t, child) < 0) {
 			status = cli_fail(AUDIT_USAGE, "audit", "cannot start %s: %s", o.cmd[0], strerror(errno));
@@ -310,14 +369,13 @@ out:
 		close(sfd);
 	if (markers >= 0)
 		close(markers);
-	if (o.json_fd >= 0) {
-		close(o.json_fd);
-		if (json_created && !reported)
-			unlink(o.json_path);
-	}
+	for (size_t i = 0; i < sizeof(reports) / sizeof(reports[0]); i++)
+		close_report(&reports[i], reported);
 	audit_trace_stop(t);
+	metrics_stop(o.metrics_server);
 	audit_files_free(a.files);
 	audit_review_free(a.review);
 	audit_aborts_free(&a);
+	audit_live_free(a.live);
 	return status;
 }

@@ -112,6 +112,27 @@ char *sg_hex(const char *s)
 	return out;
 }
 
+void sg_xml_text(FILE *out, const char *s)
+{
+	for (const unsigned char *c = (const unsigned char *)s; *c;) {
+		size_t len = utf8_seq(c);
+
+		switch (*c) {
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '&': fputs("&amp;", out); break;
+		case '"': fputs("&quot;", out); break;
+		case '\'': fputs("&apos;", out); break;
+		default:
+			if (!len || *c < 0x20 || *c == 0x7f)
+				fputc('?', out);
+			else
+				fwrite(c, 1, len, out);
+		}
+		c += len ? len : 1;
+	}
+}
+
 const char *sg_human_bytes(uint64_t bytes, char *buf, size_t len)
 {
 	static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Room for a root's path and a file name with every byte escaped. */
 #define SG_ESCAPED_MAX 2048
@@ -26,6 +27,11 @@ char *sg_utf8_lossy(const char *s);
 
 /* The bytes of s as lowercase hex, in a new string (NULL when out of memory). */
 char *sg_hex(const char *s);
+
+/* s as XML character data or attribute value: markup characters as
+ * entities, control characters and bytes that are not valid UTF-8 as '?'
+ * (XML 1.0 allows neither). */
+void sg_xml_text(FILE *out, const char *s);
 
 /* bytes as "512 B", "1.5 KiB", "2.0 MiB", "1.1 GiB"; returns buf. */
 const char *sg_human_bytes(uint64_t bytes, char *buf, size_t len);

@@ -19,6 +19,7 @@ static struct audit_metrics sample(void)
 		.aborts = 20,
 		.aborted_held_bytes = 90112,
 		.reclaimed_bytes = 1802240,
+		.live_pending_bytes = 270336,
 		.events = 1234,
 		.dropped_events = 3,
 		.files_over_limit = 1,
@@ -43,6 +44,7 @@ Test(metrics, exposition_text)
 	cr_expect(strstr(text, "# TYPE shmguard_aborts_total counter\nshmguard_aborts_total 20\n"), "%s", text);
 	cr_expect(strstr(text, "\nshmguard_aborted_held_bytes 90112\n"));
 	cr_expect(strstr(text, "\nshmguard_reclaimed_bytes_total 1802240\n"));
+	cr_expect(strstr(text, "\nshmguard_live_pending_bytes 270336\n"));
 	cr_expect(strstr(text, "\nshmguard_tracked_bytes{root=\"/dev/shm\"} 2097152\n"));
 	cr_expect(strstr(text, "\nshmguard_unattributed_bytes{root=\"/dev/shm\"} 4096\n"));
 	cr_expect(strstr(text, "\nshmguard_root_free_bytes{root=\"/dev/shm\"} 1073741824\n"));

@@ -1,0 +1,223 @@
+/* The audit's result in the forms CI systems read natively: a JUnit XML
+ * file (--junit) whose test cases are the leak's shapes, and under GitHub
+ * Actions (GITHUB_ACTIONS=true) workflow-command annotations on stdout and
+ * a Markdown table appended to the job's summary ($GITHUB_STEP_SUMMARY). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit_report.h"
+#include "text.h"
+
+/* A failing case lists this many requests, then how many more there are. */
+#define LISTED_REQUESTS 50
+
+/* One case per group of leftovers (a creating process and a name shape).
+ * It fails unless the gate passed with a budget, which allows the leak;
+ * either way it lists the aborted requests that left files of the group. */
+static void leak_case(FILE *out, const struct audit *a, const struct summary *s, const struct group *g)
+{
+	char name[sizeof(g->key) + 64], bytes[32];
+	unsigned listed = 0, more = 0;
+	bool failed = !(a->o->have_budget && !s->over_budget);
+
+	snprintf(name, sizeof(name), "%.*s %s", (int)strcspn(g->key, "\t"), g->key, audit_shape_text(a, g->shape));
+	sg_human_bytes(g->bytes, bytes, sizeof(bytes));
+	fputs("    <testcase classname=\"shmguard.audit.leak\" name=\"", out);
+	sg_xml_text(out, name);
+	fputs("\" time=\"0\">\n", out);
+	if (failed)
+		fprintf(out, "      <failure type=\"leak\" message=\"aborted requests left %llu files, %s\">",
+			(unsigned long long)g->files, bytes);
+	else
+		fputs("      <system-out>", out);
+	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
+		uint64_t files = 0, sum = 0;
+
+		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next)
+			if (audit_group_has(g, l)) {
+				files++;
+				sum += l->bytes;
+			}
+		if (!files)
+			continue;
+		if (listed++ >= LISTED_REQUESTS) {
+			more++;
+			continue;
+		}
+		sg_human_bytes(sum, bytes, sizeof(bytes));
+		sg_xml_text(out, ab->request);
+		fprintf(out, ": %llu files, %s, marker at %.1f s\n", (unsigned long long)files, bytes, ab->marker_s);
+	}
+	if (more)
+		fprintf(out, "... and %u more aborted requests\n", more);
+	fputs(failed ? "</failure>\n" : "</system-out>\n", out);
+	fputs("    </testcase>\n", out);
+}
+
+int audit_junit_write(const struct audit *a, const struct summary *s, const struct groups *by_proc)
+{
+	unsigned tests = 0, failures = 0;
+	FILE *out = NULL;
+	int fd = -1, ret = -1;
+
+	/* Opened before the run; a pipe cannot be truncated, and need not be. */
+	if ((ftruncate(a->o->junit_fd, 0) < 0 && errno != EINVAL) || (fd = dup(a->o->junit_fd)) < 0 ||
+	    !(out = fdopen(fd, "w")))
+		goto cleanup;
+	fd = -1;
+	tests = by_proc->n ? (unsigned)by_proc->n : 1;
+	if (by_proc->n && !(a->o->have_budget && !s->over_budget))
+		failures = (unsigned)by_proc->n;
+	tests += s->drops_fail;
+	failures += s->drops_fail;
+	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		     "<testsuites name=\"shmguard audit\" tests=\"%u\" failures=\"%u\" errors=\"0\" time=\"%.3f\">\n"
+		     "  <testsuite name=\"shmguard audit\" tests=\"%u\" failures=\"%u\" errors=\"0\" skipped=\"0\" "
+		     "time=\"%.3f\">\n",
+		tests, failures, a->end_s, tests, failures, a->end_s);
+	if (!by_proc->n)
+		fprintf(out, "    <testcase classname=\"shmguard.audit.leak\" name=\"no aborted request leaked\" "
+			     "time=\"%.3f\"/>\n",
+			a->end_s);
+	for (size_t i = 0; i < by_proc->n; i++)
+		leak_case(out, a, s, &by_proc->g[i]);
+	if (s->drops_fail)
+		fprintf(out, "    <testcase classname=\"shmguard.audit\" name=\"nothing lost\" time=\"0\">\n"
+			     "      <failure type=\"lost\" message=\"%llu events dropped, %llu files over --max-files, "
+			     "%llu marker queue overflows: the figures are lower bounds\"/>\n"
+			     "    </testcase>\n",
+			(unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files),
+			(unsigned long long)a->marker_overflows);
+	fputs("  </testsuite>\n</testsuites>\n", out);
+	ret = 0;
+cleanup:
+	if (out && fclose(out) != 0)
+		ret = -1;
+	if (fd >= 0)
+		close(fd);
+	if (ret < 0)
+		fprintf(stderr, "shmguard audit: cannot write %s\n", a->o->junit_path);
+	return ret;
+}
+
+/* A workflow command's message: '%', CR and LF are escaped. */
+static void annotation(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void annotation(const char *kind, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	printf("::%s::", kind);
+	for (const char *c = msg; *c; c++) {
+		if (*c == '%')
+			fputs("%25", stdout);
+		else if (*c == '\r')
+			fputs("%0D", stdout);
+		else if (*c == '\n')
+			fputs("%0A", stdout);
+		else
+			putchar(*c);
+	}
+	putchar('\n');
+}
+
+/* A table cell: '|' would end it, a newline the table. */
+static void cell(FILE *out, const char *text)
+{
+	char buf[SG_ESCAPED_MAX];
+
+	fputs(" ", out);
+	for (const char *c = sg_text_escape(text, buf, sizeof(buf)); *c; c++) {
+		if (*c == '|')
+			fputs("\\|", out);
+		else
+			fputc(*c, out);
+	}
+	fputs(" |", out);
+}
+
+static void summary_table(FILE *out, const struct audit *a, const struct summary *s, const struct groups *by_shape)
+{
+	char leaked[32], live[32];
+
+	sg_human_bytes(s->leaked_bytes, leaked, sizeof(leaked));
+	sg_human_bytes(s->live_pending, live, sizeof(live));
+	fprintf(out, "### shmguard audit: %s\n\n", strcmp(s->verdict, "fail") == 0   ? "FAIL"
+						   : strcmp(s->verdict, "pass") == 0 ? "PASS"
+										     : "no budget");
+	fputs("| aborts | leaked | per abort | budget | leak growth | live requests pending | events lost | run |\n"
+	      "|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+	      out);
+	fprintf(out, "| %u | %s in %llu files | %.1f KiB |", a->naborts, leaked, (unsigned long long)s->leaked_files,
+		s->kib_per_abort);
+	if (a->o->have_budget)
+		fprintf(out, " %g KiB |", a->o->budget_kib);
+	else
+		fputs(" none |", out);
+	if (s->leak_growth_mib_per_hour >= 0)
+		fprintf(out, " %.1f MiB/h |", s->leak_growth_mib_per_hour);
+	else
+		fprintf(out, " run too short (< %.0f s) |", AUDIT_GROWTH_MIN_S);
+	fprintf(out, " %s in %llu files | %llu | %.1f s |\n\n", live, (unsigned long long)s->live_files,
+		(unsigned long long)a->dropped, a->end_s);
+	if (!by_shape->n)
+		return;
+	fputs("| leak shape | files | bytes |\n|---|---:|---:|\n", out);
+	for (size_t i = 0; i < by_shape->n && i < 10; i++) {
+		fputs("|", out);
+		cell(out, by_shape->g[i].key);
+		sg_human_bytes(by_shape->g[i].bytes, leaked, sizeof(leaked));
+		fprintf(out, " %llu | %s |\n", (unsigned long long)by_shape->g[i].files, leaked);
+	}
+	fputs("\n", out);
+}
+
+void audit_github_report(const struct audit *a, const struct summary *s, const struct groups *by_shape)
+{
+	const char *env = getenv("GITHUB_ACTIONS"), *path = getenv("GITHUB_STEP_SUMMARY");
+	char leaked[32];
+	FILE *out;
+	int fd;
+
+	if (!env || strcmp(env, "true") != 0)
+		return;
+	sg_human_bytes(s->leaked_bytes, leaked, sizeof(leaked));
+	if (s->over_budget)
+		annotation("error", "shmguard audit: aborted requests leak %.1f KiB/abort, over the budget of %g KiB/abort "
+				    "(%u aborts left %s in %llu files)",
+			   s->kib_per_abort, a->o->budget_kib, a->naborts, leaked, (unsigned long long)s->leaked_files);
+	if (s->lost)
+		annotation(s->drops_fail ? "error" : "warning",
+			   "shmguard audit: %llu events dropped, %llu files over --max-files, %llu marker queue "
+			   "overflows: the figures are lower bounds%s",
+			   (unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files),
+			   (unsigned long long)a->marker_overflows, s->drops_fail ? "" : " (--allow-drops)");
+	if (!s->over_budget && !s->drops_fail)
+		annotation("notice", "shmguard audit: %s, %.1f KiB/abort over %u aborts (%s in %llu files)",
+			   strcmp(s->verdict, "pass") == 0 ? "PASS" : "no budget", s->kib_per_abort, a->naborts, leaked,
+			   (unsigned long long)s->leaked_files);
+	fflush(stdout);
+	if (!path || !*path)
+		return;
+	/* Appended: other steps of the job write to it too.  No symbolic
+	 * link is followed; the runner makes a plain file. */
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+	if (fd < 0 || !(out = fdopen(fd, "a"))) {
+		fprintf(stderr, "shmguard audit: cannot append to $GITHUB_STEP_SUMMARY (%s): %s\n", path,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	summary_table(out, a, s, by_shape);
+	if (fclose(out) != 0)
+		fprintf(stderr, "shmguard audit: cannot write $GITHUB_STEP_SUMMARY (%s)\n", path);
+}

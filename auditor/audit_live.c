@@ -1,0 +1,173 @@
+/* What the audit shows while it runs: when a review cycle ends, its figures
+ * go to the /metrics server (--listen, cheap: a copy under a mutex) and
+ * become a sample of the plot (--plot); every --interval they are written
+ * to the textfile (--metrics-file) that node_exporter's textfile collector
+ * reads.  The figures are those of the last cycle: the review is what
+ * knows which files still exist. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "metrics.h"
+#include "plot_svg.h"
+
+struct audit_live {
+	struct plot_sample *samples; /* one per review cycle, with --plot */
+	size_t nsamples, cap;
+	uint32_t cycles; /* the last cycle published */
+	double next_write_s;
+	bool write_failed; /* said once on stderr */
+};
+
+struct audit_live *audit_live_new(void)
+{
+	return calloc(1, sizeof(struct audit_live));
+}
+
+void audit_live_free(struct audit_live *l)
+{
+	if (!l)
+		return;
+	free(l->samples);
+	free(l);
+}
+
+static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metrics *m)
+{
+	struct statvfs sv;
+
+	*m = (struct audit_metrics){
+		.aborts = a->naborts,
+		.aborted_held_bytes = a->aborted_held,
+		.reclaimed_bytes = a->reclaimed,
+		.live_pending_bytes = a->live_pending,
+		.events = a->events,
+		.dropped_events = dropped,
+		.files_over_limit = audit_files_over_limit(a->files),
+		.lost_markers = a->marker_overflows,
+		.probe = a->probe,
+		.version = a->o->version,
+		.nroots = a->nroots,
+	};
+	for (unsigned r = 0; r < a->nroots; r++) {
+		m->roots[r] = (struct metrics_root){a->roots[r].path, a->root_bytes[r].tracked,
+						    a->root_bytes[r].unattributed, 0};
+		if (statvfs(a->roots[r].path, &sv) == 0)
+			m->roots[r].free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+	}
+}
+
+/* The figures to the server and, if it is time (or now is true), to the
+ * file.  -1 with errno when the file cannot be written. */
+static int emit(struct audit *a, uint64_t dropped, bool publish, bool now)
+{
+	struct audit_live *l = a->live;
+	bool write = a->o->metrics_path && (now || audit_now_s(a) >= l->next_write_s);
+	struct audit_metrics m;
+	char *text;
+	size_t len;
+	int ret = 0;
+
+	if (!(publish && a->o->metrics_server) && !write)
+		return 0;
+	snapshot(a, dropped, &m);
+	if (!(text = metrics_render(&m, &len)))
+		return -1;
+	if (publish && a->o->metrics_server)
+		metrics_publish(a->o->metrics_server, text, len);
+	if (write) {
+		l->next_write_s = audit_now_s(a) + a->o->metrics_interval;
+		ret = metrics_write_file(a->o->metrics_path, text, len);
+	}
+	free(text);
+	return ret;
+}
+
+/* With --plot: the cycle's figures, at the time it ended. */
+static void sample(struct audit *a)
+{
+	struct audit_live *l = a->live;
+
+	if (!a->o->plot_path)
+		return;
+	if (l->nsamples == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		struct plot_sample *s = realloc(l->samples, cap * sizeof(*s));
+		if (!s)
+			return; /* the picture has a gap */
+		l->samples = s;
+		l->cap = cap;
+	}
+	l->samples[l->nsamples++] = (struct plot_sample){audit_now_s(a), a->tracked, a->aborted_held};
+}
+
+void audit_live_update(struct audit *a, uint64_t dropped)
+{
+	struct audit_live *l = a->live;
+	bool cycle_ended;
+
+	if (!l)
+		return;
+	if ((cycle_ended = a->cycles != l->cycles)) {
+		l->cycles = a->cycles;
+		sample(a);
+	}
+	if (emit(a, dropped, cycle_ended, false) < 0 && !l->write_failed) {
+		l->write_failed = true;
+		fprintf(stderr, "shmguard audit: cannot write the metrics to %s: %s (trying again every %g s)\n",
+			a->o->metrics_path, strerror(errno), a->o->metrics_interval);
+	}
+}
+
+int audit_live_flush(struct audit *a, uint64_t dropped)
+{
+	struct audit_live *l = a->live;
+
+	if (!l)
+		return 0;
+	if (a->cycles != l->cycles || !l->nsamples) {
+		l->cycles = a->cycles;
+		sample(a);
+	}
+	return emit(a, dropped, true, true);
+}
+
+int audit_live_plot(const struct audit *a)
+{
+	const struct audit_live *l = a->live;
+	double *abort_s = calloc(a->naborts ? a->naborts : 1, sizeof(*abort_s));
+	char title[160];
+	struct plot p;
+	size_t n = 0;
+	FILE *out = NULL;
+	int fd = -1, ret = -1;
+
+	if (!abort_s)
+		goto cleanup;
+	for (const struct audit_abort *ab = a->aborts; ab && n < a->naborts; ab = ab->next)
+		abort_s[n++] = ab->marker_s;
+	snprintf(title, sizeof(title), "shmguard audit: %s%s", a->o->cmd ? a->o->cmd[0] : "the whole system",
+		 a->o->have_budget ? "" : " (no budget)");
+	p = (struct plot){.title = title, .duration_s = a->end_s, .samples = l->samples, .nsamples = l->nsamples,
+			 .abort_s = abort_s, .naborts = n, .has_budget = a->o->have_budget,
+			 .budget_kib_per_abort = a->o->budget_kib};
+	/* Opened before the run; a pipe cannot be truncated, and need not be. */
+	if ((ftruncate(a->o->plot_fd, 0) < 0 && errno != EINVAL) || (fd = dup(a->o->plot_fd)) < 0 ||
+	    !(out = fdopen(fd, "w")))
+		goto cleanup;
+	fd = -1;
+	ret = plot_svg_write(out, &p);
+cleanup:
+	if (out && fclose(out) != 0)
+		ret = -1;
+	if (fd >= 0)
+		close(fd);
+	free(abort_s);
+	if (ret < 0)
+		fprintf(stderr, "shmguard audit: cannot write the plot to %s\n", a->o->plot_path);
+	return ret;
+}

@@ -1,0 +1,50 @@
+/* What the reports share (audit_report.c for people and --json,
+ * audit_ci.c for --junit and GitHub Actions): the run's totals and its
+ * leftovers grouped by creating process and by name shape. */
+#ifndef SHMGUARD_AUDIT_REPORT_H
+#define SHMGUARD_AUDIT_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "audit.h"
+
+/* A run shorter than this is not extrapolated to an hour: a few seconds
+ * say nothing about a rate (40 KiB after 0.1 s would be 1,400 MiB/h). */
+#define AUDIT_GROWTH_MIN_S 60.0
+
+struct summary {
+	uint64_t leaked_bytes, leaked_files, leaked_segments;
+	uint64_t tracked, unattributed, files_left, live_pending, live_files;
+	double kib_per_abort;
+	double leak_growth_mib_per_hour; /* < 0: the run was too short */
+	bool over_budget, drops_fail, lost;
+	const char *verdict; /* "pass", "fail" or "none" */
+};
+
+/* Leftovers grouped by a key (a creating process, or a name shape). */
+struct group {
+	char key[96];
+	uint32_t pid;
+	int shape;
+	uint64_t bytes, files, segments;
+};
+
+struct groups {
+	struct group *g;
+	size_t n, cap;
+};
+
+/* The shape's pattern, or "(shim tag)" for a file the shim tagged. */
+const char *audit_shape_text(const struct audit *a, int shape);
+/* Whether leftover l is one of group g of the processes' grouping. */
+bool audit_group_has(const struct group *g, const struct audit_leftover *l);
+
+/* audit_ci.c: --junit (0, or -1 when it cannot be written) and, under
+ * GitHub Actions, annotations on stdout and a summary table appended to
+ * $GITHUB_STEP_SUMMARY. */
+int audit_junit_write(const struct audit *a, const struct summary *s, const struct groups *by_proc);
+void audit_github_report(const struct audit *a, const struct summary *s, const struct groups *by_shape);
+
+#endif
