@@ -160,8 +160,9 @@ void audit_live_free(struct audit_live *l);
 void audit_live_update(struct audit *a, uint64_t dropped);
 /* The figures now, written once more (the end of the run, or its start). */
 int audit_live_flush(struct audit *a, uint64_t dropped);
-/* --plot: the timeline of the run, written to its fd.  0, or -1. */
-int audit_live_plot(const struct audit *a);
+/* --plot: the timeline of the run, written to its fd, its title saying
+ * the leak per abort and the verdict.  0, or -1. */
+int audit_live_plot(const struct audit *a, double kib_per_abort, const char *verdict);
 
 /* audit_report.c */
 int audit_report(struct audit *a);

@@ -87,7 +87,8 @@ static int emit(struct audit *a, uint64_t dropped, bool publish, bool now)
 	return ret;
 }
 
-/* With --plot: the cycle's figures, at the time it ended. */
+/* With --plot: the cycle's figures, at the time it ended (the picture's
+ * lines join these samples: nothing is drawn before the first cycle). */
 static void sample(struct audit *a)
 {
 	struct audit_live *l = a->live;
@@ -129,18 +130,33 @@ int audit_live_flush(struct audit *a, uint64_t dropped)
 
 	if (!l)
 		return 0;
-	if (a->cycles != l->cycles || !l->nsamples) {
+	if (a->cycles != l->cycles) {
 		l->cycles = a->cycles;
 		sample(a);
 	}
 	return emit(a, dropped, true, true);
 }
 
-int audit_live_plot(const struct audit *a)
+/* "shmguard audit: COMMAND ARGS...: N KiB/abort, verdict V", the command
+ * cut to fit a line of the picture. */
+static void plot_title(const struct audit *a, double kib_per_abort, const char *verdict, char *buf, size_t len)
+{
+	char cmd[48] = "the whole system";
+	size_t n = 0;
+
+	for (char **c = a->o->cmd; c && *c && n < sizeof(cmd); c++)
+		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s%s", c == a->o->cmd ? "" : " ",
+				      c == a->o->cmd && strrchr(*c, '/') ? strrchr(*c, '/') + 1 : *c);
+	if (n >= sizeof(cmd))
+		memcpy(cmd + sizeof(cmd) - 4, "...", 4);
+	snprintf(buf, len, "shmguard audit: %s: %.1f KiB/abort, verdict %s", cmd, kib_per_abort, verdict);
+}
+
+int audit_live_plot(const struct audit *a, double kib_per_abort, const char *verdict)
 {
 	const struct audit_live *l = a->live;
 	double *abort_s = calloc(a->naborts ? a->naborts : 1, sizeof(*abort_s));
-	char title[160];
+	char title[200];
 	struct plot p;
 	size_t n = 0;
 	FILE *out = NULL;
@@ -150,8 +166,7 @@ int audit_live_plot(const struct audit *a)
 		goto cleanup;
 	for (const struct audit_abort *ab = a->aborts; ab && n < a->naborts; ab = ab->next)
 		abort_s[n++] = ab->marker_s;
-	snprintf(title, sizeof(title), "shmguard audit: %s%s", a->o->cmd ? a->o->cmd[0] : "the whole system",
-		 a->o->have_budget ? "" : " (no budget)");
+	plot_title(a, kib_per_abort, verdict, title, sizeof(title));
 	p = (struct plot){.title = title, .duration_s = a->end_s, .samples = l->samples, .nsamples = l->nsamples,
 			 .abort_s = abort_s, .naborts = n, .has_budget = a->o->have_budget,
 			 .budget_kib_per_abort = a->o->budget_kib};

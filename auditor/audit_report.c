@@ -277,7 +277,7 @@ int audit_report(struct audit *a)
 		status = AUDIT_USAGE;
 	if (a->o->junit_path && audit_junit_write(a, &s, &by_proc) < 0)
 		status = AUDIT_USAGE;
-	if (a->o->plot_path && audit_live_plot(a) < 0)
+	if (a->o->plot_path && audit_live_plot(a, s.kib_per_abort, s.verdict) < 0)
 		status = AUDIT_USAGE;
 	print_text(a, &s, &by_proc, &by_shape);
 	audit_github_report(a, &s, &by_shape);

@@ -5,6 +5,8 @@
 # half-way (their chunks are never read): the first run leaves their segments
 # and lock files in /dev/shm and fails the gate, the second leaves nothing of
 # them and passes.  Live requests still waiting to be read stay in both runs.
+# Each run's timeline is drawn (--plot) into docs/demo-without-shim.svg and
+# docs/demo-with-shim.svg.
 # `scripts/demo.sh --installed PREFIX` runs the installed shmguard (and the
 # example pipeline installed with it) instead of building.
 set -euo pipefail
@@ -28,7 +30,7 @@ trap cleanup EXIT
 mkdir -p "$abort_dir"
 
 # The auditor needs root (eBPF); without it the demonstration only looks.
-audit=("$shmguard" audit --patterns "$patterns" --abort-dir "$abort_dir" --grace 1 --max-kib-per-abort 0 --)
+audit=("$shmguard" audit --patterns "$patterns" --abort-dir "$abort_dir" --grace 1 --max-kib-per-abort 0)
 if [ "$(id -u)" -ne 0 ]; then
 	echo "(not root: the auditor cannot load its eBPF programs; showing /dev/shm only)"
 	audit=()
@@ -52,9 +54,12 @@ report() {
 }
 
 # The pipeline stays up for a moment after its work, as a server would.
+# run_pipeline PICTURE [COMMAND ARGS... --]: the pipeline (under COMMAND).
 run_pipeline() {
-	local status=0
-	sleep 2 | "${audit[@]}" "$@" "$shmpipe" --prefix "$prefix" --requests $requests \
+	local status=0 measured=()
+	[ ${#audit[@]} -gt 0 ] && measured=("${audit[@]}" --plot "docs/$1" --)
+	shift
+	sleep 2 | "${measured[@]}" "$@" "$shmpipe" --prefix "$prefix" --requests $requests \
 		--chunks $chunks --chunk-size $chunk_size --abort-every $abort_every --hold $hold \
 		--abort-dir "$abort_dir" --wait-stdin || status=$?
 	echo "exit status $status"
@@ -63,11 +68,11 @@ run_pipeline() {
 echo "== $requests requests through a two-stage pipeline; every ${abort_every}th is aborted by its client"
 echo
 echo "== 1. as it is"
-run_pipeline
+run_pipeline demo-without-shim.svg
 report
 cleanup
 mkdir -p "$abort_dir"
 echo
 echo "== 2. under shmguard: no change to the pipeline, LD_PRELOAD through 'shmguard run'"
-run_pipeline "$shmguard" run --patterns "$patterns" --abort-dir "$abort_dir" --
+run_pipeline demo-with-shim.svg "$shmguard" run --patterns "$patterns" --abort-dir "$abort_dir" --
 report

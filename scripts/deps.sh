@@ -9,6 +9,7 @@ packages=(
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libjansson-dev libmicrohttpd-dev libcriterion-dev systemtap-sdt-dev
 	python3 attr util-linux bc valgrind librsvg2-bin
+	prometheus curl python3-junitparser
 	qemu-system-x86 busybox-static
 	libpcre2-dev nginx python3-yaml
 	"$@"

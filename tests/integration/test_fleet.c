@@ -406,7 +406,7 @@ Test(fleet, a_short_run_gives_no_hourly_growth_and_counts_live_bytes_apart)
 	const char *options[] = {"--plot", svg, "--max-kib-per-abort", "0", NULL};
 	struct h_proc p = start(audit_with(options, cmd), NULL);
 
-	usleep(1500 * 1000); /* a review cycle sees both kinds */
+	usleep(2500 * 1000); /* review cycles see both kinds: the lines span most of the picture */
 	uint64_t truth = aborted_truth();
 	cr_assert_eq(h_finish(&p, NULL), 1);
 	json_t *r = report();

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,4 +63,23 @@ Test(text, human_bytes)
 	cr_expect_str_eq(sg_human_bytes(1536, b, sizeof(b)), "1.5 KiB");
 	cr_expect_str_eq(sg_human_bytes(8 << 20, b, sizeof(b)), "8.0 MiB");
 	cr_expect_str_eq(sg_human_bytes(3ull << 30, b, sizeof(b)), "3.0 GiB");
+}
+
+static const char *xml(const char *s)
+{
+	static char out[256];
+	FILE *f = fmemopen(out, sizeof(out), "w");
+
+	sg_xml_text(f, s);
+	fclose(f);
+	return out;
+}
+
+/* What goes into XML (JUnit, SVG) is well-formed whatever a name holds. */
+Test(text, xml_text_is_always_well_formed)
+{
+	cr_expect_str_eq(xml("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
+	cr_expect_str_eq(xml("caf\xc3\xa9"), "caf\xc3\xa9");
+	cr_expect_str_eq(xml("bad\xff\xc3"), "bad??", "bytes that are not UTF-8");
+	cr_expect_str_eq(xml("a\x1b\x7f" "b"), "a??b", "control characters XML 1.0 forbids");
 }
