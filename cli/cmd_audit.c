@@ -276,7 +276,7 @@ int cmd_audit(int argc, char **argv)
 	const char *listen = NULL;
 	sigset_t mask, old;
 	int markers = -1, sfd = -1, go = -1, status = AUDIT_USAGE;
-	bool reported = false;
+	bool reported = false, have_shim;
 	pid_t child = -1;
 
 	if (parse_options(argc, argv, &o, &listen) < 0 || resolve_roots(&a, &o) < 0)
@@ -309,7 +309,7 @@ int cmd_audit(int argc, char **argv)
 		status = cli_fail(AUDIT_USAGE, "audit", "--listen: %s", err);
 		goto out;
 	}
-	bool have_shim = o.lib || cli_find_shim(NULL, shim) == 0;
+	have_shim = o.lib || cli_find_shim(NULL, shim) == 0;
 	if (!(a.files = audit_files_new(o.max_files)) || !(a.review = audit_review_new()) ||
 	    ((o.metrics_path || o.metrics_server || o.plot_path) && !(a.live = audit_live_new()))) {
 		status = cli_fail(AUDIT_USAGE, "audit", "out of memory");

@@ -487,7 +487,9 @@ Test(audit, memcheck_finds_no_leak_and_no_error, .timeout = 180)
 			      "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99",
 			      h_str("--suppressions=%s", h_bin("SG_VALGRIND_SUPP")), h_bin("SG_CLI"), "audit", "--abort-dir",
 			      abort_dir, "--patterns", PATTERNS, "--grace", "0.2", "--json", json_path, "--lib",
-			      h_bin("SG_SHIM"), "--", h_bin("SG_LEAKGEN"), "--prefix", prefix, "--requests", "6",
+			      h_bin("SG_SHIM"), "--junit", h_str("%s.xml", json_path), "--plot", h_str("%s.svg", json_path),
+			      "--metrics-file", h_str("%s.prom", json_path), "--listen", "127.0.0.1:0", "--",
+			      h_bin("SG_LEAKGEN"), "--prefix", prefix, "--requests", "6",
 			      "--abort-every", "3", "--abort-dir", abort_dir, "--mapped", NULL};
 	char *err;
 
@@ -495,6 +497,11 @@ Test(audit, memcheck_finds_no_leak_and_no_error, .timeout = 180)
 	json_t *r = report();
 	cr_expect_eq(jint(r, "aborts"), 2, "the run under valgrind did its work");
 	json_decref(r);
+	/* The CI and fleet outputs were made too. */
+	for (const char *const *ext = (const char *const[]){"xml", "svg", "prom", NULL}; *ext; ext++) {
+		cr_expect(h_exists(h_str("%s.%s", json_path, *ext)), "no %s written", *ext);
+		unlink(h_str("%s.%s", json_path, *ext));
+	}
 }
 
 static int audit_status(char **err, const char *a1, const char *a2, const char *a3, const char *a4)
