@@ -467,11 +467,11 @@ Test(restart, preflight_reclaims_a_killed_servers_region_and_spares_the_new_one)
 
 Test(recipes, systemd_units_verify)
 {
-	const char *units[] = {"vllm-shmguard.service", "shmguard-follow-nginx.service"};
+	const char *units[] = {"vllm-shmguard.service", "shmguard-follow-nginx.service", "shmguard-audit.service"};
 
 	if (access("/usr/bin/systemd-analyze", X_OK) != 0)
 		cr_skip_test("systemd-analyze is not installed");
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		const char *copy = h_str("%s/%s", tmp, units[i]);
 		/* The programs it names must exist for verify: this build's. */
 		const char *sed = h_str("sed -e 's|/usr/local/bin/shmguard|%s|g' -e 's|/opt/vllm/bin/vllm|/bin/true|' "
