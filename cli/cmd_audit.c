@@ -112,7 +112,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"help", no_argument, NULL, 'h'},            {0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
-	const char *listen = NULL;
+	const char *listen_at = NULL;
 	char err[200];
 	unsigned long long n;
 	int c;
@@ -143,7 +143,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		case 'U': o->junit_path = optarg; break;
 		case 'G': o->plot_path = optarg; break;
 		case 'F': o->metrics_path = optarg; break;
-		case 'l': listen = optarg; break;
+		case 'l': listen_at = optarg; break;
 		case 'd':
 			if (parse_seconds(optarg, &o->duration) < 0 || o->duration == 0)
 				return cli_fail(-1, "audit", "bad --duration '%s': expected seconds", optarg);
@@ -181,7 +181,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	}
 	if (optind < argc)
 		o->cmd = argv + optind;
-	*listen_addr = listen;
+	*listen_addr = listen_at;
 	o->metrics_interval = o->interval ? o->interval : METRICS_INTERVAL_S;
 	if (o->cmd && o->duration)
 		return cli_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
@@ -273,13 +273,13 @@ int cmd_audit(int argc, char **argv)
 	struct report_file reports[] = {{NULL, &o.json_fd, false}, {NULL, &o.junit_fd, false}, {NULL, &o.plot_fd, false}};
 	struct audit_tracer *t = NULL;
 	char shim[PATH_MAX], err[512];
-	const char *listen = NULL;
+	const char *listen_addr = NULL;
 	sigset_t mask, old;
 	int markers = -1, sfd = -1, go = -1, status = AUDIT_USAGE;
 	bool reported = false, have_shim;
 	pid_t child = -1;
 
-	if (parse_options(argc, argv, &o, &listen) < 0 || resolve_roots(&a, &o) < 0)
+	if (parse_options(argc, argv, &o, &listen_addr) < 0 || resolve_roots(&a, &o) < 0)
 		return AUDIT_USAGE;
 	if (o.lib && cli_find_shim(o.lib, shim) < 0)
 		return cli_fail(AUDIT_USAGE, "audit", "cannot use shim '%s': %s", o.lib, strerror(errno));
@@ -305,7 +305,7 @@ int cmd_audit(int argc, char **argv)
 		status = cli_fail(AUDIT_USAGE, "audit", "signalfd: %s", strerror(errno));
 		goto out;
 	}
-	if (listen && !(o.metrics_server = metrics_serve(listen, err, sizeof(err)))) {
+	if (listen_addr && !(o.metrics_server = metrics_serve(listen_addr, err, sizeof(err)))) {
 		status = cli_fail(AUDIT_USAGE, "audit", "--listen: %s", err);
 		goto out;
 	}
