@@ -129,19 +129,20 @@ static void annotation(const char *kind, const char *fmt, ...)
 	putchar('\n');
 }
 
-/* A table cell: '|' would end it, a newline the table. */
-static void cell(FILE *out, const char *text)
+/* A table cell holding text as code (a pattern's '_' and '*' are no
+ * emphasis): '|' would end the cell, a backquote the code. */
+static void code_cell(FILE *out, const char *text)
 {
 	char buf[SG_ESCAPED_MAX];
 
-	fputs(" ", out);
+	fputs(" `", out);
 	for (const char *c = sg_text_escape(text, buf, sizeof(buf)); *c; c++) {
 		if (*c == '|')
 			fputs("\\|", out);
 		else
-			fputc(*c, out);
+			fputc(*c == '`' ? '\'' : *c, out);
 	}
-	fputs(" |", out);
+	fputs("` |", out);
 }
 
 static void summary_table(FILE *out, const struct audit *a, const struct summary *s, const struct groups *by_shape)
@@ -173,7 +174,7 @@ static void summary_table(FILE *out, const struct audit *a, const struct summary
 	fputs("| leak shape | files | bytes |\n|---|---:|---:|\n", out);
 	for (size_t i = 0; i < by_shape->n && i < 10; i++) {
 		fputs("|", out);
-		cell(out, by_shape->g[i].key);
+		code_cell(out, by_shape->g[i].key);
 		sg_human_bytes(by_shape->g[i].bytes, leaked, sizeof(leaked));
 		fprintf(out, " %llu | %s |\n", (unsigned long long)by_shape->g[i].files, leaked);
 	}

@@ -391,7 +391,7 @@ Test(fleet, github_actions_gets_annotations_and_a_step_summary)
 	cr_expect_eq(strncmp(md, "an earlier step's summary\n", 26), 0, "the summary was not appended to: %s", md);
 	cr_expect(strstr(md, "### shmguard audit: FAIL\n"), "%s", md);
 	cr_expect(strstr(md, h_str("\n| %d | ", ABORTS)), "%s", md);
-	cr_expect(strstr(md, "| {req}_{int}_{int} | 12 | "), "%s", md);
+	cr_expect(strstr(md, "| `{req}_{int}_{int}` | 12 | "), "%s", md);
 
 	h_cleanup(prefix);
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);
