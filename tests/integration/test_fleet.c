@@ -169,7 +169,7 @@ static unsigned free_port(void)
  * none (yet). */
 static long long prometheus_value(unsigned port, const char *query)
 {
-	const char *argv[] = {"/usr/bin/curl", "-sf", "--max-time", "5", "-w", "\\n",
+	const char *argv[] = {"/usr/bin/curl", "-sf", "--noproxy", "*", "--max-time", "5", "-w", "\\n",
 			      h_str("http://127.0.0.1:%u/api/v1/query?query=%s", port, query), NULL};
 	char *out = NULL;
 	long long v = -1;
@@ -195,7 +195,10 @@ Test(fleet, prometheus_scrapes_the_aborts_and_the_bytes_they_hold)
 	need_bpf();
 	need_program("/usr/bin/prometheus", "prometheus");
 	need_program("/usr/bin/curl", "curl");
-	unsigned metrics_port = free_port(), prom_port = free_port();
+	unsigned metrics_port = free_port(), prom_port;
+
+	while ((prom_port = free_port()) == metrics_port)
+		;
 	const char *config = h_str("%s/prometheus.yml", tmp_dir);
 	FILE *f = fopen(config, "w");
 
@@ -488,7 +491,7 @@ Test(fleet, a_system_wide_audit_serving_metrics_ends_at_sigint_with_its_report)
 	unsigned port = free_port();
 	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--json", json_path, "--listen",
 			      h_str("127.0.0.1:%u", port), "--duration", "60", NULL};
-	const char *curl[] = {"/usr/bin/curl", "-sf", "--max-time", "5", h_str("http://127.0.0.1:%u/metrics", port),
+	const char *curl[] = {"/usr/bin/curl", "-sf", "--noproxy", "*", "--max-time", "5", h_str("http://127.0.0.1:%u/metrics", port),
 			      NULL};
 	struct h_proc p = h_spawn(argv, NULL);
 	char *out = NULL, *err;
