@@ -491,8 +491,8 @@ Test(fleet, a_system_wide_audit_serving_metrics_ends_at_sigint_with_its_report)
 	unsigned port = free_port();
 	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--json", json_path, "--listen",
 			      h_str("127.0.0.1:%u", port), "--duration", "60", NULL};
-	const char *curl[] = {"/usr/bin/curl", "-sf", "--noproxy", "*", "--max-time", "5", h_str("http://127.0.0.1:%u/metrics", port),
-			      NULL};
+	const char *curl[] = {"/usr/bin/curl", "-sf", "--noproxy", "*", "--max-time", "5",
+			      h_str("http://127.0.0.1:%u/metrics", port), NULL};
 	struct h_proc p = h_spawn(argv, NULL);
 	char *out = NULL, *err;
 	int status = -1;
