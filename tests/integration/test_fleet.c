@@ -410,8 +410,8 @@ Test(fleet, github_actions_gets_annotations_and_a_step_summary)
 }
 
 /* A short run says the leak's growth cannot be extrapolated, and tells
- * live requests' bytes apart from the leak. */
-Test(fleet, a_short_run_gives_no_hourly_growth_and_counts_live_bytes_apart)
+ * live requests' bytes apart from the leak; its --plot shows both. */
+Test(fleet, a_short_run_gives_no_hourly_growth_counts_live_bytes_apart_and_plots_every_series)
 {
 	need_bpf();
 	const char *live = h_str("/dev/shm/%slive_0_0", prefix);
