@@ -6,7 +6,8 @@
 # and lock files in /dev/shm and fails the gate, the second leaves nothing of
 # them and passes.  Live requests still waiting to be read stay in both runs.
 # Each run's timeline is drawn (--plot) into docs/demo-without-shim.svg and
-# docs/demo-with-shim.svg.
+# docs/demo-with-shim.svg (not with --installed: the pictures in docs/ are
+# those of the tree's build, which the README shows).
 # `scripts/demo.sh --installed PREFIX` runs the installed shmguard (and the
 # example pipeline installed with it) instead of building.
 set -euo pipefail
@@ -14,10 +15,12 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = --installed ]; then
 	shmguard=$2/bin/shmguard
 	shmpipe=$2/libexec/shmguard/shmpipe
+	plots=
 else
 	scripts/build.sh
 	shmguard=build/cli/shmguard
 	shmpipe=build/examples/shmpipe
+	plots=docs
 fi
 
 prefix="demo-$$-"
@@ -57,7 +60,11 @@ report() {
 # run_pipeline PICTURE [COMMAND ARGS... --]: the pipeline (under COMMAND).
 run_pipeline() {
 	local status=0 measured=()
-	[ ${#audit[@]} -gt 0 ] && measured=("${audit[@]}" --plot "docs/$1" --)
+	if [ ${#audit[@]} -gt 0 ] && [ -n "$plots" ]; then
+		measured=("${audit[@]}" --plot "$plots/$1" --)
+	elif [ ${#audit[@]} -gt 0 ]; then
+		measured=("${audit[@]}" --)
+	fi
 	shift
 	sleep 2 | "${measured[@]}" "$@" "$shmpipe" --prefix "$prefix" --requests $requests \
 		--chunks $chunks --chunk-size $chunk_size --abort-every $abort_every --hold $hold \
