@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include "maps.h"
 
 uint32_t sg_kdev(uint64_t st_dev)
 {
@@ -35,7 +38,7 @@ static bool wanted(const struct scan *s, uint32_t kdev)
 }
 
 static void add(struct sg_holders *hs, uint32_t kdev, uint64_t ino, uint32_t pid, bool mapped, const char *stat_path,
-		const char *shown)
+		const char *shown, size_t shown_len)
 {
 	if (hs->n == hs->cap) {
 		size_t cap = hs->cap ? hs->cap * 2 : 64;
@@ -45,13 +48,7 @@ static void add(struct sg_holders *hs, uint32_t kdev, uint64_t ino, uint32_t pid
 		hs->h = h;
 		hs->cap = cap;
 	}
-	char *path = NULL;
-	if (shown) {
-		size_t len = strlen(shown);
-		if (len > 10 && strcmp(shown + len - 10, " (deleted)") == 0)
-			len -= 10;
-		path = strndup(shown, len);
-	}
+	char *path = shown ? strndup(shown, shown_len) : NULL;
 	const char *slash = path ? strrchr(path, '/') : NULL;
 	hs->h[hs->n++] = (struct sg_holder){kdev, ino, pid, mapped, strdup(stat_path), path, slash ? slash + 1 : NULL};
 }
@@ -81,10 +78,32 @@ static bool scan_fds(struct scan *s, uint32_t pid, const char *base)
 			continue;
 		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
 		ssize_t n = readlink(link, target, sizeof(target) - 1);
-		target[n > 0 ? n : 0] = '\0';
-		add(s->hs, sg_kdev(st.st_dev), st.st_ino, pid, false, link, n > 0 ? target : NULL);
+		bool deleted;
+		size_t len = n > 0 ? sg_proc_path_len(target, (size_t)n, &deleted) : 0;
+		add(s->hs, sg_kdev(st.st_dev), st.st_ino, pid, false, link, n > 0 ? target : NULL, len);
 	}
 	closedir(d);
+	return true;
+}
+
+struct maps_scan {
+	struct scan *s;
+	uint32_t pid;
+};
+
+static bool add_mapped(const struct sg_map *m, void *ctx)
+{
+	struct maps_scan *ms = ctx;
+	uint32_t kdev = m->major << 20 | m->minor;
+	char stat_path[96];
+
+	if (!m->ino || (ms->s->unlinked_only && !m->deleted) || !wanted(ms->s, kdev))
+		return true;
+	/* Only the process has map_files (no thread does): once its main
+	 * thread has exited, stat() through it fails. */
+	snprintf(stat_path, sizeof(stat_path), "/proc/%u/map_files/%llx-%llx", ms->pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	add(ms->s->hs, kdev, m->ino, ms->pid, true, stat_path, m->path, m->path_len);
 	return true;
 }
 
@@ -93,35 +112,18 @@ static bool scan_fds(struct scan *s, uint32_t pid, const char *base)
  * mappings base shows (0: none, or gone), or -1 if hidden. */
 static int scan_maps(struct scan *s, uint32_t pid, const char *base)
 {
-	char path[64], line[4096];
-	int lines = 0;
-	FILE *f;
+	/* Room for a line with a path of PATH_MAX and " (deleted)". */
+	char path[64], buf[PATH_MAX + 256];
+	struct maps_scan ms = {s, pid};
+	size_t lines;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/maps", base);
-	if (!(f = fopen(path, "re")))
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return hidden() ? -1 : 0;
-	while (fgets(line, sizeof(line), f)) {
-		lines++;
-		unsigned long long start, end, ino;
-		unsigned maj, min;
-		int off = 0;
-
-		if (sscanf(line, "%llx-%llx %*s %*s %x:%x %llu %n", &start, &end, &maj, &min, &ino, &off) < 5 || !ino ||
-		    (s->unlinked_only && !strstr(line, " (deleted)")))
-			continue;
-		uint32_t kdev = maj << 20 | min;
-		if (!wanted(s, kdev))
-			continue;
-		char *shown = line + off;
-		shown[strcspn(shown, "\n")] = '\0';
-		/* Only the process has map_files (no thread does): once its main
-		 * thread has exited, stat() through it fails. */
-		char stat_path[96];
-		snprintf(stat_path, sizeof(stat_path), "/proc/%u/map_files/%llx-%llx", pid, start, end);
-		add(s->hs, kdev, ino, pid, true, stat_path, shown);
-	}
-	fclose(f);
-	return lines;
+	lines = sg_maps_read(fd, buf, sizeof(buf), add_mapped, &ms);
+	close(fd);
+	return lines > INT_MAX ? INT_MAX : (int)lines;
 }
 
 /* Whether thread tid uses one of the descriptor tables already read (those

@@ -4,11 +4,11 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "maps.h"
 #include "real.h"
 #include "shim.h"
 
@@ -158,78 +158,17 @@ static bool is_swept(const struct sg_file_id *ids, size_t n, dev_t dev, ino_t in
 	return false;
 }
 
-/* One line of /proc/self/maps, NUL-terminated:
- * "start-end perms offset major:minor inode [path]". */
-static bool parse_maps_line(char *s, uintptr_t *start, uintptr_t *end, dev_t *dev, ino_t *ino)
-{
-	unsigned long long lo, hi, major, minor, inode;
-	char *p;
-
-	lo = strtoull(s, &p, 16);
-	if (*p != '-')
-		return false;
-	hi = strtoull(p + 1, &p, 16);
-	if (*p != ' ' || !(p = strchr(p + 1, ' '))) /* perms */
-		return false;
-	strtoull(p + 1, &p, 16); /* offset */
-	if (*p != ' ')
-		return false;
-	major = strtoull(p + 1, &p, 16);
-	if (*p != ':')
-		return false;
-	minor = strtoull(p + 1, &p, 16);
-	if (*p != ' ')
-		return false;
-	inode = strtoull(p + 1, &p, 10);
-	if (*p != ' ' && *p != '\0')
-		return false;
-	*start = (uintptr_t)lo;
-	*end = (uintptr_t)hi;
-	*dev = makedev((unsigned)major, (unsigned)minor);
-	*ino = (ino_t)inode;
-	return true;
-}
-
-/* Calls fn for each line of /proc/self/maps that parses, until it returns
- * false.  Called with the lock held (which also guards the buffer: a late
- * put sweeps on the program's own thread, whose stack may be small). */
-static void each_mapping(bool (*fn)(uintptr_t start, uintptr_t end, dev_t dev, ino_t ino, void *ctx), void *ctx)
+/* Calls fn for each mapping /proc/self/maps lists, until it returns false.
+ * Called with the lock held (which also guards the buffer: a late put
+ * sweeps on the program's own thread, whose stack may be small). */
+static void each_mapping(bool (*fn)(const struct sg_map *m, void *ctx), void *ctx)
 {
 	static char buf[16384];
-	size_t have = 0;
-	bool skipping = false; /* inside a line longer than the buffer */
-	bool more = true;
-	ssize_t got;
 	int fd = sg_real.open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return;
-	while (more && (got = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
-		char *line = buf, *nl;
-
-		have += (size_t)got;
-		buf[have] = '\0';
-		while (more && (nl = strchr(line, '\n'))) {
-			uintptr_t start, end;
-			dev_t dev;
-			ino_t ino;
-
-			*nl = '\0';
-			if (!skipping && parse_maps_line(line, &start, &end, &dev, &ino))
-				more = fn(start, end, dev, ino, ctx);
-			skipping = false;
-			line = nl + 1;
-		}
-		have -= (size_t)(line - buf);
-		memmove(buf, line, have);
-		if (have == sizeof(buf) - 1) {
-			/* Such a line (a very long path) is not read as one: its
-			 * start has the fields, but the rest must not pass for a
-			 * line of its own. */
-			skipping = true;
-			have = 0;
-		}
-	}
+	sg_maps_read(fd, buf, sizeof(buf), fn, ctx);
 	sg_real.close(fd);
 }
 
@@ -239,15 +178,15 @@ struct swept_files {
 	uint64_t bytes;
 };
 
-static bool add_if_swept(uintptr_t start, uintptr_t end, dev_t dev, ino_t ino, void *ctx)
+static bool add_if_swept(const struct sg_map *m, void *ctx)
 {
 	struct swept_files *f = ctx;
 
-	if (ino && is_swept(f->ids, f->n, dev, ino)) {
+	if (m->ino && is_swept(f->ids, f->n, makedev(m->major, m->minor), (ino_t)m->ino)) {
 		size_t before = nswept;
-		add_swept(start, end - start);
+		add_swept((uintptr_t)m->start, m->end - m->start);
 		if (nswept != before)
-			f->bytes += end - start;
+			f->bytes += m->end - m->start;
 	}
 	return true;
 }
@@ -268,14 +207,14 @@ struct file_at {
 	bool found;
 };
 
-static bool find_addr(uintptr_t start, uintptr_t end, dev_t dev, ino_t ino, void *ctx)
+static bool find_addr(const struct sg_map *m, void *ctx)
 {
 	struct file_at *f = ctx;
 
-	if (f->addr < start || f->addr >= end)
+	if (f->addr < m->start || f->addr >= m->end)
 		return true;
-	*f->id = (struct sg_file_id){dev, ino};
-	f->found = ino != 0;
+	*f->id = (struct sg_file_id){makedev(m->major, m->minor), (ino_t)m->ino};
+	f->found = m->ino != 0;
 	return false;
 }
 
