@@ -4,19 +4,19 @@
 #include <string.h>
 
 #include "hash.h"
+#include "htable.h"
 
+/* A request's files. */
 struct req_chain {
-	struct req_chain *next;
+	struct sg_hnode node;
 	struct audit_file *files;
 	char request[];
 };
 
 struct audit_files {
-	struct audit_file **buckets;
-	size_t nbuckets, count, max_files;
+	struct sg_htable files, requests;
+	size_t max_files;
 	uint64_t over_limit;
-	struct req_chain **rbuckets;
-	size_t nrbuckets, nreqs;
 	struct audit_file *oldest, *newest, *walk;
 	struct excluded *excluded; /* open addressing, at most half full */
 	size_t nexcluded, excluded_size;
@@ -34,6 +34,24 @@ static uint64_t hash_key(uint32_t kdev, uint64_t ino)
 	return h ^ (h >> 29);
 }
 
+struct file_key {
+	uint32_t kdev;
+	uint64_t ino;
+};
+
+static bool is_file(const struct sg_hnode *node, const void *key)
+{
+	const struct audit_file *f = sg_hnode_entry(node, struct audit_file, node);
+	const struct file_key *k = key;
+
+	return f->kdev == k->kdev && f->ino == k->ino;
+}
+
+static bool is_request(const struct sg_hnode *node, const void *request)
+{
+	return strcmp(sg_hnode_entry(node, struct req_chain, node)->request, request) == 0;
+}
+
 struct audit_files *audit_files_new(size_t max_files)
 {
 	struct audit_files *t = calloc(1, sizeof(*t));
@@ -41,68 +59,43 @@ struct audit_files *audit_files_new(size_t max_files)
 	if (!t)
 		return NULL;
 	t->max_files = max_files;
-	t->nbuckets = 1024;
-	t->nrbuckets = 256;
-	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
-	t->rbuckets = calloc(t->nrbuckets, sizeof(*t->rbuckets));
-	if (!t->buckets || !t->rbuckets) {
+	if (sg_htable_grow(&t->files, 1024) < 0 || sg_htable_grow(&t->requests, 256) < 0) {
 		audit_files_free(t);
 		return NULL;
 	}
 	return t;
 }
 
+static void free_file(struct sg_hnode *node)
+{
+	struct audit_file *f = sg_hnode_entry(node, struct audit_file, node);
+
+	free(f->name);
+	free(f->request);
+	free(f);
+}
+
+static void free_request(struct sg_hnode *node)
+{
+	free(sg_hnode_entry(node, struct req_chain, node));
+}
+
 void audit_files_free(struct audit_files *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; t->buckets && i < t->nbuckets; i++) {
-		for (struct audit_file *f = t->buckets[i], *next; f; f = next) {
-			next = f->next;
-			free(f->name);
-			free(f->request);
-			free(f);
-		}
-	}
-	for (size_t i = 0; t->rbuckets && i < t->nrbuckets; i++) {
-		for (struct req_chain *r = t->rbuckets[i], *next; r; r = next) {
-			next = r->next;
-			free(r);
-		}
-	}
-	free(t->buckets);
-	free(t->rbuckets);
+	sg_htable_clear(&t->files, free_file);
+	sg_htable_clear(&t->requests, free_request);
 	free(t->excluded);
 	free(t);
 }
 
 struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64_t ino)
 {
-	struct audit_file *f = t->buckets[hash_key(kdev, ino) & (t->nbuckets - 1)];
+	struct file_key k = {kdev, ino};
+	struct sg_hnode *node = sg_htable_find(&t->files, hash_key(kdev, ino), is_file, &k);
 
-	while (f && (f->kdev != kdev || f->ino != ino))
-		f = f->next;
-	return f;
-}
-
-static void grow(struct audit_files *t)
-{
-	size_t n = t->nbuckets * 2;
-	struct audit_file **b = calloc(n, sizeof(*b));
-
-	if (!b)
-		return; /* longer chains, still correct */
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		for (struct audit_file *f = t->buckets[i], *next; f; f = next) {
-			struct audit_file **slot = &b[hash_key(f->kdev, f->ino) & (n - 1)];
-			next = f->next;
-			f->next = *slot;
-			*slot = f;
-		}
-	}
-	free(t->buckets);
-	t->buckets = b;
-	t->nbuckets = n;
+	return node ? sg_hnode_entry(node, struct audit_file, node) : NULL;
 }
 
 static struct excluded *excluded_slot(struct excluded *set, size_t size, uint32_t kdev, uint64_t ino)
@@ -159,7 +152,7 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 
 	if (is_excluded(t, kdev, ino))
 		return NULL;
-	if (t->count >= t->max_files) {
+	if (t->files.count >= t->max_files) {
 		t->over_limit++;
 		return NULL;
 	}
@@ -169,55 +162,31 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 	}
 	if (old)
 		audit_files_remove(t, old); /* the number could only be reused once it was freed */
-	if (t->count + 1 > t->nbuckets)
-		grow(t);
+	sg_htable_reserve(&t->files, 1024); /* it has buckets: failing, it leaves longer chains */
 	f->kdev = kdev;
 	f->ino = ino;
 	f->root = -1;
 	f->shape = -1;
-	struct audit_file **slot = &t->buckets[hash_key(kdev, ino) & (t->nbuckets - 1)];
-	f->next = *slot;
-	*slot = f;
+	f->node.hash = hash_key(kdev, ino);
+	sg_htable_insert_at(&t->files, sg_htable_slot(&t->files, f->node.hash, is_file, &(struct file_key){kdev, ino}),
+			    &f->node);
 	f->prev_all = t->newest;
 	*(t->newest ? &t->newest->next_all : &t->oldest) = f;
 	t->newest = f;
-	t->count++;
 	return f;
 }
 
-static struct req_chain **find_req(struct audit_files *t, const char *request)
+static struct req_chain *find_req(struct audit_files *t, const char *request)
 {
-	struct req_chain **slot = &t->rbuckets[sg_hash_str(request) & (t->nrbuckets - 1)];
+	struct sg_hnode *node = sg_htable_find(&t->requests, sg_hash_str(request), is_request, request);
 
-	while (*slot && strcmp((*slot)->request, request) != 0)
-		slot = &(*slot)->next;
-	return slot;
-}
-
-static void grow_requests(struct audit_files *t)
-{
-	size_t n = t->nrbuckets * 2;
-	struct req_chain **b = calloc(n, sizeof(*b));
-
-	if (!b)
-		return;
-	for (size_t i = 0; i < t->nrbuckets; i++) {
-		for (struct req_chain *r = t->rbuckets[i], *next; r; r = next) {
-			next = r->next;
-			struct req_chain **slot = &b[sg_hash_str(r->request) & (n - 1)];
-			r->next = *slot;
-			*slot = r;
-		}
-	}
-	free(t->rbuckets);
-	t->rbuckets = b;
-	t->nrbuckets = n;
+	return node ? sg_hnode_entry(node, struct req_chain, node) : NULL;
 }
 
 /* Takes f off its request's chain. */
 static void unindex(struct audit_files *t, struct audit_file *f)
 {
-	struct req_chain *r = *find_req(t, f->request);
+	struct req_chain *r = find_req(t, f->request);
 	struct audit_file **p = r ? &r->files : NULL;
 
 	while (p && *p && *p != f)
@@ -232,7 +201,9 @@ static void unindex(struct audit_files *t, struct audit_file *f)
 void audit_files_attribute(struct audit_files *t, struct audit_file *f, const char *request,
 			   enum audit_req_source source, int shape)
 {
-	struct req_chain **slot;
+	struct sg_hnode **slot;
+	struct req_chain *r;
+	uint64_t h = sg_hash_str(request);
 	size_t len = strlen(request) + 1;
 
 	/* A tag beats patterns, whichever came first. */
@@ -242,21 +213,20 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 		return;
 	f->source = source;
 	f->shape = shape;
-	if (t->nreqs + 1 > t->nrbuckets)
-		grow_requests(t);
-	slot = find_req(t, request);
-	if (!*slot) {
-		struct req_chain *r = malloc(sizeof(*r) + len);
-		if (!r)
+	sg_htable_reserve(&t->requests, 256);
+	slot = sg_htable_slot(&t->requests, h, is_request, request);
+	if (*slot) {
+		r = sg_hnode_entry(*slot, struct req_chain, node);
+	} else {
+		if (!(r = malloc(sizeof(*r) + len)))
 			return;
-		r->next = NULL;
+		r->node.hash = h;
 		r->files = NULL;
 		memcpy(r->request, request, len);
-		*slot = r;
-		t->nreqs++;
+		sg_htable_insert_at(&t->requests, slot, &r->node);
 	}
-	f->next_of_req = (*slot)->files;
-	(*slot)->files = f;
+	f->next_of_req = r->files;
+	r->files = f;
 	f->indexed = true;
 }
 
@@ -270,19 +240,13 @@ void audit_files_unattribute(struct audit_files *t, struct audit_file *f)
 
 void audit_files_remove(struct audit_files *t, struct audit_file *f)
 {
-	struct audit_file **p = &t->buckets[hash_key(f->kdev, f->ino) & (t->nbuckets - 1)];
-
-	while (*p && *p != f)
-		p = &(*p)->next;
-	if (*p)
-		*p = f->next;
+	sg_htable_remove(&t->files, &f->node);
 	if (t->walk == f)
 		t->walk = f->next_all;
 	*(f->prev_all ? &f->prev_all->next_all : &t->oldest) = f->next_all;
 	*(f->next_all ? &f->next_all->prev_all : &t->newest) = f->prev_all;
 	if (f->indexed)
 		unindex(t, f);
-	t->count--;
 	free(f->name);
 	free(f);
 }
@@ -290,7 +254,7 @@ void audit_files_remove(struct audit_files *t, struct audit_file *f)
 void audit_files_of_request(struct audit_files *t, const char *request, void (*fn)(struct audit_file *, void *),
 			    void *ctx)
 {
-	struct req_chain *r = *find_req(t, request);
+	struct req_chain *r = find_req(t, request);
 
 	for (struct audit_file *f = r ? r->files : NULL; f; f = f->next_of_req)
 		fn(f, ctx);
@@ -317,7 +281,7 @@ struct audit_file *audit_files_walk_next(struct audit_files *t)
 
 size_t audit_files_count(const struct audit_files *t)
 {
-	return t->count;
+	return t->files.count;
 }
 
 uint64_t audit_files_over_limit(const struct audit_files *t)

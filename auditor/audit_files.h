@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "htable.h"
+
 enum audit_req_source {
 	REQ_NONE,      /* no tag, and no pattern matches the name (or no name) */
 	REQ_TAG,       /* the shim's tag: USDT at creation, or the xattr */
@@ -16,7 +18,7 @@ enum audit_req_source {
 };
 
 struct audit_file {
-	struct audit_file *next;      /* hash chain */
+	struct sg_hnode node;         /* in the table, by (kdev, ino) */
 	struct audit_file *next_of_req; /* request index chain */
 	struct audit_file *prev_all, *next_all; /* every file, oldest first (the review's walk) */
 	uint32_t kdev;                /* kernel encoding, major << 20 | minor */

@@ -8,82 +8,41 @@
 #include <sys/stat.h>
 
 #include "hash.h"
+#include "htable.h"
 
 /* A request whose marker was seen: a segment created for it later is a
  * late put.  Kept until the marker expires. */
 struct aborted {
-	struct sg_chain chain; /* must stay first */
+	struct sg_hnode node;
 	time_t at;
 	char id[];
 };
 
-/* Hash tables of sg_chain nodes: segments by path, aborted requests by ID. */
-struct table {
-	struct sg_chain **buckets;
-	size_t nbuckets, count;
-	/* The node's key: both kinds of node start with their chain. */
-	const char *(*key)(const struct sg_chain *node);
-};
-
-static const char *path_key(const struct sg_chain *node)
+static bool is_path(const struct sg_hnode *node, const void *path)
 {
-	return ((const struct sg_segment *)node)->path;
+	return strcmp(sg_hnode_entry(node, struct sg_segment, by_path)->path, path) == 0;
 }
 
-static const char *aborted_key(const struct sg_chain *node)
+static bool is_request(const struct sg_hnode *node, const void *id)
 {
-	return ((const struct aborted *)node)->id;
+	return strcmp(sg_hnode_entry(node, struct aborted, node)->id, id) == 0;
 }
+
+#define FIRST_BUCKETS 64
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct table by_path = {.key = path_key}, aborted = {.key = aborted_key};
-/* The request index: as many buckets as by_path, chains of segments. */
+/* Segments by path, aborted requests by ID. */
+static struct sg_htable by_path, aborted;
+/* The request index: as many buckets as by_path, chains of segments.  Not
+ * an sg_htable: a segment leaves it alone (the program unlinks one), which
+ * a doubly linked chain makes O(1) however many segments its request has. */
 static struct sg_segment **by_request;
 static size_t request_buckets;
 static size_t prune_cursor;
 
-static int grow(struct table *t)
+static struct sg_segment *segment_of(struct sg_hnode *node)
 {
-	size_t n = t->nbuckets ? t->nbuckets * 2 : 64;
-	struct sg_chain **b = calloc(n, sizeof(*b));
-
-	if (!b)
-		return -1;
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		for (struct sg_chain *node = t->buckets[i], *next; node; node = next) {
-			struct sg_chain **slot = &b[node->hash & (n - 1)];
-			next = node->next;
-			node->next = *slot;
-			*slot = node;
-		}
-	}
-	free(t->buckets);
-	t->buckets = b;
-	t->nbuckets = n;
-	return 0;
-}
-
-/* Slot holding the node with key k (whose hash is h), or the empty slot
- * ending its chain. */
-static struct sg_chain **find(struct table *t, const char *k, uint64_t h)
-{
-	struct sg_chain **slot = &t->buckets[h & (t->nbuckets - 1)];
-
-	while (*slot && ((*slot)->hash != h || strcmp(t->key(*slot), k) != 0))
-		slot = &(*slot)->next;
-	return slot;
-}
-
-/* Counts change under the lock, but sg_registry_count() reads them without
- * it (the unlink wrappers' fast path): atomics keep that race-free. */
-static void count_add(struct table *t, long d)
-{
-	__atomic_add_fetch(&t->count, (size_t)d, __ATOMIC_RELAXED);
-}
-
-static int make_room(struct table *t)
-{
-	return t->count + 1 > t->nbuckets ? grow(t) : 0;
+	return sg_hnode_entry(node, struct sg_segment, by_path);
 }
 
 static void link_request(struct sg_segment **head, struct sg_segment *seg)
@@ -98,7 +57,7 @@ static void link_request(struct sg_segment **head, struct sg_segment *seg)
 /* The request index keeps pace with the path index. */
 static int request_room(void)
 {
-	size_t n = request_buckets ? request_buckets * 2 : 64;
+	size_t n = request_buckets ? request_buckets * 2 : FIRST_BUCKETS;
 	struct sg_segment **b;
 
 	if (by_path.count + 1 <= request_buckets)
@@ -118,18 +77,16 @@ static int request_room(void)
 	return 0;
 }
 
-static struct aborted *find_aborted(const char *id, uint64_t h)
+static bool aborted_already(const char *id, uint64_t h)
 {
-	return aborted.count ? (struct aborted *)*find(&aborted, id, h) : NULL;
+	return sg_htable_find(&aborted, h, is_request, id) != NULL;
 }
 
 /* Takes the segment in slot (of the path index) out of both indexes. */
-static void detach_at(struct sg_chain **slot)
+static void detach_at(struct sg_hnode **slot)
 {
-	struct sg_segment *seg = (struct sg_segment *)*slot;
+	struct sg_segment *seg = segment_of(sg_htable_remove_at(&by_path, slot));
 
-	*slot = seg->by_path.next;
-	count_add(&by_path, -1);
 	*seg->req_prev = seg->req_next;
 	if (seg->req_next)
 		seg->req_next->req_prev = seg->req_prev;
@@ -137,14 +94,14 @@ static void detach_at(struct sg_chain **slot)
 
 static void detach(struct sg_segment *seg)
 {
-	detach_at(find(&by_path, seg->path, seg->by_path.hash));
+	detach_at(sg_htable_slot(&by_path, seg->by_path.hash, is_path, seg->path));
 }
 
 int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 {
 	size_t plen = strlen(path), rlen = strlen(request);
 	struct sg_segment *seg = malloc(sizeof(*seg) + plen + 1 + rlen + 1);
-	struct sg_chain **slot;
+	struct sg_hnode **slot;
 	int ret = -1;
 
 	if (!seg)
@@ -158,19 +115,17 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 	seg->ino = ino;
 
 	pthread_mutex_lock(&lock);
-	if (make_room(&by_path) < 0 || request_room() < 0)
+	if (sg_htable_reserve(&by_path, FIRST_BUCKETS) < 0 || request_room() < 0)
 		goto out;
-	slot = find(&by_path, path, seg->by_path.hash);
+	slot = sg_htable_slot(&by_path, seg->by_path.hash, is_path, path);
 	if (*slot) { /* an older file of that name, since unlinked by someone else */
-		struct sg_segment *old = (struct sg_segment *)*slot;
+		struct sg_segment *old = segment_of(*slot);
 		detach_at(slot);
 		free(old);
 	}
-	seg->by_path.next = *slot;
-	*slot = &seg->by_path;
-	count_add(&by_path, 1);
+	sg_htable_insert_at(&by_path, slot, &seg->by_path);
 	link_request(&by_request[seg->req_hash & (request_buckets - 1)], seg);
-	ret = find_aborted(request, seg->req_hash) ? SG_ADDED_ABORTED : SG_ADDED;
+	ret = aborted_already(request, seg->req_hash) ? SG_ADDED_ABORTED : SG_ADDED;
 	seg = NULL;
 out:
 	pthread_mutex_unlock(&lock);
@@ -185,9 +140,11 @@ struct sg_segment *sg_registry_take(const char *path)
 
 	pthread_mutex_lock(&lock);
 	if (by_path.count) {
-		struct sg_chain **slot = find(&by_path, path, h);
-		if ((seg = (struct sg_segment *)*slot))
+		struct sg_hnode **slot = sg_htable_slot(&by_path, h, is_path, path);
+		if (*slot) {
+			seg = segment_of(*slot);
 			detach_at(slot);
+		}
 	}
 	pthread_mutex_unlock(&lock);
 	return seg;
@@ -201,17 +158,21 @@ void sg_registry_forget_path(const char *path)
 /* Remembers request as aborted at now; false when out of memory. */
 static bool remember_abort(const char *request, uint64_t h, time_t now)
 {
-	struct aborted *a = find_aborted(request, h);
+	struct sg_hnode **slot;
+	struct aborted *a;
 	size_t len = strlen(request) + 1;
 
-	if (!a) {
-		if (make_room(&aborted) < 0 || !(a = malloc(sizeof(*a) + len)))
+	if (sg_htable_reserve(&aborted, FIRST_BUCKETS) < 0)
+		return false;
+	slot = sg_htable_slot(&aborted, h, is_request, request);
+	if (*slot) {
+		a = sg_hnode_entry(*slot, struct aborted, node);
+	} else {
+		if (!(a = malloc(sizeof(*a) + len)))
 			return false;
-		a->chain.hash = h;
+		a->node.hash = h;
 		memcpy(a->id, request, len);
-		a->chain.next = NULL;
-		*find(&aborted, request, h) = &a->chain;
-		count_add(&aborted, 1);
+		sg_htable_insert_at(&aborted, slot, &a->node);
 	}
 	a->at = now;
 	return true;
@@ -244,15 +205,12 @@ void sg_registry_expire_aborts(time_t cutoff)
 {
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < aborted.nbuckets; i++) {
-		for (struct sg_chain **slot = &aborted.buckets[i]; *slot;) {
-			struct aborted *a = (struct aborted *)*slot;
-			if (a->at < cutoff) {
-				*slot = a->chain.next;
-				count_add(&aborted, -1);
-				free(a);
-			} else {
-				slot = &a->chain.next;
-			}
+		for (struct sg_hnode **slot = &aborted.buckets[i]; *slot;) {
+			struct aborted *a = sg_hnode_entry(*slot, struct aborted, node);
+			if (a->at < cutoff)
+				free(sg_hnode_entry(sg_htable_remove_at(&aborted, slot), struct aborted, node));
+			else
+				slot = &a->node.next;
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -263,8 +221,8 @@ void sg_registry_prune(size_t max)
 	pthread_mutex_lock(&lock);
 	for (size_t seen = 0; by_path.count && seen < max && seen < by_path.nbuckets; seen++) {
 		size_t b = prune_cursor++ & (by_path.nbuckets - 1);
-		for (struct sg_chain **slot = &by_path.buckets[b]; *slot;) {
-			struct sg_segment *seg = (struct sg_segment *)*slot;
+		for (struct sg_hnode **slot = &by_path.buckets[b]; *slot;) {
+			struct sg_segment *seg = segment_of(*slot);
 			struct stat st;
 			if (lstat(seg->path, &st) < 0 || st.st_dev != seg->dev || st.st_ino != seg->ino) {
 				detach_at(slot);
@@ -292,22 +250,20 @@ void sg_registry_unlock(void)
 	pthread_mutex_unlock(&lock);
 }
 
-static void free_all(struct table *t)
+static void free_segment(struct sg_hnode *node)
 {
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		for (struct sg_chain *node = t->buckets[i], *next; node; node = next) {
-			next = node->next;
-			free(node);
-		}
-	}
-	free(t->buckets);
-	*t = (struct table){.key = t->key};
+	free(segment_of(node));
+}
+
+static void free_aborted(struct sg_hnode *node)
+{
+	free(sg_hnode_entry(node, struct aborted, node));
 }
 
 void sg_registry_forget_all(void)
 {
-	free_all(&by_path);
-	free_all(&aborted);
+	sg_htable_clear(&by_path, free_segment);
+	sg_htable_clear(&aborted, free_aborted);
 	free(by_request);
 	by_request = NULL;
 	request_buckets = 0;

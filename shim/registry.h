@@ -12,15 +12,10 @@
 #include <sys/types.h>
 #include <time.h>
 
-/* A hash-table node's header: its chain and its key's hash, kept so that
- * neither a lookup's comparisons nor a resize rehash the key. */
-struct sg_chain {
-	struct sg_chain *next;
-	uint64_t hash;
-};
+#include "htable.h"
 
 struct sg_segment {
-	struct sg_chain by_path;            /* (private; must stay first) */
+	struct sg_hnode by_path;            /* (private) */
 	struct sg_segment *next_of_request; /* list handed out by sg_registry_abort() */
 	/* (private) The request index chains segments whose request IDs share
 	 * a bucket, doubly linked so that forgetting one is O(1). */
