@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sys.h"
+
 const char *sg_abort_dir_refusal(const struct stat *dir, uid_t euid)
 {
 	if (!S_ISDIR(dir->st_mode))
@@ -50,7 +52,7 @@ static bool dir_empty(int dfd)
 int sg_abort_dir_open(const char *path, bool create)
 {
 	bool made = create && mkdir(path, 0755) == 0;
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = sg_sys_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 
 	/* Stamped only if what was opened is the empty directory of ours just
@@ -83,12 +85,12 @@ unsigned sg_markers_expire(int dfd, unsigned ttl)
 	if (fstat(dfd, &dir) < 0 || sg_abort_dir_refusal(&dir, euid) || !sg_abort_dir_stamped(dfd, euid))
 		return 0;
 	/* A descriptor of its own for readdir ("." of dfd: no path is followed). */
-	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = sg_sys_openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	d = fdopendir(fd);
 	if (!d) {
-		close(fd);
+		sg_sys_close(fd);
 		return 0;
 	}
 	while ((e = readdir(d))) {
@@ -98,7 +100,7 @@ unsigned sg_markers_expire(int dfd, unsigned ttl)
 		    (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]) || !strcmp(e->d_name, SG_ABORT_DIR_STAMP)))
 			continue;
 		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_owner_ok(&st, euid) &&
-		    now - st.st_mtime > (time_t)ttl && unlinkat(dfd, e->d_name, 0) == 0)
+		    now - st.st_mtime > (time_t)ttl && sg_sys_unlinkat(dfd, e->d_name, 0) == 0)
 			removed++;
 	}
 	closedir(d);

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sys.h"
+
 /* The numeric field after p (which points at a field's start); moves p to
  * the next field.  -1 with errno EIO on a malformed line. */
 static int number(char **p, unsigned long long *v)
@@ -31,11 +33,11 @@ int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps)
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sg_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	sg_sys_close(fd);
 	if (n <= 0) {
 		errno = n < 0 ? errno : EIO;
 		return -1;

@@ -123,7 +123,7 @@ static void on_marker(int dfd, const char *request)
 /* Acts on every marker in dfd changed at since_ns or later (0: all). */
 static void scan_markers(int dfd, long long since_ns)
 {
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = sg_real.openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 

@@ -1,5 +1,11 @@
 /* The libc functions the shim wraps, resolved once with dlsym(RTLD_NEXT).
- * The shim's own file work calls these directly, never its wrappers. */
+ * The shim's own file work never calls its wrappers: in shim/ it calls
+ * these (sg_real.open, not open), and the code in common/ that the shim
+ * shares with the command makes system calls instead (common/sys.h), since
+ * its plain open() would bind to the wrapper the shim exports.  The
+ * re-entry guard (sg_enter() in shim.h) covers the rest: a signal handler,
+ * or another library's code (a malloc, say), that calls a wrapper while the
+ * shim works on the same thread. */
 #ifndef SHMGUARD_REAL_H
 #define SHMGUARD_REAL_H
 
