@@ -94,7 +94,7 @@ __attribute__((destructor)) static void shmguard_fini(void)
 
 	if (!active)
 		return;
-	sg_busy = true;
+	sg_enter();
 	sg_markers_drain();
 	if (!s->tagged && !s->ambiguous && !s->ignored_markers)
 		return;

@@ -207,24 +207,6 @@ SG_EXPORT sem_t *sem_open(const char *name, int oflag, ...)
 	return sg_sem_create(name, oflag, mode, value, path, name_off);
 }
 
-/* The shim's bookkeeping inside a wrapper runs with sg_busy set: a signal
- * handler that interrupts it on this thread and calls back into libc (open
- * and unlink are async-signal-safe) then goes straight through, instead of
- * waiting for a lock this very thread holds.  False: the thread is busy
- * already, and the bookkeeping is skipped. */
-static bool enter(void)
-{
-	if (sg_busy)
-		return false;
-	sg_busy = true;
-	return true;
-}
-
-static void leave(void)
-{
-	sg_busy = false;
-}
-
 /* The program unlinked a name itself (a consumer in this process): the
  * record goes, so that a later sweep cannot touch a file of that name.
  * Records are keyed by the spelling root/name, and only that spelling is
@@ -233,11 +215,11 @@ static void leave(void)
  * before that finds it gone too, or another inode). */
 static void forget(const char *path)
 {
-	if (enter()) {
+	if (sg_enter()) {
 		int saved = errno;
 		sg_registry_forget_path(path);
 		errno = saved;
-		leave();
+		sg_leave();
 	}
 }
 
@@ -358,10 +340,10 @@ static int move_common(const struct move *m)
 	size_t off;
 
 	sg_real_ensure();
-	if (!m->old || !m->new || !enter())
+	if (!m->old || !m->new || !sg_enter())
 		return call_move(m);
 	if (!sg_active()) {
-		leave();
+		sg_leave();
 		return call_move(m);
 	}
 	/* Records matter only if there are any; else only a name that could
@@ -375,16 +357,16 @@ static int move_common(const struct move *m)
 		src = source(m->olddirfd, m->old, source_flags(m));
 	if (from && exchange)
 		back = source(m->newdirfd, m->new, AT_SYMLINK_NOFOLLOW);
-	leave();
+	sg_leave();
 	errno = saved;
 	ret = call_move(m);
-	if (ret == 0 && (to || from) && enter()) {
+	if (ret == 0 && (to || from) && sg_enter()) {
 		if (link)
 			sg_linked(to, &src);
 		else
 			sg_renamed(from, to, &src, exchange ? &back : NULL);
 		errno = saved;
-		leave();
+		sg_leave();
 	}
 	return ret;
 }
@@ -416,11 +398,11 @@ SG_EXPORT int linkat(int olddirfd, const char *old, int newdirfd, const char *ne
 
 static void *after_mmap(void *addr, size_t len, int flags, int fd)
 {
-	if (addr != MAP_FAILED && (fd >= 0 || ((flags & MAP_FIXED) && sg_mappings_any())) && enter()) {
+	if (addr != MAP_FAILED && (fd >= 0 || ((flags & MAP_FIXED) && sg_mappings_any())) && sg_enter()) {
 		int saved = errno;
 		sg_mappings_on_mmap(addr, len, fd, flags);
 		errno = saved;
-		leave();
+		sg_leave();
 	}
 	return addr;
 }
@@ -443,11 +425,11 @@ SG_EXPORT int munmap(void *addr, size_t len)
 
 	sg_real_ensure();
 	ret = sg_real.munmap(addr, len);
-	if (ret == 0 && sg_mappings_any() && enter()) {
+	if (ret == 0 && sg_mappings_any() && sg_enter()) {
 		int saved = errno;
 		sg_mappings_on_munmap(addr, len);
 		errno = saved;
-		leave();
+		sg_leave();
 	}
 	return ret;
 }

@@ -317,7 +317,7 @@ static void *watcher(void *arg)
 	long next_prune = now_ms() + 1000, next_check = next_prune, next_expire = now_ms(), next_retry = 0;
 
 	(void)arg;
-	sg_busy = true;
+	sg_enter();
 	if (expire_every < 1000)
 		expire_every = 1000;
 	if (expire_every > 60000)

@@ -24,8 +24,27 @@ bool sg_active(void);
 #define SG_THREAD_LOCAL __thread __attribute__((tls_model("initial-exec")))
 
 /* Set while a thread runs the shim's own work, so the file calls that work
- * makes are not intercepted again. */
+ * makes are not intercepted again.  Only sg_enter() and sg_leave() write it. */
 extern SG_THREAD_LOCAL bool sg_busy;
+
+/* The shim's bookkeeping runs between these: a signal handler that
+ * interrupts it on this thread and calls back into libc (open and unlink
+ * are async-signal-safe) then goes straight through, instead of waiting for
+ * a lock this very thread holds.  False: the thread is busy already, and
+ * the bookkeeping is skipped.  A thread of the shim's own (the watcher) and
+ * the exit summary enter and never leave. */
+static inline bool sg_enter(void)
+{
+	if (sg_busy)
+		return false;
+	sg_busy = true;
+	return true;
+}
+
+static inline void sg_leave(void)
+{
+	sg_busy = false;
+}
 
 /* The request set for this thread with shmguard_set_request(), or "". */
 extern SG_THREAD_LOCAL char sg_thread_request[SG_NAME_MAX + 1];

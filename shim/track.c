@@ -168,12 +168,11 @@ int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path
 	dev_t dev;
 	ino_t ino;
 
-	if (sg_busy || !sg_active())
+	if (!sg_active() || !sg_enter())
 		return call->open(call, flags);
-	sg_busy = true;
 	if ((!name_off && !(path = sg_locate(dirfd, path, canon, false, &name_off))) ||
 	    !attribute(path + name_off, req)) {
-		sg_busy = false;
+		sg_leave();
 		errno = saved;
 		return call->open(call, flags);
 	}
@@ -183,7 +182,7 @@ int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path
 			record(fd, true, dev, ino, path, req);
 		errno = saved;
 	}
-	sg_busy = false;
+	sg_leave();
 	return fd;
 }
 
@@ -267,9 +266,8 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 	int saved = errno;
 	sem_t *sem;
 
-	if (sg_busy || !sg_active())
+	if (!sg_active() || !sg_enter())
 		return sg_real.sem_open(name, oflag, mode, value);
-	sg_busy = true;
 	if (!attribute(path + name_off, req)) {
 		errno = saved;
 		sem = sg_real.sem_open(name, oflag, mode, value);
@@ -300,6 +298,6 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 		sem = sg_real.sem_open(name, oflag, mode, value);
 	}
 out:
-	sg_busy = false;
+	sg_leave();
 	return sem;
 }
