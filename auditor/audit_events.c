@@ -1,4 +1,5 @@
 /* What the BPF events say about the files created under the shm roots. */
+#include <limits.h>
 #include <linux/types.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -11,6 +12,13 @@
 #include "audit_event.h"
 #include "holders.h"
 #include "reqid.h"
+
+/* The kernel side's limits and the records they fill here. */
+_Static_assert(sizeof(((struct audit_file *)0)->comm) == SG_AUDIT_COMM_LEN &&
+		       sizeof(((struct audit_leftover *)0)->comm) == SG_AUDIT_COMM_LEN,
+	       "a file keeps the whole command name an event gives");
+_Static_assert(SG_AUDIT_NAME_MAX >= NAME_MAX + 1 && SG_AUDIT_NAME_MAX >= SG_NAME_MAX + 1,
+	       "an event holds any file name and any request ID, with its NUL");
 
 /* Gives f, which has no request, the one the patterns give name. */
 static void attribute_by(struct audit *a, struct audit_file *f, const char *name)

@@ -15,9 +15,7 @@
 
 struct audit_tracer {
 	struct audit_bpf *skel;
-	struct ring_buffer *rb;
-	struct bpf_link *links[8];
-	unsigned nlinks;
+	struct ring_buffer *rb; /* the links are the skeleton's own (skel->links) */
 	bool usdt;
 	const char *probe; /* the kind of programs that see files created */
 	struct audit *a;
@@ -60,6 +58,7 @@ int audit_probe_by_name(const char *name)
 struct kind_program {
 	enum probe_kind kind;
 	struct bpf_program *prog;
+	struct bpf_link **link; /* its place in skel->links */
 	const char *btf_name;
 	int btf_kind;
 };
@@ -70,14 +69,16 @@ struct kind_program {
 static size_t kind_programs(struct audit_bpf *s, struct kind_program out[NPROGRAMS])
 {
 	const struct kind_program all[] = {
-		{PROBE_CTIME, s->progs.ctime_ns_xchg, "btf_trace_ctime_ns_xchg", BTF_KIND_TYPEDEF},
-		{PROBE_CTIME, s->progs.ctime_xchg_skip, "btf_trace_ctime_xchg_skip", BTF_KIND_TYPEDEF},
-		{PROBE_CTIME, s->progs.inode_set_ctime_to_ts, "btf_trace_inode_set_ctime_to_ts", BTF_KIND_TYPEDEF},
-		{PROBE_FENTRY, s->progs.fentry_d_instantiate, "d_instantiate", BTF_KIND_FUNC},
-		{PROBE_FENTRY, s->progs.fentry_d_move, "d_move", BTF_KIND_FUNC},
-		{PROBE_KPROBE, s->progs.kprobe_d_instantiate, NULL, 0},
-		{PROBE_KPROBE, s->progs.kprobe_d_move, NULL, 0},
-		{PROBE_SYSCALLS, s->progs.sys_exit, NULL, 0},
+#define PROG(name) s->progs.name, &s->links.name
+		{PROBE_CTIME, PROG(ctime_ns_xchg), "btf_trace_ctime_ns_xchg", BTF_KIND_TYPEDEF},
+		{PROBE_CTIME, PROG(ctime_xchg_skip), "btf_trace_ctime_xchg_skip", BTF_KIND_TYPEDEF},
+		{PROBE_CTIME, PROG(inode_set_ctime_to_ts), "btf_trace_inode_set_ctime_to_ts", BTF_KIND_TYPEDEF},
+		{PROBE_FENTRY, PROG(fentry_d_instantiate), "d_instantiate", BTF_KIND_FUNC},
+		{PROBE_FENTRY, PROG(fentry_d_move), "d_move", BTF_KIND_FUNC},
+		{PROBE_KPROBE, PROG(kprobe_d_instantiate), NULL, 0},
+		{PROBE_KPROBE, PROG(kprobe_d_move), NULL, 0},
+		{PROBE_SYSCALLS, PROG(sys_exit), NULL, 0},
+#undef PROG
 	};
 
 	_Static_assert(sizeof(all) / sizeof(all[0]) == NPROGRAMS, "NPROGRAMS counts them");
@@ -133,26 +134,22 @@ static void set_syscalls(struct audit_bpf *skel)
 #endif
 }
 
-static int attach(struct audit_tracer *t, struct bpf_program *prog, char *why, size_t len)
+/* Attaches prog, if loaded, keeping its link in the skeleton's (at link),
+ * which destroys it with the rest. */
+static int attach(struct bpf_program *prog, struct bpf_link **link, char *why, size_t len)
 {
-	struct bpf_link *link;
-
 	if (!bpf_program__autoload(prog))
 		return 0;
-	link = bpf_program__attach(prog);
-	if (!link) {
+	*link = bpf_program__attach(prog);
+	if (!*link) {
 		snprintf(why, len, "cannot attach %s: %s", bpf_program__name(prog), strerror(errno));
 		return -1;
 	}
-	t->links[t->nlinks++] = link;
 	return 0;
 }
 
 static void detach_all(struct audit_tracer *t)
 {
-	for (unsigned i = 0; i < t->nlinks; i++)
-		bpf_link__destroy(t->links[i]);
-	t->nlinks = 0;
 	audit_bpf__destroy(t->skel);
 	t->skel = NULL;
 }
@@ -208,10 +205,10 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, bool follow_tr
 	}
 	n = kind_programs(t->skel, kp);
 	for (size_t i = 0; i < n; i++)
-		if (attach(t, kp[i].prog, why, len))
+		if (attach(kp[i].prog, kp[i].link, why, len))
 			goto fail;
-	if (attach(t, t->skel->progs.sched_process_fork, why, len) ||
-	    attach(t, t->skel->progs.sched_process_exit, why, len))
+	if (attach(t->skel->progs.sched_process_fork, &t->skel->links.sched_process_fork, why, len) ||
+	    attach(t->skel->progs.sched_process_exit, &t->skel->links.sched_process_exit, why, len))
 		goto fail;
 	t->probe = probe_names[k];
 	return 0;
@@ -262,12 +259,9 @@ struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const 
 		goto fail;
 	a->probe = t->probe;
 	if (shim) {
-		struct bpf_link *link =
+		t->skel->links.shim_tag =
 			bpf_program__attach_usdt(t->skel->progs.shim_tag, -1, shim, "shmguard", "tag", NULL);
-		if (link) {
-			t->links[t->nlinks++] = link;
-			t->usdt = true;
-		}
+		t->usdt = t->skel->links.shim_tag != NULL;
 	}
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_event, a, NULL);
 	if (!t->rb) {
