@@ -36,7 +36,9 @@ void cli_json_set_text(json_t *o, const char *key, const char *s);
  * set, or -1 (given: with errno). */
 int cli_find_shim(const char *given, char *out);
 
-/* "shmguard SUBCOMMAND: message" on stderr; returns code. */
+/* "shmguard SUBCOMMAND: message" on stderr; returns code, which is what the
+ * caller returns: an exit status, or -1 from a helper (an option parser:
+ * which returns 0 to go on, 1 once --help is printed, -1 on bad usage). */
 __attribute__((format(printf, 3, 4))) int cli_fail(int code, const char *sub, const char *fmt, ...);
 
 #endif

@@ -17,26 +17,27 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: shmguard abort [--abort-dir DIR] [--ttl SECONDS] REQUEST-ID...\n"
+		"Usage: shmguard abort [-a DIR] [-t SECONDS] REQUEST-ID...\n"
 		"       shmguard abort --follow FILE|- (--match REGEX | --preset NAME) [--id-template T]\n"
-		"                      [--from-start] [--abort-dir DIR] [--ttl SECONDS]\n\n"
+		"                      [--from-start] [-a DIR] [-t SECONDS]\n\n"
 		"Marks each request aborted by creating DIR/REQUEST-ID (or refreshing its time).\n"
 		"Every process running under libshmguard.so with the same abort directory then\n"
 		"unlinks the segments it created for that request.  Markers older than the TTL\n"
 		"are removed on the way, in a directory shmguard made only.  DIR must be yours\n"
 		"or root's, and not world-writable without the sticky bit.\n\n"
-		"  --abort-dir DIR   marker directory (default: $SHMGUARD_ABORT_DIR, else %s)\n"
-		"  --ttl SECONDS     marker lifetime (default: $SHMGUARD_ABORT_TTL, else %d)\n"
-		"  -h, --help        show this help\n\n"
+		"  -a, --abort-dir DIR   marker directory (default: $SHMGUARD_ABORT_DIR, else\n"
+		"                        %s)\n"
+		"  -t, --ttl SECONDS     marker lifetime (default: $SHMGUARD_ABORT_TTL, else %d)\n"
+		"  -h, --help            show this help\n\n"
 		"With --follow, reads a log (a file followed by name like tail -F, through rotation\n"
 		"and truncation, from its end; or stdin) and marks aborted each request ID a line\n"
 		"yields, until SIGINT or SIGTERM (or the end of stdin).  A summary goes to stderr.\n"
-		"  --follow FILE|-   the log to read\n"
-		"  --match REGEX     PCRE2; the ID is its group (?<req>...), else its first group;\n"
-		"                    matched again where the last match ended (several IDs a line)\n"
-		"  --preset NAME     a ready regex: vllm, sglang, nginx or envoy (see README.md)\n"
-		"  --id-template T   the request ID made from the logged one: 'chatcmpl-{id}'\n"
-		"  --from-start      the file's present lines too, not only new ones\n\n"
+		"      --follow FILE|-   the log to read\n"
+		"      --match REGEX     PCRE2; the ID is its group (?<req>...), else its first group;\n"
+		"                        matched again where the last match ended (several IDs a line)\n"
+		"      --preset NAME     a ready regex: vllm, sglang, nginx or envoy (see README.md)\n"
+		"      --id-template T   the request ID made from the logged one: 'chatcmpl-{id}'\n"
+		"      --from-start      the file's present lines too, not only new ones\n\n"
 		"Exit status: 0 all marked, 1 a marker could not be written or DIR is refused (or\n"
 		"the log could not be read), 2 bad usage or ID.  An invalid ID in a followed log is\n"
 		"skipped and counted, not fatal.\n",
@@ -108,7 +109,7 @@ cleanup:
 int cmd_abort(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"abort-dir", required_argument, NULL, 'd'},
+		{"abort-dir", required_argument, NULL, 'a'},
 		{"ttl", required_argument, NULL, 't'},
 		{"follow", required_argument, NULL, 'F'},
 		{"match", required_argument, NULL, 'm'},
@@ -126,9 +127,9 @@ int cmd_abort(int argc, char **argv)
 	unsigned ttl = SG_DEFAULT_ABORT_TTL;
 	int c, dfd, status = EXIT_OK;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "a:t:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd':
+		case 'a':
 			dir_arg = optarg;
 			break;
 		case 't':

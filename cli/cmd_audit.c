@@ -97,6 +97,7 @@ static int parse_count(const char *s, unsigned long long min, unsigned long long
 /* About 250 bytes each: beyond this the table would not fit in memory. */
 #define MAX_FILES_LIMIT 100000000ull
 
+/* Returns 0, 1 when --help was shown, or -1 on bad usage (reported). */
 static int parse_options(int argc, char **argv, struct audit_opts *o, const char **listen_addr)
 {
 	static const struct option opts[] = {
@@ -173,7 +174,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		case 'v': o->verbose = true; break;
 		case 'h':
 			usage(stdout);
-			exit(AUDIT_PASS);
+			return 1;
 		default:
 			usage(stderr);
 			return -1;
@@ -278,8 +279,11 @@ int cmd_audit(int argc, char **argv)
 	int markers = -1, sfd = -1, go = -1, status = AUDIT_USAGE;
 	bool reported = false, have_shim;
 	pid_t child = -1;
+	int parsed = parse_options(argc, argv, &o, &listen_addr);
 
-	if (parse_options(argc, argv, &o, &listen_addr) < 0 || resolve_roots(&a, &o) < 0)
+	if (parsed > 0)
+		return AUDIT_PASS; /* --help */
+	if (parsed < 0 || resolve_roots(&a, &o) < 0)
 		return AUDIT_USAGE;
 	if (o.lib && cli_find_shim(o.lib, shim) < 0)
 		return cli_fail(AUDIT_USAGE, "audit", "cannot use shim '%s': %s", o.lib, strerror(errno));

@@ -32,6 +32,10 @@ static void usage(FILE *out)
 		     "With --need SIZE (512M, 2G, 1.5GiB: powers of 1024), whether each root has that much\n"
 		     "free; when not, what holds the rest (the largest holders by request and creator) and\n"
 		     "how much `shmguard sweep --dead` would reclaim.\n\n"
+		     "  --binary PATH   a program to check\n"
+		     "  --need SIZE     the free space each root must have\n"
+		     "  --root DIR      a shm root to check instead of /dev/shm (repeatable)\n"
+		     "  -h, --help      show this help\n\n"
 		     "Exit status: 0 all is well, 1 something is not, 2 bad usage.\n");
 }
 

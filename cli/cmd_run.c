@@ -107,7 +107,7 @@ int cmd_run(int argc, char **argv)
 			goto out;
 	}
 	if (optind == argc) {
-		cli_fail(0, "run", "no COMMAND given (see shmguard run --help)");
+		status = cli_fail(EXIT_USAGE, "run", "no COMMAND given (see shmguard run --help)");
 		goto out;
 	}
 	if (roots && setenv("SHMGUARD_SHM_ROOTS", roots, 1) < 0)
@@ -115,16 +115,16 @@ int cmd_run(int argc, char **argv)
 	/* The shim would refuse a bad configuration and pass every call
 	 * through: refuse it here, where the user is looking. */
 	if (sg_config_from_env(&cfg, err, sizeof(err)) < 0) {
-		cli_fail(0, "run", "%s", err);
+		status = cli_fail(EXIT_USAGE, "run", "%s", err);
 		goto out;
 	}
 	if (cli_find_shim(lib, shim) < 0) {
 		if (lib)
-			cli_fail(0, "run", "cannot use shim '%s': %s", lib, strerror(errno));
+			status = cli_fail(EXIT_FAIL, "run", "cannot use shim '%s': %s", lib, strerror(errno));
 		else
-			cli_fail(0, "run", "cannot find %s (looked next to this program and in %s); pass --lib PATH",
-				 SG_SHIM_NAME, SHMGUARD_LIBDIR);
-		status = EXIT_FAIL;
+			status = cli_fail(EXIT_FAIL, "run",
+					  "cannot find %s (looked next to this program and in %s); pass --lib PATH",
+					  SG_SHIM_NAME, SHMGUARD_LIBDIR);
 		goto out;
 	}
 	if (preload(shim) < 0) {

@@ -211,6 +211,7 @@ static int sweep_root(struct outcome *out, const struct sweep_opts *o, const str
 	return 0;
 }
 
+/* Returns 0, 1 when --help was shown, or -1 on bad usage (reported). */
 static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *roots)
 {
 	static const struct option opts[] = {
@@ -248,7 +249,7 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 		case 'n': o->dry_run = true; break;
 		case 'j': o->json = true; break;
 		case 'I': o->ignore_unreadable = true; break;
-		case 'h': usage(stdout); exit(EXIT_OK);
+		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
 		}
 	}
@@ -268,11 +269,11 @@ int cmd_sweep(int argc, char **argv)
 	struct sg_shm_listing l = {0};
 	struct outcome out = {0};
 	char err[256];
-	int status = EXIT_OK;
+	int status = parse(argc, argv, &o, &l.roots);
 
-	if (parse(argc, argv, &o, &l.roots) < 0) {
+	if (status != 0) {
 		free(o.requests);
-		return EXIT_USAGE;
+		return status > 0 ? EXIT_OK : EXIT_USAGE;
 	}
 	if (sg_shm_list(&l, err, sizeof(err)) < 0) {
 		status = cli_fail(EXIT_FAIL, "sweep", "%s", err);

@@ -46,6 +46,28 @@ Test(cli, abort_writes_markers)
 	cr_expect(h_exists(h_str("%s/%sr2", abort_dir, prefix)));
 }
 
+Test(cli, abort_takes_the_short_options_of_run)
+{
+	char *err;
+	cr_assert_eq(cli(&err, "abort", "-a", abort_dir, "-t", "5"), 2, "no ID: bad usage");
+	const char *argv[] = {h_bin("SG_CLI"), "abort", "-a", abort_dir, "-t", "5", h_str("%sr1", prefix), NULL};
+	cr_assert_eq(h_run(argv, NULL, &err), 0, "%s", err);
+	cr_expect(h_exists(h_str("%s/%sr1", abort_dir, prefix)));
+}
+
+Test(cli, every_command_prints_its_help_on_stdout_and_succeeds)
+{
+	static const char *const subs[] = {"run", "abort", "audit", "ls", "sweep", "doctor"};
+
+	for (size_t i = 0; i < sizeof(subs) / sizeof(*subs); i++) {
+		const char *argv[] = {h_bin("SG_CLI"), subs[i], "--help", NULL};
+		char *out, *err;
+		cr_expect_eq(h_output(argv, NULL, &out, &err), 0, "%s --help", subs[i]);
+		cr_expect(strncmp(out, h_str("Usage: shmguard %s ", subs[i]), strlen(subs[i]) + 17) == 0, "%s", out);
+		cr_expect_str_empty(err, "%s --help: %s", subs[i], err);
+	}
+}
+
 Test(cli, abort_rejects_bad_ids_before_writing_any)
 {
 	char *err;
