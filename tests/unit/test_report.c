@@ -1,0 +1,84 @@
+/* The audit's report, from a hand-made run: no BPF. */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <jansson.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "audit.h"
+
+static struct audit_leftover *leftover(struct audit_leftover *next, const char *comm, uint32_t pid, int shape,
+				       uint64_t bytes)
+{
+	struct audit_leftover *l = calloc(1, sizeof(*l));
+
+	cr_assert_not_null(l);
+	*l = (struct audit_leftover){.next = next, .creator = pid, .shape = shape, .bytes = bytes, .segment = bytes > 0};
+	snprintf(l->comm, sizeof(l->comm), "%s", comm);
+	return l;
+}
+
+static json_t *report(struct audit_abort *aborts, unsigned naborts)
+{
+	struct audit_opts o = {.json_path = "report.json"};
+	struct audit a = {.o = &o, .aborts = aborts, .naborts = naborts, .probe = "test", .cmd_status = -1};
+	char err[200];
+	json_error_t jerr;
+	json_t *root;
+
+	cr_assert_eq(sg_patterns_parse(&o.patterns, "{req}_{int}_{int}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_geq(o.json_fd = memfd_create("report", 0), 0);
+	cr_assert_not_null(a.files = audit_files_new(10));
+	cr_assert_eq(audit_report(&a), AUDIT_PASS);
+	lseek(o.json_fd, 0, SEEK_SET);
+	root = json_loadfd(o.json_fd, 0, &jerr);
+	cr_assert_not_null(root, "%s", jerr.text);
+	close(o.json_fd);
+	audit_files_free(a.files);
+	return root;
+}
+
+static void expect_group(json_t *g, const char *process, const char *shape, json_int_t bytes, json_int_t files)
+{
+	cr_assert_not_null(g);
+	if (process)
+		cr_expect_str_eq(json_string_value(json_object_get(g, "process")), process);
+	cr_expect_str_eq(json_string_value(json_object_get(g, "shape")), shape);
+	cr_expect_eq(json_integer_value(json_object_get(g, "leaked_bytes")), bytes);
+	cr_expect_eq(json_integer_value(json_object_get(g, "files")), files);
+}
+
+Test(report, leftovers_grouped_by_process_and_by_shape, .init = cr_redirect_stdout)
+{
+	/* Two aborts: stage1 leaves pattern-named files in both, stage2 a
+	 * tagged one; a process with two shapes makes two groups. */
+	struct audit_abort second = {.request = "r2", .leaked_bytes = 1300,
+				     .leftovers = leftover(leftover(NULL, "stage1", 10, 0, 1000), "stage1", 10, -1,
+							   300)};
+	struct audit_abort first = {.next = &second, .request = "r1", .leaked_bytes = 2500,
+				    .leftovers = leftover(leftover(NULL, "stage1", 10, 0, 500), "stage2", 20, -1,
+							  2000)};
+	json_t *root = report(&first, 2), *procs, *shapes;
+
+	procs = json_object_get(root, "top_processes");
+	cr_assert_eq(json_array_size(procs), 3);
+	expect_group(json_array_get(procs, 0), "stage2 (pid 20)", "(shim tag)", 2000, 1);
+	expect_group(json_array_get(procs, 1), "stage1 (pid 10)", "{req}_{int}_{int}", 1500, 2);
+	expect_group(json_array_get(procs, 2), "stage1 (pid 10)", "(shim tag)", 300, 1);
+	shapes = json_object_get(root, "top_shapes");
+	cr_assert_eq(json_array_size(shapes), 2);
+	expect_group(json_array_get(shapes, 0), NULL, "(shim tag)", 2300, 2);
+	expect_group(json_array_get(shapes, 1), NULL, "{req}_{int}_{int}", 1500, 2);
+	json_decref(root);
+}
+
+Test(report, no_leftovers_no_groups, .init = cr_redirect_stdout)
+{
+	struct audit_abort only = {.request = "r1"};
+	json_t *root = report(&only, 1);
+
+	cr_expect_eq(json_array_size(json_object_get(root, "top_processes")), 0);
+	cr_expect_eq(json_array_size(json_object_get(root, "top_shapes")), 0);
+	cr_expect_eq(json_integer_value(json_object_get(root, "aborts")), 1);
+	json_decref(root);
+}
