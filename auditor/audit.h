@@ -14,6 +14,7 @@
 
 #include "audit_files.h"
 #include "config.h"
+#include "htable.h"
 #include "pattern.h"
 
 /* Exit codes of shmguard audit. */
@@ -75,6 +76,7 @@ struct audit_leftover {
 
 struct audit_abort {
 	struct audit_abort *next;
+	struct sg_hnode node; /* in the index by request */
 	char *request;
 	double marker_s; /* seconds since the run began */
 	uint64_t leaked_bytes;
@@ -90,8 +92,7 @@ struct audit {
 	struct audit_abort *aborts, **aborts_tail; /* in marker order */
 	struct audit_abort *unmeasured; /* the first abort not measured yet */
 	unsigned naborts;
-	struct audit_abort **abort_index; /* by request (audit_markers.c) */
-	size_t abort_index_size;
+	struct sg_htable abort_index; /* by request (audit_markers.c) */
 	char **markers_at_start; /* sorted */
 	size_t nmarkers_at_start;
 	uint64_t marker_overflows, markers_recovered; /* the inotify queue's */

@@ -74,38 +74,16 @@ int audit_markers_open(struct audit *a)
 	return fd;
 }
 
-/* Open addressing over a->abort_index, kept at most half full. */
-static struct audit_abort **slot_of(const struct audit *a, const char *request)
+static bool is_abort(const struct sg_hnode *node, const void *request)
 {
-	size_t mask = a->abort_index_size - 1, i = sg_hash_str(request) & mask;
-
-	while (a->abort_index[i] && strcmp(a->abort_index[i]->request, request) != 0)
-		i = (i + 1) & mask;
-	return &a->abort_index[i];
+	return strcmp(sg_hnode_entry(node, struct audit_abort, node)->request, request) == 0;
 }
 
 struct audit_abort *audit_abort_of(const struct audit *a, const char *request)
 {
-	return a->abort_index_size ? *slot_of(a, request) : NULL;
-}
+	struct sg_hnode *node = sg_htable_find(&a->abort_index, sg_hash_str(request), is_abort, request);
 
-static bool index_room(struct audit *a)
-{
-	if ((a->naborts + 1) * 2 <= a->abort_index_size)
-		return true;
-	size_t n = a->abort_index_size ? a->abort_index_size * 2 : 256;
-	struct audit_abort **old = a->abort_index, **fresh = calloc(n, sizeof(*fresh));
-	size_t old_size = a->abort_index_size;
-
-	if (!fresh)
-		return false;
-	a->abort_index = fresh;
-	a->abort_index_size = n;
-	for (size_t i = 0; i < old_size; i++)
-		if (old[i])
-			*slot_of(a, old[i]->request) = old[i];
-	free(old);
-	return true;
+	return node ? sg_hnode_entry(node, struct audit_abort, node) : NULL;
 }
 
 /* A marker is no file of a request: when the abort directory is on a shm
@@ -125,18 +103,22 @@ static void exclude_marker_file(struct audit *a, const char *name)
 /* A new abort; false if request is one already (or no request at all). */
 static bool add_abort(struct audit *a, const char *request)
 {
-	struct audit_abort *ab, **slot;
+	uint64_t h = sg_hash_str(request);
+	struct audit_abort *ab;
+	struct sg_hnode **slot;
 
 	if (sg_reqid_invalid(request))
 		return false;
 	exclude_marker_file(a, request);
-	if (!index_room(a) || *(slot = slot_of(a, request)) || !(ab = calloc(1, sizeof(*ab))))
+	if (sg_htable_reserve(&a->abort_index, 256) < 0 ||
+	    *(slot = sg_htable_slot(&a->abort_index, h, is_abort, request)) || !(ab = calloc(1, sizeof(*ab))))
 		return false;
 	if (!(ab->request = strdup(request))) {
 		free(ab);
 		return false;
 	}
-	*slot = ab;
+	ab->node.hash = h;
+	sg_htable_insert_at(&a->abort_index, slot, &ab->node);
 	ab->marker_s = audit_now_s(a);
 	*a->aborts_tail = ab;
 	a->aborts_tail = &ab->next;
@@ -202,7 +184,8 @@ void audit_aborts_free(struct audit *a)
 		free(ab->request);
 		free(ab);
 	}
-	free(a->abort_index);
+	free(a->abort_index.buckets); /* its nodes are the aborts, freed above */
+	a->abort_index = (struct sg_htable){0};
 	for (size_t i = 0; i < a->nmarkers_at_start; i++)
 		free(a->markers_at_start[i]);
 	free(a->markers_at_start);

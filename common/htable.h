@@ -75,9 +75,14 @@ static inline struct sg_hnode **sg_htable_slot(struct sg_htable *t, uint64_t has
 }
 
 /* The node for key, or NULL. */
-static inline struct sg_hnode *sg_htable_find(struct sg_htable *t, uint64_t hash, sg_hnode_is *is, const void *key)
+static inline struct sg_hnode *sg_htable_find(const struct sg_htable *t, uint64_t hash, sg_hnode_is *is,
+					      const void *key)
 {
-	return t->count ? *sg_htable_slot(t, hash, is, key) : NULL;
+	struct sg_hnode *node = t->count ? t->buckets[hash & (t->nbuckets - 1)] : NULL;
+
+	while (node && (node->hash != hash || !is(node, key)))
+		node = node->next;
+	return node;
 }
 
 /* Links node (its hash set) at slot, which sg_htable_slot() gave. */
