@@ -69,8 +69,8 @@ static void on_id(const char *id, size_t len, void *ctx)
 	s->ids++;
 	if (why) {
 		if (s->invalid++ < MAX_REPORTED)
-			cli_fail(0, "abort", "skipped request ID '%s': %s%s", sg_text_escape(id, shown, sizeof(shown)),
-				 why, s->invalid == MAX_REPORTED ? " (more are only counted)" : "");
+			cli_warn("abort", "skipped request ID '%s': %s%s", sg_text_escape(id, shown, sizeof(shown)), why,
+				 s->invalid == MAX_REPORTED ? " (more are only counted)" : "");
 		return;
 	}
 	if (write_marker(s, id) != EXIT_OK)
@@ -88,7 +88,7 @@ static void on_line(const char *line, size_t len, void *ctx)
 	if (n > 0)
 		s->matched++;
 	else if (n < 0 && s->gave_up++ < MAX_REPORTED)
-		cli_fail(0, "abort", "the regex gave up on a line of %zu bytes (too much backtracking)", len);
+		cli_warn("abort", "the regex gave up on a line of %zu bytes (too much backtracking)", len);
 }
 
 int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned ttl, int (*open_dir)(const char *dir),

@@ -41,4 +41,7 @@ int cli_find_shim(const char *given, char *out);
  * which returns 0 to go on, 1 once --help is printed, -1 on bad usage). */
 __attribute__((format(printf, 3, 4))) int cli_fail(int code, const char *sub, const char *fmt, ...);
 
+/* The same for what does not fail the command (a skipped input, say). */
+__attribute__((format(printf, 2, 3))) void cli_warn(const char *sub, const char *fmt, ...);
+
 #endif

@@ -188,9 +188,9 @@ static int sweep_root(struct outcome *out, const struct sweep_opts *o, const str
 	/* One sweep at a time per root: two never unlink the same name.
 	 * Without the lock, this root is not swept. */
 	if (flock(dfd, LOCK_EX) < 0) {
-		cli_fail(-1, "sweep", "cannot lock %s: %s", l->roots.dir[r], strerror(errno));
+		int ret = cli_fail(-1, "sweep", "cannot lock %s: %s", l->roots.dir[r], strerror(errno));
 		close(dfd);
-		return -1;
+		return ret;
 	}
 	for (size_t i = 0; i < l->n; i++) {
 		const struct sg_shm_file *f = &l->files[i];

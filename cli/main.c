@@ -18,16 +18,30 @@ static const struct {
 	{"doctor", cmd_doctor, "check whether shmguard can work here, and say why not"},
 };
 
+static void vsay(const char *sub, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "shmguard %s: ", sub);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 int cli_fail(int code, const char *sub, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "shmguard %s: ", sub);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(sub, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
+}
+
+void cli_warn(const char *sub, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(sub, fmt, ap);
+	va_end(ap);
 }
 
 static void usage(FILE *out)
