@@ -420,3 +420,20 @@ int h_output_as(const struct h_user *user, const char *const *argv, const char *
 	*out = h_read_all(&p, 10000);
 	return h_finish(&p, err);
 }
+
+json_t *h_json_load(const char *path)
+{
+	json_error_t err;
+	json_t *r = json_load_file(path, 0, &err);
+
+	cr_assert_not_null(r, "no JSON report in %s: %s", path, err.text);
+	return r;
+}
+
+long long h_jint(json_t *r, const char *key)
+{
+	json_t *v = json_object_get(r, key);
+
+	cr_assert(json_is_integer(v), "%s is not an integer", key);
+	return json_integer_value(v);
+}

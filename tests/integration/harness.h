@@ -4,6 +4,7 @@
 #ifndef SHMGUARD_HARNESS_H
 #define SHMGUARD_HARNESS_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -85,6 +86,11 @@ const struct h_user *h_hostile_user(void);
 /* As h_spawn and h_output, the child running as user (groups dropped). */
 struct h_proc h_spawn_as(const struct h_user *user, const char *const *argv, const char *const *env);
 int h_output_as(const struct h_user *user, const char *const *argv, const char *const *env, char **out, char **err);
+
+/* A JSON file (an audit report), asserted to be there and well-formed. */
+json_t *h_json_load(const char *path);
+/* An integer member of r, asserted to be one. */
+long long h_jint(json_t *r, const char *key);
 
 /* Runs `shmguard abort --abort-dir DIR ID...` (NULL-terminated), asserting success. */
 void h_abort(const char *abort_dir, ...);

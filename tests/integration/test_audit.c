@@ -89,18 +89,7 @@ static const char **with_options(const char **argv, const char *o1, const char *
 
 static json_t *report(void)
 {
-	json_error_t err;
-	json_t *r = json_load_file(json_path, 0, &err);
-
-	cr_assert_not_null(r, "no JSON report: %s", err.text);
-	return r;
-}
-
-static long long jint(json_t *r, const char *key)
-{
-	json_t *v = json_object_get(r, key);
-	cr_assert(json_is_integer(v), "%s is not an integer", key);
-	return json_integer_value(v);
+	return h_json_load(json_path);
 }
 
 static uint64_t blocks_of(const char *path)
@@ -179,12 +168,12 @@ static void ground_truth_within_one_percent_with(const char *probe)
 	cr_assert_eq(h_finish(&p, &err), 1, "over budget 0 must exit 1: %s", err);
 
 	json_t *r = report();
-	long long leaked = jint(r, "leaked_bytes");
-	cr_expect_eq(jint(r, "aborts"), ABORTS);
+	long long leaked = h_jint(r, "leaked_bytes");
+	cr_expect_eq(h_jint(r, "aborts"), ABORTS);
 	cr_expect(llabs(leaked - (long long)truth) * 100 <= (long long)truth, "reported %lld bytes, truth %llu",
 		  leaked, (unsigned long long)truth);
-	cr_expect_eq(jint(r, "leaked_files"), ABORTS * 5, "odd, sparse, fallocate, lock file, mapped");
-	cr_expect_eq(jint(r, "dropped_events"), 0);
+	cr_expect_eq(h_jint(r, "leaked_files"), ABORTS * 5, "odd, sparse, fallocate, lock file, mapped");
+	cr_expect_eq(h_jint(r, "dropped_events"), 0);
 	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "fail");
 	if (probe)
 		cr_expect_str_eq(json_string_value(json_object_get(r, "probe")) ?: "(none)", probe);
@@ -213,9 +202,9 @@ Test(audit, the_same_pipeline_under_the_shim_reports_zero)
 	usleep(800 * 1000);
 	cr_assert_eq(h_finish(&p, &err), 0, "under the shim the gate must pass: %s", err);
 	json_t *r = report();
-	cr_expect_eq(jint(r, "aborts"), ABORTS);
-	cr_expect_eq(jint(r, "leaked_bytes"), 0);
-	cr_expect_eq(jint(r, "leaked_files"), 0);
+	cr_expect_eq(h_jint(r, "aborts"), ABORTS);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), 0);
+	cr_expect_eq(h_jint(r, "leaked_files"), 0);
 	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "pass");
 	json_decref(r);
 }
@@ -276,10 +265,10 @@ static void moved_file_is_charged_to(const char *probe, const char *create, cons
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	json_t *r = report();
 	cr_assert_gt(truth, 0, "%s is not there", path);
-	cr_expect_eq(jint(r, "aborts"), 1);
-	cr_expect_eq(jint(r, "leaked_bytes"), (long long)truth, "the moved file's bytes");
+	cr_expect_eq(h_jint(r, "aborts"), 1);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)truth, "the moved file's bytes");
 	cr_expect_str_eq(request_of(r, name) ?: "(none)", request, "charged to the wrong request");
-	cr_expect_eq(jint(r, "unattributed_bytes"), 0);
+	cr_expect_eq(h_jint(r, "unattributed_bytes"), 0);
 	json_decref(r);
 }
 
@@ -407,8 +396,8 @@ Test(audit, only_the_command_tree_is_counted)
 	usleep(600 * 1000);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	json_t *r = report();
-	cr_expect_eq(jint(r, "aborts"), 2, "both markers are aborts");
-	cr_expect_eq(jint(r, "leaked_bytes"), (long long)blocks_of(inside), "only the tree's file counts");
+	cr_expect_eq(h_jint(r, "aborts"), 2, "both markers are aborts");
+	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)blocks_of(inside), "only the tree's file counts");
 	struct stat st;
 	json_t *left = json_array_get(json_object_get(json_array_get(json_object_get(r, "aborted_requests"), 0),
 						      "leftover_files"), 0);
@@ -428,8 +417,8 @@ Test(audit, a_burst_loses_no_events)
 
 	cr_assert_eq(h_run(audit_argv(NULL, cmd), NULL, &err), 0, "%s", err);
 	json_t *r = report();
-	cr_expect_eq(jint(r, "dropped_events"), 0);
-	cr_expect_eq(jint(r, "aborts"), 3);
+	cr_expect_eq(h_jint(r, "dropped_events"), 0);
+	cr_expect_eq(h_jint(r, "aborts"), 3);
 	json_decref(r);
 }
 
@@ -446,7 +435,7 @@ Test(audit, dropped_events_fail_the_gate_unless_allowed)
 	cr_assert_eq(h_run(with_options(audit_argv(NULL, burst), "--ring-kib", "4", NULL), NULL, &err), 1,
 		     "events were lost: the gate must fail: %s", err);
 	r = report();
-	cr_expect_gt(jint(r, "dropped_events"), 0);
+	cr_expect_gt(h_jint(r, "dropped_events"), 0);
 	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "fail");
 	json_decref(r);
 
@@ -455,7 +444,7 @@ Test(audit, dropped_events_fail_the_gate_unless_allowed)
 	cr_assert_eq(h_run(with_options(audit_argv(NULL, burst), "--ring-kib", "4", "--allow-drops"), NULL, &err), 0,
 		     "%s", err);
 	r = report();
-	cr_expect_gt(jint(r, "dropped_events"), 0);
+	cr_expect_gt(h_jint(r, "dropped_events"), 0);
 	json_decref(r);
 }
 
@@ -468,7 +457,7 @@ Test(audit, a_failing_command_still_gets_its_report)
 
 	cr_assert_eq(h_run(audit_argv("0", cmd), NULL, &err), 4, "%s", err);
 	json_t *r = report();
-	cr_expect_eq(jint(r, "command_exit_status"), 3);
+	cr_expect_eq(h_jint(r, "command_exit_status"), 3);
 	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "pass");
 	json_decref(r);
 }
@@ -495,7 +484,7 @@ Test(audit, memcheck_finds_no_leak_and_no_error, .timeout = 180)
 
 	cr_assert_eq(h_run(argv, NULL, &err), 0, "memcheck: %s", err);
 	json_t *r = report();
-	cr_expect_eq(jint(r, "aborts"), 2, "the run under valgrind did its work");
+	cr_expect_eq(h_jint(r, "aborts"), 2, "the run under valgrind did its work");
 	json_decref(r);
 	/* The CI and fleet outputs were made too. */
 	for (const char *const *ext = (const char *const[]){"xml", "svg", "prom", NULL}; *ext; ext++) {
@@ -594,9 +583,9 @@ Test(audit, a_marker_burst_beyond_the_inotify_queue_fails_the_gate, .timeout = 1
 		usleep(500 * 1000);
 		int status = h_finish(&p, &err);
 		json_t *r = report();
-		cr_expect_eq(jint(r, "aborts"), markers, "every marker still there is an abort");
-		cr_expect_geq(jint(r, "marker_queue_overflows"), 1);
-		cr_expect_gt(jint(r, "markers_recovered"), 0);
+		cr_expect_eq(h_jint(r, "aborts"), markers, "every marker still there is an abort");
+		cr_expect_geq(h_jint(r, "marker_queue_overflows"), 1);
+		cr_expect_gt(h_jint(r, "markers_recovered"), 0);
 		if (run == 0) {
 			cr_expect_eq(status, 1, "lost markers must fail the gate: %s", err);
 			cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")) ?: "", "fail");
@@ -627,10 +616,10 @@ Test(audit, a_large_table_loses_no_events, .timeout = 180)
 	cr_assert_eq(mkdir(root, 0755), 0);
 	cr_assert_eq(h_run(audit_with(options, cmd), NULL, &err), 0, "%s", err);
 	json_t *r = report();
-	cr_expect_geq(jint(r, "events"), 300000);
-	cr_expect_eq(jint(r, "dropped_events"), 0);
-	cr_expect_eq(jint(r, "tracked_files_at_end"), 100000, "tracked at end: %lld files (events %lld)",
-		     jint(r, "tracked_files_at_end"), jint(r, "events"));
+	cr_expect_geq(h_jint(r, "events"), 300000);
+	cr_expect_eq(h_jint(r, "dropped_events"), 0);
+	cr_expect_eq(h_jint(r, "tracked_files_at_end"), 100000, "tracked at end: %lld files (events %lld)",
+		     h_jint(r, "tracked_files_at_end"), h_jint(r, "events"));
 	json_decref(r);
 }
 
@@ -653,9 +642,9 @@ Test(audit, files_of_subdirectories_count_neither_linked_nor_mapped)
 	usleep(800 * 1000);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	json_t *r = report();
-	cr_expect_eq(jint(r, "aborts"), 1);
-	cr_expect_eq(jint(r, "leaked_files"), 1, "only the file in the root counts");
-	cr_expect_eq(jint(r, "leaked_bytes"), (long long)blocks_of(in_root));
+	cr_expect_eq(h_jint(r, "aborts"), 1);
+	cr_expect_eq(h_jint(r, "leaked_files"), 1, "only the file in the root counts");
+	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)blocks_of(in_root));
 	cr_expect_str_eq(request_of(r, h_str("%sr_0_0", prefix)) ?: "(none)", h_str("%sr", prefix));
 	json_decref(r);
 }
@@ -672,9 +661,9 @@ Test(audit, markers_take_no_table_slots)
 
 	cr_assert_eq(h_run(audit_with(options, cmd), NULL, &err), 0, "%s", err);
 	json_t *r = report();
-	cr_expect_eq(jint(r, "aborts"), 200);
-	cr_expect_eq(jint(r, "files_over_limit"), 0);
-	cr_expect_eq(jint(r, "tracked_files_at_end"), 0);
+	cr_expect_eq(h_jint(r, "aborts"), 200);
+	cr_expect_eq(h_jint(r, "files_over_limit"), 0);
+	cr_expect_eq(h_jint(r, "tracked_files_at_end"), 0);
 	json_decref(r);
 }
 

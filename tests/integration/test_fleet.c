@@ -137,18 +137,7 @@ static struct h_proc start(const char **argv, const char *const *env)
 
 static json_t *report(void)
 {
-	json_error_t err;
-	json_t *r = json_load_file(json_path, 0, &err);
-
-	cr_assert_not_null(r, "no JSON report: %s", err.text);
-	return r;
-}
-
-static long long jint(json_t *r, const char *key)
-{
-	json_t *v = json_object_get(r, key);
-	cr_assert(json_is_integer(v), "%s is not an integer", key);
-	return json_integer_value(v);
+	return h_json_load(json_path);
 }
 
 /* A TCP port of 127.0.0.1 free a moment ago. */
@@ -430,9 +419,9 @@ Test(fleet, a_short_run_gives_no_hourly_growth_counts_live_bytes_apart_and_plots
 	cr_expect(json_is_null(json_object_get(r, "leak_growth_mib_per_hour")));
 	cr_expect(strstr(json_string_value(json_object_get(r, "leak_growth_unavailable")) ?: "", "run too short"));
 	cr_expect_null(json_object_get(r, "growth_mib_per_hour"), "the old figure mixed live requests in");
-	cr_expect_eq(jint(r, "live_pending_bytes"), (long long)blocks_of(live));
-	cr_expect_eq(jint(r, "live_pending_files"), 1);
-	cr_expect_eq(jint(r, "aborted_held_bytes_at_end"), (long long)truth);
+	cr_expect_eq(h_jint(r, "live_pending_bytes"), (long long)blocks_of(live));
+	cr_expect_eq(h_jint(r, "live_pending_files"), 1);
+	cr_expect_eq(h_jint(r, "aborted_held_bytes_at_end"), (long long)truth);
 	json_decref(r);
 
 	/* The picture: rsvg-convert draws it, and every series is in the pixels. */
@@ -507,6 +496,6 @@ Test(fleet, a_system_wide_audit_serving_metrics_ends_at_sigint_with_its_report)
 	cr_expect_eq(h_finish(&p, &err), 0, "%s", err);
 	cr_expect_lt(h_now_ms() - t0, 10000);
 	json_t *r = report();
-	cr_expect_eq(jint(r, "aborts"), 0);
+	cr_expect_eq(h_jint(r, "aborts"), 0);
 	json_decref(r);
 }
