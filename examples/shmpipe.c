@@ -62,6 +62,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SHM_DIR "/dev/shm"
@@ -90,6 +91,8 @@ static const char usage_text[] =
     "                    but never consumed (default 0)\n"
     "  --abort-dir D     create the empty file D/<id> for each aborted request\n"
     "                    (D is created, mode 0755, if missing)\n"
+    "  --rate R          start R requests a second (default 0: as fast as\n"
+    "                    possible)\n"
     "  --late-puts       create that file right after chunk 0, so chunks\n"
     "                    1..C-1 are put after the abort\n"
     "  --wait-stdin      after the summary line, block until EOF on stdin\n"
@@ -106,6 +109,7 @@ struct opts {
     long chunk_size;       /* --chunk-size B */
     long abort_every;      /* --abort-every K */
     long hold;             /* --hold H */
+    long rate;             /* --rate R: requests per second, 0 as fast as possible */
     const char *abort_dir; /* --abort-dir D, or NULL */
     int late_puts;         /* --late-puts */
     int wait_stdin;        /* --wait-stdin */
@@ -235,10 +239,10 @@ static int write_all(int fd, const char *buf, size_t len)
 static void parse_args(int argc, char **argv, struct opts *o)
 {
     static const char *const num_opts[] = {
-        "--requests", "--chunks", "--chunk-size", "--abort-every", "--hold",
+        "--requests", "--chunks", "--chunk-size", "--abort-every", "--hold", "--rate",
     };
     long *const num_dest[] = {
-        &o->requests, &o->chunks, &o->chunk_size, &o->abort_every, &o->hold,
+        &o->requests, &o->chunks, &o->chunk_size, &o->abort_every, &o->hold, &o->rate,
     };
     int have_requests = 0;
 
@@ -248,6 +252,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
     o->chunk_size = 4096;
     o->abort_every = 0;
     o->hold = 0;
+    o->rate = 0;
     o->abort_dir = NULL;
     o->late_puts = 0;
     o->wait_stdin = 0;
@@ -450,11 +455,31 @@ static int mark_aborted(const struct opts *o, const char *id)
 }
 
 /* Stage 0.  Returns the number of failures. */
+/* --rate: request i starts i/R seconds after the first. */
+static void pace(const struct opts *o, const struct timespec *start, long i)
+{
+    struct timespec at = *start;
+    long long ns = (long long)i * 1000000000LL / o->rate;
+
+    at.tv_sec += (time_t)(ns / 1000000000LL);
+    at.tv_nsec += (long)(ns % 1000000000LL);
+    if (at.tv_nsec >= 1000000000L) {
+        at.tv_sec++;
+        at.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+}
+
 static int run_producer(const struct opts *o, int pipe_fd, long counts[3])
 {
     int failures = 0, pipe_ok = 1;
+    struct timespec start;
 
+    clock_gettime(CLOCK_MONOTONIC, &start);
     for (long i = 0; i < o->requests; i++) {
+        if (o->rate > 0)
+            pace(o, &start, i);
         enum fate fate = fate_of(o, i);
         int marker = fate == FATE_ABORTED && o->abort_dir != NULL;
         char *id = xasprintf("%s%ld", o->prefix, i);

@@ -26,7 +26,7 @@ fi
 prefix="demo-$$-"
 abort_dir="/dev/shm/${prefix}abort"
 patterns='{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock'
-requests=200 chunks=2 chunk_size=45000 abort_every=10 hold=4
+requests=200 rate=40 chunks=2 chunk_size=45000 abort_every=10 hold=4
 
 cleanup() { rm -rf /dev/shm/"$prefix"* /dev/shm/shm_"$prefix"*; }
 trap cleanup EXIT
@@ -56,7 +56,8 @@ report() {
 		"$aborted" $((aborted_bytes / 1024)) "$held"
 }
 
-# The pipeline stays up for a moment after its work, as a server would.
+# Requests arrive over five seconds (--rate), so that the pictures show the
+# run; the pipeline stays up for two more after its work, as a server would.
 # run_pipeline PICTURE [COMMAND ARGS... --]: the pipeline (under COMMAND).
 run_pipeline() {
 	local status=0 measured=()
@@ -66,8 +67,8 @@ run_pipeline() {
 		measured=("${audit[@]}" --)
 	fi
 	shift
-	sleep 2 | "${measured[@]}" "$@" "$shmpipe" --prefix "$prefix" --requests $requests \
-		--chunks $chunks --chunk-size $chunk_size --abort-every $abort_every --hold $hold \
+	sleep $((requests / rate + 2)) | "${measured[@]}" "$@" "$shmpipe" --prefix "$prefix" --requests $requests \
+		--rate $rate --chunks $chunks --chunk-size $chunk_size --abort-every $abort_every --hold $hold \
 		--abort-dir "$abort_dir" --wait-stdin || status=$?
 	echo "exit status $status"
 }
