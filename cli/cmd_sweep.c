@@ -178,6 +178,21 @@ static void remove_file(struct outcome *out, const struct sweep_opts *o, int dfd
 	say(out, o, "removed", path, f->bytes, why);
 }
 
+struct reaping {
+	struct outcome *out;
+	const struct sweep_opts *o;
+};
+
+static void journal_reaped(const char *root, const char *name, void *opaque)
+{
+	struct reaping *g = opaque;
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
+
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	say(g->out, g->o, g->o->dry_run ? "would remove" : "removed", path, 0,
+	    "ownership journal of a dead creator, none of its files left");
+}
+
 static int sweep_root(struct outcome *out, const struct sweep_opts *o, const struct sg_shm_listing *l, unsigned r)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2], buf[192];
@@ -207,6 +222,8 @@ static int sweep_root(struct outcome *out, const struct sweep_opts *o, const str
 			remove_file(out, o, dfd, path, f, why_go);
 		}
 	}
+	if (o->dead)
+		sg_shm_reap_journals(l, r, dfd, o->dry_run, journal_reaped, &(struct reaping){out, o});
 	close(dfd);
 	return 0;
 }

@@ -118,7 +118,7 @@ int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, voi
 	c->abort_ttl = SG_DEFAULT_ABORT_TTL;
 	sg_roots_add(&c->roots, SG_DEFAULT_ROOT);
 	strcpy(c->abort_dir, SG_DEFAULT_ABORT_DIR);
-	c->tag_xattr = true;
+	c->tag_journal = true;
 
 	if ((v = get("SHMGUARD_LOG", ctx))) {
 		static const char *names[] = {"off", "warn", "info", "debug"};
@@ -145,9 +145,11 @@ int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, voi
 	if ((v = get("SHMGUARD_ABORT_TTL", ctx)) && sg_config_parse_ttl(v, &c->abort_ttl) < 0)
 		return bad(err, errlen, "SHMGUARD_ABORT_TTL", v, "expected whole seconds from 1 to 604800");
 	if ((v = get("SHMGUARD_TAG", ctx))) {
-		if (strcmp(v, "off") != 0 && strcmp(v, "xattr") != 0)
-			return bad(err, errlen, "SHMGUARD_TAG", v, "expected xattr or off");
-		c->tag_xattr = strcmp(v, "xattr") == 0;
+		bool journal = strcmp(v, "journal") == 0, xattr = strcmp(v, "xattr") == 0, both = strcmp(v, "both") == 0;
+		if (!journal && !xattr && !both && strcmp(v, "off") != 0)
+			return bad(err, errlen, "SHMGUARD_TAG", v, "expected journal, xattr, both or off");
+		c->tag_journal = journal || both;
+		c->tag_xattr = xattr || both;
 	}
 	return 0;
 }

@@ -36,7 +36,9 @@ struct sg_config {
 	char request_id[SG_NAME_MAX + 1]; /* empty: none */
 	unsigned abort_ttl;                /* seconds */
 	enum sg_log_level log_level;
-	bool tag_xattr; /* write the user.shmguard tag onto each segment */
+	/* SHMGUARD_TAG: journal (default), xattr, both or off. */
+	bool tag_journal; /* record each segment in the process's ownership journal */
+	bool tag_xattr;   /* write the user.shmguard tag onto each segment */
 };
 
 /* Fill c from the environment.  On a bad value returns -1 with err naming the

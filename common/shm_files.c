@@ -39,10 +39,16 @@ const char *sg_comm(uint32_t pid, char *buf, size_t len)
 /* A reused pid is not the creator: the start time must match too.  A
  * zombie (exited, not yet reaped: a container's PID 1 may never reap) is
  * dead. */
-static enum sg_creator_state creator_state(const struct sg_tag *tag)
+enum sg_creator_state sg_creator_state(const struct sg_tag *tag)
 {
+	static uint64_t self_pidns;
 	struct sg_proc_stat ps;
 
+	if (!self_pidns)
+		self_pidns = sg_self_pidns();
+	/* A tag without a namespace is from before they were recorded. */
+	if (tag->pidns && tag->pidns != self_pidns)
+		return CREATOR_UNKNOWN;
 	if (sg_proc_stat(tag->pid, &ps) < 0)
 		return errno == ENOENT || errno == ESRCH ? CREATOR_DEAD : CREATOR_UNKNOWN;
 	return ps.start_ticks == tag->start_ticks && !sg_proc_exited(&ps) ? CREATOR_ALIVE : CREATOR_DEAD;
@@ -63,6 +69,13 @@ static struct sg_shm_file *append(struct sg_shm_listing *l, size_t *cap)
 	return f;
 }
 
+static void owned(struct sg_shm_file *f, double now)
+{
+	f->tagged = true;
+	f->creator = sg_creator_state(&f->tag);
+	f->age_s = now - f->tag.created_ns / 1e9;
+}
+
 static void fill(struct sg_shm_file *f, const struct stat *st, const char *value, ssize_t vlen, double now)
 {
 	f->kdev = sg_kdev(st->st_dev);
@@ -71,11 +84,20 @@ static void fill(struct sg_shm_file *f, const struct stat *st, const char *value
 	f->size = st->st_size;
 	f->bytes = (uint64_t)st->st_blocks * 512;
 	f->age_s = now - (st->st_ctim.tv_sec + st->st_ctim.tv_nsec / 1e9);
-	if (vlen > 0 && sg_tag_decode(&f->tag, value, (size_t)vlen) == 0) {
-		f->tagged = true;
-		f->creator = creator_state(&f->tag);
-		f->age_s = now - f->tag.created_ns / 1e9;
-	}
+	/* The tag only where nobody but the file's owner could have written it. */
+	if (vlen > 0 && sg_tag_trusted_mode(st->st_mode) && sg_tag_decode(&f->tag, value, (size_t)vlen) == 0)
+		owned(f, now);
+}
+
+/* What the root's journals say of a file; beats the xattr (the two agree
+ * when the shim writes both). */
+static void from_journal(struct sg_shm_file *f, const struct sg_journals *js, int dirfd, const char *path,
+			 int flags, const char *name, double now)
+{
+	if (!sg_journals_claim_any(js, f->ino))
+		return;
+	if (sg_journals_find(js, f->ino, f->uid, name, sg_birth_ns(dirfd, path, flags), &f->tag))
+		owned(f, now);
 }
 
 static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double now)
@@ -83,6 +105,7 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 	char value[SG_TAG_MAX];
 	struct dirent *e;
 	DIR *d = opendir(l->roots.dir[r]);
+	size_t first = l->n;
 
 	if (!d)
 		return -1;
@@ -91,6 +114,11 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 		ssize_t vlen = -1;
 		int fd;
 
+		if (sg_journal_name(e->d_name)) {
+			if (sg_journals_add(&l->journals[r], dirfd(d), e->d_name) < 0)
+				break;
+			continue;
+		}
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 			continue;
 		/* The tag through a descriptor of this very inode. */
@@ -109,6 +137,10 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 		f->linked = true;
 		fill(f, &st, value, vlen, now);
 	}
+	sg_journals_index(&l->journals[r]);
+	for (size_t i = first; i < l->n; i++)
+		from_journal(&l->files[i], &l->journals[r], dirfd(d), l->files[i].name, AT_SYMLINK_NOFOLLOW,
+			     l->files[i].name, now);
 	closedir(d);
 	return 0;
 }
@@ -209,6 +241,9 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 		f->root = root;
 		f->name = h->name ? strdup(h->name) : NULL;
 		fill(f, &st, value, vlen, now);
+		/* Unlinked: no name to match, so only with a birth time. */
+		if (f->root >= 0)
+			from_journal(f, &l->journals[f->root], AT_FDCWD, h->stat_path, 0, NULL, now);
 		f->holders = sg_holders_find(&l->holders, h->kdev, h->ino, &f->nholders);
 	}
 	return 0;
@@ -220,6 +255,43 @@ void sg_shm_listing_free(struct sg_shm_listing *l)
 		free(l->files[i].name);
 	free(l->files);
 	sg_holders_free(&l->holders);
+	for (unsigned r = 0; r < SG_MAX_ROOTS; r++)
+		sg_journals_free(&l->journals[r]);
 	l->files = NULL;
 	l->n = 0;
+}
+
+/* Whether some record of journal j names a file still in the root. */
+static bool journal_speaks(const struct sg_journals *js, size_t j, int dfd)
+{
+	for (size_t i = 0; i < js->nclaims; i++) {
+		const struct sg_journal_claim *c = &js->claims[i];
+		struct stat st;
+		if (c->journal == j && fstatat(dfd, c->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == c->ino)
+			return true;
+	}
+	return false;
+}
+
+size_t sg_shm_reap_journals(const struct sg_shm_listing *l, unsigned r, int dfd, bool dry_run,
+			    void (*said)(const char *root, const char *name, void *ctx), void *ctx)
+{
+	const struct sg_journals *js = &l->journals[r];
+	size_t n = 0;
+
+	for (size_t j = 0; j < js->nfiles; j++) {
+		const struct sg_journal_file *jf = &js->files[j];
+		struct stat st;
+
+		if (sg_creator_state(&jf->creator) != CREATOR_DEAD || journal_speaks(js, j, dfd))
+			continue;
+		/* Still the journal that was read, and no other file by now. */
+		if (fstatat(dfd, jf->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != jf->ino)
+			continue;
+		if (!dry_run && unlinkat(dfd, jf->name, 0) < 0)
+			continue;
+		said(l->roots.dir[r], jf->name, ctx);
+		n++;
+	}
+	return n;
 }

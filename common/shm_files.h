@@ -13,13 +13,14 @@
 
 #include "config.h"
 #include "holders.h"
+#include "journal.h"
 #include "tag.h"
 
 enum sg_creator_state {
 	CREATOR_NONE,    /* untagged */
 	CREATOR_ALIVE,   /* its pid runs, with the start time the tag names */
 	CREATOR_DEAD,    /* no such process, a zombie, or the pid was reused */
-	CREATOR_UNKNOWN, /* /proc would not say */
+	CREATOR_UNKNOWN, /* /proc would not say, or it runs in another pid namespace */
 };
 
 struct sg_shm_file {
@@ -32,7 +33,7 @@ struct sg_shm_file {
 	int64_t size;
 	uint64_t bytes; /* allocated: st_blocks * 512 */
 	double age_s;   /* since creation (the tag's time, else the inode's) */
-	bool tagged;
+	bool tagged;    /* its owner is known: from a journal, else a trusted xattr tag */
 	struct sg_tag tag;
 	enum sg_creator_state creator;
 	const struct sg_holder *holders;
@@ -44,6 +45,8 @@ struct sg_shm_listing {
 	struct sg_shm_file *files;
 	size_t n;
 	struct sg_holders holders;
+	/* The ownership journals found in each root: never listed as files. */
+	struct sg_journals journals[SG_MAX_ROOTS];
 };
 
 /* Reads the roots and /proc.  Returns 0, or -1 with err set. */
@@ -51,6 +54,18 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen);
 void sg_shm_listing_free(struct sg_shm_listing *l);
 
 const char *sg_creator_state_name(enum sg_creator_state s);
+
+/* Whether the process a tag or journal names still runs: a reused pid is not
+ * the creator (the start time must match), and a creator in another pid
+ * namespace than this process's cannot be judged (its pid means another
+ * process here). */
+enum sg_creator_state sg_creator_state(const struct sg_tag *creator);
+
+/* For `sweep`: removes each journal in root r (dfd, the root's directory)
+ * whose creator is dead and none of whose records names a file still there,
+ * calling said for each (dry_run: only calls it).  Returns how many. */
+size_t sg_shm_reap_journals(const struct sg_shm_listing *l, unsigned r, int dfd, bool dry_run,
+			    void (*said)(const char *root, const char *name, void *ctx), void *ctx);
 
 /* The command name of pid, or "?". */
 const char *sg_comm(uint32_t pid, char *buf, size_t len);

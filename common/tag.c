@@ -32,14 +32,16 @@ static char *put_field(char *p, const char *key, uint64_t v)
 	return p;
 }
 
-void sg_tag_head_init(struct sg_tag_head *head, pid_t pid, uint64_t start_ticks)
+void sg_tag_head_init(struct sg_tag_head *head, pid_t pid, uint64_t start_ticks, uint64_t pidns)
 {
-	char *p = head->text; /* magic + two fields of at most 20 digits: fits */
+	char *p = head->text; /* magic + three fields of at most 20 digits: fits */
 
 	memcpy(p, TAG_MAGIC, sizeof(TAG_MAGIC) - 1);
 	p += sizeof(TAG_MAGIC) - 1;
 	p = put_field(p, "pid", (uint64_t)pid);
 	p = put_field(p, "start", start_ticks);
+	if (pidns)
+		p = put_field(p, "ns", pidns);
 	head->len = (size_t)(p - head->text);
 }
 
@@ -64,7 +66,7 @@ int sg_tag_encode(const struct sg_tag *tag, char *buf, size_t buflen)
 {
 	struct sg_tag_head head;
 
-	sg_tag_head_init(&head, tag->pid, tag->start_ticks);
+	sg_tag_head_init(&head, tag->pid, tag->start_ticks, tag->pidns);
 	return sg_tag_encode_with(&head, tag->created_ns, tag->req, buf, buflen);
 }
 
@@ -95,7 +97,7 @@ static int read_field(const char **p, const char *end, const char *key, uint64_t
 int sg_tag_decode(struct sg_tag *tag, const char *buf, size_t len)
 {
 	const char *p = buf, *end = buf + len;
-	uint64_t pid, start, created;
+	uint64_t pid, start, ns = 0, created;
 	size_t rlen;
 
 	if (len < sizeof(TAG_MAGIC) - 1 || memcmp(p, TAG_MAGIC, sizeof(TAG_MAGIC) - 1) != 0)
@@ -103,6 +105,7 @@ int sg_tag_decode(struct sg_tag *tag, const char *buf, size_t len)
 	p += sizeof(TAG_MAGIC) - 1;
 	if (read_field(&p, end, "pid", 0x7fffffff, &pid) < 0 || pid == 0 ||
 	    read_field(&p, end, "start", UINT64_MAX, &start) < 0 ||
+	    (end - p >= 3 && memcmp(p, "ns=", 3) == 0 && (read_field(&p, end, "ns", UINT64_MAX, &ns) < 0 || ns == 0)) ||
 	    read_field(&p, end, "created", UINT64_MAX, &created) < 0)
 		return -1;
 	if ((size_t)(end - p) < 4 || memcmp(p, "req=", 4) != 0)
@@ -117,6 +120,7 @@ int sg_tag_decode(struct sg_tag *tag, const char *buf, size_t len)
 		return -1;
 	tag->pid = (pid_t)pid;
 	tag->start_ticks = start;
+	tag->pidns = ns;
 	tag->created_ns = created;
 	return 0;
 }

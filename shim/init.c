@@ -3,6 +3,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "journal.h"
+#include "journal_writer.h"
 #include "log.h"
 #include "mappings.h"
 #include "procstat.h"
@@ -23,12 +25,14 @@ static bool active;
 static void before_fork(void)
 {
 	sg_registry_lock();
+	sg_jw_lock();
 	sg_mappings_lock();
 }
 
 static void after_fork_parent(void)
 {
 	sg_mappings_unlock();
+	sg_jw_unlock();
 	sg_registry_unlock();
 }
 
@@ -40,12 +44,14 @@ static void learn_self(void)
 	sg_self.pid = getpid();
 	if (sg_proc_start_ticks(sg_self.pid, &sg_self.start_ticks) < 0)
 		sg_self.start_ticks = 0;
-	sg_tag_head_init(&sg_self.tag_head, sg_self.pid, sg_self.start_ticks);
+	sg_self.pidns = sg_self_pidns();
+	sg_tag_head_init(&sg_self.tag_head, sg_self.pid, sg_self.start_ticks, sg_self.pidns);
 }
 
 static void after_fork_child(void)
 {
 	sg_mappings_unlock();
+	sg_jw_after_fork_child();
 	sg_registry_unlock();
 	sg_registry_forget_all();
 	sg_mappings_after_fork();
@@ -96,6 +102,7 @@ __attribute__((destructor)) static void shmguard_fini(void)
 		return;
 	sg_enter();
 	sg_markers_drain();
+	sg_jw_exit();
 	if (!s->tagged && !s->ambiguous && !s->ignored_markers)
 		return;
 	sg_log(SG_LOG_INFO,

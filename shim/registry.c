@@ -9,6 +9,7 @@
 
 #include "hash.h"
 #include "htable.h"
+#include "journal_writer.h"
 
 /* A request whose marker was seen: a segment created for it later is a
  * late put.  Kept until the marker expires. */
@@ -97,6 +98,14 @@ static void detach(struct sg_segment *seg)
 	detach_at(sg_htable_slot(&by_path, seg->by_path.hash, is_path, seg->path));
 }
 
+/* A detached segment is no longer this process's to speak for: its record
+ * in the ownership journal goes. */
+static void release(struct sg_segment *seg)
+{
+	sg_jw_release(seg->journal_slot);
+	seg->journal_slot = 0;
+}
+
 int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 {
 	size_t plen = strlen(path), rlen = strlen(request);
@@ -113,6 +122,7 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 	seg->req_hash = sg_hash_mem(request, rlen);
 	seg->dev = dev;
 	seg->ino = ino;
+	seg->journal_slot = 0;
 
 	pthread_mutex_lock(&lock);
 	if (sg_htable_reserve(&by_path, FIRST_BUCKETS) < 0 || request_room() < 0)
@@ -121,8 +131,11 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 	if (*slot) { /* an older file of that name, since unlinked by someone else */
 		struct sg_segment *old = segment_of(*slot);
 		detach_at(slot);
+		release(old);
 		free(old);
 	}
+	/* Under the lock, so that no forgetting can come before it. */
+	seg->journal_slot = sg_jw_record(path, ino, request);
 	sg_htable_insert_at(&by_path, slot, &seg->by_path);
 	link_request(&by_request[seg->req_hash & (request_buckets - 1)], seg);
 	ret = aborted_already(request, seg->req_hash) ? SG_ADDED_ABORTED : SG_ADDED;
@@ -144,6 +157,7 @@ struct sg_segment *sg_registry_take(const char *path)
 		if (*slot) {
 			seg = segment_of(*slot);
 			detach_at(slot);
+			release(seg);
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -191,7 +205,9 @@ struct sg_segment *sg_registry_abort(const char *request, time_t now)
 		for (struct sg_segment *seg = by_request[h & (request_buckets - 1)], *next; seg; seg = next) {
 			next = seg->req_next;
 			if (seg->req_hash == h && strcmp(seg->request, request) == 0) {
+				/* The sweep unlinks it, or finds it gone or replaced. */
 				detach(seg);
+				release(seg);
 				seg->next_of_request = list;
 				list = seg;
 			}
@@ -226,6 +242,7 @@ void sg_registry_prune(size_t max)
 			struct stat st;
 			if (lstat(seg->path, &st) < 0 || st.st_dev != seg->dev || st.st_ino != seg->ino) {
 				detach_at(slot);
+				release(seg);
 				free(seg);
 			} else {
 				slot = &seg->by_path.next;

@@ -24,14 +24,17 @@ struct sg_segment {
 	const char *request; /* the request ID, stored after the path */
 	dev_t dev;
 	ino_t ino;
-	char path[]; /* absolute path */
+	uint32_t journal_slot; /* its record in the ownership journal, 0: none */
+	char path[];           /* absolute path */
 };
 
 enum sg_added { SG_ADDED = 0, SG_ADDED_ABORTED = 1 };
 
-/* Records path (replacing a stale entry of the same path).  Returns
- * SG_ADDED, SG_ADDED_ABORTED when its request is already aborted (a late
- * put: sweep it), or -1 when out of memory (the segment is not tracked). */
+/* Records path (replacing a stale entry of the same path), and writes it
+ * into the ownership journal, whose record goes when the entry is taken,
+ * forgotten or handed to a sweep.  Returns SG_ADDED, SG_ADDED_ABORTED when
+ * its request is already aborted (a late put: sweep it), or -1 when out of
+ * memory (the segment is not tracked). */
 int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request);
 
 /* The program unlinked path itself: forget it. */

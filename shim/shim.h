@@ -49,11 +49,12 @@ static inline void sg_leave(void)
 /* The request set for this thread with shmguard_set_request(), or "". */
 extern SG_THREAD_LOCAL char sg_thread_request[SG_NAME_MAX + 1];
 
-/* This process, as its tags name it: pid and start time (kept current
- * across fork). */
+/* This process, as its tags name it: pid, start time and pid namespace
+ * (kept current across fork). */
 struct sg_self {
 	pid_t pid;
 	uint64_t start_ticks;
+	uint64_t pidns;
 	struct sg_tag_head tag_head; /* the start of every tag it writes */
 };
 

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "journal.h"
+
 extern char **environ;
 
 /* Children still running, ended by h_cleanup(): a test that fails half-way
@@ -26,6 +28,10 @@ static struct {
 	char err[128];
 } live[64];
 static size_t nlive;
+
+/* Every child started, for the journals they may leave (h_cleanup). */
+static pid_t spawned[256];
+static size_t nspawned;
 
 static void die(const char *what)
 {
@@ -127,6 +133,8 @@ struct h_proc h_spawn(const char *const *argv, const char *const *env)
 	if (spawn_user && fchown(errfd, spawn_user->uid, spawn_user->gid) < 0)
 		die("chown stderr file");
 	close(errfd);
+	if (nspawned < sizeof(spawned) / sizeof(spawned[0]))
+		spawned[nspawned++] = p.pid;
 	if (nlive < sizeof(live) / sizeof(live[0])) {
 		live[nlive].pid = p.pid;
 		memcpy(live[nlive++].err, p.err, sizeof(p.err));
@@ -254,6 +262,50 @@ static void remove_tree(int parent, const char *name)
 	unlinkat(parent, name, AT_REMOVEDIR);
 }
 
+struct journal_names {
+	const char *prefix;
+	size_t len, ours, others;
+};
+
+static int count_names(const struct sg_journal_entry *e, void *opaque)
+{
+	struct journal_names *n = opaque;
+	const char *name = strncmp(e->name, "shm_", 4) == 0 ? e->name + 4 : e->name;
+
+	if (strncmp(e->name, n->prefix, n->len) == 0 || strncmp(name, n->prefix, n->len) == 0)
+		n->ours++;
+	else
+		n->others++;
+	return 0;
+}
+
+/* Whether the journal in /dev/shm called name is one this test's processes
+ * left: every file it names bears the prefix, or it names none and its
+ * creator is a child this test started.  (The shim removes its journal at
+ * exit once its files are gone; a killed one, or one whose files the
+ * cleanup removes after it ended, leaves it.) */
+static bool our_journal(int dfd, const char *name, const char *prefix)
+{
+	struct journal_names n = {prefix, strlen(prefix), 0, 0};
+	struct sg_journal_head head;
+	static char buf[1 << 20];
+	bool ours = false;
+	ssize_t len;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	len = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (len <= 0 || sg_journal_parse(buf, (size_t)len, &head, count_names, &n) < 0)
+		return false;
+	if (n.ours)
+		return !n.others;
+	for (size_t i = 0; i < nspawned && !ours; i++)
+		ours = spawned[i] == (pid_t)head.pid;
+	return ours && !n.others;
+}
+
 void h_cleanup(const char *prefix)
 {
 	struct dirent *e;
@@ -272,6 +324,10 @@ void h_cleanup(const char *prefix)
 		if (strncmp(e->d_name, prefix, len) == 0 ||
 		    (strncmp(e->d_name, "shm_", 4) == 0 && strncmp(e->d_name + 4, prefix, len) == 0))
 			remove_tree(dirfd(d), e->d_name);
+	rewinddir(d);
+	while ((e = readdir(d)))
+		if (sg_journal_name(e->d_name) && our_journal(dirfd(d), e->d_name, prefix))
+			unlinkat(dirfd(d), e->d_name, 0);
 	closedir(d);
 }
 

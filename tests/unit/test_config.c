@@ -29,7 +29,23 @@ Test(config, defaults)
 	cr_assert_eq(cfg.log_level, SG_LOG_WARN);
 	cr_assert_eq(cfg.patterns.count, 0);
 	cr_assert_str_eq(cfg.request_id, "");
-	cr_assert(cfg.tag_xattr);
+	cr_assert(cfg.tag_journal);
+	cr_assert(!cfg.tag_xattr);
+}
+
+Test(config, tag_modes)
+{
+	static const struct {
+		const char *value;
+		bool journal, xattr;
+	} modes[] = {{"journal", true, false}, {"xattr", false, true}, {"both", true, true}, {"off", false, false}};
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		setenv("SHMGUARD_TAG", modes[i].value, 1);
+		cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(cfg.tag_journal, modes[i].journal, "%s", modes[i].value);
+		cr_assert_eq(cfg.tag_xattr, modes[i].xattr, "%s", modes[i].value);
+	}
 }
 
 Test(config, every_variable)
@@ -51,6 +67,7 @@ Test(config, every_variable)
 	cr_assert_eq(cfg.abort_ttl, 30);
 	cr_assert_eq(cfg.log_level, SG_LOG_DEBUG);
 	cr_assert(!cfg.tag_xattr);
+	cr_assert(!cfg.tag_journal);
 }
 
 static void rejects(const char *var, const char *value)
@@ -81,6 +98,7 @@ Test(config, bad_values_name_their_variable)
 	rejects("SHMGUARD_LOG", "verbose");
 	rejects("SHMGUARD_TAG", "on");
 	rejects("SHMGUARD_TAG", "");
+	rejects("SHMGUARD_TAG", "journal,xattr");
 }
 
 Test(config, bad_value_keeps_the_requested_log_level)

@@ -1,0 +1,29 @@
+/* This process's ownership journals (common/journal.h): one per shm root it
+ * creates files in, made on the first such file, mapped, and written
+ * without a system call but when it must grow. */
+#ifndef SHMGUARD_JOURNAL_WRITER_H
+#define SHMGUARD_JOURNAL_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Records, when SHMGUARD_TAG asks for the journal, that the file ino at
+ * path (spelled root/name) is this process's, for req, as of now.  Returns
+ * the record's slot for sg_jw_release(), or 0 when there is none (not asked,
+ * or it could not be recorded: said once). */
+uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req);
+
+/* The file is gone, or no longer this process's to speak for. */
+void sg_jw_release(uint32_t slot);
+
+/* At exit: removes each journal none of whose files remain. */
+void sg_jw_exit(void);
+
+void sg_jw_lock(void);
+void sg_jw_unlock(void);
+/* In a fork child, with the lock held: the parent's journals are not the
+ * child's; it makes its own on its first creation. */
+void sg_jw_after_fork_child(void);
+
+#endif

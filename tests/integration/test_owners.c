@@ -1,0 +1,298 @@
+/* Who owns a file, as other processes learn it: the shim's ownership
+ * journal on a root without user xattrs (ramfs), what `ls` and `sweep`
+ * make of it, and records nobody should believe (another user's journal or
+ * tag, a creator in another pid namespace). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "journal.h"
+
+static const char *prefix, *abort_dir, *root;
+
+static void setup(void)
+{
+	prefix = h_prefix("own");
+	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	root = h_str("/dev/shm/%sroot", prefix);
+}
+
+static void teardown(void)
+{
+	umount2(root, MNT_DETACH);
+	h_cleanup(prefix);
+}
+
+TestSuite(owners, .init = setup, .fini = teardown, .timeout = 60);
+
+/* root as a ramfs (no user xattrs at all) in a private mount namespace of
+ * this test, or a skip (never in CI). */
+static void ramfs_root(void)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		cr_assert(!getenv("CI"), "cannot make a mount namespace in CI: %s", strerror(errno));
+		cr_skip_test("needs CAP_SYS_ADMIN for a private mount namespace");
+	}
+	cr_assert_eq(mkdir(root, 0755), 0);
+	cr_assert_eq(mount("none", root, "ramfs", 0, "mode=1777"), 0, "mount ramfs: %s", strerror(errno));
+}
+
+static const char *in_root(const char *name)
+{
+	return h_str("%s/%s", root, name);
+}
+
+static const char **env_for(const char *extra)
+{
+	return h_shim_env(abort_dir, "{req}_{int}_{int};vllm_offload_{req}.mmap", h_str("SHMGUARD_SHM_ROOTS=%s", root),
+			  extra, NULL);
+}
+
+static void kill9(struct h_proc *p)
+{
+	kill(p->pid, SIGKILL);
+	h_finish(p, NULL);
+}
+
+/* `shmguard CMD --root ROOT` with up to three more arguments.  This
+ * sandbox's init cannot be read even by root: the sweeps say so. */
+static int cli(char **out, const char *cmd, const char *a1, const char *a2, const char *a3)
+{
+	const char *argv[] = {h_bin("SG_CLI"), cmd, "--root", root, a1, a2, a3, NULL};
+	return h_output(argv, NULL, out, NULL);
+}
+
+static int sweep(char **out, const char *a1, const char *a2)
+{
+	return cli(out, "sweep", "--ignore-unreadable", a1, a2);
+}
+
+/* The ls --json entry for name: its request and creator, "-" untagged. */
+static void owner_of(const char *name, const char **req, int *pid, const char **state)
+{
+	char *out;
+	json_t *j, *files, *f;
+	size_t i;
+
+	cr_assert_eq(cli(&out, "ls", "--json", NULL, NULL), 0, "%s", out);
+	j = json_loads(out, 0, NULL);
+	cr_assert(j, "%s", out);
+	files = json_object_get(j, "files");
+	*req = "-";
+	*pid = 0;
+	*state = "-";
+	json_array_foreach(files, i, f) {
+		const char *path = json_string_value(json_object_get(f, "path"));
+		json_t *tag = json_object_get(f, "tag");
+		cr_assert(path, "%s", out);
+		cr_assert(!strstr(path, SG_JOURNAL_PREFIX), "ls lists a journal: %s", out);
+		if (strcmp(path, in_root(name)) != 0 || !json_is_object(tag))
+			continue;
+		*req = h_str("%s", json_string_value(json_object_get(tag, "request")));
+		*pid = (int)json_integer_value(json_object_get(tag, "creator_pid"));
+		*state = h_str("%s", json_string_value(json_object_get(tag, "creator")));
+	}
+	json_decref(j);
+}
+
+static int journals(void)
+{
+	return h_count(root, SG_JOURNAL_PREFIX);
+}
+
+/* seed 001's restart case where xattrs are refused: the creator of
+ * vllm_offload_e1.mmap is killed, and sweep --dead reclaims its files, not
+ * a live process's, and then its journal. */
+Test(owners, without_xattrs_ls_and_sweep_dead_read_the_journal)
+{
+	const char *e1 = h_str("%se1", prefix), *req;
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(h_str("vllm_offload_%s.mmap", e1)), "65536",
+			      "open", in_root(h_str("%sa_0_0", prefix)), "4096", "wait", NULL};
+	const char *other[] = {h_bin("SG_SHMTOOL"), "open", in_root(h_str("%sb_0_0", prefix)), "4096", "wait", NULL};
+	struct h_proc creator, live;
+	char *out, *err;
+	int pid;
+	const char *state;
+
+	ramfs_root();
+	creator = h_start_ready(argv, env_for(NULL));
+	live = h_start_ready(other, env_for(NULL));
+	cr_expect_eq(journals(), 2);
+
+	owner_of(h_str("vllm_offload_%s.mmap", e1), &req, &pid, &state);
+	cr_expect_str_eq(req, e1);
+	cr_expect_eq(pid, creator.pid);
+	cr_expect_str_eq(state, "alive");
+	owner_of(h_str("%sa_0_0", prefix), &req, &pid, &state);
+	cr_expect_str_eq(req, h_str("%sa", prefix));
+
+	kill9(&creator);
+	owner_of(h_str("vllm_offload_%s.mmap", e1), &req, &pid, &state);
+	cr_expect_str_eq(state, "dead");
+	cr_assert_eq(sweep(&out, "--dead", NULL), 0, "%s", out);
+	cr_expect(!h_exists(in_root(h_str("vllm_offload_%s.mmap", e1))), "%s", out);
+	cr_expect(!h_exists(in_root(h_str("%sa_0_0", prefix))), "%s", out);
+	cr_expect(h_exists(in_root(h_str("%sb_0_0", prefix))), "a live creator's file was swept: %s", out);
+	cr_expect(strstr(out, "removed 2 file(s)"), "%s", out);
+	cr_expect_eq(journals(), 1, "the dead creator's journal stayed, or the live one's went: %s", out);
+
+	/* The live one exits with its file still there: its journal stays. */
+	cr_assert_eq(h_finish(&live, &err), 0, "%s", err);
+	cr_expect_eq(journals(), 1);
+	cr_assert_eq(sweep(&out, "--request", h_str("%sb", prefix)), 0, "%s", out);
+	cr_expect(!h_exists(in_root(h_str("%sb_0_0", prefix))), "%s", out);
+	cr_assert_eq(sweep(&out, "--dead", NULL), 0, "%s", out);
+	cr_expect_eq(journals(), 0, "%s", out);
+}
+
+/* A process whose files are all gone at exit takes its journal with it;
+ * one the abort swept counts as gone. */
+Test(owners, a_process_removes_its_journal_when_its_files_are_gone)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(h_str("%sx_0_0", prefix)), "4096",
+			      "open", in_root(h_str("%sy_0_0", prefix)), "4096", "unlink",
+			      in_root(h_str("%sx_0_0", prefix)), "wait", NULL};
+	struct h_proc p;
+	char *err;
+
+	ramfs_root();
+	p = h_start_ready(argv, env_for(NULL));
+	cr_expect_eq(journals(), 1);
+	h_abort(abort_dir, h_str("%sy", prefix), NULL);
+	cr_expect(h_wait_gone(in_root(h_str("%sy_0_0", prefix)), 2000));
+	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
+	cr_expect_eq(journals(), 0, "%s", err);
+}
+
+/* Another user may write in a shared root: a journal of theirs naming
+ * root's file, or a tag they wrote on a file they may write, is not
+ * believed, and root's sweep --dead does not delete that file for them. */
+Test(owners, another_users_journal_or_tag_is_not_believed)
+{
+	const struct h_user *u = h_hostile_user();
+	struct sg_journal_head head;
+	struct sg_journal_rec rec;
+	const char *victim = in_root("victim_0_0"), *control = in_root("control_0_0");
+	struct stat vst, cst;
+	struct timespec now;
+	uint64_t created;
+	char *out;
+	int fd, status;
+	pid_t dead = fork();
+
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	cr_assert_eq(mkdir(root, 01777), 0);
+	cr_assert_eq(chmod(root, 01777), 0);
+	/* root's files: one anyone may write, one only root may. */
+	fd = open(victim, O_CREAT | O_EXCL | O_RDWR, 0666);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fchmod(fd, 0666), 0);
+	cr_assert_eq(ftruncate(fd, 4096), 0);
+	cr_assert_eq(fstat(fd, &vst), 0);
+	close(fd);
+	fd = open(control, O_CREAT | O_EXCL | O_RDWR, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 4096), 0);
+	cr_assert_eq(fstat(fd, &cst), 0);
+	close(fd);
+	clock_gettime(CLOCK_REALTIME, &now);
+	created = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+
+	/* The other user's journal, naming a dead creator for the victim. */
+	sg_journal_head_init(&head, dead, 1, sg_self_pidns(), created);
+	memset(&rec, 0, sizeof(rec));
+	cr_assert_eq(sg_journal_rec_commit(&rec, vst.st_ino, created, h_str("%sforged", prefix), "victim_0_0"), 0);
+	fd = open(in_root(SG_JOURNAL_PREFIX "forged"), O_CREAT | O_EXCL | O_WRONLY, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, &head, sizeof(head)), (ssize_t)sizeof(head));
+	cr_assert_eq(write(fd, &rec, sizeof(rec)), (ssize_t)sizeof(rec));
+	cr_assert_eq(fchown(fd, u->uid, u->gid), 0);
+	close(fd);
+	/* The same claim in a journal of root's proves the test could fail:
+	 * it is believed for root's control file. */
+	memset(&rec, 0, sizeof(rec));
+	cr_assert_eq(sg_journal_rec_commit(&rec, cst.st_ino, created, h_str("%sforged", prefix), "control_0_0"), 0);
+	fd = open(in_root(SG_JOURNAL_PREFIX "roots"), O_CREAT | O_EXCL | O_WRONLY, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, &head, sizeof(head)), (ssize_t)sizeof(head));
+	cr_assert_eq(write(fd, &rec, sizeof(rec)), (ssize_t)sizeof(rec));
+	close(fd);
+
+	/* And a tag the other user writes on the victim, as that user. */
+	const char *value = h_str("shmguard/1 pid=%d start=1 created=1 req=%sforged", (int)dead, prefix);
+	pid_t child = fork();
+	if (child == 0) {
+		if (setgid(u->gid) < 0 || setuid(u->uid) < 0)
+			_exit(2);
+		_exit(setxattr(victim, "user.shmguard", value, strlen(value), 0) == 0 ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the other user could not write the tag");
+
+	cr_assert_eq(sweep(&out, "--dead", NULL), 0, "%s", out);
+	cr_expect(h_exists(victim), "a forged record deleted root's file: %s", out);
+	cr_expect(!h_exists(control), "root's own journal was not believed: %s", out);
+	cr_assert_eq(sweep(&out, "--request", h_str("%sforged", prefix)), 0, "%s", out);
+	cr_expect(h_exists(victim), "%s", out);
+	cr_expect(h_exists(in_root(SG_JOURNAL_PREFIX "forged")), "sweep removed another user's journal: %s", out);
+}
+
+/* A creator in another pid namespace writes its pid there (1): the sweep
+ * cannot see that process, so it must not judge it dead. */
+Test(owners, a_creator_in_another_pid_namespace_is_not_judged)
+{
+	const char *argv[] = {"/usr/bin/unshare", "--pid", "--fork", h_bin("SG_SHMTOOL"), "open",
+			      in_root(h_str("%sns_0_0", prefix)), "4096", "wait", NULL};
+	const char *req, *state;
+	struct h_proc p;
+	char *out;
+	int pid;
+
+	cr_assert_eq(mkdir(root, 0755), 0);
+	p = h_start_ready(argv, env_for("SHMGUARD_TAG=both"));
+	owner_of(h_str("%sns_0_0", prefix), &req, &pid, &state);
+	cr_expect_str_eq(req, h_str("%sns", prefix));
+	cr_expect_eq(pid, 1, "the creator's pid, as its namespace numbers it");
+	cr_expect_str_eq(state, "unknown");
+	cr_assert_eq(sweep(&out, "--dead", NULL), 0, "%s", out);
+	cr_expect(h_exists(in_root(h_str("%sns_0_0", prefix))), "a live creator's file was swept: %s", out);
+	cr_expect(strstr(out, "kept"), "%s", out);
+	/* The xattr alone says the same. */
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* The journals are shmguard's own: only sweep --dead's rule removes them,
+ * never --match. */
+Test(owners, journals_are_not_files_to_list_or_match)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(h_str("%sm_0_0", prefix)), "4096", "wait", NULL};
+	struct h_proc p;
+	char *out;
+
+	cr_assert_eq(mkdir(root, 0755), 0);
+	p = h_start_ready(argv, env_for(NULL));
+	cr_assert_eq(journals(), 1);
+	cr_assert_eq(sweep(&out, "--match", "*"), 2, "%s", out); /* --match needs --older-than */
+	const char *a[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--ignore-unreadable", "--match", ".*",
+			   "--older-than", "0", NULL};
+	cr_assert_eq(h_output(a, NULL, &out, NULL), 0, "%s", out);
+	cr_expect_eq(journals(), 1, "%s", out);
+	cr_assert_eq(cli(&out, "ls", NULL, NULL, NULL), 0, "%s", out);
+	cr_expect(!strstr(out, SG_JOURNAL_PREFIX), "%s", out);
+	cr_expect(strstr(out, h_str("%sm_0_0", prefix)), "%s", out);
+	kill9(&p);
+}
