@@ -30,6 +30,7 @@
 #include "audit.h"
 #include "clock.h"
 #include "holders.h"
+#include "journal.h"
 #include "tag.h"
 
 /* A new cycle this long after the last one ended (sooner for an abort). */
@@ -78,6 +79,10 @@ struct audit_review {
 	double started_s, next_s, slice_end_s;
 	struct suspect *suspects; /* files no name refers to, for the holders */
 	size_t nsuspects, cap;
+	/* The shim's ownership journals of each root, read once a cycle when
+	 * a file needs them. */
+	struct sg_journals journals[SG_MAX_ROOTS];
+	bool journals_read[SG_MAX_ROOTS];
 	uint64_t tracked, unattributed, files;
 	uint64_t aborted_held, live_pending, live_files;
 	struct audit_root_bytes roots[SG_MAX_ROOTS];
@@ -176,36 +181,76 @@ static struct measured measure(struct pass *p, struct audit_file *f)
 	return m.exists ? m : measure_held(p, f);
 }
 
-/* A request for a file that has none yet: the shim's xattr where the USDT
- * tag was missed (a shim loaded before the audit began), then the patterns. */
-static void attribute(struct pass *p, struct audit_file *f, const struct measured *m)
+static const struct sg_journals *journals_of(struct pass *p, struct audit_review *rv, int r)
+{
+	struct dirent *e;
+	DIR *d;
+
+	if (!rv->journals_read[r]) {
+		rv->journals_read[r] = true;
+		if ((d = opendir(p->a->roots[r].path))) {
+			while ((e = readdir(d)))
+				if (sg_journal_name(e->d_name))
+					sg_journals_add(&rv->journals[r], dirfd(d), e->d_name);
+			closedir(d);
+		}
+		sg_journals_index(&rv->journals[r]);
+	}
+	return &rv->journals[r];
+}
+
+static void free_journals(struct audit_review *rv)
+{
+	for (unsigned r = 0; r < SG_MAX_ROOTS; r++)
+		sg_journals_free(&rv->journals[r]);
+}
+
+/* A request for a file that has none yet where the USDT tag was missed (a
+ * shim loaded before the audit began): the shim's journal, or its xattr
+ * where nobody else could have written it, then the patterns. */
+static void attribute(struct pass *p, struct audit_review *rv, struct audit_file *f, const struct measured *m)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2], value[SG_TAG_MAX];
+	const struct sg_journals *js;
 	struct sg_tag tag;
+	struct stat st;
 	ssize_t n;
 
 	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
-	if (m->linked) {
+	if (m->linked && f->root >= 0 && f->name) {
 		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
-		n = lgetxattr(path, SG_TAG_XATTR, value, sizeof(value));
+		if (lstat(path, &st) < 0 || st.st_ino != f->ino)
+			goto by_name;
+		js = journals_of(p, rv, f->root);
+		if (sg_journals_claim_any(js, f->ino) &&
+		    sg_journals_find(js, f->ino, st.st_uid, f->name, sg_birth_ns(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW),
+				     &tag)) {
+			audit_files_attribute(p->a->files, f, tag.req, REQ_TAG, -1);
+			return;
+		}
+		n = sg_tag_trusted_mode(st.st_mode) ? lgetxattr(path, SG_TAG_XATTR, value, sizeof(value)) : -1;
 		if (n > 0 && sg_tag_decode(&tag, value, (size_t)n) == 0) {
 			audit_files_attribute(p->a->files, f, tag.req, REQ_TAG, -1);
 			return;
 		}
 	}
+by_name:
 	audit_attribute_by_name(p->a, f);
 }
 
-/* A file that exists counts in the cycle's totals, with its request. */
+/* A file that exists counts in the cycle's totals, with its request.  The
+ * shim's ownership journals are its own bookkeeping: they do not count. */
 static void count(struct pass *p, struct audit_review *rv, struct audit_file *f, const struct measured *m)
 {
 	if (!f->name && m->name && (f->name = strdup(m->name)))
 		f->root = m->root;
 	f->bytes = m->bytes;
 	f->measured = true;
+	if (f->name && sg_journal_name(f->name))
+		return;
 	if (!f->looked_up) { /* once per name: a file with no request keeps none */
-		attribute(p, f, m);
+		attribute(p, rv, f, m);
 		f->looked_up = true;
 	}
 	rv->tracked += m->bytes;
@@ -386,6 +431,7 @@ void audit_review_free(struct audit_review *rv)
 	if (rv->dir)
 		closedir(rv->dir);
 	free(rv->suspects);
+	free_journals(rv);
 	free(rv);
 }
 
@@ -431,6 +477,7 @@ static void start_cycle(struct audit *a)
 
 	if (rv->dir)
 		closedir(rv->dir);
+	free_journals(rv);
 	*rv = (struct audit_review){.phase = REVIEW_NAMING, .started_ns = sg_monotonic_ns(),
 				    .started_s = audit_now_s(a), .cycle = rv->cycle + 1, .suspects = rv->suspects,
 				    .cap = rv->cap, .urgent = abort_waits(a, audit_now_s(a))};

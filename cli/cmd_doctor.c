@@ -27,8 +27,8 @@ static void usage(FILE *out)
 	fprintf(out, "Usage: shmguard doctor [--binary PATH] [--root DIR]... [--need SIZE]\n\n"
 		     "Checks, one line each: the kernel and its BTF, whether the auditor's BPF programs load\n"
 		     "here (and why not), tracefs, and for each shm root (default /dev/shm) its filesystem,\n"
-		     "size and use and whether it keeps the shim's tags (user xattrs); with --binary, whether\n"
-		     "that program can run under the shim.\n"
+		     "size and use, and whether the shim can keep its ownership journal and its xattr tags\n"
+		     "there; with --binary, whether that program can run under the shim.\n"
 		     "With --need SIZE (512M, 2G, 1.5GiB: powers of 1024), whether each root has that much\n"
 		     "free; when not, what holds the rest (the largest holders by request and creator) and\n"
 		     "how much `shmguard sweep --dead` would reclaim.\n\n"
@@ -87,17 +87,19 @@ static int check_root(const char *root)
 	status |= line(label, true, "%s, %.1f MiB, %.1f MiB used (%.1f%%)",
 		       fs.f_type == TMPFS_MAGIC ? "tmpfs" : "not tmpfs (memory use is not RAM)", total / 1048576,
 		       used / 1048576, total > 0 ? 100 * used / total : 0);
-	/* Tags need user xattrs: try one on a file of our own. */
+	/* The journal needs a file of its own there, xattr tags user xattrs:
+	 * try both on a file of our own. */
 	snprintf(probe, sizeof(probe), "%s/.shmguard-doctor-%d", root, (int)getpid());
 	fd = open(probe, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return status | line("", false, "  cannot create a file there: %s", strerror(errno));
+		return status | line("", false, "  cannot create a file there (%s): the shim's ownership journal "
+					       "cannot be kept", strerror(errno));
+	line("", true, "  takes files: the shim's ownership journal (SHMGUARD_TAG=journal, the default) works");
 	if (fsetxattr(fd, "user.shmguard-doctor", "1", 1, 0) == 0)
-		line("", true, "  keeps user xattrs: the shim's tags are visible to other processes");
+		line("", true, "  keeps user xattrs: SHMGUARD_TAG=xattr or both works too");
 	else
-		status |= line("", false, "  refuses user xattrs (%s): the shim works from its own records, "
-					  "but ls, sweep and the auditor cannot read its tags",
-			       strerror(errno));
+		line("", true, "  refuses user xattrs (%s): SHMGUARD_TAG=xattr would tag nothing here; the journal "
+			       "does not need them", strerror(errno));
 	close(fd);
 	unlink(probe);
 	return status;

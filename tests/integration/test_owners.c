@@ -296,3 +296,14 @@ Test(owners, journals_are_not_files_to_list_or_match)
 	cr_expect(strstr(out, h_str("%sm_0_0", prefix)), "%s", out);
 	kill9(&p);
 }
+
+/* doctor on a root without xattrs: the journal works, xattr tags would not. */
+Test(owners, doctor_says_the_journal_works_without_xattrs)
+{
+	char *out;
+
+	ramfs_root();
+	cli(&out, "doctor", NULL, NULL, NULL);
+	cr_expect(strstr(out, "refuses user xattrs"), "%s", out);
+	cr_expect(strstr(out, "ownership journal (SHMGUARD_TAG=journal, the default) works"), "%s", out);
+}

@@ -189,13 +189,15 @@ Test(ownership, late_put_mapped_after_its_sweep_is_counted)
 	cr_expect(strstr(err, "still mapped 12288 bytes"), "summary: %s", err);
 }
 
-/* The record is also written onto the file, for other processes and the
- * CLI: request, creator pid and start time, creation time. */
+/* SHMGUARD_TAG=xattr: the record is also written onto the file, for other
+ * processes and the CLI: request, creator pid, start time and pid
+ * namespace, creation time. */
 Test(ownership, the_tag_is_written_onto_the_segment)
 {
 	const char *x = h_str("/dev/shm/%stagged_0_0", prefix);
 	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", x + 8, "4096", "wait", NULL};
-	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", "SHMGUARD_TAG=xattr", NULL));
+	struct stat ns;
 	char value[512] = "";
 	ssize_t n = -1;
 
@@ -205,11 +207,14 @@ Test(ownership, the_tag_is_written_onto_the_segment)
 	value[n] = '\0';
 	cr_expect(strncmp(value, h_str("shmguard/1 pid=%d start=", (int)p.pid), 20 + 4) == 0, "%s", value);
 	cr_expect(strstr(value, h_str(" req=%stagged", prefix)) && value[n - 1] == 'd', "%s", value);
+	cr_assert_eq(stat("/proc/self/ns/pid", &ns), 0);
+	cr_expect(strstr(value, h_str(" ns=%llu ", (unsigned long long)ns.st_ino)), "%s", value);
+	cr_expect(!h_exists(h_str("/dev/shm/.shmguard-journal-%d-0", (int)p.pid)), "a journal besides the tag");
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
-/* SHMGUARD_TAG=off: nothing is written onto the file, and this process's
- * own record still sweeps it. */
+/* SHMGUARD_TAG=off: nothing is written onto the file or into a journal,
+ * and this process's own record still sweeps it. */
 Test(ownership, tag_off_writes_nothing_and_still_sweeps)
 {
 	const char *x = h_str("/dev/shm/%suntagged_0_0", prefix);
@@ -220,6 +225,7 @@ Test(ownership, tag_off_writes_nothing_and_still_sweeps)
 	cr_assert(h_exists(x));
 	cr_expect_eq(getxattr(x, "user.shmguard", value, sizeof(value)), -1, "a tag was written");
 	cr_expect_eq(errno, ENODATA);
+	cr_expect(!h_exists(h_str("/dev/shm/.shmguard-journal-%d-0", (int)p.pid)), "a journal was written");
 	h_abort(abort_dir, h_str("%suntagged", prefix), NULL);
 	cr_expect(h_wait_gone(x, 1000), "not swept without its tag");
 	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);

@@ -156,8 +156,9 @@ Test(processes, cpp_program_works_under_the_shim)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
-/* ramfs keeps no user xattrs: the shim says so once and sweeps from its
- * own record.  Mounted in a private mount namespace of this test. */
+/* ramfs keeps no user xattrs: asked for xattr tags, the shim says so once
+ * and sweeps from its own record.  Mounted in a private mount namespace of
+ * this test.  (The default journal works there: test_owners.c.) */
 Test(processes, without_xattrs_the_record_still_sweeps)
 {
 	const char *root = h_str("/dev/shm/%sramfs", prefix);
@@ -169,7 +170,8 @@ Test(processes, without_xattrs_the_record_still_sweeps)
 	private_mounts();
 	cr_assert_eq(mkdir(root, 0755), 0);
 	cr_assert_eq(mount("none", root, "ramfs", 0, NULL), 0, "mount ramfs: %s", strerror(errno));
-	p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL));
+	p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_SHM_ROOTS=%s", root),
+					   "SHMGUARD_TAG=xattr", NULL));
 	h_abort(abort_dir, "x", NULL);
 	cr_expect(h_wait_gone(file, 1000), "not swept without a tag");
 	cr_assert_eq(h_finish(&p, &err), 0);
@@ -215,8 +217,8 @@ Test(processes, a_full_shm_root_fails_the_same_and_records_only_what_exists)
 	cr_expect_eq(shimmed, plain, "exit %d under the shim, %d without", shimmed, plain);
 	cr_expect(strstr(plain_err, "No space left on device"), "%s", plain_err);
 	cr_expect(strstr(shim_err, "shmtool: creat ") && strstr(shim_err, "No space left on device"), "%s", shim_err);
-	/* What was created is recorded, nothing more.  (tmpfs charges the tags'
-	 * xattrs to its inode space: with the shim one file fewer fits here.) */
+	/* What was created is recorded, nothing more.  (The shim's journal
+	 * takes an inode: with the shim one file fewer fits here.) */
 	int made = h_count(root, "full_");
 	cr_expect(made > 0 && made <= fit, "%d fit without the shim, %d with", fit, made);
 	cr_expect(strstr(shim_err, h_str("summary: tagged %d,", made)), "%d files made; %s", made, shim_err);
