@@ -31,11 +31,18 @@ void sg_journal_head_init(struct sg_journal_head *h, pid_t pid, uint64_t start_t
  * them in the slot is left from earlier records). */
 static uint64_t rec_seal(const struct sg_journal_rec *r, uint16_t req_len, uint16_t name_len)
 {
+	if (req_len > SG_NAME_MAX || name_len > SG_NAME_MAX)
+		return 0;
 	uint64_t h = sg_hash_mem(&r->ino, offsetof(struct sg_journal_rec, req) - offsetof(struct sg_journal_rec, ino));
 
 	h = sg_hash_mix(h, sg_hash_mem(r->req, req_len));
 	h = sg_hash_mix(h, sg_hash_mem(r->name, name_len));
 	return h | 1;
+}
+
+uint64_t sg_journal_rec_seal(const struct sg_journal_rec *r)
+{
+	return rec_seal(r, r->req_len, r->name_len);
 }
 
 int sg_journal_rec_commit(struct sg_journal_rec *r, uint64_t ino, uint64_t created_ns, const char *req,

@@ -66,6 +66,9 @@ void sg_journal_head_init(struct sg_journal_head *h, pid_t pid, uint64_t start_t
  * order).  Returns -1, writing nothing, when req or name does not fit. */
 int sg_journal_rec_commit(struct sg_journal_rec *r, uint64_t ino, uint64_t created_ns, const char *req,
 			  const char *name);
+/* The seal a record's contents call for (0 when its lengths are out of
+ * range): what a reader compares with the stored one. */
+uint64_t sg_journal_rec_seal(const struct sg_journal_rec *r);
 static inline void sg_journal_rec_free(struct sg_journal_rec *r)
 {
 	__atomic_store_n(&r->seal, 0, __ATOMIC_RELEASE);

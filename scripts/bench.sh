@@ -18,7 +18,7 @@ trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir" "$other_abort_dir.creat"' EX
 
 shimmed() {
 	LD_PRELOAD=$shim SHMGUARD_PATTERNS='{req}_{int}_{int}' SHMGUARD_ABORT_DIR=${ABORT_DIR:-$abort_dir} \
-		SHMGUARD_TAG=${TAG:-xattr} "$@"
+		SHMGUARD_TAG=${TAG:-journal} "$@"
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -43,9 +43,10 @@ echo "shmguard shim benchmarks: $rounds alternating runs a side, medians ($(npro
 printf '%-34s %13s %13s %8s\n' workload "without shim" "with shim" ratio
 compare "open+close, path outside /dev/shm" open-close 300000 /etc/hostname
 compare "O_CREAT open+close outside /dev/shm" creat-close 300000 "$other_abort_dir.creat"
-compare "segment lifecycle (tagged)" lifecycle 20000 "$prefix"
-FLOOR=lifecycle-floor compare "  against statx+fsetxattr by hand" lifecycle 20000 "$prefix"
-FLOOR=lifecycle-floor FLOOR_ARGS="/dev/shm/${prefix}watch" \
+compare "segment lifecycle (journal)" lifecycle 20000 "$prefix"
+TAG=xattr compare "lifecycle, SHMGUARD_TAG=xattr" lifecycle 20000 "$prefix"
+TAG=xattr FLOOR=lifecycle-floor compare "  against statx+fsetxattr by hand" lifecycle 20000 "$prefix"
+TAG=xattr FLOOR=lifecycle-floor FLOOR_ARGS="/dev/shm/${prefix}watch" \
 	compare "  ... and an idle inotify watcher" lifecycle 20000 "$prefix"
 ABORT_DIR=$other_abort_dir compare "lifecycle, abort dir off /dev/shm" lifecycle 20000 "$prefix"
 TAG=off compare "lifecycle, SHMGUARD_TAG=off" lifecycle 20000 "$prefix"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Fuzzing with libFuzzer (clang, AddressSanitizer, UndefinedBehaviorSanitizer)
 # of everything that parses outside input: name patterns, SHMGUARD_* values,
-# tags and marker names, the auditor's events.  Corpora: tests/fuzz/corpus/.
+# tags and marker names, ownership journals, the auditor's events.  Corpora: tests/fuzz/corpus/.
 #   scripts/fuzz.sh --seconds N [TARGET...]   each target for N seconds
 #   scripts/fuzz.sh --runs N [TARGET...]      each target for N executions
-# Targets: patterns config tag audit_events (default: all).  Builds and
+# Targets: patterns config tag journal audit_events (default: all).  Builds and
 # findings go to $FUZZ_OUT (default build-fuzz/); a finding fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ case "${1:-}" in
 --runs) limit=(-runs="$2"); shift 2 ;;
 esac
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(patterns config tag audit_events)
+[ ${#targets[@]} -gt 0 ] || targets=(patterns config tag journal audit_events)
 
 out=$(realpath -m "${FUZZ_OUT:-build-fuzz}")
 # A clang build of its own: the targets and the code they reach are built by

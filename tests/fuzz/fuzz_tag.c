@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* Whatever decodes encodes back to a value that decodes the same. */
 		n = sg_tag_encode(&tag, value, sizeof(value));
 		if (n < 0 || sg_tag_decode(&again, value, (size_t)n) < 0 || again.pid != tag.pid ||
-		    again.start_ticks != tag.start_ticks || again.created_ns != tag.created_ns ||
+		    again.start_ticks != tag.start_ticks || again.pidns != tag.pidns || again.created_ns != tag.created_ns ||
 		    strcmp(again.req, tag.req) != 0 || sg_reqid_invalid(tag.req))
 			abort();
 	}
