@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,9 +69,15 @@ static int open_writer(struct writer *w, unsigned k)
 	void *base;
 	int fd = -1;
 
+	clock_gettime(CLOCK_REALTIME, &now);
 	w->opened = true;
+	/* A random part, so that nobody can take the name beforehand. */
 	for (unsigned n = 0; fd < 0 && n < 16; n++) {
-		snprintf(w->path, sizeof(w->path), "%s/" SG_JOURNAL_PREFIX "%d-%u", sg_cfg.roots[k], (int)sg_self.pid, n);
+		uint64_t r;
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+			r = (uint64_t)now.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&r ^ n;
+		snprintf(w->path, sizeof(w->path), "%s/" SG_JOURNAL_PREFIX "%d-%016llx", sg_cfg.roots[k],
+			 (int)sg_self.pid, (unsigned long long)r);
 		fd = sg_real.open(w->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd < 0 && errno != EEXIST)
 			break;
@@ -84,7 +91,6 @@ static int open_writer(struct writer *w, unsigned k)
 	base = sg_real.mmap(NULL, bytes_for(FIRST_CAPACITY), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		goto undo;
-	clock_gettime(CLOCK_REALTIME, &now);
 	sg_journal_head_init(&head, sg_self.pid, sg_self.start_ticks, sg_self.pidns,
 			     (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
 	memcpy(base, &head, sizeof(head));
@@ -149,7 +155,8 @@ uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
 	struct writer *w;
 	size_t idx;
 
-	if (k == SG_MAX_ROOTS)
+	/* Readers look at the files directly in a root only. */
+	if (k == SG_MAX_ROOTS || strchr(path + name_off, '/'))
 		return 0;
 	w = &writers[k];
 	pthread_mutex_lock(&lock);
