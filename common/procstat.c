@@ -32,7 +32,10 @@ int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps)
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	else
+		strcpy(path, "/proc/self/stat");
 	fd = sg_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;

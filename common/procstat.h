@@ -22,8 +22,10 @@ int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps);
 bool sg_proc_exited(const struct sg_proc_stat *ps);
 
 /* Start time of pid in clock ticks since boot (/proc/PID/stat field 22):
- * with the pid, it names one process even after the pid is reused.
- * Returns 0, or -1 with errno set (ENOENT: no such process). */
+ * with the pid, it names one process even after the pid is reused.  pid 0
+ * is this process (/proc/self: right even where /proc belongs to another
+ * pid namespace than the process's own).  Returns 0, or -1 with errno set
+ * (ENOENT: no such process). */
 int sg_proc_start_ticks(pid_t pid, uint64_t *ticks);
 
 #endif

@@ -42,7 +42,7 @@ static void after_fork_parent(void)
 static void learn_self(void)
 {
 	sg_self.pid = getpid();
-	if (sg_proc_start_ticks(sg_self.pid, &sg_self.start_ticks) < 0)
+	if (sg_proc_start_ticks(0, &sg_self.start_ticks) < 0)
 		sg_self.start_ticks = 0;
 	sg_self.pidns = sg_self_pidns();
 	sg_tag_head_init(&sg_self.tag_head, sg_self.pid, sg_self.start_ticks, sg_self.pidns);
