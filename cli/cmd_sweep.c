@@ -222,8 +222,9 @@ static int sweep_root(struct outcome *out, const struct sweep_opts *o, const str
 			remove_file(out, o, dfd, path, f, why_go);
 		}
 	}
-	if (o->dead)
-		sg_shm_reap_journals(l, r, dfd, o->dry_run, journal_reaped, &(struct reaping){out, o});
+	/* Whatever the mode: a dead creator's journal that names no file left
+	 * speaks for nothing. */
+	sg_shm_reap_journals(l, r, dfd, o->dry_run, journal_reaped, &(struct reaping){out, o});
 	close(dfd);
 	return 0;
 }

@@ -38,6 +38,8 @@ remove_files() { (shopt -s nullglob && cd /dev/shm && printf '%s\0' "$1"* | xarg
 cleanup() {
 	[ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null || true
 	remove_files "$prefix"
+	# The shim's journals of those files' creators, now orphans.
+	"$cli" sweep --ignore-unreadable --match "${prefix}*" --older-than 0 >/dev/null || true
 	rm -f "$json" "/tmp/${prefix}bpftrace.out"
 }
 trap cleanup EXIT

@@ -14,7 +14,9 @@ prefix="bench-$$-"
 abort_dir="/dev/shm/${prefix}abort"
 # For the row that keeps the markers on another filesystem than /dev/shm.
 other_abort_dir="${TMPDIR:-/tmp}/${prefix}abort"
-trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir" "$other_abort_dir.creat"' EXIT
+# (then the shim's journals of those files' creators, now orphans)
+trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir" "$other_abort_dir.creat"
+	build/cli/shmguard sweep --ignore-unreadable --match "${prefix}*" --older-than 0 >/dev/null || true' EXIT
 
 shimmed() {
 	LD_PRELOAD=$shim SHMGUARD_PATTERNS='{req}_{int}_{int}' SHMGUARD_ABORT_DIR=${ABORT_DIR:-$abort_dir} \

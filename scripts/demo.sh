@@ -28,7 +28,11 @@ abort_dir="/dev/shm/${prefix}abort"
 patterns='{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock'
 requests=200 rate=40 chunks=2 chunk_size=45000 abort_every=10 hold=4
 
-cleanup() { rm -rf /dev/shm/"$prefix"* /dev/shm/shm_"$prefix"*; }
+# Then the shim's journals of those files' creators, now orphans.
+cleanup() {
+	rm -rf /dev/shm/"$prefix"* /dev/shm/shm_"$prefix"*
+	build/cli/shmguard sweep --ignore-unreadable --match "${prefix}*" --older-than 0 >/dev/null || true
+}
 trap cleanup EXIT
 mkdir -p "$abort_dir"
 

@@ -13,8 +13,14 @@ meson compile -C build-tsan shmguard:shared_library shmguard:executable shmtool 
 tsan=$(readlink -f "$(gcc -print-file-name=libtsan.so)")
 prefix="tsan-$$-"
 abort_dir="/dev/shm/${prefix}abort" root="/dev/shm/${prefix}root"
-# A glob, not find: find fails when another process's entry vanishes mid-scan.
-trap 'rm -rf /dev/shm/"${prefix}"* /tmp/"${prefix}"report.*' EXIT
+# The files (a glob, not find: find fails when another process's entry
+# vanishes mid-scan), then the shim's journals of their creators, now
+# orphans (any sweep removes a dead creator's journal whose files are gone).
+cleanup() {
+	rm -rf /dev/shm/"${prefix}"* /tmp/"${prefix}"report.*
+	build-tsan/cli/shmguard sweep --ignore-unreadable --match "${prefix}*" --older-than 0 >/dev/null || true
+}
+trap cleanup EXIT
 mkdir -p "$abort_dir" "$root"
 
 # Reports go to files: the shim's marker watcher has a descriptor table of
