@@ -308,3 +308,36 @@ Test(owners, doctor_says_the_journal_works_without_xattrs)
 	cr_expect(strstr(out, "refuses user xattrs"), "%s", out);
 	cr_expect(strstr(out, "ownership journal (SHMGUARD_TAG=journal, the default) works"), "%s", out);
 }
+
+/* The auditor follows what a run creates: the shim's journal is its own
+ * bookkeeping, neither a tracked file nor unattributed bytes. */
+Test(owners, the_auditor_does_not_count_journals)
+{
+	const char *json = h_str("/tmp/%sreport.json", prefix);
+	const char *script = h_str("LD_PRELOAD=%s SHMGUARD_ABORT_DIR=%s SHMGUARD_PATTERNS='{req}_{int}_{int}' "
+				   "SHMGUARD_LOG=off %s shm /%skeep_0_0 4096",
+				   h_bin("SG_SHIM"), abort_dir, h_bin("SG_SHMTOOL"), prefix);
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--patterns", "{req}_{int}_{int}",
+			      "--grace", "0.3", "--json", json, "--lib", h_bin("SG_SHIM"), "--", "/bin/sh", "-c",
+			      script, NULL};
+	json_error_t jerr;
+	json_t *r;
+	char *out, *err;
+	int status;
+
+	if (geteuid() != 0) {
+		cr_assert(!getenv("CI"), "the audit tests must run as root in CI");
+		cr_skip_test("needs root for BPF");
+	}
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	status = h_output(argv, NULL, &out, &err);
+	r = json_load_file(json, 0, &jerr);
+	unlink(json);
+	cr_assert_eq(status, 0, "%s%s", out, err);
+	cr_assert(r, "no JSON report: %s", jerr.text);
+	cr_expect(h_exists(h_str("/dev/shm/%skeep_0_0", prefix)));
+	cr_expect_geq(h_count("/dev/shm", SG_JOURNAL_PREFIX), 1, "the shim kept no journal");
+	cr_expect_eq(json_integer_value(json_object_get(r, "tracked_files_at_end")), 1, "%s", out);
+	cr_expect_eq(json_integer_value(json_object_get(r, "unattributed_bytes")), 0, "%s", out);
+	json_decref(r);
+}
