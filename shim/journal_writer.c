@@ -50,6 +50,31 @@ static struct sg_journal_rec *rec_at(struct writer *w, size_t idx)
 	return (struct sg_journal_rec *)(w->base + sizeof(struct sg_journal_head)) + idx;
 }
 
+/* Gives bytes from..to of the journal their pages before the mapping
+ * touches them: a write into a page a full tmpfs cannot supply would be
+ * SIGBUS in the program, where this returns ENOSPC.  (ramfs has no
+ * fallocate, and no size limit either: writing zeros does.) */
+static int reserve(int fd, size_t from, size_t to)
+{
+	static const char zeros[4096];
+
+	if (fallocate(fd, 0, (off_t)from, (off_t)(to - from)) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -1;
+	while (from < to) {
+		ssize_t n = pwrite(fd, zeros, to - from < sizeof(zeros) ? to - from : sizeof(zeros), (off_t)from);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			errno = n < 0 ? errno : EIO;
+			return -1;
+		}
+		from += (size_t)n;
+	}
+	return 0;
+}
+
 static void fail(struct writer *w, unsigned k, const char *what)
 {
 	w->failed = true;
@@ -86,7 +111,7 @@ static int open_writer(struct writer *w, unsigned k)
 		fail(w, k, "create");
 		return -1;
 	}
-	if (fchmod(fd, 0644) < 0 || fstat(fd, &st) < 0 || ftruncate(fd, (off_t)bytes_for(FIRST_CAPACITY)) < 0)
+	if (fchmod(fd, 0644) < 0 || fstat(fd, &st) < 0 || reserve(fd, 0, bytes_for(FIRST_CAPACITY)) < 0)
 		goto undo;
 	base = sg_real.mmap(NULL, bytes_for(FIRST_CAPACITY), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
@@ -116,7 +141,7 @@ static int grow(struct writer *w, unsigned k)
 		errno = EFBIG;
 		return -1;
 	}
-	if (ftruncate(w->fd, (off_t)bytes_for(cap)) < 0 ||
+	if (reserve(w->fd, bytes_for(w->cap), bytes_for(cap)) < 0 ||
 	    (base = mremap(w->base, bytes_for(w->cap), bytes_for(cap), MREMAP_MAYMOVE)) == MAP_FAILED) {
 		sg_log_once(&said_failed, SG_LOG_WARN, "the ownership journal in %s cannot grow (%s): later files are not "
 			    "recorded in it", sg_cfg.roots[k], strerror(errno));

@@ -341,3 +341,46 @@ Test(owners, the_auditor_does_not_count_journals)
 	cr_expect_eq(json_integer_value(json_object_get(r, "unattributed_bytes")), 0, "%s", out);
 	json_decref(r);
 }
+
+/* A full tmpfs: the journal's next page cannot be had.  Touching it through
+ * the mapping would kill the program with SIGBUS; the shim must say it
+ * cannot record, and the program go on. */
+Test(owners, a_full_root_stops_the_journal_not_the_program)
+{
+	const char *argv[32] = {h_bin("SG_SHMTOOL")};
+	const char *filler = in_root(h_str("%sfiller", prefix));
+	static char page[4096];
+	struct h_proc p;
+	char *err;
+	size_t n = 1;
+	int fd;
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		cr_assert(!getenv("CI"), "cannot make a mount namespace in CI: %s", strerror(errno));
+		cr_skip_test("needs CAP_SYS_ADMIN for a private mount namespace");
+	}
+	cr_assert_eq(mkdir(root, 0755), 0);
+	cr_assert_eq(mount("none", root, "tmpfs", 0, "size=64k"), 0, "mount tmpfs: %s", strerror(errno));
+	/* Seven records fill the journal's first page. */
+	for (int i = 0; i < 7; i++) {
+		argv[n++] = "creat";
+		argv[n++] = in_root(h_str("%sf_0_%d", prefix, i));
+		argv[n++] = "0";
+	}
+	argv[n++] = "wait";
+	argv[n++] = "creat";
+	argv[n++] = in_root(h_str("%sf_0_7", prefix));
+	argv[n++] = "0";
+	argv[n] = NULL;
+	p = h_start_ready(argv, env_for(NULL));
+	cr_assert_eq(journals(), 1);
+	fd = open(filler, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	cr_assert_geq(fd, 0);
+	while (write(fd, page, sizeof(page)) == sizeof(page))
+		;
+	cr_assert_eq(errno, ENOSPC);
+	close(fd);
+	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
+	cr_expect(h_exists(in_root(h_str("%sf_0_7", prefix))));
+	cr_expect(strstr(err, "cannot grow"), "%s", err);
+}
