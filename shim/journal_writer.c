@@ -22,9 +22,11 @@
 #define SLOT_INDEX_MASK ((1u << SLOT_ROOT_SHIFT) - 1)
 #define FIRST_CAPACITY 7 /* records in the first page */
 
+/* No descriptor is kept: the program may close or reuse any number (a
+ * closefrom, a dup2), and growing reopens the journal by name and checks it
+ * is still ours. */
 struct writer {
 	bool opened, failed;
-	int fd;
 	char *base; /* the mapping: header, then records */
 	size_t cap; /* records mapped */
 	size_t used; /* slots ever handed out */
@@ -119,7 +121,7 @@ static int open_writer(struct writer *w, unsigned k)
 	sg_journal_head_init(&head, sg_self.pid, sg_self.start_ticks, sg_self.pidns,
 			     (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
 	memcpy(base, &head, sizeof(head));
-	w->fd = fd;
+	sg_real.close(fd);
 	w->base = base;
 	w->cap = FIRST_CAPACITY;
 	w->dev = st.st_dev;
@@ -135,21 +137,34 @@ undo:
 static int grow(struct writer *w, unsigned k)
 {
 	size_t cap = w->cap * 2;
-	void *base;
+	void *base = MAP_FAILED;
+	struct stat st;
+	int fd = -1, ret = -1;
 
 	if (cap > SLOT_INDEX_MASK || bytes_for(cap) > SG_JOURNAL_MAX_BYTES) {
 		errno = EFBIG;
-		return -1;
+		goto cleanup;
 	}
-	if (reserve(w->fd, bytes_for(w->cap), bytes_for(cap)) < 0 ||
-	    (base = mremap(w->base, bytes_for(w->cap), bytes_for(cap), MREMAP_MAYMOVE)) == MAP_FAILED) {
-		sg_log_once(&said_failed, SG_LOG_WARN, "the ownership journal in %s cannot grow (%s): later files are not "
-			    "recorded in it", sg_cfg.roots[k], strerror(errno));
-		return -1;
+	fd = sg_real.open(w->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		goto cleanup;
+	if (st.st_dev != w->dev || st.st_ino != w->ino) {
+		errno = ESTALE; /* the name is no longer our journal */
+		goto cleanup;
 	}
+	if (reserve(fd, bytes_for(w->cap), bytes_for(cap)) < 0 ||
+	    (base = mremap(w->base, bytes_for(w->cap), bytes_for(cap), MREMAP_MAYMOVE)) == MAP_FAILED)
+		goto cleanup;
 	w->base = base;
 	w->cap = cap;
-	return 0;
+	ret = 0;
+cleanup:
+	if (ret < 0)
+		sg_log_once(&said_failed, SG_LOG_WARN, "the ownership journal in %s cannot grow (%s): later files are not "
+			    "recorded in it", sg_cfg.roots[k], strerror(errno));
+	if (fd >= 0)
+		sg_real.close(fd);
+	return ret;
 }
 
 /* The root path is spelled in, SG_MAX_ROOTS if none. */
@@ -270,10 +285,8 @@ void sg_jw_after_fork_child(void)
 {
 	for (unsigned k = 0; k < SG_MAX_ROOTS; k++) {
 		struct writer *w = &writers[k];
-		if (w->base) {
+		if (w->base)
 			sg_real.munmap(w->base, bytes_for(w->cap));
-			sg_real.close(w->fd);
-		}
 		*w = (struct writer){0};
 	}
 	pthread_mutex_unlock(&lock);
