@@ -83,7 +83,7 @@ static void fail(struct writer *w, unsigned k, const char *what)
 	sg_log_once(&said_failed, SG_LOG_WARN,
 		    "cannot keep an ownership journal in %s (%s: %s); this process sweeps its own segments, but "
 		    "other processes, shmguard ls and sweep will not know whose they are",
-		    sg_cfg.roots[k], what, strerror(errno));
+		    sg_cfg.roots.dir[k], what, strerror(errno));
 }
 
 /* Creates the journal: a new file of our own (O_EXCL, never through a
@@ -103,7 +103,7 @@ static int open_writer(struct writer *w, unsigned k)
 		uint64_t r;
 		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
 			r = (uint64_t)now.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&r ^ n;
-		snprintf(w->path, sizeof(w->path), "%s/" SG_JOURNAL_PREFIX "%d-%016llx", sg_cfg.roots[k],
+		snprintf(w->path, sizeof(w->path), "%s/" SG_JOURNAL_PREFIX "%d-%016llx", sg_cfg.roots.dir[k],
 			 (int)sg_self.pid, (unsigned long long)r);
 		fd = sg_real.open(w->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd < 0 && errno != EEXIST)
@@ -161,7 +161,7 @@ static int grow(struct writer *w, unsigned k)
 cleanup:
 	if (ret < 0)
 		sg_log_once(&said_failed, SG_LOG_WARN, "the ownership journal in %s cannot grow (%s): later files are not "
-			    "recorded in it", sg_cfg.roots[k], strerror(errno));
+			    "recorded in it", sg_cfg.roots.dir[k], strerror(errno));
 	if (fd >= 0)
 		sg_real.close(fd);
 	return ret;
@@ -172,8 +172,8 @@ static unsigned root_of(const char *path)
 {
 	size_t name_off = sg_root_spelled(path);
 
-	for (unsigned k = 0; name_off && k < sg_cfg.nroots; k++)
-		if (sg_cfg.root_len[k] + 1 == name_off && memcmp(path, sg_cfg.roots[k], name_off - 1) == 0)
+	for (unsigned k = 0; name_off && k < sg_cfg.roots.n; k++)
+		if (sg_cfg.roots.len[k] + 1 == name_off && memcmp(path, sg_cfg.roots.dir[k], name_off - 1) == 0)
 			return k;
 	return SG_MAX_ROOTS;
 }
@@ -195,8 +195,7 @@ uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
 	struct writer *w;
 	size_t idx;
 
-	/* Readers look at the files directly in a root only. */
-	if (k == SG_MAX_ROOTS || strchr(path + name_off, '/'))
+	if (k == SG_MAX_ROOTS)
 		return 0;
 	w = &writers[k];
 	pthread_mutex_lock(&lock);
@@ -210,7 +209,7 @@ uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
 	} else {
 		goto out;
 	}
-	if (sg_journal_rec_commit(rec_at(w, idx), ino, now_ns(), req, path + sg_cfg.root_len[k] + 1) < 0) {
+	if (sg_journal_rec_commit(rec_at(w, idx), ino, now_ns(), req, path + sg_cfg.roots.len[k] + 1) < 0) {
 		rec_at(w, idx)->ino = w->free_head; /* a name or request too long for a record */
 		w->free_head = (uint32_t)idx + 1;
 		goto out;
@@ -246,7 +245,7 @@ static bool still_there(unsigned k, const struct sg_journal_rec *r)
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/%.*s", sg_cfg.roots[k], (int)r->name_len, r->name);
+	snprintf(path, sizeof(path), "%s/%.*s", sg_cfg.roots.dir[k], (int)r->name_len, r->name);
 	return lstat(path, &st) == 0 && st.st_ino == r->ino;
 }
 
