@@ -384,3 +384,26 @@ Test(owners, a_full_root_stops_the_journal_not_the_program)
 	cr_expect(h_exists(in_root(h_str("%sf_0_7", prefix))));
 	cr_expect(strstr(err, "cannot grow"), "%s", err);
 }
+
+/* The atomic-publish pattern where xattrs are refused: a file written under
+ * a temporary name and renamed is known under its final name, and a dead
+ * creator's published file is reclaimed. */
+Test(owners, a_renamed_file_is_claimed_under_its_new_name)
+{
+	const char *tmp = in_root(h_str("%stmp.partial", prefix)), *final = in_root(h_str("%spub_0_0", prefix));
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", tmp, "4096", "rename", tmp, final, "wait", NULL};
+	const char *req, *state;
+	struct h_proc p;
+	char *out;
+	int pid;
+
+	ramfs_root();
+	p = h_start_ready(argv, env_for(h_str("SHMGUARD_REQUEST_ID=%spub", prefix)));
+	owner_of(h_str("%spub_0_0", prefix), &req, &pid, &state);
+	cr_expect_str_eq(req, h_str("%spub", prefix));
+	cr_expect_eq(pid, p.pid);
+	kill9(&p);
+	cr_assert_eq(sweep(&out, "--dead", NULL), 0, "%s", out);
+	cr_expect(!h_exists(final), "%s", out);
+	cr_expect_eq(journals(), 0, "%s", out);
+}
