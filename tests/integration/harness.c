@@ -270,7 +270,8 @@ struct journal_names {
 static int count_names(const struct sg_journal_entry *e, void *opaque)
 {
 	struct journal_names *n = opaque;
-	const char *name = strncmp(e->name, "shm_", 4) == 0 ? e->name + 4 : e->name;
+	/* Lock files carry the prefix after "shm_", semaphores after "sem.". */
+	const char *name = strncmp(e->name, "shm_", 4) == 0 || strncmp(e->name, "sem.", 4) == 0 ? e->name + 4 : e->name;
 
 	if (strncmp(e->name, n->prefix, n->len) == 0 || strncmp(name, n->prefix, n->len) == 0)
 		n->ours++;
