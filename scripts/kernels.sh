@@ -37,10 +37,6 @@ cd "$(dirname "$0")/.."
 # and why.  Every other result must PASS.  When a feature lands for a
 # kernel, delete its line here: until then an unexpected PASS fails the run.
 expected_failures='
-5.10  ls     tmpfs refuses user xattrs before 6.6: no tag for ls to read
-5.10  dead   tmpfs refuses user xattrs before 6.6: no tag tells sweep the creator
-6.1   ls     tmpfs refuses user xattrs before 6.6: no tag for ls to read
-6.1   dead   tmpfs refuses user xattrs before 6.6: no tag tells sweep the creator
 host  probe-fentry  this machine refuses fentry programs (EPERM)
 host  probe-kprobe  the kernel here is built without kprobes
 '
