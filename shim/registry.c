@@ -205,9 +205,7 @@ struct sg_segment *sg_registry_abort(const char *request, time_t now)
 		for (struct sg_segment *seg = by_request[h & (request_buckets - 1)], *next; seg; seg = next) {
 			next = seg->req_next;
 			if (seg->req_hash == h && strcmp(seg->request, request) == 0) {
-				/* The sweep unlinks it, or finds it gone or replaced. */
 				detach(seg);
-				release(seg);
 				seg->next_of_request = list;
 				list = seg;
 			}

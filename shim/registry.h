@@ -31,8 +31,8 @@ struct sg_segment {
 enum sg_added { SG_ADDED = 0, SG_ADDED_ABORTED = 1 };
 
 /* Records path (replacing a stale entry of the same path), and writes it
- * into the ownership journal, whose record goes when the entry is taken,
- * forgotten or handed to a sweep.  Returns SG_ADDED, SG_ADDED_ABORTED when
+ * into the ownership journal, whose record goes when the entry is taken or
+ * forgotten (a sweep releases the records of the entries it is handed).  Returns SG_ADDED, SG_ADDED_ABORTED when
  * its request is already aborted (a late put: sweep it), or -1 when out of
  * memory (the segment is not tracked). */
 int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request);
