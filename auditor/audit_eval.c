@@ -79,10 +79,8 @@ struct audit_review {
 	double started_s, next_s, slice_end_s;
 	struct suspect *suspects; /* files no name refers to, for the holders */
 	size_t nsuspects, cap;
-	/* The shim's ownership journals of each root, read once a cycle when
-	 * a file needs them. */
+	/* The shim's ownership journals of each root, read with its directory. */
 	struct sg_journals journals[SG_MAX_ROOTS];
-	bool journals_read[SG_MAX_ROOTS];
 	uint64_t tracked, unattributed, files;
 	uint64_t aborted_held, live_pending, live_files;
 	struct audit_root_bytes roots[SG_MAX_ROOTS];
@@ -181,24 +179,6 @@ static struct measured measure(struct pass *p, struct audit_file *f)
 	return m.exists ? m : measure_held(p, f);
 }
 
-static const struct sg_journals *journals_of(struct pass *p, struct audit_review *rv, int r)
-{
-	struct dirent *e;
-	DIR *d;
-
-	if (!rv->journals_read[r]) {
-		rv->journals_read[r] = true;
-		if ((d = opendir(p->a->roots[r].path))) {
-			while ((e = readdir(d)))
-				if (sg_journal_name(e->d_name))
-					sg_journals_add(&rv->journals[r], dirfd(d), e->d_name);
-			closedir(d);
-		}
-		sg_journals_index(&rv->journals[r]);
-	}
-	return &rv->journals[r];
-}
-
 static void free_journals(struct audit_review *rv)
 {
 	for (unsigned r = 0; r < SG_MAX_ROOTS; r++)
@@ -220,22 +200,21 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 		return;
 	if (m->linked && f->root >= 0 && f->name) {
 		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
-		if (lstat(path, &st) < 0 || st.st_ino != f->ino)
-			goto by_name;
-		js = journals_of(p, rv, f->root);
-		if (sg_journals_claim_any(js, f->ino) &&
+		js = &rv->journals[f->root];
+		/* The owner and mode are looked up only for a claim or a tag. */
+		if (sg_journals_claim_any(js, f->ino) && lstat(path, &st) == 0 && st.st_ino == f->ino &&
 		    sg_journals_find(js, f->ino, st.st_uid, f->name, sg_birth_ns(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW),
 				     &tag)) {
 			audit_files_attribute(p->a->files, f, tag.req, REQ_TAG, -1);
 			return;
 		}
-		n = sg_tag_trusted_mode(st.st_mode) ? lgetxattr(path, SG_TAG_XATTR, value, sizeof(value)) : -1;
-		if (n > 0 && sg_tag_decode(&tag, value, (size_t)n) == 0) {
+		n = lgetxattr(path, SG_TAG_XATTR, value, sizeof(value));
+		if (n > 0 && sg_tag_decode(&tag, value, (size_t)n) == 0 && lstat(path, &st) == 0 &&
+		    st.st_ino == f->ino && sg_tag_trusted_mode(st.st_mode)) {
 			audit_files_attribute(p->a->files, f, tag.req, REQ_TAG, -1);
 			return;
 		}
 	}
-by_name:
 	audit_attribute_by_name(p->a, f);
 }
 
@@ -294,6 +273,8 @@ static bool name_files(struct audit *a, struct audit_review *rv, uint64_t deadli
 		if (!rv->dir && !(rv->dir = opendir(a->roots[rv->root].path)))
 			continue;
 		while ((e = readdir(rv->dir))) {
+			if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && sg_journal_name(e->d_name))
+				sg_journals_add(&rv->journals[rv->root], dirfd(rv->dir), e->d_name);
 			if (e->d_type == DT_REG || e->d_type == DT_UNKNOWN)
 				note_name(a, rv, rv->root, e);
 			if (++n % CLOCK_EVERY == 0 && sg_monotonic_ns() >= deadline)
@@ -301,6 +282,7 @@ static bool name_files(struct audit *a, struct audit_review *rv, uint64_t deadli
 		}
 		closedir(rv->dir);
 		rv->dir = NULL;
+		sg_journals_index(&rv->journals[rv->root]);
 	}
 	return true;
 }
