@@ -8,6 +8,7 @@
 
 #include "hash.h"
 #include "reqid.h"
+#include "sys.h"
 
 static uint64_t head_seal(const struct sg_journal_head *h)
 {
@@ -165,7 +166,7 @@ int sg_journals_add(struct sg_journals *js, int dirfd, const char *name)
 	if (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(lst.st_mode) || lst.st_nlink != 1 ||
 	    (lst.st_mode & (S_IWGRP | S_IWOTH)))
 		goto cleanup;
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	fd = sg_sys_openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0 || st.st_ino != lst.st_ino || st.st_dev != lst.st_dev || !S_ISREG(st.st_mode) ||
 	    st.st_nlink != 1 || (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size < (off_t)sizeof(head) ||
 	    st.st_size > (off_t)SG_JOURNAL_MAX_BYTES)
@@ -206,7 +207,7 @@ drop:
 cleanup:
 	free(buf);
 	if (fd >= 0)
-		close(fd);
+		sg_sys_close(fd);
 	return ret;
 }
 
