@@ -79,6 +79,7 @@ struct audit_review {
 	double started_s, next_s, slice_end_s;
 	struct suspect *suspects; /* files no name refers to, for the holders */
 	size_t nsuspects, cap;
+	size_t held_back; /* unnamed files found nowhere for the first time */
 	/* The shim's ownership journals of each root, read with its directory. */
 	struct sg_journals journals[SG_MAX_ROOTS];
 	uint64_t tracked, unattributed, files;
@@ -342,6 +343,14 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 			count(p, rv, f, &m);
 			continue;
 		}
+		/* A file never named may have been passed over by a directory
+		 * read racing with other entries' creation and removal: it is
+		 * forgotten only when the next cycle cannot find it either. */
+		if (!f->name && (!f->missed || f->missed + 1 != rv->cycle)) {
+			f->missed = rv->cycle;
+			rv->held_back++;
+			continue;
+		}
 		/* Freed: what an abort's sweep (or its owner) gave back. */
 		if (f->indexed && f->measured && audit_abort_of(p->a, f->request))
 			p->a->reclaimed += f->bytes;
@@ -521,9 +530,14 @@ void audit_review_finish(struct audit *a)
 
 	if (a->review->phase != REVIEW_IDLE)
 		work(a, UINT64_MAX);
-	start_cycle(a); /* a whole cycle that begins now, with every file's bytes */
-	a->review->exact = true;
-	work(a, UINT64_MAX);
+	/* A whole cycle that begins now, with every file's bytes; again if
+	 * it held back files it could not find, so that they are counted or
+	 * forgotten. */
+	for (int cycles = 0; cycles < 2 && (cycles == 0 || a->review->held_back); cycles++) {
+		start_cycle(a);
+		a->review->exact = true;
+		work(a, UINT64_MAX);
+	}
 	measure_aborts(&p, INFINITY);
 	end_pass(&p);
 }

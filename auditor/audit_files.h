@@ -35,6 +35,7 @@ struct audit_file {
 	bool measured;                /* bytes is known */
 	bool looked_up;               /* its request was looked for under its name */
 	uint32_t seen;                /* the review cycle that last found it in a root */
+	uint32_t missed;              /* the review cycle that last found it nowhere (unnamed) */
 	uint64_t bytes;               /* allocated, when last measured */
 };
 
