@@ -25,7 +25,13 @@ if [ ! -f "$out/build.ninja" ]; then
 	CC=clang meson setup "$out" -Dfuzz=enabled -Dtests=disabled \
 		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
-meson compile -C "$out" "${targets[@]/#/fuzz_}" >/dev/null
+# ninja, not `meson compile TARGET`: ninja first brings build.ninja up to
+# date, so a target added since the build was configured is found.
+if ! ninja -C "$out" "${targets[@]/#/tests/fuzz/fuzz_}" >"$out/compile.log" 2>&1; then
+	cat "$out/compile.log" >&2
+	echo "fuzz.sh: building the targets failed" >&2
+	exit 1
+fi
 for t in "${targets[@]}"; do
 	work="$out/corpus_$t"
 	mkdir -p "$work"
