@@ -13,6 +13,10 @@
  *                                         also an idle thread holding an inotify watch on
  *                                         it, as the shim's marker watcher does: what no
  *                                         shim built as the issue asks can go below
+ *   bench_shim putget N PREFIX            ns per put and get of a 48 KiB payload as vllm-omni's
+ *                                         SHM connector makes them: the segment guarded by an
+ *                                         flock'ed lock file shm_KEY_lockfile.lock, written by
+ *                                         the put, read, unlinked with its lock by the get
  *   bench_shim churn N PREFIX             creates and unlinks N empty files as fast as it can
  *                                         (files/s): a burst of shm events for the auditor
  *   bench_shim keep N PREFIX              creates N empty files and leaves them (for the
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -125,6 +130,84 @@ static int lifecycle(long n, const char *prefix, bool floor, const char *watch_d
 	printf("%s %.1f ns/op\n", floor ? "lifecycle-floor" : "lifecycle", (now_ns() - t0) / n);
 	if (watch_dir)
 		rmdir(watch_dir);
+	return 0;
+}
+
+enum { PAYLOAD = 48 * 1024 };
+
+/* The lock file of a key, opened (created if need be) and flock'ed. */
+static int lock_key(const char *key, int how)
+{
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/shm_%s_lockfile.lock", key);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0 && flock(fd, how) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int put(const char *key, const char *payload)
+{
+	char name[300];
+	int lock = lock_key(key, LOCK_EX), fd;
+	char *p;
+
+	snprintf(name, sizeof(name), "/%s", key);
+	if (lock < 0 || (fd = shm_open(name, O_CREAT | O_RDWR, 0600)) < 0)
+		return -1;
+	if (ftruncate(fd, PAYLOAD) < 0 ||
+	    (p = mmap(NULL, PAYLOAD, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+		return -1;
+	memcpy(p, payload, PAYLOAD);
+	munmap(p, PAYLOAD);
+	close(fd);
+	flock(lock, LOCK_UN);
+	close(lock);
+	return 0;
+}
+
+static int get(const char *key, char *payload)
+{
+	char name[300], path[300];
+	int lock = lock_key(key, LOCK_SH), fd;
+	char *p;
+
+	snprintf(name, sizeof(name), "/%s", key);
+	snprintf(path, sizeof(path), "/dev/shm/shm_%s_lockfile.lock", key);
+	if (lock < 0 || (fd = shm_open(name, O_RDWR, 0600)) < 0)
+		return -1;
+	if ((p = mmap(NULL, PAYLOAD, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
+		return -1;
+	memcpy(payload, p, PAYLOAD);
+	munmap(p, PAYLOAD);
+	close(fd);
+	shm_unlink(name);
+	flock(lock, LOCK_UN);
+	close(lock);
+	unlink(path);
+	return 0;
+}
+
+static int putget(long n, const char *prefix)
+{
+	static char out[PAYLOAD], in[PAYLOAD];
+	char key[256];
+	double t0;
+
+	memset(out, 'x', sizeof(out));
+	t0 = now_ns();
+	for (long i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s%ld_0_0", prefix, i);
+		if (put(key, out) < 0 || get(key, in) < 0) {
+			perror(key);
+			return 1;
+		}
+	}
+	printf("putget %.1f ns/op\n", (now_ns() - t0) / n);
 	return 0;
 }
 
@@ -227,6 +310,8 @@ int main(int argc, char **argv)
 		return lifecycle(atol(argv[2]), argv[3], false, NULL);
 	if ((argc == 4 || argc == 5) && strcmp(argv[1], "lifecycle-floor") == 0)
 		return lifecycle(atol(argv[2]), argv[3], true, argc == 5 ? argv[4] : NULL);
+	if (argc == 4 && strcmp(argv[1], "putget") == 0)
+		return putget(atol(argv[2]), argv[3]);
 	if (argc == 4 && strcmp(argv[1], "churn") == 0)
 		return churn(atol(argv[2]), argv[3], false);
 	if (argc == 4 && strcmp(argv[1], "keep") == 0)

@@ -19,7 +19,7 @@ trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir" "$other_abort_dir.creat"
 	build/cli/shmguard sweep --ignore-unreadable --match "${prefix}*" --older-than 0 >/dev/null || true' EXIT
 
 shimmed() {
-	LD_PRELOAD=$shim SHMGUARD_PATTERNS='{req}_{int}_{int}' SHMGUARD_ABORT_DIR=${ABORT_DIR:-$abort_dir} \
+	LD_PRELOAD=$shim SHMGUARD_PATTERNS=${PATTERNS:-'{req}_{int}_{int}'} SHMGUARD_ABORT_DIR=${ABORT_DIR:-$abort_dir} \
 		SHMGUARD_TAG=${TAG:-journal} "$@"
 }
 
@@ -52,6 +52,8 @@ TAG=xattr FLOOR=lifecycle-floor FLOOR_ARGS="/dev/shm/${prefix}watch" \
 	compare "  ... and an idle inotify watcher" lifecycle 20000 "$prefix"
 ABORT_DIR=$other_abort_dir compare "lifecycle, abort dir off /dev/shm" lifecycle 20000 "$prefix"
 TAG=off compare "lifecycle, SHMGUARD_TAG=off" lifecycle 20000 "$prefix"
+PATTERNS='{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' \
+	compare "48 KiB put+get with its lock file" putget 10000 "$prefix"
 echo
 echo "marker to the last of a request's 4 segments unlinked (1000 aborts):"
 shimmed "$bench" sweep 1000 4 100 "$prefix" "$abort_dir"
