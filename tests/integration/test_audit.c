@@ -56,8 +56,9 @@ static const char **audit_argv(const char *budget, const char *const *cmd)
 {
 	const char **argv = calloc(64, sizeof(*argv));
 	size_t n = 0;
+	/* Progress lines on stderr (--interval) tell a test when aborts are measured. */
 	const char *head[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--patterns", PATTERNS, "--grace",
-			      "0.3", "--json", json_path, "--lib", h_bin("SG_SHIM")};
+			      "0.3", "--json", json_path, "--lib", h_bin("SG_SHIM"), "--interval", "0.1"};
 
 	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
 		argv[n++] = head[i];
@@ -153,6 +154,13 @@ static struct h_proc start_leakgen(bool shimmed, bool mapped, const char *probe)
 	return p;
 }
 
+/* Waits until the auditor's progress line says every abort is measured. */
+static void wait_measured(struct h_proc *p, int aborts)
+{
+	cr_assert(h_wait_stderr(p, h_str("(measured %d)", aborts), 20000), "the auditor never measured %d aborts",
+		  aborts);
+}
+
 /* The leak measured with PROBE (NULL: the best here) is the truth. */
 static void ground_truth_within_one_percent_with(const char *probe)
 {
@@ -160,7 +168,7 @@ static void ground_truth_within_one_percent_with(const char *probe)
 	uint64_t truth = 0;
 	char *err;
 
-	usleep(800 * 1000); /* past the grace: the auditor has measured */
+	wait_measured(&p, ABORTS);
 	for (int i = ABORT_EVERY - 1; i < REQUESTS; i += ABORT_EVERY)
 		truth += linked_bytes(i);
 	truth += mapped_unlinked_bytes();
@@ -199,7 +207,7 @@ Test(audit, the_same_pipeline_under_the_shim_reports_zero)
 	struct h_proc p = start_leakgen(true, false, NULL);
 	char *err;
 
-	usleep(800 * 1000);
+	wait_measured(&p, ABORTS);
 	cr_assert_eq(h_finish(&p, &err), 0, "under the shim the gate must pass: %s", err);
 	json_t *r = report();
 	cr_expect_eq(h_jint(r, "aborts"), ABORTS);
