@@ -427,6 +427,20 @@ void h_abort(const char *abort_dir, ...)
 	free(err);
 }
 
+void h_skip(void (*teardown)(void), const char *why)
+{
+	teardown();
+	cr_skip_test("%s", why);
+}
+
+void h_need_bpf(void (*teardown)(void))
+{
+	if (geteuid() == 0)
+		return;
+	cr_assert(!getenv("CI"), "the tests that trace with BPF must run as root in CI");
+	h_skip(teardown, "needs root for BPF");
+}
+
 static struct h_user hostile;
 
 static void remove_hostile_user(void)

@@ -73,6 +73,13 @@ bool h_wait_stderr(struct h_proc *p, const char *needle, int timeout_ms);
 /* Starts a process and waits for its "ready" line. */
 struct h_proc h_start_ready(const char *const *argv, const char *const *env);
 
+/* Skips the running test after calling teardown (Criterion does not tear a
+ * skipped test down). */
+void h_skip(void (*teardown)(void), const char *why);
+/* BPF needs root: without it the test is skipped (after teardown); in CI
+ * (CI set) it fails instead. */
+void h_need_bpf(void (*teardown)(void));
+
 /* A second, unprivileged user for hostile tests, made with useradd (no home,
  * no login) as "sgt<pid>" on first use and removed with userdel at exit.
  * Needs root: elsewhere the test is skipped, in CI (CI set) it fails. */

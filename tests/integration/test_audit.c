@@ -34,20 +34,11 @@ static void teardown(void)
 
 TestSuite(audit, .init = setup, .fini = teardown, .timeout = 90);
 
-/* Criterion does not tear a skipped test down: do it first. */
-#define SKIP(why)                                                                                                  \
-	do {                                                                                                       \
-		teardown();                                                                                        \
-		cr_skip_test(why);                                                                                 \
-	} while (0)
+#define SKIP(why) h_skip(teardown, why)
 
-/* BPF needs privileges: a machine without them skips, CI never does. */
 static void need_bpf(void)
 {
-	if (geteuid() == 0)
-		return;
-	cr_assert(!getenv("CI"), "the audit tests must run as root in CI");
-	SKIP("needs root for BPF");
+	h_need_bpf(teardown);
 }
 
 /* `shmguard audit` with the test's abort dir, patterns, a short grace and
