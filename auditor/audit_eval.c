@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -35,9 +36,17 @@
 
 /* A new cycle this long after the last one ended (sooner for an abort). */
 #define REVIEW_S 1.0
+/* But never sooner than the time its directory reads spent in the kernel,
+ * divided by this share.  Reading a root's directory holds its lock, which
+ * every creation and unlink there waits for: a lifecycle workload on the
+ * same root slowed by about as much as the share of the time the directory
+ * was being read in slices (twice that when read in one go).  So large
+ * tables are reviewed less often (a million files: about every 40 s; a few
+ * thousand: every second), and their aborts measured that much later. */
+#define READ_SHARE 0.01
 /* While a cycle is under way: this much of it per step, then this long for
  * the events before the next slice (half a CPU at most), unless an abort
- * waits for the cycle's end. */
+ * waits for the cycle's end and the directories have been read. */
 #define SLICE_S 0.005
 #define PAUSE_S 0.005
 /* The clock is read every this many files or directory entries. */
@@ -73,10 +82,12 @@ struct audit_review {
 	unsigned root; /* NAMING: the root whose directory is being read */
 	uint32_t cycle; /* numbers the cycles: audit_file.seen */
 	bool exact;     /* every linked file's bytes are read again */
-	bool urgent;    /* an abort waits for this cycle (it runs without pause) */
+	bool urgent;    /* an abort waits for this cycle (its walk runs without pause) */
 	DIR *dir;
 	uint64_t started_ns; /* CLOCK_MONOTONIC, as the events' times: newer files wait */
+	uint64_t reading_ns; /* system time of NAMING so far: reading directories */
 	double started_s, next_s, slice_end_s;
+	double paced_s; /* no cycle before this (READ_SHARE) */
 	struct suspect *suspects; /* files no name refers to, for the holders */
 	size_t nsuspects, cap;
 	size_t held_back; /* unnamed files found nowhere for the first time */
@@ -435,13 +446,15 @@ static bool abort_waits(const struct audit *a, double now)
 double audit_review_due_s(const struct audit *a)
 {
 	const struct audit_review *rv = a->review;
-	double now = audit_now_s(a);
+	double now = audit_now_s(a), due = rv->next_s;
 
+	if (rv->phase == REVIEW_CHECKING && (rv->urgent || abort_waits(a, now)))
+		return 0;
 	if (rv->phase != REVIEW_IDLE)
-		return rv->urgent || abort_waits(a, now) ? 0 : rv->slice_end_s + PAUSE_S;
-	if (a->unmeasured && a->unmeasured->marker_s + a->o->grace < rv->next_s)
-		return a->unmeasured->marker_s + a->o->grace;
-	return rv->next_s;
+		return rv->slice_end_s + PAUSE_S;
+	if (a->unmeasured && a->unmeasured->marker_s + a->o->grace < due)
+		due = a->unmeasured->marker_s + a->o->grace;
+	return fmax(due, rv->paced_s);
 }
 
 /* Events of different CPUs reach the table in nearly, not exactly, the
@@ -462,6 +475,7 @@ static double covered_until(const struct audit *a, const struct audit_review *rv
 	return until_ns <= rv->started_ns ? rv->started_s : (until_ns - a->start_ns) / 1e9;
 }
 
+/* A new cycle; one begun again keeps the reading done so far on its account. */
 static void start_cycle(struct audit *a)
 {
 	struct audit_review *rv = a->review;
@@ -471,23 +485,47 @@ static void start_cycle(struct audit *a)
 	free_journals(rv);
 	*rv = (struct audit_review){.phase = REVIEW_NAMING, .started_ns = sg_monotonic_ns(),
 				    .started_s = audit_now_s(a), .cycle = rv->cycle + 1, .suspects = rv->suspects,
-				    .cap = rv->cap, .urgent = abort_waits(a, audit_now_s(a))};
+				    .cap = rv->cap, .urgent = abort_waits(a, audit_now_s(a)),
+				    .reading_ns = rv->phase == REVIEW_IDLE ? 0 : rv->reading_ns};
 }
 
-/* Works on the cycle until deadline (CLOCK_MONOTONIC); at its end, the
- * totals are published and the aborts due by its start measured. */
+/* The system time of this thread (sampled at each tick on most kernels:
+ * exact only on average, which is what the pacing needs). */
+static uint64_t system_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) < 0)
+		return 0;
+	return (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + (uint64_t)ru.ru_stime.tv_usec * 1000ull;
+}
+
+/* Works on the cycle until deadline (CLOCK_MONOTONIC); true at its end. */
+static bool advance(struct audit *a, struct pass *p, uint64_t deadline)
+{
+	struct audit_review *rv = a->review;
+
+	if (rv->phase == REVIEW_NAMING) {
+		uint64_t begun = system_ns();
+		bool read = name_files(a, rv, deadline);
+
+		rv->reading_ns += system_ns() - begun;
+		if (!read)
+			return false;
+		rv->phase = REVIEW_CHECKING;
+		audit_files_walk_begin(a->files);
+	}
+	return check_files(p, rv, deadline);
+}
+
+/* Works on the cycle until deadline; at its end, the totals are published,
+ * the aborts due by its start measured and the next cycle paced. */
 static void work(struct audit *a, uint64_t deadline)
 {
 	struct audit_review *rv = a->review;
 	struct pass p = {.a = a};
 
-	if (rv->phase == REVIEW_NAMING) {
-		if (!name_files(a, rv, deadline))
-			return;
-		rv->phase = REVIEW_CHECKING;
-		audit_files_walk_begin(a->files);
-	}
-	if (!check_files(&p, rv, deadline))
+	if (!advance(a, &p, deadline))
 		return;
 	settle_suspects(&p, rv);
 	a->tracked = rv->tracked;
@@ -502,6 +540,7 @@ static void work(struct audit *a, uint64_t deadline)
 	end_pass(&p);
 	rv->phase = REVIEW_IDLE;
 	rv->next_s = audit_now_s(a) + REVIEW_S;
+	rv->paced_s = rv->started_s + rv->reading_ns / 1e9 / READ_SHARE;
 }
 
 void audit_review_step(struct audit *a)
