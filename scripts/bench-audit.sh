@@ -5,7 +5,8 @@
 # events must be 0), the auditor's memory per tracked file, and the
 # lifecycle and a burst with 1,000,000 followed files.  Needs root.
 #   scripts/bench-audit.sh [--probes P1,P2,...] [ROUNDS]
-#   scripts/bench-audit.sh --large [ROUNDS]   only the 1,000,000-file part (LIVE=N: N files)
+#   scripts/bench-audit.sh --large   only the 1,000,000-file part (LIVE=N: N files;
+#                                    PLAIN_S, AUDITED_S: seconds of lifecycle a side)
 # ROUNDS: runs a side (default 7; a few minutes).  --probes: one audited
 # column per probe, forced with `shmguard audit --probe` (ctime, fentry,
 # kprobe, syscalls; default: the one the auditor chooses here).
@@ -81,6 +82,7 @@ under_bpftrace() {
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+mean() { awk '{ s += $1 } END { print s / NR }'; }
 ns_of() { awk '$3 == "ns/op" { print $2 }'; }
 
 # row NAME N WORKLOAD ARGS...: N iterations (strace gets N/100: it is that slow).
@@ -112,22 +114,26 @@ row() {
 
 jq_get() { python3 -c "import json,sys; r=json.load(open('$json')); print(r['$1'])"; }
 
-# With 1,000,000 followed files: the lifecycle plain and audited (ROUNDS runs
-# each, medians), then two churning processes, all in one audited run.
+# With 1,000,000 followed files: the lifecycle plain and audited, then two
+# churning processes, all in one audited run.  The review of a large table
+# comes every minute or so: each side runs the lifecycle for a while
+# (PLAIN_S, AUDITED_S seconds; the audited side long enough to hold several
+# reviews) and counts its mean, rounds of all kinds included.
 large() {
-	local live=${LIVE:-1000000} plain=() aud=() i out
-	echo "large table: $live files kept (not followed plain, followed audited), lifecycle medians of $rounds:"
+	local live=${LIVE:-1000000} plain_s=${PLAIN_S:-30} audited_s=${AUDITED_S:-180} out p a
+	echo "large table: $live files kept (not followed plain, followed audited), lifecycle means over ${plain_s} s plain, ${audited_s} s audited:"
+	lifecycle_for() { # SECONDS: 20,000-lifecycle rounds until then
+		local end=$((SECONDS + $1))
+		while ((SECONDS < end)); do "$bench" lifecycle 20000 "$prefix"; done
+	}
 	"$bench" keep "$live" "${prefix}L-" >/dev/null
-	for ((i = 0; i < rounds; i++)); do plain+=("$("$bench" lifecycle 20000 "$prefix" | ns_of)"); done
+	p=$(lifecycle_for "$plain_s" | ns_of | mean)
 	remove_files "${prefix}L-"
-	out=$(audit_opts="--max-files 4000000" audited sh -c "$bench keep $live ${prefix}L- >/dev/null &&
-		for i in \$(seq $rounds); do $bench lifecycle 20000 $prefix; done &&
+	out=$(audit_opts="--max-files 4000000" audited bash -c "$(declare -f lifecycle_for); bench=$bench prefix=$prefix
+		$bench keep $live ${prefix}L- >/dev/null && lifecycle_for $audited_s &&
 		{ $bench churn 300000 ${prefix}a- & $bench churn 300000 ${prefix}b-; wait; }")
-	mapfile -t aud < <(echo "$out" | ns_of)
 	remove_files "${prefix}L-"
-	local p a
-	p=$(printf '%s\n' "${plain[@]}" | median)
-	a=$(printf '%s\n' "${aud[@]}" | median)
+	a=$(echo "$out" | grep '^lifecycle' | ns_of | mean)
 	printf '  lifecycle %.0f ns plain, %.0f ns audited: ratio %.3f\n' "$p" "$a" "$(echo "$a / $p" | bc -l)"
 	echo "$out" | grep 'churn.*files/s' | sed 's/^/  /'
 	printf '  events %s (%s files followed at the peak), dropped events: %s, auditor peak RSS %s KiB\n' \
