@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The shim's performance figures (README, "Performance"): each workload runs
 # alternately without and with libshmguard.so, several times; the median of
-# each side is reported with their ratio.  Takes about a minute.
+# each side is reported with their ratio.  Then PostgreSQL's pgbench with
+# forced parallel queries, without and with the shim (scripts/bench-pgbench.sh,
+# its own rounds: 5 a side of 5 s).  Takes about two minutes.
 #   scripts/bench.sh [ROUNDS]     (default 11 runs a side)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,12 +20,7 @@ other_abort_dir="${TMPDIR:-/tmp}/${prefix}abort"
 trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir" "$other_abort_dir.creat"
 	build/cli/shmguard sweep --ignore-unreadable --match "${prefix}*" --older-than 0 >/dev/null || true' EXIT
 
-shimmed() {
-	LD_PRELOAD=$shim SHMGUARD_PATTERNS=${PATTERNS:-'{req}_{int}_{int}'} SHMGUARD_ABORT_DIR=${ABORT_DIR:-$abort_dir} \
-		SHMGUARD_TAG=${TAG:-journal} "$@"
-}
-
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+. scripts/bench-common.sh # shimmed, median
 
 # compare NAME WORKLOAD ARGS...: alternating runs of the workload without
 # and with the shim; prints medians and the ratio.  With FLOOR set, the
@@ -68,3 +65,5 @@ awk -v s="$small" -v l="$large" 'BEGIN {
 	for (i in b) if (b[i] == "median") ml = b[i + 1]
 	printf "sweep time with 100,000 live / with 100 live (medians): %.2f\n", ml / ms
 }'
+echo
+scripts/bench-pgbench.sh

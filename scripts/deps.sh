@@ -11,7 +11,7 @@ packages=(
 	python3 attr util-linux bc valgrind librsvg2-bin
 	prometheus curl python3-junitparser
 	qemu-system-x86 busybox-static
-	libpcre2-dev nginx python3-yaml
+	libpcre2-dev nginx python3-yaml postgresql
 	"$@"
 )
 
