@@ -22,7 +22,10 @@ abort_dir="/dev/shm/${prefix}abort"
 
 # The newest installed PostgreSQL.
 pg_bin=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-[ -x "$pg_bin/pgbench" ] || { echo "bench-pgbench: no PostgreSQL in /usr/lib/postgresql (scripts/deps.sh installs it)" >&2; exit 1; }
+if [ ! -x "$pg_bin/pgbench" ]; then
+	echo "bench-pgbench: no PostgreSQL in /usr/lib/postgresql (scripts/deps.sh installs it)" >&2
+	exit 1
+fi
 pg_version=$(basename "$(dirname "$pg_bin")")
 # PostgreSQL 16 renamed the setting that forces parallel plans.
 if [ "$pg_version" -ge 16 ]; then force_parallel=debug_parallel_query; else force_parallel=force_parallel_mode; fi
@@ -95,14 +98,14 @@ run() {
 	out=$(pg pgbench -h "$tmp" -U postgres -S -c "$(nproc)" -j "$(nproc)" -T "$seconds" postgres 2>&1) ||
 		fail "pgbench failed: $out"
 	grep -q '^number of failed transactions: 0 ' <<<"$out" || fail "pgbench had failed transactions: $out"
+	tps=$(awk '/^tps = / { print $3 }' <<<"$out")
 	# pgbench -S's query, with the same settings.
-	sql "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT abalance FROM pgbench_accounts WHERE aid = 42" |
-		grep -q 'Workers Launched: [1-9]' || fail "pgbench's query does not run in a parallel worker"
+	out=$(sql "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT abalance FROM pgbench_accounts WHERE aid = 42")
+	grep -q 'Workers Launched: [1-9]' <<<"$out" || fail "pgbench's query does not run in a parallel worker: $out"
 	stop
 	for s in "${dsm[@]}"; do
 		[ ! -e "/dev/shm/$s" ] || fail "the stopped server left /dev/shm/$s"
 	done
-	tps=$(awk '/^tps = / { print $3 }' <<<"$out")
 }
 
 without=()
@@ -115,7 +118,8 @@ for ((i = 0; i < rounds; i++)); do
 done
 a=$(printf '%s\n' "${without[@]}" | median)
 b=$(printf '%s\n' "${with[@]}" | median)
-echo "PostgreSQL $pg_version pgbench -S, forced parallel queries ($rounds alternating runs a side of $seconds s, $(nproc) clients; medians):"
+echo "PostgreSQL $pg_version pgbench -S, forced parallel queries" \
+	"($rounds alternating runs a side of $seconds s, $(nproc) clients; medians):"
 printf '  TPS without shim %8.1f   (runs: %s)\n' "$a" "$(printf '%.0f ' "${without[@]}" | sed 's/ $//')"
 printf '  TPS with shim    %8.1f   (runs: %s)\n' "$b" "$(printf '%.0f ' "${with[@]}" | sed 's/ $//')"
 printf '  with / without   %8.3f   (target: within 1%%)\n' "$(echo "$b / $a" | bc -l)"
