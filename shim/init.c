@@ -36,17 +36,34 @@ static void after_fork_parent(void)
 	sg_registry_unlock();
 }
 
-/* The child is a new process: the segments it inherited records of were
- * created by its parent, which sweeps them; its watcher thread did not
- * survive the fork and starts again on the child's first tagged creation. */
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool self_known;
+
+const struct sg_self *sg_self_known(void)
+{
+	pthread_mutex_lock(&self_lock);
+	if (!self_known) {
+		if (sg_proc_start_ticks(0, &sg_self.start_ticks) < 0)
+			sg_self.start_ticks = 0;
+		sg_self.pidns = sg_self_pidns();
+		sg_tag_head_init(&sg_self.tag_head, sg_self.pid, sg_self.start_ticks, sg_self.pidns);
+		self_known = true;
+	}
+	pthread_mutex_unlock(&self_lock);
+	return &sg_self;
+}
+
+/* Only the pid: the rest waits for sg_self_known. */
 static void learn_self(void)
 {
 	sg_self.pid = getpid();
-	if (sg_proc_start_ticks(0, &sg_self.start_ticks) < 0)
-		sg_self.start_ticks = 0;
-	sg_self.pidns = sg_self_pidns();
-	sg_tag_head_init(&sg_self.tag_head, sg_self.pid, sg_self.start_ticks, sg_self.pidns);
+	self_known = false;
+	pthread_mutex_init(&self_lock, NULL);
 }
+
+/* The child is a new process: the segments it inherited records of were
+ * created by its parent, which sweeps them; its watcher thread did not
+ * survive the fork and starts again on the child's first tagged creation. */
 
 static void after_fork_child(void)
 {

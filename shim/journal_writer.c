@@ -92,6 +92,7 @@ static int open_writer(struct writer *w, unsigned k)
 {
 	struct sg_journal_head head;
 	struct timespec now;
+	const struct sg_self *self;
 	struct stat st;
 	void *base;
 	int fd = -1;
@@ -118,7 +119,8 @@ static int open_writer(struct writer *w, unsigned k)
 	base = sg_real.mmap(NULL, bytes_for(FIRST_CAPACITY), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		goto undo;
-	sg_journal_head_init(&head, sg_self.pid, sg_self.start_ticks, sg_self.pidns,
+	self = sg_self_known();
+	sg_journal_head_init(&head, self->pid, self->start_ticks, self->pidns,
 			     (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
 	memcpy(base, &head, sizeof(head));
 	sg_real.close(fd);

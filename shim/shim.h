@@ -58,7 +58,11 @@ struct sg_self {
 	struct sg_tag_head tag_head; /* the start of every tag it writes */
 };
 
+/* Its pid is always current; the rest is read from /proc at the first
+ * tag or journal that needs it (sg_self_known): most children of a forking
+ * server never tag a file, and the reads cost more than the fork. */
 extern struct sg_self sg_self;
+const struct sg_self *sg_self_known(void);
 
 struct sg_stats {
 	uint64_t tagged;          /* segments recorded at creation */

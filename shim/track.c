@@ -105,7 +105,7 @@ static void write_tag(int fd, const char *req)
 	/* A tick's precision is plenty for an age, and the coarse clock is a
 	 * plain read where the precise one may be a paravirtual clock read. */
 	clock_gettime(CLOCK_REALTIME_COARSE, &now);
-	n = sg_tag_encode_with(&sg_self.tag_head, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec, req,
+	n = sg_tag_encode_with(&sg_self_known()->tag_head, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec, req,
 			       buf, sizeof(buf));
 	if (n > 0 && fsetxattr(fd, SG_TAG_XATTR, buf, (size_t)n, 0) < 0)
 		sg_log_once(&said_xattr, SG_LOG_INFO,

@@ -3,9 +3,12 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -62,6 +65,44 @@ Test(processes, fork_child_keeps_working)
 	cr_expect(h_exists(seg("parent", 0)));
 	h_abort(abort_dir, req("parent"), NULL);
 	cr_expect(h_wait_gone(seg("parent", 0), 1000), "the parent's segment was not swept after fork");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* The start time (clock ticks after boot) /proc gives for pid, or 0. */
+static unsigned long long start_ticks_of(long pid)
+{
+	char buf[1024], *p;
+	unsigned long long ticks = 0;
+	FILE *f = fopen(h_str("/proc/%ld/stat", pid), "r");
+
+	if (f && fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+		   &ticks) != 1)
+		ticks = 0;
+	if (f)
+		fclose(f);
+	return ticks;
+}
+
+/* A fork child learns who it is when it first tags a file, not from its
+ * parent: its tag names its own pid and start time. */
+Test(processes, a_fork_childs_tag_names_the_child)
+{
+	const char *x = seg("forked", 0);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("forkparent", 0) + 8, "4096", "fork",
+			      "shm", x + 8, "4096", "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", "SHMGUARD_TAG=xattr", NULL));
+	char value[512] = "";
+	unsigned long long start = 0;
+	long child = 0;
+	ssize_t n;
+
+	n = getxattr(x, "user.shmguard", value, sizeof(value) - 1);
+	cr_assert_gt(n, 0, "no user.shmguard tag on %s", x);
+	value[n] = '\0';
+	cr_assert_eq(sscanf(value, "shmguard/1 pid=%ld start=%llu ", &child, &start), 2, "%s", value);
+	cr_expect_neq(child, (long)p.pid, "the child's tag names its parent: %s", value);
+	cr_expect_eq(start, start_ticks_of(child), "the tag's start time is not the child's: %s", value);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
