@@ -17,6 +17,12 @@
  *                                         SHM connector makes them: the segment guarded by an
  *                                         flock'ed lock file shm_KEY_lockfile.lock, written by
  *                                         the put, read, unlinked with its lock by the get
+ *   bench_shim putget-floor N PREFIX WATCH_DIR
+ *                                         the same plus, by hand, what the shim adds to it
+ *                                         with journal tags: an exclusive open first where
+ *                                         the program's open may create (the lock file; the
+ *                                         get's then fails, EEXIST), statx for the inode of
+ *                                         each file created, and the idle watcher thread
  *   bench_shim churn N PREFIX             creates and unlinks N empty files as fast as it can
  *                                         (files/s): a burst of shm events for the auditor
  *   bench_shim keep N PREFIX              creates N empty files and leaves them (for the
@@ -135,14 +141,29 @@ static int lifecycle(long n, const char *prefix, bool floor, const char *watch_d
 
 enum { PAYLOAD = 48 * 1024 };
 
+/* With floor set, put and get make by hand the system calls the shim adds. */
+static bool floor_calls;
+
+/* fd was just created: the shim learns its inode. */
+static int learn_inode(int fd)
+{
+	struct statx stx;
+
+	return floor_calls ? statx(fd, "", AT_EMPTY_PATH, STATX_INO, &stx) : 0;
+}
+
 /* The lock file of a key, opened (created if need be) and flock'ed. */
 static int lock_key(const char *key, int how)
 {
 	char path[300];
-	int fd;
+	int fd = -1;
 
 	snprintf(path, sizeof(path), "/dev/shm/shm_%s_lockfile.lock", key);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	/* The shim learns whether the open creates the file, without a race. */
+	if (floor_calls && (fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0 && learn_inode(fd) < 0)
+		return -1;
+	if (fd < 0)
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd >= 0 && flock(fd, how) < 0) {
 		close(fd);
 		return -1;
@@ -157,7 +178,7 @@ static int put(const char *key, const char *payload)
 	char *p;
 
 	snprintf(name, sizeof(name), "/%s", key);
-	if (lock < 0 || (fd = shm_open(name, O_CREAT | O_RDWR, 0600)) < 0)
+	if (lock < 0 || (fd = shm_open(name, O_CREAT | O_RDWR, 0600)) < 0 || learn_inode(fd) < 0)
 		return -1;
 	if (ftruncate(fd, PAYLOAD) < 0 ||
 	    (p = mmap(NULL, PAYLOAD, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
@@ -192,12 +213,15 @@ static int get(const char *key, char *payload)
 	return 0;
 }
 
-static int putget(long n, const char *prefix)
+static int putget(long n, const char *prefix, const char *watch_dir)
 {
 	static char out[PAYLOAD], in[PAYLOAD];
 	char key[256];
 	double t0;
 
+	floor_calls = watch_dir != NULL;
+	if (watch_dir && start_idle_watcher(watch_dir) < 0)
+		return 1;
 	memset(out, 'x', sizeof(out));
 	t0 = now_ns();
 	for (long i = 0; i < n; i++) {
@@ -207,7 +231,9 @@ static int putget(long n, const char *prefix)
 			return 1;
 		}
 	}
-	printf("putget %.1f ns/op\n", (now_ns() - t0) / n);
+	printf("%s %.1f ns/op\n", watch_dir ? "putget-floor" : "putget", (now_ns() - t0) / n);
+	if (watch_dir)
+		rmdir(watch_dir);
 	return 0;
 }
 
@@ -311,7 +337,9 @@ int main(int argc, char **argv)
 	if ((argc == 4 || argc == 5) && strcmp(argv[1], "lifecycle-floor") == 0)
 		return lifecycle(atol(argv[2]), argv[3], true, argc == 5 ? argv[4] : NULL);
 	if (argc == 4 && strcmp(argv[1], "putget") == 0)
-		return putget(atol(argv[2]), argv[3]);
+		return putget(atol(argv[2]), argv[3], NULL);
+	if (argc == 5 && strcmp(argv[1], "putget-floor") == 0)
+		return putget(atol(argv[2]), argv[3], argv[4]);
 	if (argc == 4 && strcmp(argv[1], "churn") == 0)
 		return churn(atol(argv[2]), argv[3], false);
 	if (argc == 4 && strcmp(argv[1], "keep") == 0)

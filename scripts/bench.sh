@@ -51,6 +51,8 @@ ABORT_DIR=$other_abort_dir compare "lifecycle, abort dir off /dev/shm" lifecycle
 TAG=off compare "lifecycle, SHMGUARD_TAG=off" lifecycle 20000 "$prefix"
 PATTERNS='{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' \
 	compare "48 KiB put+get with its lock file" putget 10000 "$prefix"
+PATTERNS='{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' FLOOR=putget-floor \
+	FLOOR_ARGS="/dev/shm/${prefix}watch" compare "  against its system calls by hand" putget 10000 "$prefix"
 echo
 echo "marker to the last of a request's 4 segments unlinked (1000 aborts):"
 shimmed "$bench" sweep 1000 4 100 "$prefix" "$abort_dir"
