@@ -23,6 +23,9 @@
  *                                         the program's open may create (the lock file; the
  *                                         get's then fails, EEXIST), statx for the inode of
  *                                         each file created, and the idle watcher thread
+ *   bench_shim fork N                     ns per fork of a child that exits at once (exit:
+ *                                         its exit handlers run), waited for: what a forking
+ *                                         server (PostgreSQL's parallel workers) pays a child
  *   bench_shim churn N PREFIX             creates and unlinks N empty files as fast as it can
  *                                         (files/s): a burst of shm events for the auditor
  *   bench_shim keep N PREFIX              creates N empty files and leaves them (for the
@@ -44,6 +47,7 @@
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -237,6 +241,24 @@ static int putget(long n, const char *prefix, const char *watch_dir)
 	return 0;
 }
 
+static int fork_exit(long n)
+{
+	double t0 = now_ns();
+
+	for (long i = 0; i < n; i++) {
+		pid_t pid = fork();
+		if (pid < 0) {
+			perror("fork");
+			return 1;
+		}
+		if (pid == 0)
+			exit(0);
+		waitpid(pid, NULL, 0);
+	}
+	printf("fork %.1f ns/op\n", (now_ns() - t0) / n);
+	return 0;
+}
+
 static int churn(long n, const char *prefix, bool keep)
 {
 	char path[300];
@@ -340,6 +362,8 @@ int main(int argc, char **argv)
 		return putget(atol(argv[2]), argv[3], NULL);
 	if (argc == 5 && strcmp(argv[1], "putget-floor") == 0)
 		return putget(atol(argv[2]), argv[3], argv[4]);
+	if (argc == 3 && strcmp(argv[1], "fork") == 0)
+		return fork_exit(atol(argv[2]));
 	if (argc == 4 && strcmp(argv[1], "churn") == 0)
 		return churn(atol(argv[2]), argv[3], false);
 	if (argc == 4 && strcmp(argv[1], "keep") == 0)

@@ -43,6 +43,7 @@ printf '%-34s %13s %13s %8s\n' workload "without shim" "with shim" ratio
 compare "open+close, path outside /dev/shm" open-close 300000 /etc/hostname
 compare "O_CREAT open+close outside /dev/shm" creat-close 300000 "$other_abort_dir.creat"
 compare "segment lifecycle (journal)" lifecycle 20000 "$prefix"
+compare "fork, exit and wait" fork 3000
 TAG=xattr compare "lifecycle, SHMGUARD_TAG=xattr" lifecycle 20000 "$prefix"
 TAG=xattr FLOOR=lifecycle-floor compare "  against statx+fsetxattr by hand" lifecycle 20000 "$prefix"
 TAG=xattr FLOOR=lifecycle-floor FLOOR_ARGS="/dev/shm/${prefix}watch" \
