@@ -390,6 +390,35 @@ bool h_wait_stderr(struct h_proc *p, const char *needle, int timeout_ms)
 	}
 }
 
+const char **h_audit_argv(const char *abort_dir, const char *patterns, const char *json, const char *const *options,
+			  const char *const *cmd)
+{
+	const char *head[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--patterns", patterns, "--grace",
+			      "0.3", "--json", json, "--lib", h_bin("SG_SHIM"), "--interval", "0.1"};
+	size_t n = sizeof(head) / sizeof(head[0]), total = n + 2;
+	const char **argv;
+
+	for (size_t i = 0; options && options[i]; i++)
+		total++;
+	for (size_t i = 0; cmd[i]; i++)
+		total++;
+	argv = calloc(total, sizeof(*argv));
+	cr_assert_not_null(argv);
+	memcpy(argv, head, sizeof(head));
+	while (options && *options)
+		argv[n++] = *options++;
+	argv[n++] = "--";
+	while (*cmd)
+		argv[n++] = *cmd++;
+	return argv;
+}
+
+void h_wait_measured(struct h_proc *p, int aborts)
+{
+	cr_assert(h_wait_stderr(p, h_str("(measured %d)", aborts), 20000), "the auditor never measured %d aborts",
+		  aborts);
+}
+
 struct h_proc h_start_ready(const char *const *argv, const char *const *env)
 {
 	struct h_proc p = h_spawn(argv, env);

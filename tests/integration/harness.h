@@ -94,6 +94,15 @@ const struct h_user *h_hostile_user(void);
 struct h_proc h_spawn_as(const struct h_user *user, const char *const *argv, const char *const *env);
 int h_output_as(const struct h_user *user, const char *const *argv, const char *const *env, char **out, char **err);
 
+/* `shmguard audit` as the tests run it: abort_dir, patterns, a 0.3 s grace,
+ * the JSON report at json, the built shim for `shmguard run` and progress
+ * lines every 0.1 s on stderr (h_wait_measured), then options (NULL-
+ * terminated), "--" and cmd. */
+const char **h_audit_argv(const char *abort_dir, const char *patterns, const char *json, const char *const *options,
+			  const char *const *cmd);
+/* Waits until the auditor's progress line says aborts are measured, asserted. */
+void h_wait_measured(struct h_proc *p, int aborts);
+
 /* A JSON file (an audit report), asserted to be there and well-formed. */
 json_t *h_json_load(const char *path);
 /* An integer member of r, asserted to be one. */

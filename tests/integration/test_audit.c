@@ -41,26 +41,13 @@ static void need_bpf(void)
 	h_need_bpf(teardown);
 }
 
-/* `shmguard audit` with the test's abort dir, patterns, a short grace and
- * a JSON report, then "--" and the command. */
+/* `shmguard audit` as the harness runs it, with this test's directories,
+ * and a budget if not NULL. */
 static const char **audit_argv(const char *budget, const char *const *cmd)
 {
-	const char **argv = calloc(64, sizeof(*argv));
-	size_t n = 0;
-	/* Progress lines on stderr (--interval) tell a test when aborts are measured. */
-	const char *head[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--patterns", PATTERNS, "--grace",
-			      "0.3", "--json", json_path, "--lib", h_bin("SG_SHIM"), "--interval", "0.1"};
+	const char *options[] = {budget ? "--max-kib-per-abort" : NULL, budget, NULL};
 
-	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
-		argv[n++] = head[i];
-	if (budget) {
-		argv[n++] = "--max-kib-per-abort";
-		argv[n++] = budget;
-	}
-	argv[n++] = "--";
-	while (*cmd)
-		argv[n++] = *cmd++;
-	return argv;
+	return h_audit_argv(abort_dir, PATTERNS, json_path, options, cmd);
 }
 
 /* audit_argv() with extra options right after "audit". */
@@ -145,13 +132,6 @@ static struct h_proc start_leakgen(bool shimmed, bool mapped, const char *probe)
 	return p;
 }
 
-/* Waits until the auditor's progress line says every abort is measured. */
-static void wait_measured(struct h_proc *p, int aborts)
-{
-	cr_assert(h_wait_stderr(p, h_str("(measured %d)", aborts), 20000), "the auditor never measured %d aborts",
-		  aborts);
-}
-
 /* The leak measured with PROBE (NULL: the best here) is the truth. */
 static void ground_truth_within_one_percent_with(const char *probe)
 {
@@ -159,7 +139,7 @@ static void ground_truth_within_one_percent_with(const char *probe)
 	uint64_t truth = 0;
 	char *err;
 
-	wait_measured(&p, ABORTS);
+	h_wait_measured(&p, ABORTS);
 	for (int i = ABORT_EVERY - 1; i < REQUESTS; i += ABORT_EVERY)
 		truth += linked_bytes(i);
 	truth += mapped_unlinked_bytes();
@@ -198,7 +178,7 @@ Test(audit, the_same_pipeline_under_the_shim_reports_zero)
 	struct h_proc p = start_leakgen(true, false, NULL);
 	char *err;
 
-	wait_measured(&p, ABORTS);
+	h_wait_measured(&p, ABORTS);
 	cr_assert_eq(h_finish(&p, &err), 0, "under the shim the gate must pass: %s", err);
 	json_t *r = report();
 	cr_expect_eq(h_jint(r, "aborts"), ABORTS);
@@ -238,7 +218,7 @@ Test(audit, attribution_agrees_with_the_shim)
 	/* The shim's abort dir is another one: it tags but never sweeps here. */
 	cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "a");
 	cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "b");
-	usleep(600 * 1000);
+	h_wait_measured(&p, 2);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	json_t *r = report();
 	cr_expect_str_eq(request_of(r, tagged) ?: "(none)", h_str("%sexplicit", prefix), "the shim's tag was not used");
@@ -259,7 +239,7 @@ static void moved_file_is_charged_to(const char *probe, const char *create, cons
 	struct h_proc p = h_spawn(with_options(audit_argv(NULL, cmd), probe ? "--probe" : NULL, probe, NULL), NULL);
 
 	cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "moved");
-	usleep(600 * 1000); /* past the grace */
+	h_wait_measured(&p, 1);
 	uint64_t truth = blocks_of(path);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	json_t *r = report();
@@ -392,7 +372,7 @@ Test(audit, only_the_command_tree_is_counted)
 	cr_assert_eq(fallocate(fd, 0, 0, 65536), 0);
 	close(fd);
 	close(open(h_str("%s/%sout", abort_dir, prefix), O_CREAT | O_WRONLY, 0644));
-	usleep(600 * 1000);
+	h_wait_measured(&p, 2);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	json_t *r = report();
 	cr_expect_eq(h_jint(r, "aborts"), 2, "both markers are aborts");

@@ -60,23 +60,11 @@ static void need_program(const char *path, const char *package)
 	cr_skip_test("needs %s (Debian package %s)", path, package);
 }
 
-/* `shmguard audit` with the test's abort dir, patterns, grace and JSON
- * report, extra options (up to NULL), then "--" and the command. */
+/* `shmguard audit` as the harness runs it, with this test's directories,
+ * extra options (up to NULL), then "--" and the command. */
 static const char **audit_with(const char *const *options, const char *const *cmd)
 {
-	const char **argv = calloc(64, sizeof(*argv));
-	const char *head[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--patterns", PATTERNS,
-			      "--grace", "0.3", "--json", json_path, "--lib", h_bin("SG_SHIM")};
-	size_t n = 0;
-
-	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
-		argv[n++] = head[i];
-	while (*options)
-		argv[n++] = *options++;
-	argv[n++] = "--";
-	while (*cmd)
-		argv[n++] = *cmd++;
-	return argv;
+	return h_audit_argv(abort_dir, PATTERNS, json_path, options, cmd);
 }
 
 enum { REQUESTS = 12, ABORT_EVERY = 3, ABORTS = REQUESTS / ABORT_EVERY };
@@ -195,7 +183,7 @@ Test(fleet, prometheus_scrapes_the_aborts_and_the_bytes_they_hold)
 				   h_str("--web.listen-address=127.0.0.1:%u", prom_port), "--log.level=warn", NULL};
 	struct h_proc prom = h_spawn(prom_argv, NULL);
 
-	usleep(800 * 1000); /* past the grace and a review cycle */
+	h_wait_measured(&audit, ABORTS);
 	uint64_t truth = aborted_truth();
 	long long aborts = -1, held = -1;
 	cr_assert_gt(truth, 0);
@@ -311,7 +299,7 @@ Test(fleet, junit_cases_are_the_leak_shapes_and_list_the_requests)
 	unsigned tests, failures, cases, fails;
 	int used;
 
-	usleep(800 * 1000);
+	h_wait_measured(&p, ABORTS);
 	cr_assert_eq(h_finish(&p, NULL), 1);
 	char *out = junit_read(xml);
 	cr_assert_eq(sscanf(out, "%u %u %u %u%n", &tests, &failures, &cases, &fails, &used), 4, "%s", out);
@@ -330,7 +318,7 @@ Test(fleet, junit_cases_are_the_leak_shapes_and_list_the_requests)
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);
 	const char *lenient[] = {"--junit", xml, "--max-kib-per-abort", "100000", NULL};
 	p = start(audit_with(lenient, leakgen(false)), NULL);
-	usleep(800 * 1000);
+	h_wait_measured(&p, ABORTS);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	out = junit_read(xml);
 	cr_assert_eq(sscanf(out, "%u %u %u %u", &tests, &failures, &cases, &fails), 4, "%s", out);
@@ -341,7 +329,7 @@ Test(fleet, junit_cases_are_the_leak_shapes_and_list_the_requests)
 	h_cleanup(prefix);
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);
 	p = start(audit_with(options, leakgen(true)), NULL);
-	usleep(800 * 1000);
+	h_wait_measured(&p, ABORTS);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	out = junit_read(xml);
 	cr_assert_eq(sscanf(out, "%u %u %u %u", &tests, &failures, &cases, &fails), 4, "%s", out);
@@ -363,7 +351,7 @@ Test(fleet, github_actions_gets_annotations_and_a_step_summary)
 	fputs("an earlier step's summary\n", f);
 	fclose(f);
 	struct h_proc p = start(audit_with(options, leakgen(false)), env);
-	usleep(800 * 1000);
+	h_wait_measured(&p, ABORTS);
 	close(p.in);
 	p.in = -1;
 	char *out = h_read_all(&p, 20000);
@@ -379,7 +367,7 @@ Test(fleet, github_actions_gets_annotations_and_a_step_summary)
 	h_cleanup(prefix);
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);
 	p = start(audit_with(options, leakgen(true)), env);
-	usleep(800 * 1000);
+	h_wait_measured(&p, ABORTS);
 	close(p.in);
 	p.in = -1;
 	out = h_read_all(&p, 20000);
