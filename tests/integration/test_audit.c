@@ -575,6 +575,33 @@ Test(audit, a_marker_burst_beyond_the_inotify_queue_fails_the_gate, .timeout = 1
 	}
 }
 
+/* With 100,000 files in a root, the review comes every few seconds once it
+ * has read them (its directory reads are paced): an abort after that is
+ * measured later, but still while its file is there, and right. */
+Test(audit, a_large_root_still_measures_an_abort_while_its_file_is_there, .timeout = 120)
+{
+	need_bpf();
+	const char *root = h_str("/dev/shm/%sbig", prefix), *leak = h_str("/dev/shm/%sbig/%sab_0_0", prefix, prefix);
+	const char *script = h_str("seq -f %s/live%%g 100000 | xargs touch && sleep 2 && fallocate -l 65536 %s && "
+				   "touch %s/%sab && echo marked && { read x || true; } && rm %s",
+				   root, leak, abort_dir, prefix, leak);
+	const char *cmd[] = {"/bin/sh", "-c", script, NULL};
+	const char *options[] = {"--shm-root", root, NULL};
+
+	cr_assert_eq(mkdir(root, 0755), 0);
+	struct h_proc p = h_spawn(h_audit_argv(abort_dir, PATTERNS, json_path, options, cmd), NULL);
+	cr_assert_str_eq(h_read_line(&p, 60000) ?: "", "marked");
+	uint64_t truth = blocks_of(leak);
+	h_wait_measured(&p, 1);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+	json_t *r = report();
+	cr_assert_gt(truth, 0);
+	cr_expect_eq(h_jint(r, "aborts"), 1);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)truth, "measured after the file was removed?");
+	cr_expect_eq(h_jint(r, "dropped_events"), 0);
+	json_decref(r);
+}
+
 /* A table of 100,000 followed files, then bursts of files created and
  * removed at once, with an event buffer that holds about a fifth of a
  * second of them: the review of the table must never hold up the events.
