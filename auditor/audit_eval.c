@@ -39,12 +39,12 @@
  * share.  Reading a root's directory holds its lock, which every creation
  * and unlink there waits for: a lifecycle workload on the same root slowed
  * by about as much as the share of the time the directory was being read in
- * slices (twice that when read in one go).  The reads took about three
- * times their system time (the entries are looked up in the table as they
- * come), so this keeps the lock held about 1% of the time.  Large tables
- * are reviewed less often (a million files: about every 30 s; a few
- * thousand: every second), and their aborts measured that much later. */
-#define READ_SHARE 0.03
+ * slices (twice that when read in one go).  The reads took about twice
+ * their system time (the entries are looked up in the table as they come),
+ * so this keeps the lock held under 1% of the time.  Large tables are
+ * reviewed less often (a million files: about every 40 s; a few thousand:
+ * every second), and their aborts measured that much later. */
+#define READ_SHARE 0.015
 /* While a cycle is under way: this much of it per step, then this long for
  * the events before the next slice (half a CPU at most), unless an abort
  * waits for the cycle's end and the directories have been read. */
@@ -455,6 +455,10 @@ double audit_review_due_s(const struct audit *a)
 		return rv->slice_end_s + PAUSE_S;
 	if (a->unmeasured && a->unmeasured->marker_s + a->o->grace < due)
 		due = a->unmeasured->marker_s + a->o->grace;
+	/* Freed files leave the table only at a cycle's end: not paced when
+	 * the table nears --max-files, which would lose new files. */
+	if (audit_files_count(a->files) >= a->o->max_files / 4 * 3)
+		return due;
 	return fmax(due, rv->paced_s);
 }
 

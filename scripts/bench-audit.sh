@@ -116,23 +116,30 @@ jq_get() { python3 -c "import json,sys; r=json.load(open('$json')); print(r['$1'
 
 # With 1,000,000 followed files: the lifecycle plain and audited, then two
 # churning processes, all in one audited run.  The review of a large table
-# comes every minute or so: each side runs the lifecycle for a while
+# comes every 40 s or so: each side runs the lifecycle for a while
 # (PLAIN_S, AUDITED_S seconds; the audited side long enough to hold several
-# reviews) and counts its mean, rounds of all kinds included.
+# reviews, the plain one half before and half after it) and counts its mean,
+# rounds of all kinds included.
 large() {
-	local live=${LIVE:-1000000} plain_s=${PLAIN_S:-30} audited_s=${AUDITED_S:-180} out p a
+	local live=${LIVE:-1000000} plain_s=${PLAIN_S:-30} audited_s=${AUDITED_S:-180} out plain p a
 	echo "large table: $live files kept (not followed plain, followed audited), lifecycle means over ${plain_s} s plain, ${audited_s} s audited:"
 	lifecycle_for() { # SECONDS: 20,000-lifecycle rounds until then
 		local end=$((SECONDS + $1))
 		while ((SECONDS < end)); do "$bench" lifecycle 20000 "$prefix"; done
 	}
-	"$bench" keep "$live" "${prefix}L-" >/dev/null
-	p=$(lifecycle_for "$plain_s" | ns_of | mean)
-	remove_files "${prefix}L-"
+	# Plain: half before the audited run and half after, against drift.
+	plain_half() {
+		"$bench" keep "$live" "${prefix}L-" >/dev/null
+		lifecycle_for $((plain_s / 2))
+		remove_files "${prefix}L-"
+	}
+	plain=$(plain_half)
 	out=$(audit_opts="--max-files 4000000" audited bash -c "$(declare -f lifecycle_for); bench=$bench prefix=$prefix
 		$bench keep $live ${prefix}L- >/dev/null && lifecycle_for $audited_s &&
 		{ $bench churn 300000 ${prefix}a- & $bench churn 300000 ${prefix}b-; wait; }")
 	remove_files "${prefix}L-"
+	plain+=$'\n'$(plain_half)
+	p=$(echo "$plain" | ns_of | mean)
 	a=$(echo "$out" | grep '^lifecycle' | ns_of | mean)
 	printf '  lifecycle %.0f ns plain, %.0f ns audited: ratio %.3f\n' "$p" "$a" "$(echo "$a / $p" | bc -l)"
 	echo "$out" | grep 'churn.*files/s' | sed 's/^/  /'
