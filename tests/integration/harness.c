@@ -7,11 +7,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -468,6 +470,14 @@ void h_need_bpf(void (*teardown)(void))
 		return;
 	cr_assert(!getenv("CI"), "the tests that trace with BPF must run as root in CI");
 	h_skip(teardown, "needs root for BPF");
+}
+
+void h_private_mounts(void (*teardown)(void))
+{
+	if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0)
+		return;
+	cr_assert(!getenv("CI"), "cannot make a mount namespace in CI: %s", strerror(errno));
+	h_skip(teardown, "needs CAP_SYS_ADMIN for a private mount namespace");
 }
 
 static struct h_user hostile;

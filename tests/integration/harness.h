@@ -79,6 +79,9 @@ void h_skip(void (*teardown)(void), const char *why);
 /* BPF needs root: without it the test is skipped (after teardown); in CI
  * (CI set) it fails instead. */
 void h_need_bpf(void (*teardown)(void));
+/* A private mount namespace for this test process (mounts made in it stay
+ * in it), or a skip (after teardown); in CI it fails instead. */
+void h_private_mounts(void (*teardown)(void));
 
 /* A second, unprivileged user for hostile tests, made with useradd (no home,
  * no login) as "sgt<pid>" on first use and removed with userdel at exit.

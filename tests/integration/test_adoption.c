@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -530,10 +529,7 @@ Test(doctor, need_says_whether_a_root_has_room_and_what_holds_it)
 	char *out;
 	int base;
 
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		cr_assert(!getenv("CI"), "cannot make a mount namespace in CI: %s", strerror(errno));
-		cr_skip_test("needs CAP_SYS_ADMIN for a private mount namespace");
-	}
+	h_private_mounts(teardown);
 	cr_assert_eq(mkdir(root, 0755), 0);
 	cr_assert_eq(mount("none", root, "tmpfs", 0, "size=1m"), 0, "mount tmpfs: %s", strerror(errno));
 	/* Whatever else doctor finds on this machine decides the status

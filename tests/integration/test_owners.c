@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,10 +40,7 @@ TestSuite(owners, .init = setup, .fini = teardown, .timeout = 60);
  * this test, or a skip (never in CI). */
 static void ramfs_root(void)
 {
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		cr_assert(!getenv("CI"), "cannot make a mount namespace in CI: %s", strerror(errno));
-		cr_skip_test("needs CAP_SYS_ADMIN for a private mount namespace");
-	}
+	h_private_mounts(teardown);
 	cr_assert_eq(mkdir(root, 0755), 0);
 	cr_assert_eq(mount("none", root, "ramfs", 0, "mode=1777"), 0, "mount ramfs: %s", strerror(errno));
 }
@@ -355,10 +351,7 @@ Test(owners, a_full_root_stops_the_journal_not_the_program)
 	size_t n = 1;
 	int fd;
 
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		cr_assert(!getenv("CI"), "cannot make a mount namespace in CI: %s", strerror(errno));
-		cr_skip_test("needs CAP_SYS_ADMIN for a private mount namespace");
-	}
+	h_private_mounts(teardown);
 	cr_assert_eq(mkdir(root, 0755), 0);
 	cr_assert_eq(mount("none", root, "tmpfs", 0, "size=64k"), 0, "mount tmpfs: %s", strerror(errno));
 	/* Seven records fill the journal's first page. */

@@ -4,7 +4,6 @@
  * outside, and changes no call's result or errno. */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,8 +127,7 @@ Test(paths, a_bind_mount_of_a_root_is_tracked)
 		cr_assert(!getenv("CI"), "needs root (mount) and CI is set");
 		cr_skip_test("needs root to mount");
 	}
-	cr_assert_eq(unshare(CLONE_NEWNS), 0, "unshare: %s", strerror(errno));
-	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	h_private_mounts(teardown);
 	cr_assert_eq(mkdir(bind, 0755), 0);
 	cr_assert_eq(mount("/dev/shm", bind, NULL, MS_BIND, NULL), 0, "mount: %s", strerror(errno));
 	p = h_start_ready(argv, explicit_env("req"));

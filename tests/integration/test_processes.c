@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -29,15 +28,6 @@ static void teardown(void)
 	umount2(h_str("/dev/shm/%sramfs", prefix), MNT_DETACH);
 	umount2(h_str("/dev/shm/%sfull", prefix), MNT_DETACH);
 	h_cleanup(prefix);
-}
-
-/* A private mount namespace for this test process, or a skip (never in CI). */
-static void private_mounts(void)
-{
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		cr_assert(!getenv("CI"), "cannot make a mount namespace in CI: %s", strerror(errno));
-		cr_skip_test("needs CAP_SYS_ADMIN for a private mount namespace");
-	}
 }
 
 TestSuite(processes, .init = setup, .fini = teardown, .timeout = 60);
@@ -208,7 +198,7 @@ Test(processes, without_xattrs_the_record_still_sweeps)
 	struct h_proc p;
 	char *err;
 
-	private_mounts();
+	h_private_mounts(teardown);
 	cr_assert_eq(mkdir(root, 0755), 0);
 	cr_assert_eq(mount("none", root, "ramfs", 0, NULL), 0, "mount ramfs: %s", strerror(errno));
 	p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_SHM_ROOTS=%s", root),
@@ -228,7 +218,7 @@ Test(processes, a_full_shm_root_fails_the_same_and_records_only_what_exists)
 	char *plain_err, *shim_err;
 	int plain, shimmed;
 
-	private_mounts();
+	h_private_mounts(teardown);
 	cr_assert_eq(mkdir(root, 0755), 0);
 	/* Room for a few files only; a fresh one for each run. */
 	cr_assert_eq(mount("none", root, "tmpfs", 0, "nr_inodes=5,size=64k"), 0, "mount tmpfs: %s", strerror(errno));

@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -77,8 +76,7 @@ static void private_dev_shm(void)
 		cr_assert(!getenv("CI"), "the PostgreSQL test must run as root in CI");
 		cr_skip_test("needs root (a private /dev/shm, a user to run PostgreSQL as)");
 	}
-	cr_assert_eq(unshare(CLONE_NEWNS), 0, "unshare: %s", strerror(errno));
-	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0, "%s", strerror(errno));
+	h_private_mounts(teardown);
 	cr_assert_eq(mount("none", "/dev/shm", "tmpfs", 0, "size=256m,mode=1777"), 0, "mount tmpfs: %s",
 		     strerror(errno));
 }
