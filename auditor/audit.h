@@ -96,6 +96,8 @@ struct audit {
 	char **markers_at_start; /* sorted */
 	size_t nmarkers_at_start;
 	uint64_t marker_overflows, markers_recovered; /* the inotify queue's */
+	uint64_t markers_refused; /* entries of the abort directory that are no markers (sg_marker_refusal) */
+	int abort_dfd;            /* the abort directory, checked; -1: none */
 	struct audit_review *review;
 	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
 	const char *probe; /* how the kernel side sees files created (audit_trace.c) */
@@ -125,7 +127,8 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f);
 void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed);
 
 /* audit_markers.c: a marker appearing in the abort directory is an abort. */
-int audit_markers_open(struct audit *a); /* inotify fd, or -1 with errno */
+/* The inotify fd, or -1 with err set (the directory is refused, or cannot be watched). */
+int audit_markers_open(struct audit *a, char *err, size_t errlen);
 int audit_markers_read(struct audit *a, int fd); /* -1 with errno: the fd failed */
 /* The abort of request, or NULL if it has none (yet). */
 struct audit_abort *audit_abort_of(const struct audit *a, const char *request);

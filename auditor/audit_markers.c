@@ -1,5 +1,7 @@
 /* An abort, for the auditor, is a marker appearing in --abort-dir while it
- * runs: the same convention the shim obeys.  Markers already there at the
+ * runs: the same rule the shim obeys (sg_marker_refusal, for the auditor's
+ * euid), in a directory the shims trust, so that files others drop there
+ * are no aborts; they are counted apart.  Markers already there at the
  * start, and a marker touched again, are not new aborts.  When the kernel's
  * inotify queue overflows (a burst of more markers than
  * fs.inotify.max_queued_events), the directory is read again: markers
@@ -7,6 +9,7 @@
  * overflow is counted and fails the gate. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,18 +21,31 @@
 #include "audit.h"
 #include "holders.h"
 #include "hash.h"
+#include "marker.h"
 #include "reqid.h"
+#include "text.h"
 
 static int by_text(const void *x, const void *y)
 {
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* The markers already in the directory (after the watch is set, so that
+/* The abort directory's entries, read through its checked descriptor. */
+static DIR *open_entries(const struct audit *a)
+{
+	int fd = openat(a->abort_dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
+/* The names already in the directory (after the watch is set, so that
  * none falls between the two), sorted: a rescan must not take them for new. */
 static int note_markers_at_start(struct audit *a)
 {
-	DIR *d = opendir(a->o->abort_dir);
+	DIR *d = open_entries(a);
 	struct dirent *e;
 	size_t cap = 0;
 
@@ -58,17 +74,48 @@ static int note_markers_at_start(struct audit *a)
 	return 0;
 }
 
-int audit_markers_open(struct audit *a)
+/* Watches the directory opened and checked, through its descriptor;
+ * without /proc, through the path, then checked to be the same directory. */
+static int watch(const struct audit *a, int fd)
 {
-	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK), saved;
+	char proc_path[64];
+	struct stat dir, now;
+	int wd;
 
-	if (fd < 0)
+	snprintf(proc_path, sizeof(proc_path), "/proc/self/fd/%d", a->abort_dfd);
+	wd = inotify_add_watch(fd, proc_path, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+	if (wd >= 0 || errno != ENOENT)
+		return wd;
+	wd = inotify_add_watch(fd, a->o->abort_dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
+	if (wd >= 0 && (fstat(a->abort_dfd, &dir) < 0 || lstat(a->o->abort_dir, &now) < 0 ||
+			dir.st_dev != now.st_dev || dir.st_ino != now.st_ino)) {
+		errno = ESTALE;
 		return -1;
-	if (inotify_add_watch(fd, a->o->abort_dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0 ||
+	}
+	return wd;
+}
+
+int audit_markers_open(struct audit *a, char *err, size_t errlen)
+{
+	char shown[SG_ESCAPED_MAX];
+	const char *why;
+	struct stat st;
+	int fd = -1;
+
+	sg_text_escape(a->o->abort_dir, shown, sizeof(shown));
+	a->abort_dfd = sg_abort_dir_open_trusted(a->o->abort_dir, false, geteuid(), &st, &why);
+	if (a->abort_dfd < 0 && why) {
+		snprintf(err, errlen, "abort directory %s %s (uid %u, mode %04o): the shims ignore its markers, so "
+			 "it cannot show aborts; %s", shown, why, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777,
+			 sg_abort_dir_remedy(&st, geteuid()));
+		return -1;
+	}
+	if (a->abort_dfd < 0 || (fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 || watch(a, fd) < 0 ||
 	    note_markers_at_start(a) < 0) {
-		saved = errno;
-		close(fd);
-		errno = saved;
+		snprintf(err, errlen, "cannot watch %s: %s", shown,
+			 errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	return fd;
@@ -86,30 +133,27 @@ struct audit_abort *audit_abort_of(const struct audit *a, const char *request)
 	return node ? sg_hnode_entry(node, struct audit_abort, node) : NULL;
 }
 
-/* A marker is no file of a request: when the abort directory is on a shm
- * device its inode is excluded from the table.  The kernel side sends a
- * file's creation before inotify queues the marker, so the caller reads
- * the events after the markers, then ends the exclusions. */
-static void exclude_marker_file(struct audit *a, const char *name)
-{
-	char path[SG_PATH_MAX + NAME_MAX + 2];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/%s", a->o->abort_dir, name);
-	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
-		audit_files_exclude(a->files, sg_kdev(st.st_dev), st.st_ino);
-}
-
-/* A new abort; false if request is one already (or no request at all). */
+/* A new abort: request's marker, if it is one (else counted as refused).
+ * False if it is no marker, or an abort already.  A file in the abort
+ * directory is no file of a request: when it is on a shm device its inode
+ * is excluded from the table.  The kernel side sends a file's creation before
+ * inotify queues the marker, so the caller reads the events after the
+ * markers, then ends the exclusions. */
 static bool add_abort(struct audit *a, const char *request)
 {
 	uint64_t h = sg_hash_str(request);
 	struct audit_abort *ab;
 	struct sg_hnode **slot;
+	struct stat st;
 
-	if (sg_reqid_invalid(request))
+	const char *why = sg_marker_refusal(a->abort_dfd, request, geteuid(), &st);
+
+	if (S_ISREG(st.st_mode)) /* a marker or not, no file of a request */
+		audit_files_exclude(a->files, sg_kdev(st.st_dev), st.st_ino);
+	if (why) {
+		a->markers_refused += st.st_mode != 0;
 		return false;
-	exclude_marker_file(a, request);
+	}
 	if (sg_htable_reserve(&a->abort_index, 256) < 0 ||
 	    *(slot = sg_htable_slot(&a->abort_index, h, is_abort, request)) || !(ab = calloc(1, sizeof(*ab))))
 		return false;
@@ -132,7 +176,7 @@ static bool add_abort(struct audit *a, const char *request)
  * aborts yet nor there from the start. */
 static int rescan(struct audit *a)
 {
-	DIR *d = opendir(a->o->abort_dir);
+	DIR *d = open_entries(a);
 	struct dirent *e;
 	char *name;
 
@@ -189,4 +233,7 @@ void audit_aborts_free(struct audit *a)
 	for (size_t i = 0; i < a->nmarkers_at_start; i++)
 		free(a->markers_at_start[i]);
 	free(a->markers_at_start);
+	if (a->abort_dfd >= 0)
+		close(a->abort_dfd);
+	a->abort_dfd = -1;
 }

@@ -127,6 +127,9 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 		       "  %llu markers recovered by reading it again; markers removed before that are not counted, and\n"
 		       "  recovered aborts are measured from when they were found\n",
 		       (unsigned long long)a->marker_overflows, (unsigned long long)a->markers_recovered);
+	if (a->markers_refused)
+		printf("not aborts: %llu entries of the abort directory that are no markers (another user's, a hard "
+		       "link, not a regular file)\n", (unsigned long long)a->markers_refused);
 	if (a->interrupted)
 		printf("interrupted: COMMAND did not end at the first signal and was killed at the second\n");
 	else if (a->cmd_status > 0)
@@ -232,6 +235,7 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "files_over_limit", json_integer((json_int_t)audit_files_over_limit(a->files)));
 	json_object_set_new(root, "marker_queue_overflows", json_integer((json_int_t)a->marker_overflows));
 	json_object_set_new(root, "markers_recovered", json_integer((json_int_t)a->markers_recovered));
+	json_object_set_new(root, "markers_refused", json_integer((json_int_t)a->markers_refused));
 	json_object_set_new(root, "interrupted", json_boolean(a->interrupted));
 	json_object_set_new(root, "budget_kib_per_abort", a->o->have_budget ? json_real(a->o->budget_kib) : json_null());
 	json_object_set_new(root, "verdict", json_string(s->verdict));

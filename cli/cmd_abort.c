@@ -13,6 +13,7 @@
 #include "config.h"
 #include "marker.h"
 #include "reqid.h"
+#include "text.h"
 
 static void usage(FILE *out)
 {
@@ -49,57 +50,62 @@ static void usage(FILE *out)
  * writable by all without the sticky bit. */
 static int open_dir(const char *dir)
 {
-	int fd = sg_abort_dir_open(dir, true);
-	const char *why;
 	struct stat st;
+	const char *why;
+	int fd = sg_abort_dir_open_trusted(dir, true, geteuid(), &st, &why);
 
-	if (fd < 0)
+	if (fd >= 0)
+		return fd;
+	if (!why)
 		return cli_fail(-1, "abort", "cannot open abort directory %s: %s", dir,
 				errno == ELOOP ? "it is a symbolic link" : strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		why = strerror(errno);
-		close(fd);
-		return cli_fail(-1, "abort", "cannot examine abort directory %s: %s", dir, why);
-	}
-	why = sg_abort_dir_refusal(&st, geteuid());
-	if (!why)
-		return fd;
-	close(fd);
 	return cli_fail(-1, "abort", "abort directory %s %s (uid %u, mode %04o), so the shims ignore its markers; %s",
 			dir, why, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777, sg_abort_dir_remedy(&st, geteuid()));
 }
 
+static const char *kind(const struct stat *st)
+{
+	return !S_ISREG(st->st_mode) ? S_ISFIFO(st->st_mode) ? "a FIFO" : "not a regular file"
+	       : st->st_nlink != 1   ? "a file with more than one link"
+				     : "a file";
+}
+
 /* Creates DIR/ID, or gives an existing marker a new time.  What is there
- * already must be a marker the shims accept: another user's file or a FIFO
- * planted under that name is reported, never opened for reading or waited
- * on (O_NONBLOCK), never removed. */
+ * already must be a marker the shims accept (sg_marker_file_refusal):
+ * another user's file, a hard link or a FIFO planted under that name is
+ * reported, never opened for reading or waited on (O_NONBLOCK), never
+ * removed. */
 static int write_marker(int dfd, const char *dir, const char *id)
 {
 	int fd = openat(dfd, id, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
-	int status = EXIT_OK;
+	int status = EXIT_OK, saved = errno;
+	char shown[SG_ESCAPED_MAX]; /* the ID may come from a log: escaped */
 	struct stat st;
 
-	if (fd < 0 && fstatat(dfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0 && !sg_marker_owner_ok(&st, geteuid()))
+	sg_text_escape(id, shown, sizeof(shown));
+
+	if (fd < 0 && fstatat(dfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_file_refusal(&st, geteuid()))
 		goto foreign;
+	/* The open's error, not the fstatat's (EACCES, not ENOENT). */
 	if (fd < 0)
-		return cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, id, strerror(errno));
+		return cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, shown, strerror(saved));
 	if (fstat(fd, &st) < 0) {
-		status = cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, id, strerror(errno));
+		status = cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, shown, strerror(errno));
 		goto cleanup;
 	}
-	if (!sg_marker_owner_ok(&st, geteuid()))
+	if (sg_marker_file_refusal(&st, geteuid()))
 		goto foreign;
 	/* An existing marker gets a new time: shims sweep again (a late
 	 * segment whose marker had expired, say), and the TTL restarts. */
 	if (futimens(fd, NULL) < 0)
-		status = cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, id, strerror(errno));
+		status = cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, shown, strerror(errno));
 	goto cleanup;
 foreign:
 	status = cli_fail(EXIT_FAIL, "abort",
 			  "%s/%s already exists and is not a marker the shims accept (%s of uid %u; only regular "
-			  "files of uid %u or root count); request %s is not marked: remove it and try again",
-			  dir, id, S_ISREG(st.st_mode) ? "a file" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file",
-			  (unsigned)st.st_uid, (unsigned)geteuid(), id);
+			  "files with one link of uid %u or root count); request %s is not marked: remove it and try "
+			  "again",
+			  dir, shown, kind(&st), (unsigned)st.st_uid, (unsigned)geteuid(), shown);
 cleanup:
 	if (fd >= 0)
 		close(fd);

@@ -270,7 +270,7 @@ static void close_report(struct report_file *r, bool reported)
 int cmd_audit(int argc, char **argv)
 {
 	struct audit_opts o = {.json_fd = -1, .junit_fd = -1, .plot_fd = -1, .version = SHMGUARD_VERSION};
-	struct audit a = {.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1};
+	struct audit a = {.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1, .abort_dfd = -1};
 	struct report_file reports[] = {{NULL, &o.json_fd, false}, {NULL, &o.junit_fd, false}, {NULL, &o.plot_fd, false}};
 	struct audit_tracer *t = NULL;
 	char shim[PATH_MAX], err[512];
@@ -320,6 +320,12 @@ int cmd_audit(int argc, char **argv)
 		goto out;
 	}
 
+	/* The abort directory is checked before tracing starts: a refusal is
+	 * said at once. */
+	if ((markers = audit_markers_open(&a, err, sizeof(err))) < 0) {
+		status = cli_fail(AUDIT_USAGE, "audit", "%s", err);
+		goto out;
+	}
 	t = audit_trace_start(&a, o.cmd != NULL, have_shim ? shim : NULL, err, sizeof(err));
 	if (!t) {
 		status = cli_fail(AUDIT_NO_TRACING, "audit", "tracing is not possible: %s", err);
@@ -329,10 +335,6 @@ int cmd_audit(int argc, char **argv)
 		fprintf(stderr, "shmguard audit: the shim's tags are not followed (%s); requests come from the "
 				"patterns and from tags already written on files\n",
 			have_shim ? "its USDT probe did not attach" : "libshmguard.so not found");
-	if ((markers = audit_markers_open(&a)) < 0) {
-		status = cli_fail(AUDIT_USAGE, "audit", "cannot watch %s: %s", o.abort_dir, strerror(errno));
-		goto out;
-	}
 	a.start_ns = sg_monotonic_ns();
 	/* The first figures: /metrics answers from now on, and a metrics file
 	 * that cannot be written is found before COMMAND starts. */

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reqid.h"
 #include "sys.h"
 
 const char *sg_abort_dir_refusal(const struct stat *dir, uid_t euid)
@@ -65,11 +66,61 @@ int sg_abort_dir_open(const char *path, bool create)
 	return fd;
 }
 
+int sg_abort_dir_open_trusted(const char *path, bool create, uid_t euid, struct stat *dir, const char **why)
+{
+	int fd = sg_abort_dir_open(path, create), saved;
+
+	*why = NULL;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, dir) < 0) {
+		saved = errno;
+		sg_sys_close(fd);
+		errno = saved;
+		return -1;
+	}
+	if ((*why = sg_abort_dir_refusal(dir, euid))) {
+		sg_sys_close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+const char *sg_marker_file_refusal(const struct stat *st, uid_t euid)
+{
+	if (!S_ISREG(st->st_mode))
+		return "not a regular file";
+	if (st->st_uid != euid && st->st_uid != 0)
+		return "foreign owner";
+	if (st->st_nlink != 1)
+		return "more than one link (a hard link may name any file)";
+	return NULL;
+}
+
+const char *sg_marker_refusal(int dfd, const char *name, uid_t euid, struct stat *st)
+{
+	const char *why;
+
+	memset(st, 0, sizeof(*st));
+	if (sg_reqid_invalid(name) || strcmp(name, SG_ABORT_DIR_STAMP) == 0)
+		return "not a request ID";
+	if (fstat(dfd, st) < 0)
+		why = "its directory cannot be examined";
+	else if ((why = sg_abort_dir_refusal(st, euid)))
+		why = "its directory is not trusted";
+	else if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+		why = "gone";
+	else
+		return sg_marker_file_refusal(st, euid);
+	memset(st, 0, sizeof(*st));
+	return why;
+}
+
 bool sg_abort_dir_stamped(int dfd, uid_t euid)
 {
 	struct stat st;
 
-	return fstatat(dfd, SG_ABORT_DIR_STAMP, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_owner_ok(&st, euid);
+	return fstatat(dfd, SG_ABORT_DIR_STAMP, &st, AT_SYMLINK_NOFOLLOW) == 0 && !sg_marker_file_refusal(&st, euid);
 }
 
 unsigned sg_markers_expire(int dfd, unsigned ttl)
@@ -96,11 +147,8 @@ unsigned sg_markers_expire(int dfd, unsigned ttl)
 	while ((e = readdir(d))) {
 		struct stat st;
 
-		if (e->d_name[0] == '.' &&
-		    (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]) || !strcmp(e->d_name, SG_ABORT_DIR_STAMP)))
-			continue;
-		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_owner_ok(&st, euid) &&
-		    now - st.st_mtime > (time_t)ttl && sg_sys_unlinkat(dfd, e->d_name, 0) == 0)
+		if (!sg_marker_refusal(dfd, e->d_name, euid, &st) && now - st.st_mtime > (time_t)ttl &&
+		    sg_sys_unlinkat(dfd, e->d_name, 0) == 0)
 			removed++;
 	}
 	closedir(d);

@@ -30,13 +30,27 @@ int sg_abort_dir_open(const char *path, bool create);
  * of euid or root): shmguard made it. */
 bool sg_abort_dir_stamped(int dfd, uid_t euid);
 
-/* Anyone can write into /dev/shm: a marker counts only if it is a regular
- * file (never a symlink: stat it with AT_SYMLINK_NOFOLLOW) made by euid or
- * by root. */
-static inline bool sg_marker_owner_ok(const struct stat *st, uid_t euid)
-{
-	return S_ISREG(st->st_mode) && (st->st_uid == euid || st->st_uid == 0);
-}
+/* Opens path as an abort directory (sg_abort_dir_open) and checks it for
+ * euid (sg_abort_dir_refusal): the one check `shmguard abort`, --follow and
+ * the auditor make before they use a directory.  Returns the descriptor; or
+ * -1 with errno (it cannot be opened), or -1 with *why set (it is refused;
+ * *dir says what it is, for sg_abort_dir_remedy). */
+int sg_abort_dir_open_trusted(const char *path, bool create, uid_t euid, struct stat *dir, const char **why);
+
+/* The marker rule, the one the shim, `shmguard abort`, --follow and the
+ * auditor apply.  Anyone can write into /dev/shm: a file counts as a marker
+ * for processes of euid only if it is a regular file (never a symlink: st
+ * from AT_SYMLINK_NOFOLLOW), owned by euid or root, with one link (a hard
+ * link in a directory others can write to may name any file of root's).
+ * NULL when st is one; otherwise why not. */
+const char *sg_marker_file_refusal(const struct stat *st, uid_t euid);
+
+/* The whole rule for the entry name of the abort directory dfd: a request
+ * ID (not the stamp), in a directory that passes sg_abort_dir_refusal, and
+ * a file that passes sg_marker_file_refusal.  NULL when it is a marker;
+ * otherwise why not.  *st is the entry's, or all zero when the entry itself
+ * was not examined (a bad name, a refused directory, or gone already). */
+const char *sg_marker_refusal(int dfd, const char *name, uid_t euid, struct stat *st);
 
 /* Removes the acceptable markers in the abort directory dfd last modified
  * more than ttl seconds ago, and nothing else: only in a directory that is

@@ -22,7 +22,6 @@
 #include "marker.h"
 #include "real.h"
 #include "registry.h"
-#include "reqid.h"
 #include "shim.h"
 #include "sweep.h"
 
@@ -89,25 +88,22 @@ static bool dir_trusted(int dfd)
 static bool marker_acceptable(int dfd, const char *request)
 {
 	struct stat st;
+	const char *why = sg_marker_refusal(dfd, request, geteuid(), &st);
 
-	if (sg_reqid_invalid(request) || strcmp(request, SG_ABORT_DIR_STAMP) == 0)
+	if (!why)
+		return true;
+	if (!st.st_mode) /* a bad name, or gone already */
 		return false;
-	if (fstatat(dfd, request, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return false;
-	if (!sg_marker_owner_ok(&st, geteuid())) {
-		sg_count(ignored_markers, 1);
-		if (!__atomic_load_n(&said_foreign, __ATOMIC_RELAXED))
-			sg_log_once(&said_foreign, SG_LOG_WARN,
-				    "ignored marker %s/%s: %s (only regular files owned by uid %u or root count; later "
-				    "ones are logged at debug level)",
-				    sg_cfg.abort_dir, request, S_ISREG(st.st_mode) ? "foreign owner" : "not a regular file",
-				    (unsigned)geteuid());
-		else
-			sg_log(SG_LOG_DEBUG, "ignored marker %s/%s (uid %u, mode %o)", sg_cfg.abort_dir, request,
-			       (unsigned)st.st_uid, (unsigned)st.st_mode);
-		return false;
-	}
-	return true;
+	sg_count(ignored_markers, 1);
+	if (!__atomic_load_n(&said_foreign, __ATOMIC_RELAXED))
+		sg_log_once(&said_foreign, SG_LOG_WARN,
+			    "ignored marker %s/%s: %s (only regular files with one link owned by uid %u or root "
+			    "count; later ones are logged at debug level)",
+			    sg_cfg.abort_dir, request, why, (unsigned)geteuid());
+	else
+		sg_log(SG_LOG_DEBUG, "ignored marker %s/%s: %s (uid %u, mode %o, %u links)", sg_cfg.abort_dir, request,
+		       why, (unsigned)st.st_uid, (unsigned)st.st_mode, (unsigned)st.st_nlink);
+	return false;
 }
 
 static void on_marker(int dfd, const char *request)
