@@ -43,6 +43,7 @@ bool sg_utf8_valid(const char *s)
 
 const char *sg_text_escape(const char *s, char *out, size_t outlen)
 {
+	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s;
 	size_t o = 0;
 
@@ -64,8 +65,14 @@ const char *sg_text_escape(const char *s, char *out, size_t outlen)
 		for (size_t k = 0; k < (n ? n : 1); k++, p++) {
 			if (o + 4 >= outlen)
 				goto done;
-			o += *p == '\\' ? (size_t)snprintf(out + o, outlen - o, "\\\\")
-					: (size_t)snprintf(out + o, outlen - o, "\\x%02x", *p);
+			out[o++] = '\\';
+			if (*p == '\\') {
+				out[o++] = '\\';
+				continue;
+			}
+			out[o++] = 'x';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
 		}
 	}
 done:

@@ -18,7 +18,8 @@ bool sg_utf8_valid(const char *s);
 /* s for a terminal: control characters (C0, DEL, and C1 such as CSI U+009B),
  * bytes that are not valid UTF-8 and '\' become \xNN (\\ for '\'), so
  * nothing s holds can drive the terminal and no two strings look alike.
- * Cut to fit out (outlen > 0); returns out. */
+ * Cut to fit out (outlen > 0); returns out.  Async-signal-safe and
+ * allocation-free: the shim escapes its messages with it. */
 const char *sg_text_escape(const char *s, char *out, size_t outlen);
 
 /* s with every byte that is not valid UTF-8 replaced by U+FFFD, in a new

@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "real.h"
 #include "shim.h"
+#include "text.h"
 
 enum sg_log_level sg_log_level = SG_LOG_WARN;
 
@@ -35,18 +37,21 @@ static int program_stderr(void)
 	return fd;
 }
 
+/* Every message is escaped whole (sg_text_escape): the names it holds (of
+ * markers, files, requests) come from other users and from clients, and must
+ * not start a line of their own in the host's log, nor drive a terminal. */
 static void vlog(enum sg_log_level level, const char *fmt, va_list ap)
 {
 	static const char *names[] = {"", "warning: ", "", "debug: "};
-	char buf[1024];
+	char raw[1024], buf[2048];
 	int saved = errno;
 	int n = snprintf(buf, sizeof(buf), "shmguard: [%d] %s", (int)getpid(), names[level]);
 
-	/* One write(2) per message, no stdio: safe from any thread, and lines from
-	 * several processes do not interleave mid-line. */
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
-	if (n > (int)sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 2;
+	/* One write(2) per message, no stdio, no allocation: safe from any
+	 * thread, and lines from several processes do not interleave mid-line. */
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	sg_text_escape(raw, buf + n, sizeof(buf) - (size_t)n - 1);
+	n += (int)strlen(buf + n);
 	buf[n++] = '\n';
 	if (own_table) {
 		int fd = program_stderr();
