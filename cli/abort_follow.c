@@ -28,7 +28,7 @@ struct follow {
 	int dfd;
 	int (*open_dir)(const char *dir);
 	int (*write_marker)(int dfd, const char *dir, const char *id);
-	unsigned long long lines, matched, ids, written, invalid, failed, gave_up;
+	unsigned long long lines, matched, ids, written, invalid, failed, gave_up, ambiguous;
 };
 
 static volatile sig_atomic_t stop;
@@ -53,11 +53,24 @@ static int write_marker(struct follow *s, const char *id)
 	return s->write_marker(s->dfd, s->dir, id);
 }
 
-static void on_id(const char *id, size_t len, void *ctx)
+static void on_id(const char *id, size_t len, bool ambiguous, void *ctx)
 {
 	struct follow *s = ctx;
-	const char *why = sg_reqid_invalid(id);
 	char shown[256]; /* the escaped ID, cut to fit: what it is is said anyway */
+	const char *why;
+
+	if (ambiguous) {
+		char text[256];
+
+		snprintf(text, sizeof(text), "%.*s", (int)(len < 255 ? len : 255), id);
+		if (s->ambiguous++ < MAX_REPORTED)
+			cli_warn("abort", "not marked: '%s' may be one request ID or several (a client may choose an ID "
+					  "holding the separator)%s",
+				 sg_text_escape(text, shown, sizeof(shown)),
+				 s->ambiguous == MAX_REPORTED ? " (more are only counted)" : "");
+		return;
+	}
+	why = sg_reqid_invalid(id);
 
 	/* The rules plain `shmguard abort` applies, and a NUL byte, which no
 	 * argument can hold. */
@@ -79,10 +92,10 @@ static void on_id(const char *id, size_t len, void *ctx)
 		s->written++;
 }
 
-static void on_line(const char *line, size_t len, void *ctx)
+static void on_line(const char *line, size_t len, bool continued, void *ctx)
 {
 	struct follow *s = ctx;
-	int n = abort_match_line(s->match, line, len, on_id, s);
+	int n = abort_match_line(s->match, line, len, continued, on_id, s);
 
 	s->lines++;
 	if (n > 0)
@@ -144,8 +157,9 @@ int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned tt
 	fprintf(stderr,
 		"shmguard abort: %s: %llu lines, %llu matched, %llu markers written, %llu invalid IDs skipped, "
 		"%llu markers not written, %llu lines over %d bytes skipped, %llu unfinished lines dropped, "
-		"%llu lines the regex gave up on\n",
-		name, s.lines, s.matched, s.written, s.invalid, s.failed, f.overlong, LOG_LINE_MAX, f.dropped, s.gave_up);
+		"%llu lines the regex gave up on, %llu ambiguous lists not marked\n",
+		name, s.lines, s.matched, s.written, s.invalid, s.failed, f.overlong, LOG_LINE_MAX, f.dropped, s.gave_up,
+		s.ambiguous);
 	if (s.failed)
 		status = EXIT_FAIL;
 cleanup:

@@ -5,6 +5,7 @@
 #ifndef SHMGUARD_ABORT_MATCH_H
 #define SHMGUARD_ABORT_MATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct abort_match;
@@ -22,10 +23,15 @@ void abort_match_free(struct abort_match *m);
 /* Calls found() with each ID the line yields, in order, the template
  * applied: NUL-terminated, len not counting it.  The ID may hold any byte,
  * NUL included, and an empty logged ID is passed empty: checking it is
- * the caller's job.  Returns how many were
- * found, or -1 when the regex gave up on the line (its backtracking limit)
- * or memory ran out; the IDs found before that were passed. */
-int abort_match_line(struct abort_match *m, const char *line, size_t len,
-		     void (*found)(const char *id, size_t len, void *ctx), void *ctx);
+ * the caller's job.  A match of the group `ambiguous` (evidence of an abort
+ * whose IDs cannot be told apart) is passed as it is logged, not
+ * NUL-terminated, with ambiguous set: it is no ID.  continued: the line
+ * before this one ended in "\r" (for a preset whose server writes a
+ * record's inner newlines so, this line continues a record and never
+ * matches).  Returns how many were found, or -1 when the regex gave up on
+ * the line (its backtracking limit) or memory ran out; the IDs found before
+ * that were passed. */
+int abort_match_line(struct abort_match *m, const char *line, size_t len, bool continued,
+		     void (*found)(const char *id, size_t len, bool ambiguous, void *ctx), void *ctx);
 
 #endif

@@ -11,13 +11,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "clock.h"
 
-static void emit(log_line_fn *line, void *ctx, const char *s, size_t len)
+/* Passes a line without its "\r", saying whether the one before ended in
+ * one. */
+static void emit(struct log_source *src, log_line_fn *line, void *ctx, const char *s, size_t len)
 {
-	if (len && s[len - 1] == '\r')
-		len--;
-	line(s, len, ctx);
+	bool continued = src->after_cr;
+
+	src->after_cr = len && s[len - 1] == '\r';
+	line(s, len - src->after_cr, continued, ctx);
 }
 
 /* Passes the complete lines in the buffer, those in its bytes from `from`
@@ -30,10 +34,12 @@ static void split(struct log_source *s, size_t from, log_line_fn *line, void *ct
 	while ((nl = memchr(s->buf + from, '\n', s->len - from))) {
 		size_t end = (size_t)(nl - s->buf);
 
-		if (s->skipping)
+		if (s->skipping) {
 			s->skipping = false;
-		else
-			emit(line, ctx, s->buf + start, end - start);
+			s->after_cr = end && s->buf[end - 1] == '\r';
+		} else {
+			emit(s, line, ctx, s->buf + start, end - start);
+		}
 		start = from = end + 1;
 	}
 	memmove(s->buf, s->buf + start, s->len - start);
@@ -45,7 +51,7 @@ static void drop_partial(struct log_follow *f, struct log_source *s)
 {
 	f->dropped += s->len && !s->skipping;
 	s->len = 0;
-	s->skipping = false;
+	s->skipping = s->after_cr = false;
 }
 
 /* One read into the buffer: the bytes read, 0 at the end, -1 on an error
@@ -84,30 +90,72 @@ static int drain(struct log_follow *f, struct log_source *s, log_line_fn *line, 
 	return 0;
 }
 
-/* Opens the file into cur if it exists: 1 opened, 0 not there, -1 error. */
+/* What st is, for a message. */
+static const char *file_kind(const struct stat *st)
+{
+	return S_ISFIFO(st->st_mode)  ? "a FIFO"
+	       : S_ISDIR(st->st_mode) ? "a directory"
+	       : S_ISSOCK(st->st_mode) ? "a socket"
+	       : S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "a device"
+							      : "not a regular file";
+}
+
+/* Opens the file into cur if it is there: 1 opened, 0 not there (or not a
+ * regular file, said once until one is there), -1 error.  The name may be
+ * a symbolic link (logs often are), but only a regular file is opened for
+ * reading: the name is opened O_PATH first, which opens nothing (no FIFO
+ * waited on, no device's driver run, as root), and that very file is
+ * reopened through /proc once it is checked. */
 static int try_open(struct log_follow *f, char *err, size_t errlen)
 {
 	struct log_source *s = &f->cur;
+	char proc_path[64];
 	struct stat st;
+	int path_fd = open(f->path, O_PATH | O_CLOEXEC);
 
-	s->fd = open(f->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (s->fd < 0) {
+	if (path_fd < 0) {
 		if (errno == ENOENT)
 			return 0;
 		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
 		return -1;
 	}
-	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s is not a regular file (a pipe is read as stdin: '-')", f->path);
-		close(s->fd);
-		s->fd = -1;
+	if (fstat(path_fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (!f->said_not_regular)
+			cli_warn("abort", "%s is %s, which is not read: waiting for a regular file there (a pipe is "
+					  "read as stdin: '-')",
+				 f->path, file_kind(&st));
+		f->said_not_regular = true;
+		close(path_fd);
+		return 0;
+	}
+	snprintf(proc_path, sizeof(proc_path), "/proc/self/fd/%d", path_fd);
+	s->fd = open(proc_path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	/* Without /proc: by name again, checked after to be the same file (a
+	 * swap in between is caught, though the file swapped in was opened). */
+	if (s->fd < 0 && errno == ENOENT) {
+		struct stat now;
+
+		s->fd = open(f->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (s->fd >= 0 && (fstat(s->fd, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)) {
+			close(s->fd);
+			s->fd = -1;
+			errno = ESTALE;
+		}
+	}
+	close(path_fd);
+	if (s->fd < 0) {
+		if (errno == ESTALE || errno == ENOENT)
+			return 0; /* replaced meanwhile: looked at again */
+		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
 		return -1;
 	}
+	f->said_not_regular = false;
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	s->off = 0;
 	s->len = 0;
 	s->skipping = false;
+	s->after_cr = false;
 	if (!f->started && !f->from_start)
 		s->off = lseek(s->fd, 0, SEEK_END);
 	return 1;
@@ -198,7 +246,7 @@ static int read_stdin(struct log_follow *f, log_line_fn *line, void *ctx, char *
 	if (n == 0) {
 		/* The writer is done: its last line is whole, newline or not. */
 		if (f->cur.len && !f->cur.skipping)
-			emit(line, ctx, f->cur.buf, f->cur.len);
+			emit(&f->cur, line, ctx, f->cur.buf, f->cur.len);
 		return 1;
 	}
 	if (n < 0 && errno != EAGAIN && errno != EINTR) {

@@ -26,6 +26,7 @@ struct log_source {
 	char *buf; /* LOG_LINE_MAX bytes */
 	size_t len;
 	bool skipping; /* inside an overlong line, until its newline */
+	bool after_cr; /* the last line ended in "\r\n" */
 };
 
 struct log_follow {
@@ -33,13 +34,16 @@ struct log_follow {
 	int wake;         /* inotify on the file's directory, or -1 (then polling alone) */
 	bool from_start;
 	bool started; /* past log_follow_open: a file opened from now on is new, read whole */
+	bool said_not_regular; /* something else is at the path: said once until a file is there */
 	struct log_source cur;
 	struct log_source old; /* the file before the last rotation, during the grace */
 	uint64_t old_until_ns;
 	unsigned long long overlong, dropped;
 };
 
-typedef void log_line_fn(const char *line, size_t len, void *ctx);
+/* One line, without its "\n" or "\r\n"; continued: the line before it
+ * ended in "\r\n" (some loggers write a record's inner newlines so). */
+typedef void log_line_fn(const char *line, size_t len, bool continued, void *ctx);
 
 /* path NULL or "-": stdin.  Returns 0, or -1 with err set. */
 int log_follow_open(struct log_follow *f, const char *path, bool from_start, char *err, size_t errlen);

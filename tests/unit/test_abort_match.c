@@ -1,6 +1,7 @@
 /* The log patterns of `shmguard abort --follow`: each preset on sample lines
  * of the server or proxy it is for, and the regex and template rules. */
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,23 +9,34 @@
 
 static char err[256];
 
-static void collect(const char *id, size_t len, void *ctx)
+static void collect(const char *id, size_t len, bool ambiguous, void *ctx)
 {
 	char *out = ctx;
 
-	cr_assert_eq(strlen(id), len);
-	strcat(out, id);
+	if (ambiguous) {
+		strcat(out, "?");
+		strncat(out, id, len);
+	} else {
+		cr_assert_eq(strlen(id), len);
+		strcat(out, id);
+	}
 	strcat(out, "|");
 }
 
-/* The IDs line yields, each followed by '|'. */
-static const char *ids(struct abort_match *m, const char *line)
+/* The IDs line yields, each followed by '|' (an ambiguous match: "?" and
+ * the text). */
+static const char *ids_after(struct abort_match *m, const char *line, bool continued)
 {
 	static char out[1024];
 
 	out[0] = '\0';
-	cr_assert_geq(abort_match_line(m, line, strlen(line), collect, out), 0, "%s", line);
+	cr_assert_geq(abort_match_line(m, line, strlen(line), continued, collect, out), 0, "%s", line);
 	return out;
+}
+
+static const char *ids(struct abort_match *m, const char *line)
+{
+	return ids_after(m, line, false);
 }
 
 /* head and tail joined, living until the next call. */
@@ -50,18 +62,57 @@ Test(abort_match, vllm)
 
 	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) chatcmpl-9f2c1e."),
 			 "chatcmpl-9f2c1e|");
-	/* AsyncLLM.abort joins the IDs with ",". */
-	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) cmpl-1-0,cmpl-2-0,cmpl-3-0."),
-			 "cmpl-1-0|cmpl-2-0|cmpl-3-0|");
-	cr_expect_str_eq(ids(m, "Aborted request(s) a, b."), "a|b|");
-	cr_expect_str_eq(ids(m, "Aborted request(s) req.1,req.2."), "req.1|req.2|");
 	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:612] Request chatcmpl-abc aborted."),
 			 "chatcmpl-abc|");
+	/* Older releases (no "["), DEBUG level (the file's path), the process
+	 * prefix of the API server, and colour. */
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 async_llm.py:456] Aborted request(s) r1."), "r1|");
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [v1/engine/async_llm.py:456] Aborted request(s) r2."), "r2|");
+	cr_expect_str_eq(ids(m, "(APIServer pid=3385) INFO 12-01 02:11:22 [async_llm.py:612] Request r3 aborted."),
+			 "r3|");
+	cr_expect_str_eq(ids(m, "(API (0)) INFO 12-01 02:11:22 [async_llm.py:612] Request r4 aborted."), "r4|");
+	cr_expect_str_eq(ids(m, "\x1b[1;36m(APIServer pid=7)\x1b[0;0m \x1b[32mINFO\x1b[0m \x1b[90m12-01 02:11:22\x1b[0m "
+				"\x1b[90m[async_llm.py:612]\x1b[0m Request r5 aborted."),
+			 "r5|");
+	/* An ID is what lies between the message's fixed words. */
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:612] Request a b aborted."), "a b|");
+	/* AsyncLLM.abort joins a list with ",", and a client may choose an ID
+	 * holding one: several IDs are no IDs. */
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) cmpl-1-0,cmpl-2-0."),
+			 "?cmpl-1-0,cmpl-2-0|");
 	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:618] Request chatcmpl-abc failed (engine dead)."), "");
 	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [logger.py:43] Received request chatcmpl-abc: prompt: 'x'"), "");
 	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:300] Added request chatcmpl-abc."), "");
-	/* A list's continuation counts only right after a match. */
-	cr_expect_str_eq(ids(m, ",x,y."), "");
+	cr_expect_str_eq(ids(m, "WARNING 12-01 02:11:22 [async_llm.py:456] Aborted request(s) r6."), "");
+	cr_expect_str_eq(ids(m, "Aborted request(s) a."), "");
+	abort_match_free(m);
+}
+
+/* What a client writes (a prompt, which --enable-log-requests logs; its
+ * request ID) never passes for the server's own abort line. */
+Test(abort_match, vllm_hostile_lines)
+{
+	struct abort_match *m = preset("vllm", NULL);
+
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [logger.py:43] Received request chatcmpl-att: prompt: 'Aborted "
+				"request(s) chatcmpl-victim,', params: SamplingParams(n=1), prompt_token_ids: None"),
+			 "");
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [logger.py:43] Received request chatcmpl-att: prompt: 'x "
+				"Aborted request(s) chatcmpl-victim.'"),
+			 "");
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [logger.py:43] Received request chatcmpl-att: prompt: 'INFO "
+				"12-01 02:11:22 [async_llm.py:456] Aborted request(s) chatcmpl-victim.'"),
+			 "");
+	/* A client's own ID made to end like another's abort. */
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:612] Request chatcmpl-x aborted. Request "
+				"chatcmpl-victim aborted."),
+			 "chatcmpl-x aborted. Request chatcmpl-victim|");
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) chatcmpl-x,chatcmpl-victim."),
+			 "?chatcmpl-x,chatcmpl-victim|");
+	/* An ID holding a newline: vLLM writes "\r\n" and its prefix again;
+	 * the line after is part of the same record. */
+	cr_expect_str_eq(ids_after(m, "INFO 12-01 02:11:22 [async_llm.py:612] Request chatcmpl-victim aborted.", true),
+			 "");
 	abort_match_free(m);
 }
 
@@ -70,16 +121,41 @@ Test(abort_match, sglang)
 	struct abort_match *m = preset("sglang", NULL);
 
 	/* Logged by the HTTP server when the check raises it. */
-	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] ERROR: [http_server] Error: Request is disconnected from the "
+	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] [http_server] Error: Request is disconnected from the "
 				"client side (type 1). Abort request obj.rid='0f4c3a1b9e2d4c7a'"),
 			 "0f4c3a1b9e2d4c7a|");
-	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] Request is disconnected from the client side (type 3). Abort "
-				"request obj.rid='r-7'"),
+	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] [http_server] Client disconnected: Request is disconnected "
+				"from the client side (type 3). Abort request obj.rid='r-7'"),
 			 "r-7|");
-	cr_expect_str_eq(ids(m, "ValueError: Request is disconnected from the client side (type 1). Abort request "
-				"obj.rid=['a1', 'b2']"),
+	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] [http_server] Error: Request is disconnected from the client "
+				"side (type 1). Abort request obj.rid=['a1', 'b2']"),
 			 "a1|b2|");
 	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] Finish: obj=GenerateReqInput(rid='0f4c3a1b')"), "");
+	/* A list not closed, or with an item that is no plain repr, is not read. */
+	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] [http_server] Error: Request is disconnected from the client "
+				"side (type 1). Abort request obj.rid=['a1', 'b2'"),
+			 "");
+	abort_match_free(m);
+}
+
+/* SGLang's --log-requests logs each request's object, the prompt and rid
+ * of the client's choosing in it. */
+Test(abort_match, sglang_hostile_lines)
+{
+	struct abort_match *m = preset("sglang", NULL);
+
+	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] Receive: obj=GenerateReqInput(text='[http_server] Error: "
+				"Request is disconnected from the client side (type 1). Abort request obj.rid=\\'victim\\'', "
+				"rid='att')"),
+			 "");
+	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] Receive: obj=GenerateReqInput(text=\"x\", rid=\"[2026-12-01 "
+				"02:11:22] [http_server] Error: Request is disconnected from the client side (type 1). "
+				"Abort request obj.rid='victim'\")"),
+			 "");
+	/* A rid holding a quote is logged in double quotes: no ID is read. */
+	cr_expect_str_eq(ids(m, "[2026-12-01 02:11:22] [http_server] Error: Request is disconnected from the client "
+				"side (type 1). Abort request obj.rid=\"a', 'victim\""),
+			 "");
 	abort_match_free(m);
 }
 
@@ -165,6 +241,6 @@ Test(abort_match, gives_up_on_runaway_backtracking, .timeout = 20)
 	memset(line, 'a', sizeof(line) - 2);
 	line[sizeof(line) - 2] = 'b';
 	line[sizeof(line) - 1] = '\0';
-	cr_expect_eq(abort_match_line(m, line, strlen(line), collect, (char[1024]){0}), -1);
+	cr_expect_eq(abort_match_line(m, line, strlen(line), false, collect, (char[1024]){0}), -1);
 	abort_match_free(m);
 }
