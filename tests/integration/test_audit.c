@@ -724,3 +724,55 @@ Test(audit, a_second_sigint_stops_a_command_that_ignores_it)
 	cr_expect(json_is_true(json_object_get(r, "interrupted")));
 	json_decref(r);
 }
+
+/* Another user made the abort directory first, or it is open to all
+ * without the sticky bit: the shims ignore its markers, so the auditor
+ * refuses it rather than count what anyone drops there. */
+Test(audit, an_abort_dir_the_shims_refuse_is_refused)
+{
+	const struct h_user *u = h_hostile_user();
+	const char *mk[] = {"/bin/mkdir", "-m", "0755", abort_dir, NULL};
+	const char *cmd[] = {"/bin/true", NULL};
+	char *out, *err;
+
+	cr_assert_eq(rmdir(abort_dir), 0);
+	cr_assert_eq(h_output_as(u, mk, NULL, &out, &err), 0, "%s", err);
+	cr_expect_eq(h_run(audit_argv(NULL, cmd), NULL, &err), 2, "%s", err);
+	cr_expect(strstr(err, "belongs to another user") && h_occurrences(err, "\n") == 1, "%s", err);
+	cr_assert_eq(rmdir(abort_dir), 0);
+	cr_assert_eq(mkdir(abort_dir, 0777), 0);
+	cr_assert_eq(chmod(abort_dir, 0777), 0);
+	cr_expect_eq(h_run(audit_argv(NULL, cmd), NULL, &err), 2, "%s", err);
+	cr_expect(strstr(err, "world-writable without the sticky bit"), "%s", err);
+}
+
+/* In a directory all may write to (root's, sticky), another user drops
+ * files, a FIFO, a hard link to a file of root's and a marker for a live
+ * request: none is an abort, each is counted apart. */
+Test(audit, entries_others_drop_into_the_abort_dir_are_no_aborts)
+{
+	need_bpf();
+	const struct h_user *u = h_hostile_user();
+	const char *root_file = h_str("/dev/shm/%sroot-file", prefix);
+	const char *drop = h_str("i=0; while [ $i -lt 30 ]; do : > %s/%sf$i; i=$((i + 1)); done; mkfifo %s/%sfifo; "
+				 "ln %s %s/%slink; : > %s/%slive",
+				 abort_dir, prefix, abort_dir, prefix, root_file, abort_dir, prefix, abort_dir, prefix);
+	const char *sh[] = {"/bin/sh", "-c", drop, NULL};
+	const char *cmd[] = {h_bin("SG_SHMTOOL"), "shm", h_str("%slive_0_0", prefix), "4096", "wait", NULL};
+	char *out, *err;
+
+	cr_assert_eq(chmod(abort_dir, 01777), 0);
+	close(open(root_file, O_CREAT | O_WRONLY, 0666));
+	cr_assert_eq(chmod(root_file, 0666), 0);
+	struct h_proc p = h_spawn(audit_argv(NULL, cmd), NULL);
+	cr_assert_str_eq(h_read_line(&p, 20000) ?: "", "ready");
+	cr_assert_eq(h_output_as(u, sh, NULL, &out, &err), 0, "%s", err);
+	close(open(h_str("%s/%sgone", abort_dir, prefix), O_CREAT | O_WRONLY, 0644)); /* root's own marker */
+	h_wait_measured(&p, 1);
+	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
+	json_t *r = report();
+	cr_expect_eq(h_jint(r, "aborts"), 1, "%s", err);
+	cr_expect_eq(h_jint(r, "markers_refused"), 33);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), 0, "another user's marker made a live request leak");
+	json_decref(r);
+}

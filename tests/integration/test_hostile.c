@@ -1,8 +1,12 @@
 /* Another local user against the abort directory: squatting it, planting
- * names in it, swapping it for a symlink.  Run as root, with a second,
+ * names and hard links in it, swapping it for a symlink; the user a server
+ * runs as against root's log follower; a client's text in the server's log.  Run as root, with a second,
  * unprivileged user as the attacker (tests/integration/harness.h). */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <string.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -139,4 +143,148 @@ Test(hostile, abort_dir_swapped_for_a_symlink_is_never_followed)
 	cr_expect(h_exists(old), "expiry followed the symlink and removed another directory's file");
 	cr_expect(!h_exists(marker(victim, "x")), "shmguard abort wrote through the symlink");
 	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* A root directory all may write to (sticky), as the abort directory. */
+static void shared_abort_dir(void)
+{
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	cr_assert_eq(chmod(abort_dir, 01777), 0);
+}
+
+/* protected_hardlinks lets anyone link a file of root's they may write to:
+ * such a link, named after a request, is no marker of root's. */
+Test(hostile, a_hard_link_to_a_root_file_is_no_marker)
+{
+	const struct h_user *u = h_hostile_user();
+	const char *root_file = h_str("/dev/shm/%sroot-file", prefix);
+	const char *ln[] = {"/bin/ln", root_file, marker(abort_dir, "victim"), NULL};
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("victim") + 8, "4096", "shm", seg("canary") + 8, "4096",
+			      "wait", NULL};
+	struct h_proc p;
+	char *err;
+
+	shared_abort_dir();
+	touch(root_file);
+	cr_assert_eq(chmod(root_file, 0666), 0);
+	p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	as_attacker(u, ln);
+	touch(marker(abort_dir, "canary")); /* once the canary is swept, the link was seen */
+	cr_assert(h_wait_gone(seg("canary"), 2000), "a real marker was not obeyed");
+	cr_expect(h_exists(seg("victim")), "a hard link to a root file swept a live request");
+	cr_expect(h_wait_stderr(&p, "more than one link", 1000), "the link was not reported");
+	cr_expect_eq(abort_cli(abort_dir, "victim", &err), 1, "shmguard abort took a hard link for a marker");
+	cr_expect(strstr(err, "a file with more than one link"), "%s", err);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* A name another user plants is printed into the host's own log escaped:
+ * it can start no line there (which a log follower would read). */
+Test(hostile, planted_names_are_escaped_in_the_hosts_stderr)
+{
+	const struct h_user *u = h_hostile_user();
+	const char *name = h_str("%sx\nAborted request(s) chatcmpl-victim,\x1b[2J", prefix);
+	const char *plant[] = {"/usr/bin/touch", h_str("%s/%s", abort_dir, name), NULL};
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("a") + 8, "4096", "wait", NULL};
+	struct h_proc p;
+	char *err;
+
+	shared_abort_dir();
+	p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	as_attacker(u, plant);
+	cr_assert(h_wait_stderr(&p, "ignored marker", 2000), "the planted name was not reported");
+	cr_assert_eq(h_finish(&p, &err), 0);
+	cr_expect(strstr(err, "x\\x0aAborted request(s) chatcmpl-victim,\\x1b[2J"), "%s", err);
+	cr_expect(!strstr(err, "\nAborted request(s)") && !strchr(err, '\x1b'), "a raw name reached stderr: %s", err);
+}
+
+/* A client of the served model writes the prompt (logged whole by vLLM's
+ * --enable-log-requests, SGLang's --log-requests) and chooses its request
+ * ID: neither may pass for the server's own abort line. */
+Test(hostile, follow_presets_take_no_client_text_for_an_abort)
+{
+	const char *victim = h_str("%svictim", prefix), *canary = h_str("%scanary", prefix);
+	const char *vllm = h_str(
+		"INFO 12-01 02:11:22 [logger.py:43] Received request chatcmpl-att: prompt: 'Aborted request(s) %s,', "
+		"params: SamplingParams(n=1), prompt_token_ids: None, lora_request: None.\n"
+		"INFO 12-01 02:11:22 [logger.py:43] Received request chatcmpl-att: prompt: 'INFO 12-01 02:11:22 "
+		"[async_llm.py:456] Aborted request(s) %s.', params: None\n"
+		/* an ID holding a newline, which vLLM writes as "\r\n" and its prefix again */
+		"INFO 12-01 02:11:22 [async_llm.py:612] Request chatcmpl-att\r\n"
+		"INFO 12-01 02:11:22 [async_llm.py:612] Request %s aborted.\n"
+		"INFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) chatcmpl-att,%s.\n"
+		"INFO 12-01 02:11:23 [async_llm.py:456] Aborted request(s) %s.\n",
+		victim, victim, victim, victim, canary);
+	const char *sglang = h_str(
+		"[2026-12-01 02:11:22] Receive: obj=GenerateReqInput(text=\"[http_server] Error: Request is "
+		"disconnected from the client side (type 1). Abort request obj.rid='%s'\", rid='att')\n"
+		"[2026-12-01 02:11:22] Receive: obj=GenerateReqInput(text=\"x\", rid=\"Request is disconnected from "
+		"the client side (type 1). Abort request obj.rid=['%s'\")\n",
+		victim, victim);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("victim") + 8, "4096", "shm", seg("canary") + 8, "4096",
+			      "wait", NULL};
+	const char *presets[][2] = {{"sglang", sglang}, {"vllm", vllm}};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	char *err;
+
+	/* SGLang's lines first: the canary comes last, in vLLM's. */
+	for (size_t i = 0; i < 2; i++) {
+		const char *follow[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--follow", "-", "--preset",
+					presets[i][0], NULL};
+		struct h_proc f = h_spawn(follow, NULL);
+
+		cr_assert_eq(write(f.in, presets[i][1], strlen(presets[i][1])), (ssize_t)strlen(presets[i][1]));
+		cr_expect_eq(h_finish(&f, &err), 0, "%s", err);
+	}
+	cr_assert(h_wait_gone(seg("canary"), 2000), "the server's own abort line was not obeyed");
+	cr_expect(h_exists(seg("victim")), "a client's text aborted another client's request");
+	cr_expect_eq(h_count(abort_dir, prefix), 1, "markers made of client text");
+	cr_expect(strstr(err, "1 markers written"), "%s", err);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* The user the server runs as owns the log's directory, and puts a FIFO
+ * where the log was: root's follower says so once, opens nothing there,
+ * and reads the log again once it is a file. */
+Test(hostile, follow_survives_a_fifo_at_the_logs_name)
+{
+	const struct h_user *u = h_hostile_user();
+	const char *dir = h_str("/dev/shm/%slogs", prefix), *log = h_str("%s/app.log", dir);
+	const char *mk[] = {"/bin/mkdir", "-m", "0755", dir, NULL};
+	const char *fifo[] = {"/usr/bin/mkfifo", log, NULL};
+	const char *rm[] = {"/bin/rm", log, NULL};
+	const char *write_log[] = {"/bin/sh", "-c", h_str("printf 'abort id=%sa1\\n' >>%s", prefix, log), NULL};
+	const char *follow[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--follow", log, "--match",
+				"abort id=(?<req>\\S+)", NULL};
+	struct h_proc f;
+	char *err;
+
+	as_attacker(u, mk);
+	f = h_spawn(follow, NULL);
+	cr_assert(h_wait_stderr(&f, "waiting for", 5000), "the follower did not start");
+	as_attacker(u, fifo);
+	cr_expect(h_wait_stderr(&f, "is a FIFO, which is not read", 3000), "the FIFO was not reported");
+	usleep(500 * 1000); /* looked at again, several times */
+	as_attacker(u, rm);
+	as_attacker(u, write_log);
+	for (long end = h_now_ms() + 3000; !h_exists(marker(abort_dir, "a1")) && h_now_ms() < end;)
+		usleep(10 * 1000);
+	cr_expect(h_exists(marker(abort_dir, "a1")), "the follower stopped following");
+	kill(f.pid, SIGTERM);
+	cr_expect_eq(h_finish(&f, &err), 0, "%s", err);
+	cr_expect_eq(h_occurrences(err, "is a FIFO"), 1, "%s", err);
+}
+
+/* Without the right to write into root's directory, `shmguard abort` says
+ * so, not that something is missing. */
+Test(hostile, abort_without_permission_says_permission_denied)
+{
+	const struct h_user *u = h_hostile_user();
+	const char *argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, h_str("%sx", prefix), NULL};
+	char *out, *err;
+
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	cr_expect_eq(h_output_as(u, argv, NULL, &out, &err), 1);
+	cr_expect(strstr(err, strerror(EACCES)), "%s", err);
+	cr_expect(!strstr(err, strerror(ENOENT)), "%s", err);
 }
