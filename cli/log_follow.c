@@ -111,7 +111,7 @@ static int try_open(struct log_follow *f, char *err, size_t errlen)
 	struct log_source *s = &f->cur;
 	char proc_path[64];
 	struct stat st;
-	int path_fd = open(f->path, O_PATH | O_CLOEXEC);
+	int path_fd = open(f->path, O_PATH | O_CLOEXEC), saved;
 
 	if (path_fd < 0) {
 		if (errno == ENOENT)
@@ -119,6 +119,7 @@ static int try_open(struct log_follow *f, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
 		return -1;
 	}
+	st.st_mode = 0;
 	if (fstat(path_fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		if (!f->said_not_regular)
 			cli_warn("abort", "%s is %s, which is not read: waiting for a regular file there (a pipe is "
@@ -142,11 +143,12 @@ static int try_open(struct log_follow *f, char *err, size_t errlen)
 			errno = ESTALE;
 		}
 	}
+	saved = errno;
 	close(path_fd);
 	if (s->fd < 0) {
-		if (errno == ESTALE || errno == ENOENT)
+		if (saved == ESTALE || saved == ENOENT)
 			return 0; /* replaced meanwhile: looked at again */
-		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
+		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(saved));
 		return -1;
 	}
 	f->said_not_regular = false;

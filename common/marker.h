@@ -26,8 +26,9 @@ const char *sg_abort_dir_remedy(const struct stat *dir, uid_t euid);
  * made (one level, mode 0755) and stamped.  Returns the descriptor or -1. */
 int sg_abort_dir_open(const char *path, bool create);
 
-/* Whether the abort directory dfd carries shmguard's stamp (a regular file
- * of euid or root): shmguard made it. */
+/* Whether the abort directory dfd carries shmguard's stamp (a file that
+ * passes sg_marker_file_refusal: no hard link to another file): shmguard
+ * made it. */
 bool sg_abort_dir_stamped(int dfd, uid_t euid);
 
 /* Opens path as an abort directory (sg_abort_dir_open) and checks it for
