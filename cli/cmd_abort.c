@@ -176,8 +176,12 @@ int cmd_abort(int argc, char **argv)
 	/* All IDs are checked before any marker is written. */
 	for (int i = optind; i < argc; i++)
 		if ((why = sg_reqid_invalid(argv[i])) ||
-		    (strcmp(argv[i], SG_ABORT_DIR_STAMP) == 0 && (why = "the name of the abort directory's stamp")))
-			return cli_fail(EXIT_USAGE, "abort", "bad request ID '%s': %s", argv[i], why);
+		    (strcmp(argv[i], SG_ABORT_DIR_STAMP) == 0 && (why = "the name of the abort directory's stamp"))) {
+			char shown[SG_ESCAPED_MAX];
+
+			return cli_fail(EXIT_USAGE, "abort", "bad request ID '%s': %s",
+					sg_text_escape(argv[i], shown, sizeof(shown)), why);
+		}
 
 	dfd = open_dir(dir);
 	if (dfd < 0)
