@@ -38,7 +38,7 @@
  * path, a header) cannot pass for it.  Where the IDs of a list cannot be
  * told apart from one ID holding the separator (vLLM joins them with ",",
  * and clients choose IDs), the line is matched as `ambiguous`: reported,
- * never marked.  README.md shows the log formats the nginx and envoy
+ * never marked.  docs/usage.md shows the log formats the nginx and envoy
  * presets expect. */
 static const struct {
 	const char *name, *regex;

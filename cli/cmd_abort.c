@@ -36,7 +36,7 @@ static void usage(FILE *out)
 		"      --follow FILE|-   the log to read\n"
 		"      --match REGEX     PCRE2; the ID is its group (?<req>...), else its first group;\n"
 		"                        matched again where the last match ended (several IDs a line)\n"
-		"      --preset NAME     a ready regex: vllm, sglang, nginx or envoy (see README.md)\n"
+		"      --preset NAME     a ready regex: vllm, sglang, nginx or envoy (see docs/usage.md)\n"
 		"      --id-template T   the request ID made from the logged one: 'chatcmpl-{id}'\n"
 		"      --from-start      the file's present lines too, not only new ones\n\n"
 		"Exit status: 0 all marked, 1 a marker could not be written or DIR is refused (or\n"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The auditor's performance figures (README, "Performance"), side by side in
+# The auditor's performance figures (docs/performance.md), side by side in
 # one run: each workload plain, under `shmguard audit`, under an equivalent
 # bpftrace script and under strace -f; then a burst of shm events (dropped
 # events must be 0), the auditor's memory per tracked file, and the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PostgreSQL row of the shim's figures (README, "Performance"; run by
+# The PostgreSQL row of the shim's figures (docs/performance.md; run by
 # scripts/bench.sh): pgbench's select-only TPS on a throwaway cluster where
 # every query runs in a parallel worker (forced parallel mode) and every
 # parallel query makes a /dev/shm/PostgreSQL.N segment (posix DSM).  The

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shim's performance figures (README, "Performance"): each workload runs
+# The shim's performance figures (docs/performance.md): each workload runs
 # alternately without and with libshmguard.so, several times; the median of
 # each side is reported with their ratio.  Then PostgreSQL's pgbench with
 # forced parallel queries, without and with the shim (scripts/bench-pgbench.sh,

@@ -17,7 +17,7 @@
 # --jobs N      kernels run at once (default 4: all of them)
 # --timeout S   bound on each kernel's run, boot included (default 150)
 # --refresh     look for newer kernel packages even if some are cached
-# --markdown    the table as README.md shows it
+# --markdown    the table as docs/kernels.md shows it
 #
 # Kernels are cached in $SHMGUARD_KERNEL_CACHE (default
 # /var/cache/shmguard-kernels), fetched when missing with `apt-get download`
@@ -303,7 +303,7 @@ done
 wait
 total=$((SECONDS - t0))
 
-# The table README.md shows: kernel x check, then the facts.
+# The table docs/kernels.md shows: kernel x check, then the facts.
 # shellcheck disable=SC2016 # the backquotes are Markdown's
 declare -A label=([abort]='shim abort sweep' [ls]='`ls` attribution' [dead]='`sweep --dead`'
 	[audit]='`audit` KiB/abort' [gate]='gate exit codes')

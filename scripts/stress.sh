@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long randomized stress run (README, "Safety figures"): about 1,000,000
+# The long randomized stress run (docs/performance.md, "Safety figures"): about 1,000,000
 # segment lifecycles in 6 processes of 4 threads under the shim, colliding
 # request IDs, late puts, forked children that exec, a worker killed with SIGKILL and reclaimed by
 # `shmguard sweep --dead`, all checked against the driver's own log.

@@ -293,7 +293,7 @@ static struct h_proc start_nginx(int port, int upstream)
 	}
 	f = fopen(conf, "w");
 	cr_assert(f);
-	/* The log format README.md gives, which the nginx preset expects. */
+	/* The log format docs/usage.md gives, which the nginx preset expects. */
 	fprintf(f,
 		"daemon off;\nworker_processes 1;\npid %s/nginx.pid;\nerror_log %s/error.log info;\n"
 		"events { worker_connections 64; }\n"

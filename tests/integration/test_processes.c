@@ -257,7 +257,7 @@ Test(processes, a_full_shm_root_fails_the_same_and_records_only_what_exists)
 
 /* Signals land inside the shim's own work (its locks held) and their
  * handler creates and unlinks files too (elsewhere: creating tracked files
- * in a handler is not supported, see README): no deadlock, no error, and
+ * in a handler is not supported, see docs/limits.md): no deadlock, no error, and
  * the main loop's files are tracked all along. */
 Test(processes, signal_handlers_calling_into_libc_do_not_deadlock, .timeout = 30)
 {
