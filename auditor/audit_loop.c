@@ -2,16 +2,20 @@
  * signals on one epoll, the review in slices between them, a progress line
  * on stderr. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "audit.h"
 #include "audit_trace.h"
+#include "text.h"
 
 /* The kernel side wakes the reader only when its buffer fills up: poll it
  * this often (the 8 MiB buffer holds well over a second of events). */
@@ -23,7 +27,8 @@ static void progress(struct audit *a, bool tty, double *next)
 {
 	double now = audit_now_s(a), kib = 0;
 	unsigned measured = 0;
-	char line[160];
+	char line[160], tracked[16];
+	struct winsize ws;
 
 	if ((!tty && a->o->interval <= 0) || now < *next)
 		return;
@@ -31,9 +36,15 @@ static void progress(struct audit *a, bool tty, double *next)
 		measured++;
 		kib += ab->leaked_bytes / 1024.0;
 	}
-	snprintf(line, sizeof(line), "[%6.1f s] aborts %u (measured %u)   %.1f KiB/abort so far   tracked %.1f MiB in %llu files",
-		 now, a->naborts, measured, measured ? kib / measured : 0.0, a->tracked / 1048576.0,
-		 (unsigned long long)a->files_left);
+	snprintf(line, sizeof(line), "[%6.1f s] aborts %u (measured %u)   %.1f KiB/abort so far   tracked %s in %llu %s",
+		 now, a->naborts, measured, measured ? kib / measured : 0.0,
+		 sg_human_bytes(a->tracked, tracked, sizeof(tracked)), (unsigned long long)a->files_left,
+		 a->files_left == 1 ? "file" : "files");
+	/* A line that wraps would scroll with every redraw: cut it to the
+	 * terminal's width (it is ASCII: a byte a column), leaving the last
+	 * column free. */
+	if (tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && strlen(line) >= ws.ws_col)
+		line[ws.ws_col - 1] = '\0';
 	if (tty)
 		fprintf(stderr, "\r%s\033[K", line);
 	else
@@ -57,6 +68,26 @@ static int next_timeout(const struct audit *a, double next_progress, bool show)
 	return due <= now ? 0 : (int)((due - now) * 1000) + 1;
 }
 
+/* Whether pid ignores sig (SIG_IGN), from /proc/PID/status's SigIgn. */
+static bool ignores(pid_t pid, int sig)
+{
+	char path[32], buf[4096], *at;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (!(at = strstr(buf, "\nSigIgn:")))
+		return false;
+	return (strtoull(at + 8, NULL, 16) >> (sig - 1)) & 1;
+}
+
 /* The signals that arrived.  COMMAND decides what the first SIGINT, SIGTERM
  * or SIGHUP means, and its end ends the run; one that ignores it is killed
  * at the second, and the run ends without waiting for it. */
@@ -76,6 +107,11 @@ static int on_signals(struct audit *a, int sfd, pid_t child, unsigned *interrupt
 			*running = false;
 		} else if ((*interrupts)++ == 0) {
 			kill(child, (int)si.ssi_signo);
+			/* Said once: the user who pressed Ctrl-C sees why nothing ends. */
+			if (ignores(child, (int)si.ssi_signo))
+				fprintf(stderr, "%sshmguard audit: COMMAND ignores SIG%s; a second one (Ctrl-C again) kills it "
+						"and ends the run\n",
+					isatty(STDERR_FILENO) ? "\r\033[K" : "", sigabbrev_np((int)si.ssi_signo));
 		} else if (a->cmd_status < 0) {
 			kill(child, SIGKILL);
 			a->interrupted = true;

@@ -29,6 +29,21 @@ void cli_default_root(struct sg_roots *roots);
  * o[key] has U+FFFD for each bad byte and o[key "_hex"] the exact bytes. */
 void cli_json_set_text(json_t *o, const char *key, const char *s);
 
+/* --json [FILE], as getopt_long gave it (optional_argument): FILE is
+ * --json=FILE, or the next word when it is no option (these commands take
+ * no other words), else "-", stdout.  Moves optind past a word it takes. */
+const char *cli_json_arg(int argc, char **argv);
+
+/* The --json output, opened before the work is done; NULL (reported). */
+FILE *cli_json_open(const char *sub, const char *path);
+
+/* Writes root to out and closes it (not stdout); -1 (reported) on error. */
+int cli_json_write(const char *sub, json_t *root, FILE *out, const char *path);
+
+/* "unexpected argument 'WORD'" for the first word left, escaped; the usage
+ * error's return code. */
+int cli_unexpected(int code, const char *sub, const char *word);
+
 #define SG_SHIM_NAME "libshmguard.so"
 
 /* The shim: given (made absolute), else next to this program in a build
@@ -40,6 +55,20 @@ int cli_find_shim(const char *given, char *out);
  * caller returns: an exit status, or -1 from a helper (an option parser:
  * which returns 0 to go on, 1 once --help is printed, -1 on bad usage). */
 __attribute__((format(printf, 3, 4))) int cli_fail(int code, const char *sub, const char *fmt, ...);
+
+/* Bad usage: "shmguard SUBCOMMAND: message", then "Try 'shmguard
+ * SUBCOMMAND --help' for more information.", on stderr; returns code. */
+__attribute__((format(printf, 3, 4))) int cli_usage_fail(int code, const char *sub, const char *fmt, ...);
+
+/* The "Try" line alone, after getopt's own message (main makes getopt name
+ * "shmguard SUBCOMMAND"); returns code. */
+int cli_try_help(int code, const char *sub);
+
+/* -V, --version: prints "shmguard VERSION" on stdout; returns EXIT_OK. */
+int cli_version(void);
+
+/* n and the noun, singular or plural: "1 file", "2 files". */
+#define CLI_PLURAL(n, one, many) (n), ((n) == 1 ? (one) : (many))
 
 /* The same for what does not fail the command (a skipped input, say). */
 __attribute__((format(printf, 2, 3))) void cli_warn(const char *sub, const char *fmt, ...);

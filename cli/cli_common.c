@@ -1,9 +1,13 @@
 /* What the subcommands share: finding the shim, reading --root options,
  * strings from outside in JSON. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -37,7 +41,7 @@ int cli_add_root(const char *sub, struct sg_roots *roots, const char *dir)
 {
 	const char *why = sg_roots_add(roots, dir);
 
-	return why ? cli_fail(-1, sub, "bad root '%s': %s", dir, why) : 0;
+	return why ? cli_usage_fail(-1, sub, "bad root '%s': %s", dir, why) : 0;
 }
 
 void cli_default_root(struct sg_roots *roots)
@@ -62,4 +66,48 @@ void cli_json_set_text(json_t *o, const char *key, const char *s)
 	json_object_set_new(o, hex_key, hex ? json_string(hex) : json_null());
 	free(lossy);
 	free(hex);
+}
+
+const char *cli_json_arg(int argc, char **argv)
+{
+	if (optarg)
+		return optarg;
+	if (optind < argc && (argv[optind][0] != '-' || strcmp(argv[optind], "-") == 0))
+		return argv[optind++];
+	return "-";
+}
+
+FILE *cli_json_open(const char *sub, const char *path)
+{
+	int fd;
+	FILE *out;
+
+	if (strcmp(path, "-") == 0)
+		return stdout;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	if (fd < 0 || !(out = fdopen(fd, "w"))) {
+		cli_fail(-1, sub, "cannot write the JSON to %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	return out;
+}
+
+int cli_json_write(const char *sub, json_t *root, FILE *out, const char *path)
+{
+	int ret = json_dumpf(root, out, JSON_INDENT(2)) == 0 && fputc('\n', out) != EOF ? 0 : -1;
+
+	if (out == stdout)
+		ret |= fflush(out) == EOF ? -1 : 0;
+	else
+		ret |= fclose(out) == EOF ? -1 : 0;
+	return ret < 0 ? cli_fail(-1, sub, "cannot write the JSON to %s: %s", path, strerror(errno)) : 0;
+}
+
+int cli_unexpected(int code, const char *sub, const char *word)
+{
+	char esc[SG_ESCAPED_MAX];
+
+	return cli_usage_fail(code, sub, "unexpected argument '%s'", sg_text_escape(word, esc, sizeof(esc)));
 }

@@ -18,9 +18,9 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: shmguard abort [-a DIR] [-t SECONDS] REQUEST-ID...\n"
+		"Usage: shmguard abort [-a DIR] [-t DURATION] REQUEST-ID...\n"
 		"       shmguard abort --follow FILE|- (--match REGEX | --preset NAME) [--id-template T]\n"
-		"                      [--from-start] [-a DIR] [-t SECONDS]\n\n"
+		"                      [--from-start] [-a DIR] [-t DURATION]\n\n"
 		"Marks each request aborted by creating DIR/REQUEST-ID (or refreshing its time).\n"
 		"Every process running under libshmguard.so with the same abort directory then\n"
 		"unlinks the segments it created for that request.  Markers older than the TTL\n"
@@ -28,8 +28,10 @@ static void usage(FILE *out)
 		"or root's, and not world-writable without the sticky bit.\n\n"
 		"  -a, --abort-dir DIR   marker directory (default: $SHMGUARD_ABORT_DIR, else\n"
 		"                        %s)\n"
-		"  -t, --ttl SECONDS     marker lifetime (default: $SHMGUARD_ABORT_TTL, else %d)\n"
-		"  -h, --help            show this help\n\n"
+		"  -t, --ttl DURATION    marker lifetime (600, 10m; default: $SHMGUARD_ABORT_TTL, else\n"
+		"                        %d s)\n"
+		"  -h, --help            show this help\n"
+		"  -V, --version         print the version\n\n"
 		"With --follow, reads a log (a file followed by name like tail -F, through rotation\n"
 		"and truncation, from its end; or stdin) and marks aborted each request ID a line\n"
 		"yields, until SIGINT or SIGTERM (or the end of stdin).  A summary goes to stderr.\n"
@@ -112,6 +114,27 @@ cleanup:
 	return status;
 }
 
+/* What is wrong with the arguments left after the options, or NULL. */
+static const char *usage_error(const struct abort_follow_opts *f, int nargs, char **args)
+{
+	static char buf[160];
+
+	if (!f->file) {
+		if (f->match || f->preset || f->id_template || f->from_start)
+			return "--match, --preset, --id-template and --from-start go with --follow";
+		return nargs ? NULL : "no request ID given";
+	}
+	if (nargs) {
+		char esc[SG_ESCAPED_MAX];
+		snprintf(buf, sizeof(buf), "unexpected argument '%.64s': --follow reads the IDs from the log",
+			 sg_text_escape(args[0], esc, sizeof(esc)));
+		return buf;
+	}
+	if (f->match && f->preset)
+		return "--match and --preset are two ways to say the same: give one";
+	return f->match || f->preset ? NULL : "--follow needs --match REGEX or --preset NAME";
+}
+
 int cmd_abort(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -123,6 +146,7 @@ int cmd_abort(int argc, char **argv)
 		{"id-template", required_argument, NULL, 'T'},
 		{"from-start", no_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	const char *dir_arg = getenv("SHMGUARD_ABORT_DIR"), *ttl_arg = getenv("SHMGUARD_ABORT_TTL");
@@ -132,8 +156,9 @@ int cmd_abort(int argc, char **argv)
 	struct abort_follow_opts follow = {0};
 	unsigned ttl = SG_DEFAULT_ABORT_TTL;
 	int c, dfd, status = EXIT_OK;
+	const char *why;
 
-	while ((c = getopt_long(argc, argv, "a:t:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "a:t:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			dir_arg = optarg;
@@ -149,27 +174,22 @@ int cmd_abort(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
-		default:
-			usage(stderr);
-			return EXIT_USAGE;
+		case 'V': return cli_version();
+		default: return cli_try_help(EXIT_USAGE, "abort");
 		}
 	}
-	if (follow.file ? optind < argc || !follow.match == !follow.preset
-			: optind == argc || follow.match || follow.preset || follow.id_template || follow.from_start) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	const char *why = sg_config_check_dir(dir_arg && *dir_arg ? dir_arg : SG_DEFAULT_ABORT_DIR, dir);
-	if (why)
-		return cli_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir_arg, why);
+	if ((why = usage_error(&follow, argc - optind, argv + optind)))
+		return cli_usage_fail(EXIT_USAGE, "abort", "%s", why);
+	if ((why = sg_config_check_dir(dir_arg && *dir_arg ? dir_arg : SG_DEFAULT_ABORT_DIR, dir)))
+		return cli_usage_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir_arg, why);
 	/* The roots the shims see: theirs are the default and SHMGUARD_SHM_ROOTS. */
 	sg_roots_add(&roots, SG_DEFAULT_ROOT);
 	if (roots_arg && *roots_arg && (why = sg_roots_add_list(&roots, roots_arg)))
-		return cli_fail(EXIT_USAGE, "abort", "bad SHMGUARD_SHM_ROOTS '%s': %s", roots_arg, why);
+		return cli_usage_fail(EXIT_USAGE, "abort", "bad SHMGUARD_SHM_ROOTS '%s': %s", roots_arg, why);
 	if ((why = sg_roots_check_abort_dir(&roots, dir)))
-		return cli_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir, why);
+		return cli_usage_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir, why);
 	if (ttl_arg && sg_config_parse_ttl(ttl_arg, &ttl) < 0)
-		return cli_fail(EXIT_USAGE, "abort", "bad TTL '%s': expected whole seconds from 1 to %d", ttl_arg,
+		return cli_usage_fail(EXIT_USAGE, "abort", "bad TTL '%s': expected a duration of whole seconds from 1 to %d (600, 10m, 1h)", ttl_arg,
 				SG_MAX_ABORT_TTL);
 	if (follow.file)
 		return abort_follow(&follow, dir, ttl, open_dir, write_marker);
@@ -179,8 +199,8 @@ int cmd_abort(int argc, char **argv)
 		    (strcmp(argv[i], SG_ABORT_DIR_STAMP) == 0 && (why = "the name of the abort directory's stamp"))) {
 			char shown[SG_ESCAPED_MAX];
 
-			return cli_fail(EXIT_USAGE, "abort", "bad request ID '%s': %s",
-					sg_text_escape(argv[i], shown, sizeof(shown)), why);
+			return cli_usage_fail(EXIT_USAGE, "abort", "bad request ID '%s': %s",
+					      sg_text_escape(argv[i], shown, sizeof(shown)), why);
 		}
 
 	dfd = open_dir(dir);

@@ -19,6 +19,7 @@
 #include "holders.h"
 #include "metrics.h"
 #include "cli.h"
+#include "size.h"
 
 static void usage(FILE *out)
 {
@@ -32,7 +33,8 @@ static void usage(FILE *out)
 		"  -a, --abort-dir DIR        where abort markers appear (default: $SHMGUARD_ABORT_DIR,\n"
 		"                             else %s); it must exist\n"
 		"  -s, --shm-root DIR         another directory to watch besides /dev/shm (repeatable)\n"
-		"  -g, --grace SECONDS        how long after its marker an abort is measured (default 2)\n"
+		"  -g, --grace DURATION       how long after its marker an abort is measured (default 2 s;\n"
+		"                             durations: 2, 500ms, 30s, 10m, 1h)\n"
 		"  -b, --max-kib-per-abort N  the gate: fail (exit 1) above N KiB per abort\n"
 		"      --allow-drops          do not fail the gate because events or markers were lost\n"
 		"  -j, --json FILE            also write the report as JSON (checked before the run)\n"
@@ -41,8 +43,8 @@ static void usage(FILE *out)
 		"      --metrics-file FILE    Prometheus text (node_exporter's textfile collector), rewritten\n"
 		"                             atomically every --interval seconds (default 15) and at the end\n"
 		"      --listen ADDR:PORT     serve the same figures on http://ADDR:PORT/metrics\n"
-		"  -d, --duration SECONDS     without COMMAND: stop after this long\n"
-		"  -i, --interval SECONDS     a progress line this often when stderr is not a terminal\n"
+		"  -d, --duration DURATION    without COMMAND: stop after this long\n"
+		"  -i, --interval DURATION    a progress line this often when stderr is not a terminal\n"
 		"      --lib PATH             the shim whose tags to follow (default: found as by 'run')\n"
 		"      --max-files N          files followed at most (1 to 100000000, default 1000000);\n"
 		"                             more fails the gate\n"
@@ -51,7 +53,8 @@ static void usage(FILE *out)
 		"      --probe NAME           how to see files created: ctime, fentry, kprobe or syscalls\n"
 		"                             (default: the best this kernel allows; exit 3 if NAME is not)\n"
 		"  -v, --verbose              libbpf's messages\n"
-		"  -h, --help                 show this help\n\n"
+		"  -h, --help                 show this help\n"
+		"  -V, --version              print the version\n\n"
 		"A first SIGINT (or SIGTERM, SIGHUP) goes to COMMAND; a second kills it and ends the run.\n"
 		"With GITHUB_ACTIONS=true it also writes annotations to stdout and a summary table to\n"
 		"$GITHUB_STEP_SUMMARY.\n\n"
@@ -61,7 +64,8 @@ static void usage(FILE *out)
 		SG_DEFAULT_ABORT_DIR);
 }
 
-static int parse_seconds(const char *s, double *out)
+/* A number of KiB: digits, a fraction allowed. */
+static int parse_kib(const char *s, double *out)
 {
 	char *end;
 	double v;
@@ -69,6 +73,17 @@ static int parse_seconds(const char *s, double *out)
 	errno = 0;
 	v = strtod(s, &end);
 	if (!*s || *end || errno || !(v >= 0) || v > 1e7)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* --grace, --duration, --interval: a duration (30s, 10m), at most 10^7 s. */
+static int parse_duration(const char *s, double *out)
+{
+	double v;
+
+	if (sg_parse_duration(s, &v) < 0 || v > 1e7)
 		return -1;
 	*out = v;
 	return 0;
@@ -110,7 +125,8 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"ring-kib", required_argument, NULL, 'R'},  {"probe", required_argument, NULL, 'P'},
 		{"junit", required_argument, NULL, 'U'},     {"plot", required_argument, NULL, 'G'},
 		{"metrics-file", required_argument, NULL, 'F'}, {"listen", required_argument, NULL, 'l'},
-		{"help", no_argument, NULL, 'h'},            {0},
+		{"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
+		{0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
 	const char *listen_at = NULL;
@@ -121,7 +137,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	o->grace = 2;
 	o->max_files = 1000000;
 	cli_default_root(&o->roots);
-	while ((c = getopt_long(argc, argv, "+p:a:s:g:b:j:d:i:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:a:s:g:b:j:d:i:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': patterns = optarg; break;
 		case 'a': abort_dir = optarg; break;
@@ -130,12 +146,13 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 				return -1;
 			break;
 		case 'g':
-			if (parse_seconds(optarg, &o->grace) < 0)
-				return cli_fail(-1, "audit", "bad --grace '%s': expected seconds", optarg);
+			if (parse_duration(optarg, &o->grace) < 0)
+				return cli_usage_fail(-1, "audit", "bad --grace '%s': expected a duration (2, 500ms, 1m)",
+						      optarg);
 			break;
 		case 'b':
-			if (parse_seconds(optarg, &o->budget_kib) < 0)
-				return cli_fail(-1, "audit", "bad --max-kib-per-abort '%s': expected a number of KiB",
+			if (parse_kib(optarg, &o->budget_kib) < 0)
+				return cli_usage_fail(-1, "audit", "bad --max-kib-per-abort '%s': expected a number of KiB",
 						optarg);
 			o->have_budget = true;
 			break;
@@ -146,38 +163,42 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		case 'F': o->metrics_path = optarg; break;
 		case 'l': listen_at = optarg; break;
 		case 'd':
-			if (parse_seconds(optarg, &o->duration) < 0 || o->duration == 0)
-				return cli_fail(-1, "audit", "bad --duration '%s': expected seconds", optarg);
+			if (parse_duration(optarg, &o->duration) < 0 || o->duration == 0)
+				return cli_usage_fail(-1, "audit", "bad --duration '%s': expected a duration (90, 10m, 2h)",
+						      optarg);
 			break;
 		case 'i':
-			if (parse_seconds(optarg, &o->interval) < 0 || o->interval == 0)
-				return cli_fail(-1, "audit", "bad --interval '%s': expected seconds", optarg);
+			if (parse_duration(optarg, &o->interval) < 0 || o->interval == 0)
+				return cli_usage_fail(-1, "audit", "bad --interval '%s': expected a duration (15, 30s, 1m)",
+						      optarg);
 			break;
 		case 'L': o->lib = optarg; break;
 		case 'M':
 			if (parse_count(optarg, 1, MAX_FILES_LIMIT, &n) < 0)
-				return cli_fail(-1, "audit", "bad --max-files '%s': a number from 1 to %llu", optarg,
+				return cli_usage_fail(-1, "audit", "bad --max-files '%s': a number from 1 to %llu", optarg,
 						MAX_FILES_LIMIT);
 			o->max_files = (size_t)n;
 			break;
 		case 'R':
 			if (parse_count(optarg, 4, 1u << 20, &n) < 0 || (n & (n - 1)))
-				return cli_fail(-1, "audit", "bad --ring-kib '%s': a power of two from 4 to 1048576",
+				return cli_usage_fail(-1, "audit", "bad --ring-kib '%s': a power of two from 4 to 1048576",
 						optarg);
 			o->ring_kib = (unsigned)n;
 			break;
 		case 'P':
 			if (audit_probe_by_name(optarg) < 0)
-				return cli_fail(-1, "audit", "bad --probe '%s': one of %s", optarg, audit_probe_list);
+				return cli_usage_fail(-1, "audit", "bad --probe '%s': one of %s", optarg, audit_probe_list);
 			o->probe = optarg;
 			break;
 		case 'v': o->verbose = true; break;
 		case 'h':
 			usage(stdout);
 			return 1;
+		case 'V':
+			cli_version();
+			return 1;
 		default:
-			usage(stderr);
-			return -1;
+			return cli_try_help(-1, "audit");
 		}
 	}
 	if (optind < argc)
@@ -185,16 +206,16 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	*listen_addr = listen_at;
 	o->metrics_interval = o->interval ? o->interval : METRICS_INTERVAL_S;
 	if (o->cmd && o->duration)
-		return cli_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
+		return cli_usage_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
 	if (!patterns || !*patterns)
 		o->patterns.count = 0;
 	else if (sg_patterns_parse(&o->patterns, patterns, err, sizeof(err)) < 0)
-		return cli_fail(-1, "audit", "bad patterns: %s", err);
+		return cli_usage_fail(-1, "audit", "bad patterns: %s", err);
 	const char *why = sg_config_check_dir(abort_dir && *abort_dir ? abort_dir : SG_DEFAULT_ABORT_DIR, o->abort_dir);
 	if (why)
-		return cli_fail(-1, "audit", "bad abort directory '%s': %s", abort_dir, why);
+		return cli_usage_fail(-1, "audit", "bad abort directory '%s': %s", abort_dir, why);
 	if ((why = sg_roots_check_abort_dir(&o->roots, o->abort_dir)))
-		return cli_fail(-1, "audit", "bad abort directory '%s': %s", o->abort_dir, why);
+		return cli_usage_fail(-1, "audit", "bad abort directory '%s': %s", o->abort_dir, why);
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "doctor_need.h"
 #include "holders.h"
 #include "size.h"
+#include "text.h"
 
 #define TMPFS_MAGIC 0x01021994
 
@@ -35,7 +36,8 @@ static void usage(FILE *out)
 		     "  --binary PATH   a program to check\n"
 		     "  --need SIZE     the free space each root must have\n"
 		     "  --root DIR      a shm root to check instead of /dev/shm (repeatable)\n"
-		     "  -h, --help      show this help\n\n"
+		     "  -h, --help      show this help\n"
+		     "  -V, --version   print the version\n\n"
 		     "Exit status: 0 all is well, 1 something is not, 2 bad usage.\n");
 }
 
@@ -76,17 +78,18 @@ static int check_bpf(const struct sg_roots *roots)
 
 static int check_root(const char *root)
 {
-	char probe[SG_PATH_MAX + 64], label[SG_PATH_MAX + 8];
+	char probe[SG_PATH_MAX + 64], label[SG_PATH_MAX + 8], b1[16], b2[16];
 	struct statfs fs;
 	int fd, status = 0;
 
 	snprintf(label, sizeof(label), "%s", root);
 	if (statfs(root, &fs) < 0)
 		return line(label, false, "cannot be read: %s", strerror(errno));
-	double total = (double)fs.f_blocks * fs.f_bsize, used = total - (double)fs.f_bfree * fs.f_bsize;
-	status |= line(label, true, "%s, %.1f MiB, %.1f MiB used (%.1f%%)",
-		       fs.f_type == TMPFS_MAGIC ? "tmpfs" : "not tmpfs (memory use is not RAM)", total / 1048576,
-		       used / 1048576, total > 0 ? 100 * used / total : 0);
+	uint64_t total = (uint64_t)fs.f_blocks * fs.f_bsize, used = total - (uint64_t)fs.f_bfree * fs.f_bsize;
+	status |= line(label, true, "%s, %s, %s used (%.1f%%)",
+		       fs.f_type == TMPFS_MAGIC ? "tmpfs" : "not tmpfs (memory use is not RAM)",
+		       sg_human_bytes(total, b1, sizeof(b1)), sg_human_bytes(used, b2, sizeof(b2)),
+		       total > 0 ? 100.0 * (double)used / (double)total : 0);
 	/* The journal needs a file of its own there, xattr tags user xattrs:
 	 * try both on a file of our own. */
 	snprintf(probe, sizeof(probe), "%s/.shmguard-doctor-%d", root, (int)getpid());
@@ -162,7 +165,8 @@ int cmd_doctor(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"binary", required_argument, NULL, 'b'}, {"root", required_argument, NULL, 'r'},
-		{"need", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {0},
+		{"need", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},    {0},
 	};
 	struct sg_roots roots = {0};
 	const char *binary = NULL, *need_arg = NULL;
@@ -170,7 +174,7 @@ int cmd_doctor(int argc, char **argv)
 	int c, status = 0;
 	struct utsname u;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b': binary = optarg; break;
 		case 'n': need_arg = optarg; break;
@@ -179,15 +183,14 @@ int cmd_doctor(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_USAGE;
+		case 'V': return cli_version();
+		default: return cli_try_help(EXIT_USAGE, "doctor");
 		}
 	}
-	if (optind < argc) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return cli_unexpected(EXIT_USAGE, "doctor", argv[optind]);
 	if (need_arg && sg_parse_size(need_arg, &need) < 0)
-		return cli_fail(EXIT_USAGE, "doctor", "bad --need '%s': expected a size such as 512M, 2G or 1.5GiB", need_arg);
+		return cli_usage_fail(EXIT_USAGE, "doctor", "bad --need '%s': expected a size such as 512M, 2G or 1.5GiB", need_arg);
 	cli_default_root(&roots);
 
 	uname(&u);

@@ -12,15 +12,16 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: shmguard ls [--json] [--root DIR]...\n\n"
+		"Usage: shmguard ls [--json [FILE]] [--root DIR]...\n\n"
 		"Lists every file under the shm roots (default /dev/shm), and every unlinked file a\n"
 		"process still holds open or mapped there, largest first: allocated bytes, size, owner,\n"
 		"age, the shim's tag (request, creator and whether it still runs) and the processes\n"
 		"that have it open or mapped.  Processes whose /proc cannot be read (others' when not\n"
 		"root) are counted as unknown, never taken as not using a file.\n\n"
-		"  --root DIR    a shm root to list instead of /dev/shm (repeatable)\n"
-		"  --json        the same as JSON\n"
-		"  -h, --help    show this help\n\n"
+		"  --root DIR       a shm root to list instead of /dev/shm (repeatable)\n"
+		"  --json [FILE]    the same as JSON, into FILE (--json=FILE too; none or -: stdout)\n"
+		"  -h, --help       show this help\n"
+		"  -V, --version    print the version\n\n"
 		"Exit status: 0, 1 a root or /proc could not be read, 2 bad usage.\n");
 }
 
@@ -72,11 +73,11 @@ static void print_text(const struct sg_shm_listing *l)
 		total += f->bytes;
 		held += f->linked ? 0 : f->bytes;
 	}
-	printf("total: %zu files, %s allocated", l->n, sg_human_bytes(total, b1, sizeof(b1)));
+	printf("total: %zu %s, %s allocated", CLI_PLURAL(l->n, "file", "files"), sg_human_bytes(total, b1, sizeof(b1)));
 	printf(", %s of it unlinked but still held\n", sg_human_bytes(held, b1, sizeof(b1)));
 	if (l->holders.unreadable)
-		printf("unknown: %u process(es) could not be read, e.g. %u (%s): what they hold is not shown\n",
-		       l->holders.unreadable, l->holders.first_unreadable,
+		printf("unknown: %u %s could not be read, e.g. %u (%s): what they hold is not shown\n",
+		       CLI_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
 		       sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
 }
 
@@ -105,8 +106,9 @@ static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_fil
 	return o;
 }
 
-static int print_json(const struct sg_shm_listing *l)
+static int print_json(const struct sg_shm_listing *l, FILE *out, const char *path)
 {
+	int ret;
 	json_t *files = json_array(), *root;
 	uint64_t total = 0;
 
@@ -116,46 +118,51 @@ static int print_json(const struct sg_shm_listing *l)
 	}
 	root = json_pack("{s:o, s:I, s:I, s:i}", "files", files, "total_files", (json_int_t)l->n, "total_allocated_bytes",
 			 (json_int_t)total, "unreadable_processes", (int)l->holders.unreadable);
-	json_dumpf(root, stdout, JSON_INDENT(2));
-	putchar('\n');
+	ret = cli_json_write("ls", root, out, path);
 	json_decref(root);
-	return 0;
+	return ret < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
 int cmd_ls(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'}, {"root", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'}, {0},
+		{"json", optional_argument, NULL, 'j'}, {"root", required_argument, NULL, 'r'},
+		{"help", no_argument, NULL, 'h'},       {"version", no_argument, NULL, 'V'},
+		{0},
 	};
 	struct sg_shm_listing l = {0};
 	int c, status;
-	bool json = false;
+	const char *json = NULL;
+	FILE *json_out = NULL;
 	char err[256];
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j': json = true; break;
+		case 'j': json = cli_json_arg(argc, argv); break;
 		case 'r':
 			if (cli_add_root("ls", &l.roots, optarg) < 0)
 				return EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_USAGE;
+		case 'V': return cli_version();
+		default: return cli_try_help(EXIT_USAGE, "ls");
 		}
 	}
-	if (optind < argc) {
-		usage(stderr);
+	if (optind < argc)
+		return cli_unexpected(EXIT_USAGE, "ls", argv[optind]);
+	if (json && !(json_out = cli_json_open("ls", json)))
 		return EXIT_USAGE;
-	}
 	cli_default_root(&l.roots);
 	if (sg_shm_list(&l, err, sizeof(err)) < 0) {
 		sg_shm_listing_free(&l);
+		if (json_out && json_out != stdout)
+			fclose(json_out);
 		return cli_fail(EXIT_FAIL, "ls", "%s", err);
 	}
 	if (l.n)
 		qsort(l.files, l.n, sizeof(*l.files), by_bytes);
 	/* Holder pointers survive the sort: they point into the holder list. */
-	status = json ? print_json(&l) : (print_text(&l), EXIT_OK);
+	status = json ? print_json(&l, json_out, json) : (print_text(&l), EXIT_OK);
 	sg_shm_listing_free(&l);
 	return status;
 }

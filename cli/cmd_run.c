@@ -20,13 +20,14 @@ static void usage(FILE *out)
 		"  -a, --abort-dir DIR   abort marker directory            (SHMGUARD_ABORT_DIR)\n"
 		"  -r, --request-id ID   request of every file created     (SHMGUARD_REQUEST_ID)\n"
 		"  -s, --shm-root DIR    another shm root (repeatable)     (SHMGUARD_SHM_ROOTS)\n"
-		"  -t, --ttl SECONDS     abort marker lifetime             (SHMGUARD_ABORT_TTL)\n"
+		"  -t, --ttl DURATION    abort marker lifetime (600, 10m)  (SHMGUARD_ABORT_TTL)\n"
 		"  -l, --log LEVEL       off, warn, info or debug          (SHMGUARD_LOG)\n"
 		"      --tag MODE        where ownership is recorded: journal (default),\n"
 		"                        xattr, both or off                (SHMGUARD_TAG)\n"
 		"      --lib PATH        the shim to preload (default: $SHMGUARD_LIB, else found\n"
 		"                        next to this program or in %s)\n"
-		"  -h, --help            show this help\n\n"
+		"  -h, --help            show this help\n"
+		"  -V, --version         print the version\n\n"
 		"Exit status: COMMAND's; 2 for bad usage or configuration, 126/127 when COMMAND\n"
 		"cannot be run.\n",
 		SG_SHIM_NAME, SHMGUARD_LIBDIR);
@@ -72,7 +73,7 @@ int cmd_run(int argc, char **argv)
 		{"request-id", required_argument, NULL, 'r'}, {"shm-root", required_argument, NULL, 's'},
 		{"ttl", required_argument, NULL, 't'},       {"log", required_argument, NULL, 'l'},
 		{"tag", required_argument, NULL, 'T'},       {"lib", required_argument, NULL, 'L'},
-		{"help", no_argument, NULL, 'h'},
+		{"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	char shim[PATH_MAX], err[256], *roots = NULL;
@@ -81,7 +82,7 @@ int cmd_run(int argc, char **argv)
 	int c, status = EXIT_USAGE;
 
 	/* '+': options end at COMMAND, whose own options are its business. */
-	while ((c = getopt_long(argc, argv, "+p:a:r:s:t:l:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:a:r:s:t:l:hV", opts, NULL)) != -1) {
 		const char *var = NULL;
 
 		switch (c) {
@@ -100,15 +101,18 @@ int cmd_run(int argc, char **argv)
 			usage(stdout);
 			status = EXIT_OK;
 			goto out;
+		case 'V':
+			status = cli_version();
+			goto out;
 		default:
-			usage(stderr);
+			status = cli_try_help(EXIT_USAGE, "run");
 			goto out;
 		}
 		if (var && setenv(var, optarg, 1) < 0)
 			goto out;
 	}
 	if (optind == argc) {
-		status = cli_fail(EXIT_USAGE, "run", "no COMMAND given (see shmguard run --help)");
+		status = cli_usage_fail(EXIT_USAGE, "run", "no COMMAND given");
 		goto out;
 	}
 	if (roots && setenv("SHMGUARD_SHM_ROOTS", roots, 1) < 0)
@@ -116,7 +120,7 @@ int cmd_run(int argc, char **argv)
 	/* The shim would refuse a bad configuration and pass every call
 	 * through: refuse it here, where the user is looking. */
 	if (sg_config_from_env(&cfg, err, sizeof(err)) < 0) {
-		status = cli_fail(EXIT_USAGE, "run", "%s", err);
+		status = cli_usage_fail(EXIT_USAGE, "run", "%s", err);
 		goto out;
 	}
 	if (cli_find_shim(lib, shim) < 0) {

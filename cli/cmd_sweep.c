@@ -17,16 +17,18 @@
 #include "cli.h"
 #include "reqid.h"
 #include "shm_files.h"
+#include "size.h"
 #include "text.h"
 
 /* A creator may sit between its O_EXCL create and its ftruncate. */
 #define YOUNG_EMPTY_S 5.0
 
 struct sweep_opts {
-	bool dead, dry_run, json, ignore_unreadable;
+	bool dead, dry_run, ignore_unreadable;
+	const char *json; /* --json's FILE, "-" for stdout; NULL: text */
 	const char **requests;
 	unsigned nrequests;
-	const char *match;
+	const char *glob;
 	double older_than;
 	bool have_older_than;
 };
@@ -34,47 +36,31 @@ struct sweep_opts {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: shmguard sweep [--dead] [--request ID]... [--match GLOB --older-than DURATION]\n"
-		"                      [--root DIR]... [--ignore-unreadable] [--dry-run] [--json]\n\n"
+		"Usage: shmguard sweep [--dead] [--request ID]... [--glob GLOB --older-than DURATION]\n"
+		"                      [--root DIR]... [--ignore-unreadable] [--dry-run] [--json [FILE]]\n\n"
 		"Unlinks files under the shm roots that nobody will unlink:\n"
 		"  --dead              tagged files whose creator is gone (a reused pid does not count as\n"
 		"                      alive) and that no live process has open or mapped\n"
 		"  --request ID        every file tagged with that request, whoever created it, unless a\n"
 		"                      live process has it open or mapped (repeatable)\n"
-		"  --match GLOB --older-than DURATION\n"
+		"  --glob GLOB --older-than DURATION\n"
 		"                      untagged files whose name matches GLOB (fnmatch) and that are older\n"
 		"                      than DURATION (e.g. 90, 30s, 10m, 2h, 1d), when nobody uses them\n"
+		"                      (--match GLOB is the old, deprecated name of --glob)\n"
 		"  --root DIR          a shm root to sweep instead of /dev/shm (repeatable)\n"
 		"  --ignore-unreadable sweep even though some processes' files cannot be read (not\n"
 		"                      root, or a process more privileged than this one): their use\n"
 		"                      of a file is then not seen\n"
 		"  --dry-run           decide and print, unlink nothing\n"
-		"  --json              the decisions as JSON\n"
+		"  --json [FILE]       the decisions as JSON, into FILE (--json=FILE too; none or -:\n"
+		"                      stdout)\n"
+		"  -h, --help          show this help\n"
+		"  -V, --version       print the version\n"
 		"Never unlinked: a file in use (or, without --ignore-unreadable, whose users cannot all\n"
 		"be seen), a zero-length file younger than %.0f s, a name whose inode changed since it\n"
 		"was examined, a symlink.  Sweeps of one root run one at a time.\n\n"
 		"Exit status: 0, 1 a file could not be removed or a root read or locked, 2 bad usage.\n",
 		YOUNG_EMPTY_S);
-}
-
-static int parse_duration(const char *s, double *out)
-{
-	char *end;
-	double v = strtod(s, &end), unit = 1;
-
-	if (end == s || v < 0)
-		return -1;
-	switch (*end) {
-	case '\0': case 's': break;
-	case 'm': unit = 60; break;
-	case 'h': unit = 3600; break;
-	case 'd': unit = 86400; break;
-	default: return -1;
-	}
-	if (*end && end[1])
-		return -1;
-	*out = v * unit;
-	return 0;
 }
 
 /* Why f must be kept, or NULL when it may go; *why_go says why it may. */
@@ -97,7 +83,7 @@ static const char *judge(const struct sweep_opts *o, const struct sg_shm_listing
 		}
 		if (!wanted && o->dead && f->creator == CREATOR_UNKNOWN)
 			return "cannot tell whether its creator runs";
-	} else if (o->match && fnmatch(o->match, f->name, FNM_PATHNAME) == 0) {
+	} else if (o->glob && fnmatch(o->glob, f->name, FNM_PATHNAME) == 0) {
 		if (f->age_s < o->older_than)
 			return NULL; /* not a candidate: too young for --older-than */
 		wanted = true;
@@ -111,8 +97,8 @@ static const char *judge(const struct sweep_opts *o, const struct sg_shm_listing
 		return buf;
 	}
 	if (l->holders.unreadable && !o->ignore_unreadable) {
-		snprintf(buf, len, "%u process(es) cannot be read, e.g. %u (%s), and could be using it",
-			 l->holders.unreadable, l->holders.first_unreadable,
+		snprintf(buf, len, "%u %s cannot be read, e.g. %u (%s), and could be using it",
+			 CLI_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
 			 sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
 		return buf;
 	}
@@ -234,30 +220,41 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 {
 	static const struct option opts[] = {
 		{"dead", no_argument, NULL, 'D'},       {"request", required_argument, NULL, 'r'},
-		{"match", required_argument, NULL, 'm'}, {"older-than", required_argument, NULL, 'o'},
+		{"glob", required_argument, NULL, 'g'}, {"match", required_argument, NULL, 'm'},
+		{"older-than", required_argument, NULL, 'o'},
 		{"root", required_argument, NULL, 'R'}, {"dry-run", no_argument, NULL, 'n'},
-		{"json", no_argument, NULL, 'j'},       {"help", no_argument, NULL, 'h'},
-		{"ignore-unreadable", no_argument, NULL, 'I'},
+		{"json", optional_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+		{"ignore-unreadable", no_argument, NULL, 'I'}, {"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	int c;
 	const char *why;
+	bool warned_match = false;
 
 	o->requests = calloc((size_t)argc, sizeof(*o->requests));
 	if (!o->requests)
 		return cli_fail(-1, "sweep", "out of memory");
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'D': o->dead = true; break;
 		case 'r':
 			if ((why = sg_reqid_invalid(optarg)))
-				return cli_fail(-1, "sweep", "bad request ID '%s': %s", optarg, why);
+				return cli_usage_fail(-1, "sweep", "bad request ID '%s': %s", optarg, why);
 			o->requests[o->nrequests++] = optarg;
 			break;
-		case 'm': o->match = optarg; break;
+		case 'm':
+			/* --match is abort's PCRE2 regex; here it was a glob. */
+			if (!warned_match)
+				cli_warn("sweep", "--match is deprecated here: it is --glob (an fnmatch pattern, not "
+						  "abort's regex)");
+			warned_match = true;
+			o->glob = optarg;
+			break;
+		case 'g': o->glob = optarg; break;
 		case 'o':
-			if (parse_duration(optarg, &o->older_than) < 0)
-				return cli_fail(-1, "sweep", "bad --older-than '%s' (e.g. 90, 30s, 10m, 2h, 1d)", optarg);
+			if (sg_parse_duration(optarg, &o->older_than) < 0)
+				return cli_usage_fail(-1, "sweep", "bad --older-than '%s' (e.g. 90, 30s, 10m, 2h, 1d)",
+						      optarg);
 			o->have_older_than = true;
 			break;
 		case 'R':
@@ -265,18 +262,20 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 				return -1;
 			break;
 		case 'n': o->dry_run = true; break;
-		case 'j': o->json = true; break;
+		case 'j': o->json = cli_json_arg(argc, argv); break;
 		case 'I': o->ignore_unreadable = true; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		case 'V': cli_version(); return 1;
+		default: return cli_try_help(-1, "sweep");
 		}
 	}
-	if (optind < argc || (!o->dead && !o->nrequests && !o->match)) {
-		usage(stderr);
-		return -1;
-	}
-	if (!o->match != !o->have_older_than)
-		return cli_fail(-1, "sweep", "--match and --older-than go together: untagged files need both");
+	if (optind < argc)
+		return cli_unexpected(-1, "sweep", argv[optind]);
+	if (!o->dead && !o->nrequests && !o->glob)
+		return cli_usage_fail(-1, "sweep", "nothing to sweep: give --dead, --request ID or --glob GLOB "
+						   "--older-than DURATION");
+	if (!o->glob != !o->have_older_than)
+		return cli_usage_fail(-1, "sweep", "--glob and --older-than go together: untagged files need both");
 	cli_default_root(roots);
 	return 0;
 }
@@ -286,9 +285,12 @@ int cmd_sweep(int argc, char **argv)
 	struct sweep_opts o = {0};
 	struct sg_shm_listing l = {0};
 	struct outcome out = {0};
-	char err[256];
+	char err[256], b1[16];
+	FILE *json_out = NULL;
 	int status = parse(argc, argv, &o, &l.roots);
 
+	if (status == 0 && o.json && !(json_out = cli_json_open("sweep", o.json)))
+		status = -1;
 	if (status != 0) {
 		free(o.requests);
 		return status > 0 ? EXIT_OK : EXIT_USAGE;
@@ -306,16 +308,21 @@ int cmd_sweep(int argc, char **argv)
 		json_t *root = json_pack("{s:o, s:i, s:i, s:i, s:I, s:b}", "decisions", out.decisions, "removed",
 					 out.removed, "kept", out.kept, "failed", out.failed, "reclaimed_bytes",
 					 (json_int_t)out.bytes, "dry_run", o.dry_run);
-		json_dumpf(root, stdout, JSON_INDENT(2));
-		putchar('\n');
+		if (cli_json_write("sweep", root, json_out, o.json) < 0)
+			status = EXIT_FAIL;
+		json_out = NULL;
 		json_decref(root);
 	} else {
-		printf("%s %u file(s), %llu bytes%s; kept %u\n", o.dry_run ? "would remove" : "removed", out.removed,
-		       (unsigned long long)out.bytes, o.dry_run ? " would be reclaimed" : " reclaimed", out.kept);
+		printf("%s %u %s, %llu bytes (%s)%s; kept %u\n", o.dry_run ? "would remove" : "removed",
+		       CLI_PLURAL(out.removed, "file", "files"), (unsigned long long)out.bytes,
+		       sg_human_bytes(out.bytes, b1, sizeof(b1)), o.dry_run ? " would be reclaimed" : " reclaimed",
+		       out.kept);
 	}
 	if (out.failed)
 		status = EXIT_FAIL;
 out:
+	if (json_out && json_out != stdout)
+		fclose(json_out);
 	sg_shm_listing_free(&l);
 	free(o.requests);
 	return status;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/statfs.h>
 
+#include "cli.h"
 #include "shm_files.h"
 #include "text.h"
 
@@ -46,12 +47,12 @@ static void print_group(const struct group *g)
 	char b[16], req[SG_ESCAPED_MAX];
 
 	if (f->tagged)
-		printf("             %10s  %zu file(s) of request %s, creator %u (%s)\n",
-		       sg_human_bytes(g->bytes, b, sizeof(b)), g->files, sg_text_escape(f->tag.req, req, sizeof(req)),
+		printf("             %10s  %zu %s of request %s, creator %u (%s)\n",
+		       sg_human_bytes(g->bytes, b, sizeof(b)), CLI_PLURAL(g->files, "file", "files"), sg_text_escape(f->tag.req, req, sizeof(req)),
 		       f->tag.pid, sg_creator_state_name(f->creator));
 	else
-		printf("             %10s  %zu untagged file(s) of uid %u\n", sg_human_bytes(g->bytes, b, sizeof(b)),
-		       g->files, (unsigned)f->uid);
+		printf("             %10s  %zu untagged %s of uid %u\n", sg_human_bytes(g->bytes, b, sizeof(b)),
+		       CLI_PLURAL(g->files, "file", "files"), (unsigned)f->uid);
 }
 
 /* Why the root is full: its largest holders, and what sweep --dead frees. */
@@ -100,9 +101,9 @@ static void explain(const char *root)
 	printf("             %s belongs to dead creators and no process uses it: `shmguard sweep --dead` reclaims it\n",
 	       sg_human_bytes(dead, b, sizeof(b)));
 	if (l.holders.unreadable)
-		printf("             (%u process(es) cannot be read, such as %u: sweep keeps files they might use "
+		printf("             (%u %s cannot be read, such as %u: sweep keeps files they might use "
 		       "unless --ignore-unreadable)\n",
-		       l.holders.unreadable, l.holders.first_unreadable);
+		       CLI_PLURAL(l.holders.unreadable, "process", "processes"), l.holders.first_unreadable);
 cleanup:
 	free(groups);
 	sg_shm_listing_free(&l);

@@ -35,6 +35,28 @@ int cli_fail(int code, const char *sub, const char *fmt, ...)
 	return code;
 }
 
+int cli_try_help(int code, const char *sub)
+{
+	fprintf(stderr, "Try 'shmguard %s --help' for more information.\n", sub);
+	return code;
+}
+
+int cli_usage_fail(int code, const char *sub, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(sub, fmt, ap);
+	va_end(ap);
+	return cli_try_help(code, sub);
+}
+
+int cli_version(void)
+{
+	printf("shmguard %s\n", SHMGUARD_VERSION);
+	return EXIT_OK;
+}
+
 void cli_warn(const char *sub, const char *fmt, ...)
 {
 	va_list ap;
@@ -51,27 +73,30 @@ static void usage(FILE *out)
 		     "libshmguard.so shim preloaded into the pipeline's processes.\n\nCommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "\n'shmguard COMMAND --help' describes a command.\n");
+	fprintf(out, "\n'shmguard COMMAND --help' describes a command; -V, --version prints the version.\n");
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		usage(stderr);
+		fprintf(stderr, "shmguard: no command given\nTry 'shmguard --help' for more information.\n");
 		return EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
 		usage(stdout);
 		return EXIT_OK;
 	}
-	if (strcmp(argv[1], "--version") == 0) {
-		printf("shmguard %s\n", SHMGUARD_VERSION);
-		return EXIT_OK;
-	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
+		return cli_version();
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			/* getopt names the program by argv[0]: "shmguard doctor:". */
+			char name[32];
+			snprintf(name, sizeof(name), "shmguard %s", commands[i].name);
+			argv[1] = name;
 			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "shmguard: unknown command '%s'\n\n", argv[1]);
-	usage(stderr);
+		}
+	}
+	fprintf(stderr, "shmguard: unknown command '%s'\nTry 'shmguard --help' for more information.\n", argv[1]);
 	return EXIT_USAGE;
 }

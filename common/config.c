@@ -1,11 +1,11 @@
 #include "config.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "reqid.h"
+#include "size.h"
 
 const char *sg_config_check_dir(const char *path, char *out)
 {
@@ -34,14 +34,12 @@ const char *sg_config_check_dir(const char *path, char *out)
 
 int sg_config_parse_ttl(const char *v, unsigned *ttl)
 {
-	char *end;
-	unsigned long n;
+	double s;
 
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (v[0] < '0' || v[0] > '9' || *end || errno || n == 0 || n > SG_MAX_ABORT_TTL)
+	/* A duration (600, 10m, 1h) of whole seconds. */
+	if (sg_parse_duration(v, &s) < 0 || s < 1 || s > SG_MAX_ABORT_TTL || s != (double)(unsigned)s)
 		return -1;
-	*ttl = (unsigned)n;
+	*ttl = (unsigned)s;
 	return 0;
 }
 
@@ -143,7 +141,7 @@ int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, voi
 	if ((why = sg_roots_check_abort_dir(&c->roots, c->abort_dir)))
 		return bad(err, errlen, "SHMGUARD_ABORT_DIR", c->abort_dir, why);
 	if ((v = get("SHMGUARD_ABORT_TTL", ctx)) && sg_config_parse_ttl(v, &c->abort_ttl) < 0)
-		return bad(err, errlen, "SHMGUARD_ABORT_TTL", v, "expected whole seconds from 1 to 604800");
+		return bad(err, errlen, "SHMGUARD_ABORT_TTL", v, "expected a duration of whole seconds from 1 to 604800 (600, 10m, 1h)");
 	if ((v = get("SHMGUARD_TAG", ctx))) {
 		bool journal = strcmp(v, "journal") == 0, xattr = strcmp(v, "xattr") == 0, both = strcmp(v, "both") == 0;
 		if (!journal && !xattr && !both && strcmp(v, "off") != 0)

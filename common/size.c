@@ -1,6 +1,7 @@
 #include "size.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,4 +37,35 @@ int sg_parse_size(const char *s, uint64_t *out)
 		return -1;
 	*out = (uint64_t)v;
 	return 0;
+}
+
+int sg_parse_duration(const char *s, double *out)
+{
+	static const struct {
+		const char *name;
+		double seconds;
+	} units[] = {{"", 1}, {"s", 1}, {"ms", 0.001}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+	double v = 0, scale = 1;
+	bool digits = false, point = false;
+
+	/* By hand, not strtod: the program's locale may want a comma. */
+	for (; (*s >= '0' && *s <= '9') || (*s == '.' && !point); s++) {
+		if (*s == '.') {
+			point = true;
+			continue;
+		}
+		digits = true;
+		if (point)
+			v += (*s - '0') * (scale /= 10);
+		else
+			v = v * 10 + (*s - '0');
+	}
+	if (!digits || !isfinite(v))
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(s, units[i].name) == 0) {
+			*out = v * units[i].seconds;
+			return isfinite(*out) ? 0 : -1;
+		}
+	return -1;
 }

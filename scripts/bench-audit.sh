@@ -40,7 +40,7 @@ cleanup() {
 	[ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null || true
 	remove_files "$prefix"
 	# The shim's journals of those files' creators, now orphans.
-	"$cli" sweep --ignore-unreadable --match "${prefix}*" --older-than 0 >/dev/null || true
+	"$cli" sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true
 	rm -f "$json" "/tmp/${prefix}bpftrace.out"
 }
 trap cleanup EXIT

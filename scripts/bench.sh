@@ -18,7 +18,7 @@ abort_dir="/dev/shm/${prefix}abort"
 other_abort_dir="${TMPDIR:-/tmp}/${prefix}abort"
 # (then the shim's journals of those files' creators, now orphans)
 trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir" "$other_abort_dir.creat"
-	build/cli/shmguard sweep --ignore-unreadable --match "${prefix}*" --older-than 0 >/dev/null || true' EXIT
+	build/cli/shmguard sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true' EXIT
 
 . scripts/bench-common.sh # shimmed, median
 

@@ -31,7 +31,7 @@ requests=200 rate=40 chunks=2 chunk_size=45000 abort_every=10 hold=4
 # Then the shim's journals of those files' creators, now orphans.
 cleanup() {
 	rm -rf /dev/shm/"$prefix"* /dev/shm/shm_"$prefix"*
-	build/cli/shmguard sweep --ignore-unreadable --match "${prefix}*" --older-than 0 >/dev/null || true
+	build/cli/shmguard sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true
 }
 trap cleanup EXIT
 mkdir -p "$abort_dir"

@@ -18,7 +18,7 @@ abort_dir="/dev/shm/${prefix}abort" root="/dev/shm/${prefix}root"
 # orphans (any sweep removes a dead creator's journal whose files are gone).
 cleanup() {
 	rm -rf /dev/shm/"${prefix}"* /tmp/"${prefix}"report.*
-	build-tsan/cli/shmguard sweep --ignore-unreadable --match "${prefix}*" --older-than 0 >/dev/null || true
+	build-tsan/cli/shmguard sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true
 }
 trap cleanup EXIT
 mkdir -p "$abort_dir" "$root"

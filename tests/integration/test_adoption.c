@@ -454,7 +454,7 @@ Test(restart, preflight_reclaims_a_killed_servers_region_and_spares_the_new_one)
 	cr_expect(!h_exists(old), "the killed server's region survived the preflight: %s", out);
 	cr_expect(strstr(out, h_str("removed       %s (%llu bytes): its creator is gone", old, (unsigned long long)bytes)),
 		  "%s", out);
-	cr_expect(strstr(out, h_str("removed 1 file(s), %llu bytes", (unsigned long long)bytes)), "%s", out);
+	cr_expect(strstr(out, h_str("removed 1 file, %llu bytes", (unsigned long long)bytes)), "%s", out);
 	cr_expect(h_exists(new));
 
 	/* Later preflights (another replica starting, say) leave it alone
@@ -462,7 +462,7 @@ Test(restart, preflight_reclaims_a_killed_servers_region_and_spares_the_new_one)
 	struct h_proc again = preflight(root, NULL, &out);
 	cr_expect_eq(h_finish(&again, NULL), 0);
 	cr_expect(h_exists(new), "a live server's region was swept: %s", out);
-	cr_expect(strstr(out, "removed 0 file(s)"), "%s", out);
+	cr_expect(strstr(out, "removed 0 files"), "%s", out);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
@@ -554,9 +554,9 @@ Test(doctor, need_says_whether_a_root_has_room_and_what_holds_it)
 	/* Each creator's ownership journal takes a page of the root. */
 	cr_expect_eq(doctor(root, "512K", &out), 1, "%s", out);
 	cr_expect(strstr(out, h_str("need       FAIL %s has 116.0 KiB free, 512.0 KiB needed", root)), "%s", out);
-	cr_expect(strstr(out, h_str("600.0 KiB  1 file(s) of request %sgone, creator %d (dead)", prefix, (int)dead.pid)),
+	cr_expect(strstr(out, h_str("600.0 KiB  1 file of request %sgone, creator %d (dead)", prefix, (int)dead.pid)),
 		  "%s", out);
-	cr_expect(strstr(out, h_str("300.0 KiB  1 file(s) of request %slive, creator %d (alive)", prefix, (int)live.pid)),
+	cr_expect(strstr(out, h_str("300.0 KiB  1 file of request %slive, creator %d (alive)", prefix, (int)live.pid)),
 		  "%s", out);
 	cr_expect(strstr(out, "600.0 KiB belongs to dead creators and no process uses it"), "%s", out);
 	cr_expect_lt(strstr(out, "gone"), strstr(out, "live"), "largest first: %s", out);

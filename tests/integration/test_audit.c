@@ -5,11 +5,15 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
+#include <pty.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -720,6 +724,9 @@ Test(audit, a_second_sigint_stops_a_command_that_ignores_it)
 	int status = h_finish(&p, &err);
 	cr_expect_lt(h_now_ms() - t0, 5000, "the auditor kept waiting for COMMAND");
 	cr_expect_eq(status, 4, "COMMAND did not end by itself: %s", err);
+	const char *said = "shmguard audit: COMMAND ignores SIGINT; a second one (Ctrl-C again) kills it";
+	cr_expect(strstr(err, said), "the first SIGINT said nothing: %s", err);
+	cr_expect(!strstr(err, said) || !strstr(strstr(err, said) + 1, said), "said more than once: %s", err);
 	json_t *r = report();
 	cr_expect(json_is_true(json_object_get(r, "interrupted")));
 	json_decref(r);
@@ -775,4 +782,42 @@ Test(audit, entries_others_drop_into_the_abort_dir_are_no_aborts)
 	cr_expect_eq(h_jint(r, "markers_refused"), 33);
 	cr_expect_eq(h_jint(r, "leaked_bytes"), 0, "another user's marker made a live request leak");
 	json_decref(r);
+}
+
+/* On a terminal the progress line is redrawn in place: one wider than the
+ * terminal would wrap and scroll at every redraw, so it is cut to fit. */
+Test(audit, the_progress_line_fits_the_terminal)
+{
+	need_bpf();
+	const char *cmd[] = {"/bin/sleep", "1.5", NULL};
+	const char **argv = audit_argv(NULL, cmd);
+	struct winsize ws = {.ws_row = 24, .ws_col = 40};
+	char buf[65536];
+	size_t len = 0;
+	int master, status, lines = 0;
+	pid_t pid = forkpty(&master, NULL, NULL, &ws);
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	for (struct pollfd p = {master, POLLIN, 0}; len < sizeof(buf) - 1 && poll(&p, 1, 20000) > 0;) {
+		ssize_t n = read(master, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			break; /* EIO: the auditor is gone */
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	close(master);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, buf);
+	/* Each redraw is "\r" LINE "\033[K". */
+	for (char *at = buf; (at = strstr(at, "\r[")); at++) {
+		char *end = strstr(at, "\033[K");
+		cr_assert_not_null(end, "%s", at);
+		cr_expect_leq(end - at - 1, 39, "a progress line wider than 40 columns: %.*s", (int)(end - at - 1), at + 1);
+		lines++;
+	}
+	cr_expect_gt(lines, 0, "no progress line on the terminal: %s", buf);
 }

@@ -1,5 +1,6 @@
 /* The shmguard command: exit codes and messages for good and bad input. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,4 +171,149 @@ Test(cli, abort_as_another_user_cannot_write_into_roots_directory)
 	const char *argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, h_str("%sr", prefix), NULL};
 	cr_expect_eq(h_output_as(u, argv, NULL, &out, &err), 1, "%s", err);
 	cr_expect(!h_exists(h_str("%s/%sr", abort_dir, prefix)));
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* The file's text (up to 64 KiB), "" when it cannot be read. */
+static const char *read_file(const char *path)
+{
+	static char buf[65536];
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* A usage error is two lines on stderr: what is wrong, named after the
+ * command, and where to look; never the whole help; exit 2. */
+static void expect_usage_error(const char *sub, const char *const *args, const char *says)
+{
+	const char *argv[12] = {h_bin("SG_CLI"), sub};
+	size_t n = 2;
+	char *out, *err;
+
+	for (; *args && n < 11; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	cr_expect_eq(h_output(argv, NULL, &out, &err), 2, "%s %s: %s", sub, says, err);
+	cr_expect_str_empty(out, "%s: %s", says, out);
+	cr_expect(strncmp(err, h_str("shmguard %s: ", sub), strlen(sub) + 11) == 0, "%s: %s", says, err);
+	cr_expect(strstr(err, says), "expected '%s' in: %s", says, err);
+	cr_expect(strstr(err, h_str("\nTry 'shmguard %s --help' for more information.\n", sub)), "%s: %s", says, err);
+	cr_expect_eq(count_lines(err), 2, "%s: one line and the Try line, not the help: %s", says, err);
+}
+
+Test(cli, usage_errors_say_what_is_wrong_in_one_line)
+{
+	expect_usage_error("abort", (const char *[]){NULL}, "no request ID given");
+	expect_usage_error("abort", (const char *[]){"--follow", "-", NULL}, "--follow needs --match REGEX or --preset");
+	expect_usage_error("abort", (const char *[]){"--follow", "-", "--preset", "vllm", "--match", "(?<req>x)", NULL},
+			   "give one");
+	expect_usage_error("abort", (const char *[]){"--preset", "vllm", "id", NULL}, "go with --follow");
+	expect_usage_error("abort", (const char *[]){"--follow", "-", "--preset", "vllm", "extra", NULL},
+			   "unexpected argument 'extra'");
+	expect_usage_error("sweep", (const char *[]){NULL}, "nothing to sweep");
+	expect_usage_error("sweep", (const char *[]){"--dead", "extra", NULL}, "unexpected argument 'extra'");
+	expect_usage_error("ls", (const char *[]){"extra", NULL}, "unexpected argument 'extra'");
+	expect_usage_error("ls", (const char *[]){"--root", "/dev/shm", "\x1b[2J", NULL}, "unexpected argument '\\x1b[2J'");
+	expect_usage_error("doctor", (const char *[]){"extra", NULL}, "unexpected argument 'extra'");
+	expect_usage_error("run", (const char *[]){NULL}, "no COMMAND given");
+	expect_usage_error("audit", (const char *[]){"--grace", "soon", "--", "true", NULL}, "bad --grace 'soon'");
+	/* getopt's own messages, named after the command. */
+	expect_usage_error("doctor", (const char *[]){"--bogus", NULL}, "shmguard doctor: unrecognized option '--bogus'");
+	expect_usage_error("ls", (const char *[]){"-x", NULL}, "shmguard ls: invalid option -- 'x'");
+	expect_usage_error("audit", (const char *[]){"--grace", NULL}, "shmguard audit: option '--grace' requires an argument");
+}
+
+Test(cli, every_command_prints_its_version)
+{
+	static const char *const subs[] = {"run", "abort", "audit", "ls", "sweep", "doctor"};
+
+	for (size_t i = 0; i < sizeof(subs) / sizeof(*subs); i++) {
+		for (int longer = 0; longer < 2; longer++) {
+			const char *argv[] = {h_bin("SG_CLI"), subs[i], longer ? "--version" : "-V", NULL};
+			char *out, *err;
+			cr_expect_eq(h_output(argv, NULL, &out, &err), 0, "%s %s: %s", subs[i], argv[2], err);
+			cr_expect(strncmp(out, "shmguard ", 9) == 0 && strchr("0123456789", out[9]), "%s: %s", subs[i], out);
+		}
+	}
+	const char *argv[] = {h_bin("SG_CLI"), "-V", NULL};
+	char *out, *err;
+	cr_expect_eq(h_output(argv, NULL, &out, &err), 0);
+	cr_expect(strncmp(out, "shmguard ", 9) == 0, "%s", out);
+}
+
+Test(cli, durations_take_units_everywhere)
+{
+	char *err;
+	/* The TTL: 10m is 600 s, within the limit; 8d is over it. */
+	const char *ok[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--ttl", "10m", h_str("%sr1", prefix), NULL};
+	cr_expect_eq(h_run(ok, NULL, &err), 0, "%s", err);
+	cr_expect(h_exists(h_str("%s/%sr1", abort_dir, prefix)));
+	const char *over[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--ttl", "8d", h_str("%sr2", prefix), NULL};
+	cr_expect_eq(h_run(over, NULL, &err), 2);
+	cr_expect(strstr(err, "bad TTL '8d'"), "%s", err);
+	/* audit's --grace, --interval, --duration: parsed before any tracing,
+	 * so a refusal here is exit 2 and an accepted one gets to the next check. */
+	const char *a[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--grace", "500ms", "--interval", "1m",
+			   "--duration", "2h", "--", "true", NULL};
+	char *out;
+	cr_expect_eq(h_output(a, NULL, &out, &err), 2, "%s", err);
+	cr_expect(strstr(err, "--duration is for a run without COMMAND"), "the durations were accepted: %s", err);
+}
+
+Test(cli, ls_and_sweep_write_json_where_told)
+{
+	const char *dir = h_str("/dev/shm/%sroot", prefix), *file = h_str("/dev/shm/%sls.json", prefix);
+	char *out, *err;
+
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	const char *to_stdout[] = {h_bin("SG_CLI"), "ls", "--root", dir, "--json", NULL};
+	cr_expect_eq(h_output(to_stdout, NULL, &out, &err), 0, "%s", err);
+	cr_expect(strstr(out, "\"total_files\": 0"), "%s", out);
+	const char *dash[] = {h_bin("SG_CLI"), "ls", "--json", "-", "--root", dir, NULL};
+	cr_expect_eq(h_output(dash, NULL, &out, &err), 0, "%s", err);
+	cr_expect(strstr(out, "\"total_files\": 0"), "%s", out);
+	const char *to_file[] = {h_bin("SG_CLI"), "ls", "--root", dir, "--json", file, NULL};
+	cr_expect_eq(h_output(to_file, NULL, &out, &err), 0, "%s", err);
+	cr_expect_str_empty(out);
+	cr_expect(strstr(read_file(file), "\"total_files\": 0"), "%s", read_file(file));
+	unlink(file);
+	const char *sweep_file[] = {h_bin("SG_CLI"), "sweep", "--root", dir, "--dead", h_str("--json=%s", file), NULL};
+	cr_expect_eq(h_output(sweep_file, NULL, &out, &err), 0, "%s", err);
+	cr_expect_str_empty(out);
+	cr_expect(strstr(read_file(file), "\"removed\": 0"), "%s", read_file(file));
+	unlink(file);
+	const char *bad[] = {h_bin("SG_CLI"), "sweep", "--root", dir, "--dead", "--json", h_str("%s/no/such/x", dir), NULL};
+	cr_expect_eq(h_output(bad, NULL, &out, &err), 2, "%s", err);
+	rmdir(dir);
+}
+
+Test(cli, sweep_match_is_a_deprecated_alias_of_glob)
+{
+	const char *dir = h_str("/dev/shm/%sroot", prefix);
+	char *out, *err;
+
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	const char *glob[] = {h_bin("SG_CLI"), "sweep", "--root", dir, "--glob", "*", "--older-than", "1h", NULL};
+	cr_expect_eq(h_output(glob, NULL, &out, &err), 0, "%s", err);
+	cr_expect_str_empty(err);
+	cr_expect(strstr(out, "removed 0 files, 0 bytes (0 B) reclaimed"), "%s", out);
+	const char *match[] = {h_bin("SG_CLI"), "sweep", "--root", dir, "--match", "*", "--match", "*", "--older-than",
+			       "1h", NULL};
+	cr_expect_eq(h_output(match, NULL, &out, &err), 0, "%s", err);
+	cr_expect(strstr(err, "--match is deprecated here: it is --glob"), "%s", err);
+	cr_expect_eq(count_lines(err), 1, "warned once: %s", err);
+	rmdir(dir);
 }

@@ -141,7 +141,7 @@ Test(owners, without_xattrs_ls_and_sweep_dead_read_the_journal)
 	cr_expect(!h_exists(in_root(h_str("vllm_offload_%s.mmap", e1))), "%s", out);
 	cr_expect(!h_exists(in_root(h_str("%sa_0_0", prefix))), "%s", out);
 	cr_expect(h_exists(in_root(h_str("%sb_0_0", prefix))), "a live creator's file was swept: %s", out);
-	cr_expect(strstr(out, "removed 2 file(s)"), "%s", out);
+	cr_expect(strstr(out, "removed 2 files"), "%s", out);
 	cr_expect_eq(journals(), 1, "the dead creator's journal stayed, or the live one's went: %s", out);
 
 	/* The live one exits with its file still there: its journal stays. */
@@ -283,8 +283,8 @@ Test(owners, journals_are_not_files_to_list_or_match)
 	cr_assert_eq(mkdir(root, 0755), 0);
 	p = h_start_ready(argv, env_for(NULL));
 	cr_assert_eq(journals(), 1);
-	cr_assert_eq(sweep(&out, "--match", "*"), 2, "%s", out); /* --match needs --older-than */
-	const char *a[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--ignore-unreadable", "--match", ".*",
+	cr_assert_eq(sweep(&out, "--glob", "*"), 2, "%s", out); /* --glob needs --older-than */
+	const char *a[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--ignore-unreadable", "--glob", ".*",
 			   "--older-than", "0", NULL};
 	cr_assert_eq(h_output(a, NULL, &out, NULL), 0, "%s", out);
 	cr_expect_eq(journals(), 1, "%s", out);

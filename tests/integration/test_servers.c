@@ -245,7 +245,7 @@ Test(postgres, parallel_queries_survive_an_unrelated_abort)
 	 * (the startup process) has exited: live processes map it. */
 	char *before = dev_shm_names("PostgreSQL.", true);
 	cr_expect_eq(h_output(sweep_dead, NULL, &out, &err), 0, "%s%s", out, err);
-	cr_expect(strstr(out, "removed 0 file(s)") && strstr(out, "(postgres)"), "%s", out);
+	cr_expect(strstr(out, "removed 0 files") && strstr(out, "(postgres)"), "%s", out);
 	cr_expect_str_eq(dev_shm_names("PostgreSQL.", true), before);
 
 	kill(postmaster.pid, SIGINT); /* fast shutdown */

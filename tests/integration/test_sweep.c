@@ -263,9 +263,9 @@ Test(sweep, untagged_files_need_match_and_age)
 	close(fd);
 	close(open(in_root("fresh.tmp"), O_CREAT | O_RDWR, 0600)); /* empty: a creator may size it next */
 	close(open(in_root("other.dat"), O_CREAT | O_RDWR, 0600));
-	cr_assert_eq(sweep(&out, "--match", "*.tmp", "--older-than", "1h"), 0, "%s", out);
+	cr_assert_eq(sweep(&out, "--glob", "*.tmp", "--older-than", "1h"), 0, "%s", out);
 	cr_expect(h_exists(in_root("stale.tmp")), "younger than --older-than, yet swept: %s", out);
-	cr_assert_eq(sweep(&out, "--match", "*.tmp", "--older-than", "0s"), 0, "%s", out);
+	cr_assert_eq(sweep(&out, "--glob", "*.tmp", "--older-than", "0s"), 0, "%s", out);
 	cr_expect(!h_exists(in_root("stale.tmp")), "%s", out);
 	cr_expect(h_exists(in_root("fresh.tmp")), "a young empty file was swept: %s", out);
 	cr_expect(strstr(out, "empty and young"), "%s", out);
@@ -275,7 +275,7 @@ Test(sweep, untagged_files_need_match_and_age)
 Test(sweep, bad_usage)
 {
 	const char *argv1[] = {h_bin("SG_CLI"), "sweep", "--root", root, NULL};
-	const char *argv2[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--match", "*", NULL};
+	const char *argv2[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--glob", "*", NULL};
 	const char *argv3[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--request", "a/b", NULL};
 	const char *argv4[] = {h_bin("SG_CLI"), "sweep", "--root", "relative", "--dead", NULL};
 	char *err;
@@ -492,7 +492,7 @@ Test(sweep, every_name_is_listed_and_swept_and_none_drives_the_terminal)
 			  strstr(text, "back\\\\slash") && strstr(text, "caf\xc3\xa9") && strstr(text, "\\x1b[2J\\xfe"),
 		  "%s", text);
 
-	const char *argv[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--ignore-unreadable", "--json", "--match",
+	const char *argv[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--ignore-unreadable", "--json", "--glob",
 			      "*", "--older-than", "0", NULL};
 	cr_assert_eq(h_output(argv, NULL, &out, NULL), 0, "%s", out);
 	cr_assert_not_null(r = json_loads(out, 0, NULL), "%s", out);
@@ -523,7 +523,7 @@ Test(sweep, a_root_named_twice_is_read_once)
 	r = ls_json(root, link);
 	cr_expect_eq(json_integer_value(json_object_get(r, "total_files")), 1, "a root and a symlink to it list twice");
 	json_decref(r);
-	const char *argv[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--root", h_str("%s//", root), "--match", "*",
+	const char *argv[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--root", h_str("%s//", root), "--glob", "*",
 			      "--older-than", "0", "--ignore-unreadable", NULL};
 	cr_assert_eq(h_output(argv, NULL, &out, NULL), 0, "%s", out);
 	cr_expect_eq(h_occurrences(out, "once_0_0"), 1, "%s", out);

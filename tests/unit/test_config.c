@@ -65,6 +65,9 @@ Test(config, every_variable)
 	cr_assert_str_eq(cfg.abort_dir, "/dev/shm/aborts");
 	cr_assert_str_eq(cfg.request_id, "req-1");
 	cr_assert_eq(cfg.abort_ttl, 30);
+	setenv("SHMGUARD_ABORT_TTL", "10m", 1);
+	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.abort_ttl, 600, "a TTL takes units, as every duration does");
 	cr_assert_eq(cfg.log_level, SG_LOG_DEBUG);
 	cr_assert(!cfg.tag_xattr);
 	cr_assert(!cfg.tag_journal);
@@ -93,7 +96,9 @@ Test(config, bad_values_name_their_variable)
 	rejects("SHMGUARD_REQUEST_ID", "..");
 	rejects("SHMGUARD_ABORT_TTL", "0");
 	rejects("SHMGUARD_ABORT_TTL", "-5");
-	rejects("SHMGUARD_ABORT_TTL", "10s");
+	rejects("SHMGUARD_ABORT_TTL", "10x");
+	rejects("SHMGUARD_ABORT_TTL", "1.5");
+	rejects("SHMGUARD_ABORT_TTL", "8d");
 	rejects("SHMGUARD_ABORT_TTL", "");
 	rejects("SHMGUARD_LOG", "verbose");
 	rejects("SHMGUARD_TAG", "on");

@@ -33,3 +33,34 @@ Test(size, refuses_what_is_not_a_size)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_expect_eq(sg_parse_size(bad[i], &v), -1, "'%s' was accepted", bad[i]);
 }
+
+static double seconds(const char *s)
+{
+	double v = -1;
+
+	cr_assert_eq(sg_parse_duration(s, &v), 0, "'%s' was refused", s);
+	return v;
+}
+
+Test(duration, units)
+{
+	cr_expect_eq(seconds("0"), 0);
+	cr_expect_eq(seconds("90"), 90);
+	cr_expect_eq(seconds("2.5"), 2.5);
+	cr_expect_eq(seconds(".5"), 0.5);
+	cr_expect_eq(seconds("30s"), 30);
+	cr_expect_eq(seconds("250ms"), 0.25);
+	cr_expect_eq(seconds("10m"), 600);
+	cr_expect_eq(seconds("1.5h"), 5400);
+	cr_expect_eq(seconds("1d"), 86400);
+}
+
+Test(duration, refuses_what_is_not_a_duration)
+{
+	const char *bad[] = {"", "-1", " 1", "1 ", "s", "1x", "1S", "1mm", "1sec", "1.2.3", "inf", "nan", "0x10",
+			     "1e3", "1,5", "+1", ".", "1.5 h"};
+	double v;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(sg_parse_duration(bad[i], &v), -1, "'%s' was accepted", bad[i]);
+}
