@@ -41,9 +41,12 @@ static void usage(FILE *out)
 		"      --preset NAME     a ready regex: vllm, sglang, nginx or envoy (see docs/usage.md)\n"
 		"      --id-template T   the request ID made from the logged one: 'chatcmpl-{id}'\n"
 		"      --from-start      the file's present lines too, not only new ones\n\n"
-		"Exit status: 0 all marked, 1 a marker could not be written or DIR is refused (or\n"
-		"the log could not be read), 2 bad usage or ID.  An invalid ID in a followed log is\n"
-		"skipped and counted, not fatal.\n",
+		"An ID a followed log yields that the shims would not accept is skipped and counted,\n"
+		"not fatal.\n\n"
+		"Exit status: 0 all marked; 1 a marker could not be written, or DIR is refused; 2 bad\n"
+		"usage or ID.\n\n"
+		"Exit status with --follow: 0 stopped by a signal or at the end of stdin; 1 a marker\n"
+		"could not be written or the log could not be read; 2 bad usage.\n",
 		SG_DEFAULT_ABORT_DIR, SG_DEFAULT_ABORT_TTL);
 }
 

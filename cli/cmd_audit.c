@@ -58,9 +58,10 @@ static void usage(FILE *out)
 		"A first SIGINT (or SIGTERM, SIGHUP) goes to COMMAND; a second kills it and ends the run.\n"
 		"With GITHUB_ACTIONS=true it also writes annotations to stdout and a summary table to\n"
 		"$GITHUB_STEP_SUMMARY.\n\n"
-		"Exit status: 0 pass (or no budget given), 1 over budget or events or markers lost, 2 bad\n"
-		"usage or input, 3 tracing not possible here (or it failed during the run), 4 COMMAND\n"
-		"failed or was killed (the report is still printed).\n",
+		"Exit status: 0 pass (or no budget given); 1 over budget, or events, files or markers\n"
+		"lost without --allow-drops; 2 bad usage or input, found before COMMAND runs; 3 tracing\n"
+		"not possible here, or it failed during the run; 4 the gate passed but COMMAND failed\n"
+		"or was killed. The report is printed in every case but 2.\n",
 		SG_DEFAULT_ABORT_DIR);
 }
 

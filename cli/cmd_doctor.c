@@ -38,7 +38,7 @@ static void usage(FILE *out)
 		     "  --root DIR      a shm root to check instead of /dev/shm (repeatable)\n"
 		     "  -h, --help      show this help\n"
 		     "  -V, --version   print the version\n\n"
-		     "Exit status: 0 all is well, 1 something is not, 2 bad usage.\n");
+		     "Exit status: 0 all is well; 1 something is not; 2 bad usage.\n");
 }
 
 static int line(const char *what, bool ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

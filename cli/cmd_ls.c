@@ -22,7 +22,7 @@ static void usage(FILE *out)
 		"  --json [FILE]    the same as JSON, into FILE (--json=FILE too; none or -: stdout)\n"
 		"  -h, --help       show this help\n"
 		"  -V, --version    print the version\n\n"
-		"Exit status: 0, 1 a root or /proc could not be read, 2 bad usage.\n");
+		"Exit status: 0; 1 a root or /proc could not be read; 2 bad usage.\n");
 }
 
 static int by_bytes(const void *x, const void *y)

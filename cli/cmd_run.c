@@ -28,8 +28,8 @@ static void usage(FILE *out)
 		"                        next to this program or in %s)\n"
 		"  -h, --help            show this help\n"
 		"  -V, --version         print the version\n\n"
-		"Exit status: COMMAND's; 2 for bad usage or configuration, 126/127 when COMMAND\n"
-		"cannot be run.\n",
+		"Exit status: COMMAND's; 1 the shim not found; 2 bad usage or configuration; 126\n"
+		"or 127 COMMAND cannot be run.\n",
 		SG_SHIM_NAME, SHMGUARD_LIBDIR);
 }
 

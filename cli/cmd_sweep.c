@@ -59,7 +59,7 @@ static void usage(FILE *out)
 		"Never unlinked: a file in use (or, without --ignore-unreadable, whose users cannot all\n"
 		"be seen), a zero-length file younger than %.0f s, a name whose inode changed since it\n"
 		"was examined, a symlink.  Sweeps of one root run one at a time.\n\n"
-		"Exit status: 0, 1 a file could not be removed or a root read or locked, 2 bad usage.\n",
+		"Exit status: 0; 1 a file could not be removed, or a root read or locked; 2 bad usage.\n",
 		YOUNG_EMPTY_S);
 }
 
