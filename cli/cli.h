@@ -47,7 +47,7 @@ int cli_unexpected(int code, const char *sub, const char *word);
 #define SG_SHIM_NAME "libshmguard.so"
 
 /* The shim: given (made absolute), else next to this program in a build
- * tree, else in the install libdir.  Returns 0 with out (PATH_MAX bytes)
+ * tree, else in its install directory (LIBDIR/shmguard).  Returns 0 with out (PATH_MAX bytes)
  * set, or -1 (given: with errno). */
 int cli_find_shim(const char *given, char *out);
 

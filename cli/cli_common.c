@@ -33,7 +33,7 @@ int cli_find_shim(const char *given, char *out)
 		if (usable(candidate, out) == 0)
 			return 0;
 	}
-	snprintf(candidate, sizeof(candidate), "%s/" SG_SHIM_NAME, SHMGUARD_LIBDIR);
+	snprintf(candidate, sizeof(candidate), "%s/" SG_SHIM_NAME, SHMGUARD_SHIM_DIR);
 	return usable(candidate, out);
 }
 

@@ -1,5 +1,6 @@
 /* shmguard doctor: can shmguard work here, and if not, why. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <getopt.h>
@@ -26,8 +27,8 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "Usage: shmguard doctor [--binary PATH] [--root DIR]... [--need SIZE]\n\n"
-		     "Checks, one line each: the kernel and its BTF, whether the auditor's BPF programs load\n"
-		     "here (and why not), tracefs, and for each shm root (default /dev/shm) its filesystem,\n"
+		     "Checks, one line each: the kernel, where the shim is (the path for LD_PRELOAD), the\n"
+		     "kernel's BTF, whether the auditor's BPF programs load here (and why not), tracefs, and for each shm root (default /dev/shm) its filesystem,\n"
 		     "size and use, and whether the shim can keep its ownership journal and its xattr tags\n"
 		     "there; with --binary, whether that program can run under the shim.\n"
 		     "With --need SIZE (512M, 2G, 1.5GiB: powers of 1024), whether each root has that much\n"
@@ -173,6 +174,7 @@ int cmd_doctor(int argc, char **argv)
 	uint64_t need = 0;
 	int c, status = 0;
 	struct utsname u;
+	char shim[PATH_MAX];
 
 	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -195,6 +197,10 @@ int cmd_doctor(int argc, char **argv)
 
 	uname(&u);
 	line("kernel", true, "%s %s", u.release, u.machine);
+	status |= cli_find_shim(NULL, shim) == 0
+			  ? line("shim", true, "%s (for LD_PRELOAD; 'shmguard run' preloads it)", shim)
+			  : line("shim", false, "%s not found next to this program nor in %s", SG_SHIM_NAME,
+				 SHMGUARD_SHIM_DIR);
 	status |= access("/sys/kernel/btf/vmlinux", R_OK) == 0
 			  ? line("btf", true, "/sys/kernel/btf/vmlinux")
 			  : line("btf", false, "no /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF for the auditor");

@@ -30,7 +30,7 @@ static void usage(FILE *out)
 		"  -V, --version         print the version\n\n"
 		"Exit status: COMMAND's; 1 the shim not found; 2 bad usage or configuration; 126\n"
 		"or 127 COMMAND cannot be run.\n",
-		SG_SHIM_NAME, SHMGUARD_LIBDIR);
+		SG_SHIM_NAME, SHMGUARD_SHIM_DIR);
 }
 
 /* LD_PRELOAD with the shim first, once. */
@@ -129,7 +129,7 @@ int cmd_run(int argc, char **argv)
 		else
 			status = cli_fail(EXIT_FAIL, "run",
 					  "cannot find %s (looked next to this program and in %s); pass --lib PATH",
-					  SG_SHIM_NAME, SHMGUARD_LIBDIR);
+					  SG_SHIM_NAME, SHMGUARD_SHIM_DIR);
 		goto out;
 	}
 	if (preload(shim) < 0) {

@@ -4,11 +4,13 @@
 #    preload the installed shim by itself, `shmguard doctor` must pass, and
 #    the demonstration must fail the gate without the shim and pass under it;
 # 2. the Debian packages (dpkg-buildpackage -b) of a copy of the tree: the
-#    shim's package must not depend on the auditor's libraries.
+#    shim's package must not depend on the auditor's libraries, the shim is
+#    in its private directory, the documentation and examples are shipped,
+#    and lintian finds no error and no warning.
 # Prints one line per check; exits 1 when one fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh debhelper dpkg-dev scdoc
+scripts/deps.sh debhelper dpkg-dev scdoc lintian
 
 work=$(mktemp -d /tmp/shmguard-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -23,19 +25,23 @@ meson compile -C "$work/build" >/dev/null
 meson install -C "$work/build" >/dev/null
 libdir=$(meson introspect "$work/build" --buildoptions | python3 -c \
 	'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"))')
-for f in bin/shmguard "$libdir/libshmguard.so" include/shmguard.h libexec/shmguard/shmpipe \
-	share/man/man1/shmguard.1 share/man/man7/libshmguard.7; do
+for f in bin/shmguard bin/shmguard-preflight "$libdir/shmguard/libshmguard.so" include/shmguard.h \
+	libexec/shmguard/shmpipe share/man/man1/shmguard.1 share/man/man1/shmguard-preflight.1 \
+	share/man/man7/libshmguard.7; do
 	[ -e "$prefix/$f" ]; check "installed $f" $?
 done
 
 # The installed command finds the installed shim, with nothing set.
 maps=$(env -u SHMGUARD_LIB "$prefix/bin/shmguard" run -- cat /proc/self/maps)
-grep -qF "$prefix/$libdir/libshmguard.so" <<<"$maps"; check "shmguard run preloads $prefix/$libdir/libshmguard.so" $?
+grep -qF "$prefix/$libdir/shmguard/libshmguard.so" <<<"$maps"
+check "shmguard run preloads $prefix/$libdir/shmguard/libshmguard.so" $?
 
 status=0
 "$prefix/bin/shmguard" doctor >"$work/doctor" 2>&1 || status=$?
 check "shmguard doctor from the prefix" $status
 [ $status -eq 0 ] || cat "$work/doctor"
+grep -q "^shim .* ok   $prefix/$libdir/shmguard/libshmguard.so " "$work/doctor"
+check "shmguard doctor names the installed shim" $?
 
 if [ "$(id -u)" -eq 0 ]; then
 	scripts/demo.sh --installed "$prefix" >"$work/demo" 2>&1 || true
@@ -61,11 +67,24 @@ for pkg in libshmguard shmguard; do
 	dpkg-deb -c "$deb" | awk '{print $6}' >"$work/deb/$pkg.files"
 done
 if [ -f "$work/deb/libshmguard.files" ] && [ -f "$work/deb/shmguard.files" ]; then
-	grep -q '/libshmguard\.so$' "$work/deb/libshmguard.files"; check "libshmguard holds the shim" $?
+	grep -q '^\./usr/lib/[^/]*/shmguard/libshmguard\.so$' "$work/deb/libshmguard.files"
+	check "libshmguard holds the shim, in /usr/lib/<triplet>/shmguard/" $?
+	for f in README.md docs/usage.md docs/github-workflow.yml contrib/systemd/shmguard-audit.service \
+		contrib/kubernetes/vllm-shmguard.yaml; do
+		grep -qx "\./usr/share/doc/shmguard/$f" "$work/deb/shmguard.files"; check "shmguard ships /usr/share/doc/shmguard/$f" $?
+	done
+	grep -q '/man1/shmguard-preflight\.1\.gz$' "$work/deb/shmguard.files"; check "shmguard ships shmguard-preflight(1)" $?
 	grep -q '/bin/shmguard$' "$work/deb/shmguard.files"; check "shmguard holds the command" $?
 	deps=$(dpkg-deb -f "$work"/deb/libshmguard_*.deb Depends)
 	! grep -qE 'libbpf|libjansson|libelf' <<<"$deps"; check "libshmguard depends on no auditor library ($deps)" $?
 	deps=$(dpkg-deb -f "$work"/deb/shmguard_*.deb Depends)
 	grep -q 'libshmguard (=' <<<"$deps"; check "shmguard depends on libshmguard of its version" $?
 fi
+# Errors and warnings fail (an override in debian/*.lintian-overrides must
+# give its reason); what lintian said is shown either way.
+status=0
+lintian --fail-on error,warning "$work"/deb/*.changes \
+	>"$work/deb/lintian" 2>&1 || status=$?
+check "lintian: no error, no warning" $status
+grep -v -e "^N:" -e "running with root privileges" "$work/deb/lintian" | sed 's/^/install:       /' || true
 exit $failed
