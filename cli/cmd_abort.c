@@ -1,4 +1,5 @@
 /* shmguard abort: write abort markers. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -19,6 +20,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: shmguard abort [-a DIR] [-t DURATION] REQUEST-ID...\n"
+		"       shmguard abort --init-dir DIR\n"
 		"       shmguard abort --follow FILE|- (--match REGEX | --preset NAME) [--id-template T]\n"
 		"                      [--from-start] [-a DIR] [-t DURATION]\n\n"
 		"Marks each request aborted by creating DIR/REQUEST-ID (or refreshing its time).\n"
@@ -30,6 +32,9 @@ static void usage(FILE *out)
 		"                        %s)\n"
 		"  -t, --ttl DURATION    marker lifetime (600, 10m; default: $SHMGUARD_ABORT_TTL, else\n"
 		"                        %d s)\n"
+		"      --init-dir DIR    only make DIR the abort directory: create it and stamp it as\n"
+		"                        shmguard's (so that old markers expire), or stamp an empty\n"
+		"                        one; checked as above (for a service's ExecStartPre=)\n"
 		"  -h, --help            show this help\n"
 		"  -V, --version         print the version\n\n"
 		"With --follow, reads a log (a file followed by name like tail -F, through rotation\n"
@@ -117,11 +122,50 @@ cleanup:
 	return status;
 }
 
+/* --init-dir: DIR made the abort directory, stamped so that markers expire
+ * there.  One that exists unstamped is stamped only when empty: the stamp
+ * lets expiry remove old files of ours, which another directory may hold. */
+static int init_dir(const char *dir)
+{
+	int dfd = open_dir(dir), fd, status = EXIT_OK;
+	unsigned entries = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (dfd < 0)
+		return EXIT_FAIL;
+	if (sg_abort_dir_stamped(dfd, geteuid()))
+		goto cleanup;
+	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || !(d = fdopendir(fd))) {
+		status = cli_fail(EXIT_FAIL, "abort", "cannot read abort directory %s: %s", dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto cleanup;
+	}
+	while ((e = readdir(d)))
+		entries += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	if (entries)
+		status = cli_fail(EXIT_FAIL, "abort",
+				  "abort directory %s was not made by shmguard (no %s) and holds %u %s: markers would "
+				  "never expire there; empty or remove it, then run --init-dir again",
+				  dir, SG_ABORT_DIR_STAMP, CLI_PLURAL(entries, "file", "files"));
+	else if (mknodat(dfd, SG_ABORT_DIR_STAMP, S_IFREG | 0444, 0) < 0)
+		status = cli_fail(EXIT_FAIL, "abort", "cannot stamp abort directory %s: %s", dir, strerror(errno));
+cleanup:
+	close(dfd);
+	return status;
+}
+
 /* What is wrong with the arguments left after the options, or NULL. */
-static const char *usage_error(const struct abort_follow_opts *f, int nargs, char **args)
+static const char *usage_error(const struct abort_follow_opts *f, bool init, int nargs, char **args)
 {
 	static char buf[160];
 
+	if (init && (f->file || nargs))
+		return "--init-dir takes no request ID and no --follow";
+	if (init)
+		return NULL;
 	if (!f->file) {
 		if (f->match || f->preset || f->id_template || f->from_start)
 			return "--match, --preset, --id-template and --from-start go with --follow";
@@ -150,6 +194,7 @@ int cmd_abort(int argc, char **argv)
 		{"from-start", no_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
+		{"init-dir", required_argument, NULL, 'I'},
 		{0},
 	};
 	const char *dir_arg = getenv("SHMGUARD_ABORT_DIR"), *ttl_arg = getenv("SHMGUARD_ABORT_TTL");
@@ -159,6 +204,7 @@ int cmd_abort(int argc, char **argv)
 	struct abort_follow_opts follow = {0};
 	unsigned ttl = SG_DEFAULT_ABORT_TTL;
 	int c, dfd, status = EXIT_OK;
+	bool init = false;
 	const char *why;
 
 	while ((c = getopt_long(argc, argv, "a:t:hV", opts, NULL)) != -1) {
@@ -174,6 +220,10 @@ int cmd_abort(int argc, char **argv)
 		case 'P': follow.preset = optarg; break;
 		case 'T': follow.id_template = optarg; break;
 		case 'S': follow.from_start = true; break;
+		case 'I':
+			dir_arg = optarg;
+			init = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -181,7 +231,7 @@ int cmd_abort(int argc, char **argv)
 		default: return cli_try_help(EXIT_USAGE, "abort");
 		}
 	}
-	if ((why = usage_error(&follow, argc - optind, argv + optind)))
+	if ((why = usage_error(&follow, init, argc - optind, argv + optind)))
 		return cli_usage_fail(EXIT_USAGE, "abort", "%s", why);
 	if ((why = sg_config_check_dir(dir_arg && *dir_arg ? dir_arg : SG_DEFAULT_ABORT_DIR, dir)))
 		return cli_usage_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir_arg, why);
@@ -194,6 +244,8 @@ int cmd_abort(int argc, char **argv)
 	if (ttl_arg && sg_config_parse_ttl(ttl_arg, &ttl) < 0)
 		return cli_usage_fail(EXIT_USAGE, "abort", "bad TTL '%s': expected a duration of whole seconds from 1 to %d (600, 10m, 1h)", ttl_arg,
 				SG_MAX_ABORT_TTL);
+	if (init)
+		return init_dir(dir);
 	if (follow.file)
 		return abort_follow(&follow, dir, ttl, open_dir, write_marker);
 	/* All IDs are checked before any marker is written. */

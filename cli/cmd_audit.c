@@ -232,8 +232,9 @@ static int resolve_roots(struct audit *a, const struct audit_opts *o)
 	}
 	if (stat(o->abort_dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return cli_fail(-1, "audit",
-				"abort directory %s does not exist (create it first: mkdir -p %s; the shim and "
-				"'shmguard abort' use it too)",
+				"abort directory %s does not exist: create it with 'shmguard abort --init-dir %s' "
+				"(stamped as shmguard's, so that old markers expire; a directory made by mkdir keeps "
+				"them for ever)",
 				o->abort_dir, o->abort_dir);
 	return 0;
 }

@@ -6,11 +6,14 @@
 # 2. the Debian packages (dpkg-buildpackage -b) of a copy of the tree: the
 #    shim's package must not depend on the auditor's libraries, the shim is
 #    in its private directory, the documentation and examples are shipped,
-#    and lintian finds no error and no warning.
+#    and lintian finds no error and no warning;
+# 3. the systemd units as shipped: `systemd-analyze verify` in a root made of
+#    both packages (and this machine's units), and `systemd-analyze
+#    security` at 5.0 or lower for each.
 # Prints one line per check; exits 1 when one fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh debhelper dpkg-dev scdoc lintian
+scripts/deps.sh debhelper dpkg-dev scdoc lintian systemd
 
 work=$(mktemp -d /tmp/shmguard-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -87,4 +90,29 @@ lintian --fail-on error,warning "$work"/deb/*.changes \
 	>"$work/deb/lintian" 2>&1 || status=$?
 check "lintian: no error, no warning" $status
 grep -v -e "^N:" -e "running with root privileges" "$work/deb/lintian" | sed 's/^/install:       /' || true
+
+# The units, as the package ships them, in a root of their own: verify needs
+# the commands they run, the manual pages they name and the system's units.
+root=$work/root
+units=$root/usr/share/doc/shmguard/contrib/systemd
+mkdir -p "$root/etc/systemd/system" "$root/lib/systemd"
+for deb in "$work"/deb/libshmguard_*.deb "$work"/deb/shmguard_*.deb; do dpkg-deb -x "$deb" "$root"; done
+cp -a /lib/systemd/system "$root/lib/systemd/"
+names=()
+for u in "$units"/*.service; do
+	cp "$u" "$root/etc/systemd/system/"
+	names+=("${u##*/}")
+done
+[ ${#names[@]} -ge 3 ]; check "the package ships the systemd units (${names[*]})" $?
+status=0
+MANPATH=$root/usr/share/man systemd-analyze verify --root="$root" "${names[@]}" >"$work/verify" 2>&1 || status=$?
+check "systemd-analyze verify: ${names[*]}" $status
+[ $status -eq 0 ] || sed 's/^/install:       /' "$work/verify"
+for u in "${names[@]}"; do
+	status=0
+	systemd-analyze security --offline=yes --threshold=50 "$units/$u" >"$work/security" 2>&1 || status=$?
+	check "systemd-analyze security $u: $(grep -o 'exposure level for [^:]*: [0-9.]* [A-Z]*' "$work/security" |
+		sed 's/.*: //') (at most 5.0)" $status
+	[ $status -eq 0 ] || grep '✗' "$work/security" | sed 's/^/install:       /'
+done
 exit $failed

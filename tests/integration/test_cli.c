@@ -317,3 +317,46 @@ Test(cli, sweep_match_is_a_deprecated_alias_of_glob)
 	cr_expect_eq(count_lines(err), 1, "warned once: %s", err);
 	rmdir(dir);
 }
+
+/* --init-dir makes the abort directory shmguard's (stamped: markers expire
+ * there), which mkdir -p does not; it refuses a directory another user made. */
+Test(cli, abort_init_dir_creates_and_stamps_the_directory)
+{
+	const char *stamp = h_str("%s/.shmguard-abort-dir", abort_dir);
+	struct stat st;
+	char *err;
+
+	cr_assert_eq(cli(&err, "abort", "--init-dir", abort_dir, NULL, NULL), 0, "%s", err);
+	cr_expect(stat(abort_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid(), "%s", err);
+	cr_expect(h_exists(stamp), "not stamped");
+	cr_expect_eq(cli(&err, "abort", "--init-dir", abort_dir, NULL, NULL), 0, "again: %s", err);
+
+	/* An empty directory made by hand is stamped; one holding files is not. */
+	cr_assert_eq(unlink(stamp), 0);
+	cr_expect_eq(cli(&err, "abort", "--init-dir", abort_dir, NULL, NULL), 0, "%s", err);
+	cr_expect(h_exists(stamp), "an empty directory was not stamped");
+	cr_assert_eq(unlink(stamp), 0);
+	const char *other = h_str("%s/%snot-a-marker", abort_dir, prefix);
+	FILE *f = fopen(other, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	cr_expect_eq(cli(&err, "abort", "--init-dir", abort_dir, NULL, NULL), 1, "%s", err);
+	cr_expect(strstr(err, "was not made by shmguard") && strstr(err, "holds 1 file:"), "%s", err);
+	cr_expect(!h_exists(stamp), "a directory holding other files was stamped");
+	cr_expect(h_exists(other));
+	unlink(other);
+	expect_usage_error("abort", (const char *[]){"--init-dir", abort_dir, "some-id", NULL}, "takes no request ID");
+}
+
+Test(cli, abort_init_dir_refuses_a_directory_someone_else_made)
+{
+	const struct h_user *u = h_hostile_user();
+	char *out, *err;
+
+	/* The other user squats the name first, as anyone can in /dev/shm. */
+	const char *squat[] = {"/bin/mkdir", "-m", "0755", abort_dir, NULL};
+	cr_assert_eq(h_output_as(u, squat, NULL, &out, &err), 0, "%s", err);
+	cr_expect_eq(cli(&err, "abort", "--init-dir", abort_dir, NULL, NULL), 1, "%s", err);
+	cr_expect(strstr(err, "so the shims ignore its markers"), "%s", err);
+	cr_expect(!h_exists(h_str("%s/.shmguard-abort-dir", abort_dir)), "the squatter's directory was stamped");
+}
