@@ -21,8 +21,10 @@
 #
 # Kernels are cached in $SHMGUARD_KERNEL_CACHE (default
 # /var/cache/shmguard-kernels), fetched when missing with `apt-get download`
-# from Debian's registry through a private apt configuration kept in the
-# cache (the machine's own apt setup is not used).  Needs root (the host run
+# through a private apt configuration kept in the cache: only the machine's
+# Debian mirror (the first URIs: of its deb822 sources, else its
+# sources.list; $SHMGUARD_KERNEL_MIRROR instead) and its proxy settings are
+# taken from its own apt setup (scripts/kernels/mirror.sh).  Needs root (the host run
 # uses namespaces and chroot), qemu-system-x86, busybox-static, bpftool and
 # clang (scripts/deps.sh).
 #
@@ -92,11 +94,21 @@ cache=${SHMGUARD_KERNEL_CACHE:-/var/cache/shmguard-kernels}
 apt_dir=$cache/apt
 export APT_CONFIG=$apt_dir/apt.conf
 
+# shellcheck source=kernels/mirror.sh
+. scripts/kernels/mirror.sh
+
 private_apt() {
 	mkdir -p "$apt_dir"/{lists/partial,archives/partial,cache,parts,preferences.d}
-	local key=/usr/share/keyrings/debian-archive-keyring.gpg suite
+	local key=/usr/share/keyrings/debian-archive-keyring.gpg suite mirror
+	mirror=${SHMGUARD_KERNEL_MIRROR:-$(apt_mirror)}
+	if [ -z "$mirror" ]; then
+		echo "kernels: no Debian mirror in this machine's apt sources (/etc/apt/sources.list.d/*.sources," \
+			"/etc/apt/sources.list): set SHMGUARD_KERNEL_MIRROR=URI" >&2
+		exit 3
+	fi
+	echo "kernels: fetching through $mirror" >&2
 	for suite in bookworm bookworm-backports bullseye; do
-		echo "deb [signed-by=$key] http://deb.debian.org/debian $suite main"
+		echo "deb [signed-by=$key] $mirror $suite main"
 	done >"$apt_dir/sources.list"
 	: >"$apt_dir/status"
 	# APT_CONFIG is read first, so the machine's apt.conf(.d), sources,
@@ -116,6 +128,7 @@ private_apt() {
 		Dir::Cache::srcpkgcache "";
 		APT::Sandbox::User "root";
 		Acquire::Languages "none";
+		$(apt_proxy_config)
 	EOF
 	apt-get -qq update
 }
