@@ -5,23 +5,37 @@
 # half-way (their chunks are never read): the first run leaves their segments
 # and lock files in /dev/shm and fails the gate, the second leaves nothing of
 # them and passes.  Live requests still waiting to be read stay in both runs.
-# Each run's timeline is drawn (--plot) into docs/demo-without-shim.svg and
-# docs/demo-with-shim.svg (not with --installed: the pictures in docs/ are
-# those of the tree's build, which the README shows).
-# `scripts/demo.sh --installed PREFIX` runs the installed shmguard (and the
-# example pipeline installed with it) instead of building.
+# Each run's timeline is drawn (--plot) into build/demo/demo-without-shim.svg
+# and build/demo/demo-with-shim.svg.
+#
+#   scripts/demo.sh                    build (installing only what the demo
+#                                      needs: scripts/deps.sh demo) and run
+#   scripts/demo.sh --update-pictures  the same, drawing into docs/ instead:
+#                                      the pictures the README shows
+#   scripts/demo.sh --installed PREFIX run the installed shmguard (and the
+#                                      example pipeline installed with it),
+#                                      drawing nothing
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${1:-}" = --installed ]; then
+usage() { sed -n '/^#   scripts\/demo.sh/,/^#  *drawing nothing/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+case ${1:-} in
+--installed)
+	[ $# -eq 2 ] || usage
 	shmguard=$2/bin/shmguard
 	shmpipe=$2/libexec/shmguard/shmpipe
 	plots=
-else
-	scripts/build.sh
+	;;
+--update-pictures | '')
+	[ $# -le 1 ] || usage
+	SHMGUARD_DEPS=demo scripts/build.sh
 	shmguard=build/cli/shmguard
 	shmpipe=build/examples/shmpipe
-	plots=docs
-fi
+	plots=build/demo
+	[ "${1:-}" = --update-pictures ] && plots=docs
+	mkdir -p "$plots"
+	;;
+*) usage ;;
+esac
 
 prefix="demo-$$-"
 abort_dir="/dev/shm/${prefix}abort"
@@ -31,10 +45,10 @@ requests=200 rate=40 chunks=2 chunk_size=45000 abort_every=10 hold=4
 # Then the shim's journals of those files' creators, now orphans.
 cleanup() {
 	rm -rf /dev/shm/"$prefix"* /dev/shm/shm_"$prefix"*
-	build/cli/shmguard sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true
+	"$shmguard" sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true
 }
 trap cleanup EXIT
-mkdir -p "$abort_dir"
+"$shmguard" abort --init-dir "$abort_dir" >/dev/null
 
 # The auditor needs root (eBPF); without it the demonstration only looks.
 audit=("$shmguard" audit --patterns "$patterns" --abort-dir "$abort_dir" --grace 1 --max-kib-per-abort 0)
@@ -56,8 +70,8 @@ report() {
 			held=$((held + 1))
 		fi
 	done
-	printf 'ls /dev/shm: %d file(s) of aborted requests (%d KiB); %d of live requests still waiting\n' \
-		"$aborted" $((aborted_bytes / 1024)) "$held"
+	printf 'ls /dev/shm: %d %s of aborted requests (%d KiB); %d of live requests still waiting\n' \
+		"$aborted" "$([ "$aborted" -eq 1 ] && echo file || echo files)" $((aborted_bytes / 1024)) "$held"
 }
 
 # Requests arrive over five seconds (--rate), so that the pictures show the
@@ -83,7 +97,7 @@ echo "== 1. as it is"
 run_pipeline demo-without-shim.svg
 report
 cleanup
-mkdir -p "$abort_dir"
+"$shmguard" abort --init-dir "$abort_dir" >/dev/null
 echo
 echo "== 2. under shmguard: no change to the pipeline, LD_PRELOAD through 'shmguard run'"
 run_pipeline demo-with-shim.svg "$shmguard" run --patterns "$patterns" --abort-dir "$abort_dir" --

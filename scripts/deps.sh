@@ -1,19 +1,48 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages shmguard needs to build, test and demonstrate,
-# but only those that are missing: a machine that has them all is left alone.
+# Install the Debian 12 packages shmguard needs, but only those that are
+# missing: a machine that has them all is left alone.
+#
+#   scripts/deps.sh [--list] [demo|test] [PACKAGE]...
+#
+# demo: what building shmguard and running scripts/demo.sh take, nothing
+#       more (no server is installed, let alone started);
+# test: that, and everything scripts/test.sh runs against: the test
+#       framework, the servers the integration tests drive (nginx,
+#       PostgreSQL, Prometheus), QEMU for the kernel matrix, the packaging
+#       tools of the install test.  The default.
 # Extra package names (what a benchmark compares against) may follow.
+# --list prints the profile's packages, one a line, and installs nothing.
 set -euo pipefail
 
-packages=(
-	meson ninja-build pkg-config gcc g++ libc6-dev clang llvm
+build=(
+	meson ninja-build pkg-config gcc libc6-dev clang llvm
 	libbpf-dev bpftool libelf-dev zlib1g-dev
-	libjansson-dev libmicrohttpd-dev libcriterion-dev systemtap-sdt-dev
-	python3 attr util-linux bc valgrind librsvg2-bin
-	prometheus curl python3-junitparser
-	qemu-system-x86 busybox-static
-	libpcre2-dev nginx python3-yaml postgresql
-	"$@"
+	libjansson-dev libmicrohttpd-dev libpcre2-dev systemtap-sdt-dev
 )
+test=(
+	g++ libcriterion-dev
+	python3 attr util-linux bc valgrind librsvg2-bin
+	prometheus curl python3-junitparser python3-yaml
+	qemu-system-x86 busybox-static
+	nginx postgresql
+	debhelper dpkg-dev scdoc lintian systemd
+)
+list=0
+if [ "${1:-}" = --list ]; then
+	list=1
+	shift
+fi
+profile=test
+case ${1:-} in
+demo | test) profile=$1; shift ;;
+esac
+packages=("${build[@]}")
+[ "$profile" = demo ] || packages+=("${test[@]}")
+packages+=("$@")
+if [ $list = 1 ]; then
+	printf '%s\n' "${packages[@]}"
+	exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -21,7 +50,7 @@ for p in "${packages[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "shmguard: installing missing packages: ${missing[*]}" >&2
+echo "shmguard: installing missing packages ($profile): ${missing[*]}" >&2
 if [ "$(id -u)" -ne 0 ]; then
 	sudo=sudo
 else

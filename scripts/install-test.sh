@@ -13,7 +13,7 @@
 # Prints one line per check; exits 1 when one fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh debhelper dpkg-dev scdoc lintian systemd
+scripts/deps.sh test
 
 work=$(mktemp -d /tmp/shmguard-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -47,11 +47,21 @@ grep -q "^shim .* ok   $prefix/$libdir/shmguard/libshmguard.so " "$work/doctor"
 check "shmguard doctor names the installed shim" $?
 
 if [ "$(id -u)" -eq 0 ]; then
-	scripts/demo.sh --installed "$prefix" >"$work/demo" 2>&1 || true
+	# From a tree with no build/ in it: the installed files alone.
+	mkdir -p "$work/demo-tree/scripts"
+	cp scripts/demo.sh "$work/demo-tree/scripts/"
+	status=0
+	"$work/demo-tree/scripts/demo.sh" --installed "$prefix" >"$work/demo" 2>&1 &
+	pid=$!
+	wait $pid || status=$?
+	check "demonstration from the prefix: exit status 0 ($status)" $status
 	[ "$(grep -c '^verdict: FAIL' "$work/demo")" -eq 1 ] && [ "$(grep -c '^verdict: PASS' "$work/demo")" -eq 1 ] &&
 		grep -q '^exit status 1$' "$work/demo" && grep -q '^exit status 0$' "$work/demo"
 	status=$?
 	check "demonstration from the prefix: FAIL as shipped, PASS under the shim" $status
+	! grep -q 'No such file\|command not found' "$work/demo" &&
+		[ -z "$(find /dev/shm -maxdepth 1 -name "demo-$pid-*" -o -maxdepth 1 -name "shm_demo-$pid-*")" ]
+	check "demonstration from the prefix: its cleanup leaves nothing in /dev/shm" $?
 	[ $status -eq 0 ] || cat "$work/demo"
 fi
 

@@ -6,7 +6,7 @@
 # Any report fails the run.  scripts/test.sh runs this as its third pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh test
 
 [ -f build-tsan/build.ninja ] || meson setup build-tsan -Db_sanitize=thread -Db_lundef=false >/dev/null
 meson compile -C build-tsan shmguard:shared_library shmguard:executable shmtool stress >/dev/null
