@@ -35,6 +35,7 @@ struct audit_opts {
 	double grace, duration, interval;
 	const char *json_path, *junit_path, *plot_path;
 	int json_fd, junit_fd, plot_fd; /* the paths, opened before the run */
+	bool report_on_stdout; /* one of them is stdout: the text report goes to stderr */
 	const char *metrics_path; /* --metrics-file: rewritten every metrics_interval */
 	double metrics_interval;
 	struct metrics_server *metrics_server; /* --listen, serving before the run */
@@ -164,6 +165,8 @@ void audit_live_free(struct audit_live *l);
 void audit_live_update(struct audit *a, uint64_t dropped);
 /* The figures now, written once more (the end of the run, or its start). */
 int audit_live_flush(struct audit *a, uint64_t dropped);
+/* Why the metrics file could not be written (after a -1 from the above). */
+const char *audit_live_why(const struct audit *a);
 /* --plot: the timeline of the run, written to its fd, its title saying
  * the leak per abort and the verdict.  0, or -1. */
 int audit_live_plot(const struct audit *a, double kib_per_abort, const char *verdict);

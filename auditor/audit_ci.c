@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "audit_report.h"
+#include "outfile.h"
 #include "text.h"
 
 /* A failing case lists this many requests, then how many more there are. */
@@ -65,9 +66,8 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 	FILE *out = NULL;
 	int fd = -1, ret = -1;
 
-	/* Opened before the run; a pipe cannot be truncated, and need not be. */
-	if ((ftruncate(a->o->junit_fd, 0) < 0 && errno != EINVAL) || (fd = dup(a->o->junit_fd)) < 0 ||
-	    !(out = fdopen(fd, "w")))
+	/* A new, empty file made before the run (or stdout). */
+	if ((fd = dup(a->o->junit_fd)) < 0 || !(out = fdopen(fd, "w")))
 		goto cleanup;
 	fd = -1;
 	tests = by_proc->n ? (unsigned)by_proc->n : 1;
@@ -105,28 +105,32 @@ cleanup:
 	return ret;
 }
 
-/* A workflow command's message: '%', CR and LF are escaped. */
-static void annotation(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void annotation(const char *kind, const char *fmt, ...)
+/* A workflow command's message: '%', CR and LF are escaped.  On stderr
+ * when a report took stdout (the runner reads both). */
+static void annotation(const struct audit *a, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void annotation(const struct audit *a, const char *kind, const char *fmt, ...)
 {
+	FILE *out = a->o->report_on_stdout ? stderr : stdout;
 	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	printf("::%s::", kind);
+	fprintf(out, "::%s::", kind);
 	for (const char *c = msg; *c; c++) {
 		if (*c == '%')
-			fputs("%25", stdout);
+			fputs("%25", out);
 		else if (*c == '\r')
-			fputs("%0D", stdout);
+			fputs("%0D", out);
 		else if (*c == '\n')
-			fputs("%0A", stdout);
+			fputs("%0A", out);
 		else
-			putchar(*c);
+			fputc(*c, out);
 	}
-	putchar('\n');
+	fputc('\n', out);
+	fflush(out);
 }
 
 /* A table cell holding text as code (a pattern's '_' and '*' are no
@@ -184,7 +188,7 @@ static void summary_table(FILE *out, const struct audit *a, const struct summary
 void audit_github_report(const struct audit *a, const struct summary *s, const struct groups *by_shape)
 {
 	const char *env = getenv("GITHUB_ACTIONS"), *path = getenv("GITHUB_STEP_SUMMARY");
-	char leaked[32];
+	char leaked[32], err[SG_OUTFILE_ERR_MAX], shown[SG_ESCAPED_MAX];
 	FILE *out;
 	int fd;
 
@@ -192,33 +196,33 @@ void audit_github_report(const struct audit *a, const struct summary *s, const s
 		return;
 	sg_human_bytes(s->leaked_bytes, leaked, sizeof(leaked));
 	if (s->over_budget)
-		annotation("error", "shmguard audit: aborted requests leak %.1f KiB/abort, over the budget of %g KiB/abort "
+		annotation(a, "error", "shmguard audit: aborted requests leak %.1f KiB/abort, over the budget of %g KiB/abort "
 				    "(%u aborts left %s in %llu files)",
 			   s->kib_per_abort, a->o->budget_kib, a->naborts, leaked, (unsigned long long)s->leaked_files);
 	if (s->lost)
-		annotation(s->drops_fail ? "error" : "warning",
+		annotation(a, s->drops_fail ? "error" : "warning",
 			   "shmguard audit: %llu events dropped, %llu files over --max-files, %llu marker queue "
 			   "overflows: the figures are lower bounds%s",
 			   (unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files),
 			   (unsigned long long)a->marker_overflows, s->drops_fail ? "" : " (--allow-drops)");
 	if (!s->over_budget && !s->drops_fail)
-		annotation("notice", "shmguard audit: %s, %.1f KiB/abort over %u aborts (%s in %llu files)",
+		annotation(a, "notice", "shmguard audit: %s, %.1f KiB/abort over %u aborts (%s in %llu files)",
 			   strcmp(s->verdict, "pass") == 0 ? "PASS" : "no budget", s->kib_per_abort, a->naborts, leaked,
 			   (unsigned long long)s->leaked_files);
-	fflush(stdout);
 	if (!path || !*path)
 		return;
-	/* Appended: other steps of the job write to it too.  No symbolic
-	 * link is followed; the runner makes a plain file. */
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+	/* Appended: other steps of the job write to it too, and it stays the
+	 * runner's file (common/outfile.h checks what it is). */
+	fd = sg_outfile_append(path, err, sizeof(err));
 	if (fd < 0 || !(out = fdopen(fd, "a"))) {
-		fprintf(stderr, "shmguard audit: cannot append to $GITHUB_STEP_SUMMARY (%s): %s\n", path,
-			strerror(errno));
+		fprintf(stderr, "shmguard audit: cannot append to $GITHUB_STEP_SUMMARY (%s): %s\n",
+			sg_text_escape(path, shown, sizeof(shown)), fd < 0 ? err : strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return;
 	}
 	summary_table(out, a, s, by_shape);
 	if (fclose(out) != 0)
-		fprintf(stderr, "shmguard audit: cannot write $GITHUB_STEP_SUMMARY (%s)\n", path);
+		fprintf(stderr, "shmguard audit: cannot write $GITHUB_STEP_SUMMARY (%s)\n",
+			sg_text_escape(path, shown, sizeof(shown)));
 }

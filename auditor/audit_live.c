@@ -13,7 +13,9 @@
 
 #include "audit.h"
 #include "metrics.h"
+#include "outfile.h"
 #include "plot_svg.h"
+#include "text.h"
 
 struct audit_live {
 	struct plot_sample *samples; /* one per review cycle, with --plot */
@@ -21,6 +23,7 @@ struct audit_live {
 	uint32_t cycles; /* the last cycle published */
 	double next_write_s;
 	bool write_failed; /* said once on stderr */
+	char why[SG_OUTFILE_ERR_MAX]; /* why the metrics file was not written */
 };
 
 struct audit_live *audit_live_new(void)
@@ -81,7 +84,7 @@ static int emit(struct audit *a, uint64_t dropped, bool publish, bool now)
 		metrics_publish(a->o->metrics_server, text, len);
 	if (write) {
 		l->next_write_s = audit_now_s(a) + a->o->metrics_interval;
-		ret = metrics_write_file(a->o->metrics_path, text, len);
+		ret = metrics_write_file(a->o->metrics_path, text, len, l->why, sizeof(l->why));
 	}
 	free(text);
 	return ret;
@@ -109,6 +112,7 @@ static void sample(struct audit *a)
 void audit_live_update(struct audit *a, uint64_t dropped)
 {
 	struct audit_live *l = a->live;
+	char shown[SG_ESCAPED_MAX];
 	bool cycle_ended;
 
 	if (!l)
@@ -120,8 +124,14 @@ void audit_live_update(struct audit *a, uint64_t dropped)
 	if (emit(a, dropped, cycle_ended, false) < 0 && !l->write_failed) {
 		l->write_failed = true;
 		fprintf(stderr, "shmguard audit: cannot write the metrics to %s: %s (trying again every %g s)\n",
-			a->o->metrics_path, strerror(errno), a->o->metrics_interval);
+			sg_text_escape(a->o->metrics_path, shown, sizeof(shown)), audit_live_why(a),
+			a->o->metrics_interval);
 	}
+}
+
+const char *audit_live_why(const struct audit *a)
+{
+	return a->live && a->live->why[0] ? a->live->why : strerror(errno);
 }
 
 int audit_live_flush(struct audit *a, uint64_t dropped)
@@ -170,9 +180,8 @@ int audit_live_plot(const struct audit *a, double kib_per_abort, const char *ver
 	p = (struct plot){.title = title, .duration_s = a->end_s, .samples = l->samples, .nsamples = l->nsamples,
 			 .abort_s = abort_s, .naborts = n, .has_budget = a->o->have_budget,
 			 .budget_kib_per_abort = a->o->budget_kib};
-	/* Opened before the run; a pipe cannot be truncated, and need not be. */
-	if ((ftruncate(a->o->plot_fd, 0) < 0 && errno != EINVAL) || (fd = dup(a->o->plot_fd)) < 0 ||
-	    !(out = fdopen(fd, "w")))
+	/* A new, empty file made before the run (or stdout). */
+	if ((fd = dup(a->o->plot_fd)) < 0 || !(out = fdopen(fd, "w")))
 		goto cleanup;
 	fd = -1;
 	ret = plot_svg_write(out, &p);

@@ -92,38 +92,40 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 {
 	char b1[32], b2[32];
 	double n = a->naborts ? a->naborts : 1;
+	/* A report written to stdout (--json -) keeps it to itself. */
+	FILE *out = a->o->report_on_stdout ? stderr : stdout;
 
-	printf("aborts %u   leaked %s in %llu files   %.1f KiB/abort   ", a->naborts,
+	fprintf(out, "aborts %u   leaked %s in %llu files   %.1f KiB/abort   ", a->naborts,
 	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)), (unsigned long long)s->leaked_files, s->kib_per_abort);
 	if (s->leak_growth_mib_per_hour >= 0)
-		printf("leak growth %.1f MiB/h\n", s->leak_growth_mib_per_hour);
+		fprintf(out, "leak growth %.1f MiB/h\n", s->leak_growth_mib_per_hour);
 	else
-		printf("leak growth: run too short to extrapolate (%.1f s < %.0f s)\n", a->end_s, AUDIT_GROWTH_MIN_S);
+		fprintf(out, "leak growth: run too short to extrapolate (%.1f s < %.0f s)\n", a->end_s, AUDIT_GROWTH_MIN_S);
 	if (!a->naborts)
-		printf("no abort markers appeared in %s: nothing to measure per abort\n", a->o->abort_dir);
-	printf("per abort: %.1f files, %.1f segments   run %.1f s (probe %s)   tracked at end %s in %llu files   "
+		fprintf(out, "no abort markers appeared in %s: nothing to measure per abort\n", a->o->abort_dir);
+	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s)   tracked at end %s in %llu files   "
 	       "unattributed %s\n",
 	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->probe,
 	       sg_human_bytes(s->tracked, b1, sizeof(b1)), (unsigned long long)s->files_left,
 	       sg_human_bytes(s->unattributed, b2, sizeof(b2)));
-	printf("live requests pending at end: %s in %llu files (not aborted: no leak)\n",
+	fprintf(out, "live requests pending at end: %s in %llu files (not aborted: no leak)\n",
 	       sg_human_bytes(s->live_pending, b1, sizeof(b1)), (unsigned long long)s->live_files);
 	for (size_t i = 0; i < by_proc->n && i < 3; i++) {
 		const struct group *g = &by_proc->g[i];
-		printf("top: %.*s  %s  %llu files, %llu segments  %s\n", (int)strcspn(g->key, "\t"), g->key,
+		fprintf(out, "top: %.*s  %s  %llu files, %llu segments  %s\n", (int)strcspn(g->key, "\t"), g->key,
 		       audit_shape_text(a, g->shape), (unsigned long long)g->files, (unsigned long long)g->segments,
 		       sg_human_bytes(g->bytes, b1, sizeof(b1)));
 	}
 	for (size_t i = 0; i < by_shape->n && i < 3; i++)
-		printf("shape: %s  %llu files  %s\n", by_shape->g[i].key, (unsigned long long)by_shape->g[i].files,
+		fprintf(out, "shape: %s  %llu files  %s\n", by_shape->g[i].key, (unsigned long long)by_shape->g[i].files,
 		       sg_human_bytes(by_shape->g[i].bytes, b1, sizeof(b1)));
 	if (a->ambiguous)
-		printf("ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->ambiguous);
+		fprintf(out, "ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->ambiguous);
 	if (a->dropped || audit_files_over_limit(a->files))
-		printf("LOST: %llu events dropped, %llu files over --max-files: the figures are lower bounds\n",
+		fprintf(out, "LOST: %llu events dropped, %llu files over --max-files: the figures are lower bounds\n",
 		       (unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files));
 	if (a->marker_overflows)
-		printf("LOST: the abort directory's event queue overflowed %llu times (fs.inotify.max_queued_events):\n"
+		fprintf(out, "LOST: the abort directory's event queue overflowed %llu times (fs.inotify.max_queued_events):\n"
 		       "  %llu markers recovered by reading it again; markers removed before that are not counted, and\n"
 		       "  recovered aborts are measured from when they were found\n",
 		       (unsigned long long)a->marker_overflows, (unsigned long long)a->markers_recovered);
@@ -131,18 +133,18 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 		printf("not aborts: %llu entries of the abort directory that are no markers (another user's, a hard "
 		       "link, not a regular file)\n", (unsigned long long)a->markers_refused);
 	if (a->interrupted)
-		printf("interrupted: COMMAND did not end at the first signal and was killed at the second\n");
+		fprintf(out, "interrupted: COMMAND did not end at the first signal and was killed at the second\n");
 	else if (a->cmd_status > 0)
-		printf("command exited with status %d\n", a->cmd_status);
+		fprintf(out, "command exited with status %d\n", a->cmd_status);
 	if (s->over_budget)
-		printf("verdict: FAIL  %.1f KiB/abort > budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
+		fprintf(out, "verdict: FAIL  %.1f KiB/abort > budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
 	else if (s->drops_fail)
-		printf("verdict: FAIL  events or markers were lost (--allow-drops to accept)\n");
+		fprintf(out, "verdict: FAIL  events or markers were lost (--allow-drops to accept)\n");
 	else if (a->o->have_budget)
-		printf("verdict: PASS  %.1f KiB/abort <= budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
+		fprintf(out, "verdict: PASS  %.1f KiB/abort <= budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
 	else
-		printf("verdict: none (no --max-kib-per-abort)\n");
-	fflush(stdout);
+		fprintf(out, "verdict: none (no --max-kib-per-abort)\n");
+	fflush(out);
 }
 
 static json_t *groups_json(const struct audit *a, const struct groups *gs, bool procs)
@@ -246,9 +248,8 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "top_processes", groups_json(a, by_proc, true));
 	json_object_set_new(root, "top_shapes", groups_json(a, by_shape, false));
 	json_object_set_new(root, "aborted_requests", aborts_json(a));
-	/* Opened before the run; a pipe cannot be truncated, and need not be. */
-	ret = ftruncate(a->o->json_fd, 0) < 0 && errno != EINVAL ? -1
-	      : json_dumpfd(root, a->o->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS);
+	/* A new, empty file made before the run (or stdout). */
+	ret = json_dumpfd(root, a->o->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(root);
 	if (ret < 0)
 		fprintf(stderr, "shmguard audit: cannot write %s\n", a->o->json_path);

@@ -2,15 +2,11 @@
  * and writing them the way node_exporter's textfile collector wants. */
 #include "metrics.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+
+#include "outfile.h"
 
 /* A label value: backslash, double quote and newline escaped. */
 static void label_value(FILE *out, const char *v)
@@ -92,43 +88,8 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	return text;
 }
 
-int metrics_write_file(const char *path, const char *text, size_t len)
+int metrics_write_file(const char *path, const char *text, size_t len, char *err, size_t errlen)
 {
-	char dir_buf[PATH_MAX], tmp[PATH_MAX + 32];
-	int fd, saved;
-
-	if (snprintf(dir_buf, sizeof(dir_buf), "%s", path) >= (int)sizeof(dir_buf)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	/* A fresh name (O_EXCL: nothing planted there is written through), which
-	 * node_exporter never reads: it reads only *.prom. */
-	snprintf(tmp, sizeof(tmp), "%s/.shmguard-metrics.XXXXXX", dirname(dir_buf));
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fchmod(fd, 0644) < 0)
-		goto fail;
-	for (size_t done = 0; done < len;) {
-		ssize_t n = write(fd, text + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto fail;
-		done += (size_t)n;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		goto fail;
-	}
-	if (rename(tmp, path) == 0)
-		return 0;
-	fd = -1;
-fail:
-	saved = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	errno = saved;
-	return -1;
+	/* Rewritten every interval: no fsync, a crash loses one snapshot. */
+	return sg_outfile_replace(path, text, len, 0644, 0, err, errlen);
 }

@@ -18,6 +18,8 @@
 #include "clock.h"
 #include "holders.h"
 #include "metrics.h"
+#include "outfile.h"
+#include "text.h"
 #include "cli.h"
 #include "size.h"
 
@@ -40,6 +42,7 @@ static void usage(FILE *out)
 		"  -j, --json FILE            also write the report as JSON (checked before the run)\n"
 		"      --junit FILE           also write it as JUnit XML: a test case per leak shape\n"
 		"      --plot FILE            draw the run's timeline into FILE (SVG)\n"
+		"                             (a report FILE of - is stdout: the text report goes to stderr)\n"
 		"      --metrics-file FILE    Prometheus text (node_exporter's textfile collector), rewritten\n"
 		"                             atomically every --interval seconds (default 15) and at the end\n"
 		"      --listen ADDR:PORT     serve the same figures on http://ADDR:PORT/metrics\n"
@@ -161,7 +164,12 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		case 'j': o->json_path = optarg; break;
 		case 'U': o->junit_path = optarg; break;
 		case 'G': o->plot_path = optarg; break;
-		case 'F': o->metrics_path = optarg; break;
+		case 'F':
+			if (strcmp(optarg, "-") == 0)
+				return cli_fail(-1, "audit", "--metrics-file -: the file is rewritten every --interval, "
+							     "it cannot be stdout (use --listen)");
+			o->metrics_path = optarg;
+			break;
 		case 'l': listen_at = optarg; break;
 		case 'd':
 			if (parse_duration(optarg, &o->duration) < 0 || o->duration == 0)
@@ -263,38 +271,67 @@ static pid_t spawn(char **cmd, const sigset_t *mask, int *go)
 	return pid;
 }
 
-/* A report file (--json, --junit, --plot), opened before the run so that
- * a path it cannot write is found at once; one the run made is removed if
- * the run never reported. */
+/* A report file (--json, --junit, --plot), a new file beside its path from
+ * before the run (common/outfile.h), so that a path it cannot write is
+ * found at once; it replaces the path when the run has reported, and is
+ * removed if it never did.  "-" is stdout. */
 struct report_file {
-	const char *path;
+	const char *option, *path;
 	int *fd;
-	bool created;
+	struct sg_outfile out;
 };
 
-static int open_report(struct report_file *r)
+/* The reports' files, opened; -1 when one cannot be (said why). */
+static int open_reports(struct report_file *r, size_t n, bool *on_stdout)
 {
-	*r->fd = open(r->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
-	r->created = *r->fd >= 0;
-	if (*r->fd < 0 && errno == EEXIST)
-		*r->fd = open(r->path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-	return *r->fd;
+	char err[SG_OUTFILE_ERR_MAX], shown[SG_ESCAPED_MAX];
+	const char *first_stdout = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!r[i].path)
+			continue;
+		if (strcmp(r[i].path, "-") == 0 && first_stdout)
+			return cli_fail(-1, "audit", "%s - and %s -: only one report can go to stdout", first_stdout,
+					r[i].option);
+		if (sg_outfile_open(&r[i].out, r[i].path, 0644, SG_OUTFILE_STDOUT, err, sizeof(err)) < 0)
+			return cli_fail(-1, "audit", "cannot write the %s report to %s: %s", r[i].option,
+					sg_text_escape(r[i].path, shown, sizeof(shown)), err);
+		*r[i].fd = r[i].out.fd;
+		if (r[i].out.to_stdout)
+			first_stdout = r[i].option;
+	}
+	*on_stdout = first_stdout != NULL;
+	return 0;
 }
 
-static void close_report(struct report_file *r, bool reported)
+/* Each report written (reported) replaces its path; -1 if one could not. */
+static int close_reports(struct report_file *r, size_t n, bool reported)
 {
-	if (*r->fd < 0)
-		return;
-	close(*r->fd);
-	if (r->created && !reported)
-		unlink(r->path);
+	char err[SG_OUTFILE_ERR_MAX], shown[SG_ESCAPED_MAX];
+	int ret = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!r[i].path || *r[i].fd < 0)
+			continue;
+		*r[i].fd = -1;
+		if (!reported) {
+			sg_outfile_discard(&r[i].out);
+		} else if (sg_outfile_commit(&r[i].out, SG_OUTFILE_FSYNC, err, sizeof(err)) < 0) {
+			fprintf(stderr, "shmguard audit: cannot write the %s report to %s: %s\n", r[i].option,
+				sg_text_escape(r[i].path, shown, sizeof(shown)), err);
+			ret = -1;
+		}
+	}
+	return ret;
 }
 
 int cmd_audit(int argc, char **argv)
 {
 	struct audit_opts o = {.json_fd = -1, .junit_fd = -1, .plot_fd = -1, .version = SHMGUARD_VERSION};
 	struct audit a = {.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1, .abort_dfd = -1};
-	struct report_file reports[] = {{NULL, &o.json_fd, false}, {NULL, &o.junit_fd, false}, {NULL, &o.plot_fd, false}};
+	struct report_file reports[] = {{"--json", NULL, &o.json_fd, {0}}, {"--junit", NULL, &o.junit_fd, {0}},
+					{"--plot", NULL, &o.plot_fd, {0}}};
+	const size_t nreports = sizeof(reports) / sizeof(reports[0]);
 	struct audit_tracer *t = NULL;
 	char shim[PATH_MAX], err[512];
 	const char *listen_addr = NULL;
@@ -313,13 +350,8 @@ int cmd_audit(int argc, char **argv)
 	reports[0].path = o.json_path;
 	reports[1].path = o.junit_path;
 	reports[2].path = o.plot_path;
-	for (size_t i = 0; i < sizeof(reports) / sizeof(reports[0]); i++) {
-		if (reports[i].path && open_report(&reports[i]) < 0) {
-			status = cli_fail(AUDIT_USAGE, "audit", "cannot write the report to %s: %s", reports[i].path,
-					  strerror(errno));
-			goto out;
-		}
-	}
+	if (open_reports(reports, nreports, &o.report_on_stdout) < 0)
+		goto out;
 	/* Blocked before the /metrics server's thread starts: it inherits the
 	 * mask, so that the signals wait for the signalfd. */
 	sigemptyset(&mask);
@@ -362,8 +394,9 @@ int cmd_audit(int argc, char **argv)
 	/* The first figures: /metrics answers from now on, and a metrics file
 	 * that cannot be written is found before COMMAND starts. */
 	if (audit_live_flush(&a, 0) < 0) {
-		status = cli_fail(AUDIT_USAGE, "audit", "cannot write the metrics to %s: %s", o.metrics_path,
-				  strerror(errno));
+		char shown[SG_ESCAPED_MAX];
+		status = cli_fail(AUDIT_USAGE, "audit", "cannot write the metrics to %s: %s",
+				  sg_text_escape(o.metrics_path, shown, sizeof(shown)), audit_live_why(&a));
 		goto out;
 	}
 	if (o.cmd) {
@@ -398,8 +431,8 @@ out:
 		close(sfd);
 	if (markers >= 0)
 		close(markers);
-	for (size_t i = 0; i < sizeof(reports) / sizeof(reports[0]); i++)
-		close_report(&reports[i], reported);
+	if (close_reports(reports, nreports, reported) < 0 && status != AUDIT_OVER_BUDGET)
+		status = AUDIT_USAGE;
 	audit_trace_stop(t);
 	metrics_stop(o.metrics_server);
 	audit_files_free(a.files);

@@ -288,3 +288,93 @@ Test(hostile, abort_without_permission_says_permission_denied)
 	cr_expect(strstr(err, strerror(EACCES)), "%s", err);
 	cr_expect(!strstr(err, strerror(ENOENT)), "%s", err);
 }
+
+/* The attacker's workspace, where root writes reports (a CI checkout):
+ * hers, mode 1777 as /tmp.  Removed by the caller (rm_rf). */
+static const char *attacker_dir(const struct h_user *u, const char *name)
+{
+	const char *dir = h_str("/tmp/%s%s", prefix, name);
+	const char *mk[] = {"/bin/mkdir", "-m", "1777", dir, NULL};
+
+	as_attacker(u, mk);
+	return dir;
+}
+
+static void rm_rf(const char *path)
+{
+	const char *argv[] = {"/bin/rm", "-rf", path, NULL};
+
+	cr_expect_eq(h_run(argv, NULL, NULL), 0);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[4096];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW);
+	ssize_t n;
+
+	cr_assert_geq(fd, 0, "cannot read %s", path);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+/* Finding 1 of issue 17: her symlink at a report's path, pointing at a
+ * root-only file, must not make root write through it, for every output. */
+Test(hostile, report_paths_never_write_through_a_symlink)
+{
+	const struct h_user *u = h_hostile_user();
+	const char *dir = attacker_dir(u, "ws"), *secret = h_str("/tmp/%ssecret", prefix);
+	const char *options[] = {"--json", "--junit", "--plot", "--metrics-file"};
+	int fd = open(secret, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	char *err;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "root only\n", 10), 10);
+	close(fd);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+		const char *link = h_str("%s/report%zu", dir, i);
+		const char *ln[] = {"/bin/ln", "-s", secret, link, NULL};
+		const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, options[i], link, "--",
+				      "/bin/true", NULL};
+
+		as_attacker(u, ln);
+		cr_expect_eq(h_run(argv, NULL, &err), 2, "%s through a symlink: %s", options[i], err);
+		cr_expect(strstr(err, "symbolic link"), "%s: the reason is not said: %s", options[i], err);
+		cr_expect_eq(h_occurrences(err, "\n"), 1, "%s: not one line: %s", options[i], err);
+		cr_expect_str_eq(slurp(secret), "root only\n", "%s wrote through her symlink", options[i]);
+	}
+	rm_rf(dir);
+	unlink(secret);
+}
+
+/* A report she created before the run must not stay hers: root's report
+ * replaces it (she cannot rewrite failures= afterwards), and the step
+ * summary, which is the runner's to keep, is only appended to. */
+Test(hostile, a_report_she_made_first_is_replaced_by_roots)
+{
+	h_need_bpf(teardown);
+	const struct h_user *u = h_hostile_user();
+	const char *dir = attacker_dir(u, "ws");
+	const char *junit = h_str("%s/junit.xml", dir), *json = h_str("%s/report.json", dir);
+	const char *touch_argv[] = {"/bin/sh", "-c", h_str("umask 0; echo hers > %s; echo hers > %s", junit, json), NULL};
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--junit", junit, "--json", json,
+			      "--", "/bin/true", NULL};
+	struct stat st;
+	char *err;
+
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	as_attacker(u, touch_argv);
+	cr_assert_eq(h_run(argv, NULL, &err), 0, "%s", err);
+	for (int i = 0; i < 2; i++) {
+		const char *path = i ? json : junit;
+		cr_assert_eq(lstat(path, &st), 0);
+		cr_expect_eq(st.st_uid, 0, "%s is still hers", path);
+		cr_expect_eq(st.st_mode & 07777, 0644, "%s: mode %o", path, st.st_mode & 07777);
+		cr_expect(!strstr(slurp(path), "hers"), "%s was not replaced", path);
+	}
+	cr_expect(strstr(slurp(junit), "<testsuites"), "%s", slurp(junit));
+	rm_rf(dir);
+}

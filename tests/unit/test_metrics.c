@@ -64,14 +64,14 @@ Test(metrics, exposition_text)
 
 Test(metrics, textfile_is_replaced_whole)
 {
-	char dir[] = "/tmp/sgt-metrics-XXXXXX", path[64], buf[64] = {0};
+	char dir[] = "/tmp/sgt-metrics-XXXXXX", path[64], buf[64] = {0}, err[256];
 	struct stat st;
 	FILE *f;
 
 	cr_assert(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/shmguard.prom", dir);
-	cr_assert_eq(metrics_write_file(path, "first 1\n", 8), 0);
-	cr_assert_eq(metrics_write_file(path, "second 2\n", 9), 0);
+	cr_assert_eq(metrics_write_file(path, "first 1\n", 8, err, sizeof(err)), 0);
+	cr_assert_eq(metrics_write_file(path, "second 2\n", 9, err, sizeof(err)), 0);
 	f = fopen(path, "r");
 	cr_assert(f);
 	cr_expect_eq(fread(buf, 1, sizeof(buf) - 1, f), 9);
@@ -86,7 +86,7 @@ Test(metrics, textfile_is_replaced_whole)
 	unlink(path);
 	rmdir(dir);
 	free(cmd);
-	cr_expect_eq(metrics_write_file("/nonexistent-dir/x.prom", "x\n", 2), -1);
+	cr_expect_eq(metrics_write_file("/nonexistent-dir/x.prom", "x\n", 2, err, sizeof(err)), -1);
 }
 
 static int dial(unsigned port)
