@@ -1,18 +1,43 @@
 /* /metrics over HTTP with libmicrohttpd: its own thread parses requests and
- * talks to clients, under a connection limit and timeout, so the auditor's
- * event loop only ever swaps the published text under a mutex. */
+ * talks to clients, so the auditor's event loop only ever swaps the
+ * published text under a mutex.  A slow client (slowloris: a byte every few
+ * seconds, which an idle timeout never ends) is bounded three ways: a few
+ * connections per client address, a connection limit, and a deadline for
+ * each whole request, which a watchdog thread enforces by shutting the
+ * socket down. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "metrics.h"
 
-enum { CONNECTION_LIMIT = 32, CONNECTION_TIMEOUT_S = 5 };
+enum {
+	CONNECTION_LIMIT = 64,
+	PER_ADDRESS_LIMIT = 8, /* a Prometheus server uses one or two */
+	IDLE_TIMEOUT_S = 5,
+	/* From the connection (or the previous request on it) to the end of
+	 * the answer; a scrape of these few KiB takes milliseconds. */
+	REQUEST_DEADLINE_S = 10,
+	WATCHDOG_PERIOD_MS = 250,
+};
+
+/* A connection the watchdog follows, from MHD's STARTED notification to its
+ * CLOSED one, which MHD makes before it closes the socket: under the lock,
+ * fd is always still this connection's. */
+struct watched {
+	struct watched *next, **prev;
+	int fd;
+	double deadline_s;
+};
 
 struct metrics_server {
 	struct MHD_Daemon *daemon;
@@ -20,7 +45,89 @@ struct metrics_server {
 	char *text; /* what /metrics answers; NULL before the first publish */
 	size_t len;
 	unsigned port;
+	struct watched *watched; /* under lock */
+	pthread_t watchdog;
+	pthread_cond_t stop_cond;
+	bool stopping, watchdog_started;
 };
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct metrics_server *s = cls;
+	struct watched *w = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!info || !(w = calloc(1, sizeof(*w))))
+			return; /* not watched: the idle timeout still applies */
+		w->fd = info->connect_fd;
+		w->deadline_s = now_s() + REQUEST_DEADLINE_S;
+		pthread_mutex_lock(&s->lock);
+		if ((w->next = s->watched))
+			w->next->prev = &w->next;
+		w->prev = &s->watched;
+		s->watched = w;
+		pthread_mutex_unlock(&s->lock);
+		*socket_context = w;
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && w) {
+		pthread_mutex_lock(&s->lock);
+		if ((*w->prev = w->next))
+			w->next->prev = w->prev;
+		pthread_mutex_unlock(&s->lock);
+		free(w);
+		*socket_context = NULL;
+	}
+}
+
+/* A request answered: the next one on the connection has its own deadline. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode code)
+{
+	struct metrics_server *s = cls;
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct watched *w = info ? info->socket_context : NULL;
+
+	(void)state;
+	if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK || !w)
+		return;
+	pthread_mutex_lock(&s->lock);
+	w->deadline_s = now_s() + REQUEST_DEADLINE_S;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void *watchdog(void *arg)
+{
+	struct metrics_server *s = arg;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->stopping) {
+		struct timespec until;
+		double now = now_s();
+
+		for (struct watched *w = s->watched; w; w = w->next) {
+			if (w->deadline_s > now)
+				continue;
+			/* MHD sees the end of the stream and closes it. */
+			shutdown(w->fd, SHUT_RDWR);
+			w->deadline_s = now + REQUEST_DEADLINE_S;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += WATCHDOG_PERIOD_MS * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&s->stop_cond, &s->lock, &until);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
 
 static enum MHD_Result answer(struct MHD_Connection *c, unsigned status, const char *type, char *body,
 			      size_t len, enum MHD_ResponseMemoryMode mode)
@@ -128,19 +235,30 @@ struct metrics_server *metrics_serve(const char *addr, char *err, size_t errlen)
 	pthread_mutex_init(&s->lock, NULL);
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	pthread_cond_init(&s->stop_cond, NULL);
+	if (pthread_create(&s->watchdog, NULL, watchdog, s) != 0) {
+		snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
+		goto fail;
+	}
+	s->watchdog_started = true;
 	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
 				     MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_ADDRESS_LIMIT,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+				     MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_END);
 	if (!s->daemon) {
 		snprintf(err, errlen, "cannot listen on %s (in use, or not an address of this machine?)", addr);
-		pthread_mutex_destroy(&s->lock);
-		free(s);
-		return NULL;
+		goto fail;
 	}
 	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = info ? info->port : 0;
 	return s;
+fail:
+	s->daemon = NULL;
+	metrics_stop(s);
+	return NULL;
 }
 
 unsigned metrics_port(const struct metrics_server *s)
@@ -166,7 +284,16 @@ void metrics_stop(struct metrics_server *s)
 {
 	if (!s)
 		return;
-	MHD_stop_daemon(s->daemon);
+	if (s->daemon)
+		MHD_stop_daemon(s->daemon);
+	if (s->watchdog_started) {
+		pthread_mutex_lock(&s->lock);
+		s->stopping = true;
+		pthread_cond_signal(&s->stop_cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->watchdog, NULL);
+	}
+	pthread_cond_destroy(&s->stop_cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s->text);
 	free(s);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "metrics.h"
@@ -89,14 +90,24 @@ Test(metrics, textfile_is_replaced_whole)
 	cr_expect_eq(metrics_write_file("/nonexistent-dir/x.prom", "x\n", 2, err, sizeof(err)), -1);
 }
 
-static int dial(unsigned port)
+/* A connection to the server from the loopback address from (127.0.0.1,
+ * or another of 127/8: another client address as the server sees it). */
+static int dial_from(const char *from, unsigned port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	struct sockaddr_in src = {.sin_family = AF_INET};
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	cr_assert(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	inet_pton(AF_INET, from, &src.sin_addr);
+	cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&src, sizeof(src)) == 0);
+	cr_assert(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
 	return fd;
+}
+
+static int dial(unsigned port)
+{
+	return dial_from("127.0.0.1", port);
 }
 
 /* One HTTP/1.0 exchange; the whole answer, or NULL after 5 s. */
@@ -166,6 +177,76 @@ Test(metrics, server_answers_metrics_and_nothing_else)
 	cr_expect(strstr(r, " 200 "), "after a malformed request: %s", r);
 
 	close(idle);
+	metrics_stop(s);
+	free(text);
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether the server has closed fd (end of stream, or a reset). */
+static bool closed_by_server(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char c;
+
+	return poll(&p, 1, 0) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+#define SLOW_CLIENTS 40
+
+/* Issue 17, finding 15: slowloris.  40 connections from one address, each
+ * sending a byte of its request every second (under the idle timeout, so
+ * that never ends them): a scrape from another address is still answered,
+ * the slow address holds only a few connections, and each of those is cut
+ * at the request deadline (10 s), however it trickles. */
+Test(metrics, slow_clients_do_not_stop_the_scrapes, .timeout = 40)
+{
+	static const char request[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+	char err[256];
+	struct metrics_server *s = metrics_serve("127.0.0.1:0", err, sizeof(err));
+	struct audit_metrics m = sample();
+	int slow[SLOW_CLIENTS];
+	bool open[SLOW_CLIENTS];
+	size_t len, sent = 0;
+	char *text = metrics_render(&m, &len), *r;
+	unsigned held = 0, still_open;
+	long t0 = now_ms();
+
+	cr_assert(s, "%s", err);
+	metrics_publish(s, text, len);
+	for (int i = 0; i < SLOW_CLIENTS; i++) {
+		slow[i] = dial_from("127.0.0.2", metrics_port(s));
+		open[i] = true;
+	}
+	/* Bounded: the deadline and three seconds more. */
+	do {
+		still_open = 0;
+		for (int i = 0; i < SLOW_CLIENTS; i++) {
+			if (open[i] && (closed_by_server(slow[i]) ||
+					send(slow[i], request + sent % (sizeof(request) - 1), 1, MSG_NOSIGNAL) != 1))
+				open[i] = false;
+			still_open += open[i];
+		}
+		sent++;
+		if (sent == 3) {
+			held = still_open;
+			r = http(metrics_port(s), "GET /metrics HTTP/1.0\r\n\r\n");
+			cr_assert(r, "no answer to a scrape while %u slow clients trickle", still_open);
+			cr_expect(strstr(r, " 200 "), "%s", r);
+		}
+		usleep(1000 * 1000);
+	} while (still_open && now_ms() - t0 < 13000);
+	cr_expect_leq(held, 8, "one address holds %u connections", held);
+	cr_expect_eq(still_open, 0, "%u slow connections outlived the request deadline", still_open);
+	cr_expect_geq(now_ms() - t0, 9000, "the slow connections were cut before their deadline");
+	for (int i = 0; i < SLOW_CLIENTS; i++)
+		close(slow[i]);
 	metrics_stop(s);
 	free(text);
 }
