@@ -90,7 +90,7 @@ static void group_leftovers(const struct audit *a, struct groups *by_proc, struc
 static void print_text(const struct audit *a, const struct summary *s, const struct groups *by_proc,
 		       const struct groups *by_shape)
 {
-	char b1[32], b2[32];
+	char b1[32], b2[32], e1[SG_ESCAPED_MAX], e2[SG_ESCAPED_MAX];
 	double n = a->naborts ? a->naborts : 1;
 	/* A report written to stdout (--json -) keeps it to itself. */
 	FILE *out = a->o->report_on_stdout ? stderr : stdout;
@@ -102,7 +102,8 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	else
 		fprintf(out, "leak growth: run too short to extrapolate (%.1f s < %.0f s)\n", a->end_s, AUDIT_GROWTH_MIN_S);
 	if (!a->naborts)
-		fprintf(out, "no abort markers appeared in %s: nothing to measure per abort\n", a->o->abort_dir);
+		fprintf(out, "no abort markers appeared in %s: nothing to measure per abort\n",
+			sg_text_escape(a->o->abort_dir, e1, sizeof(e1)));
 	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s)   tracked at end %s in %llu files   "
 	       "unattributed %s\n",
 	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->probe,
@@ -110,15 +111,19 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	       sg_human_bytes(s->unattributed, b2, sizeof(b2)));
 	fprintf(out, "live requests pending at end: %s in %llu files (not aborted: no leak)\n",
 	       sg_human_bytes(s->live_pending, b1, sizeof(b1)), (unsigned long long)s->live_files);
+	/* A process names itself (prctl): its name may hold a newline and a
+	 * workflow command, or a terminal's escape sequences. */
 	for (size_t i = 0; i < by_proc->n && i < 3; i++) {
 		const struct group *g = &by_proc->g[i];
-		fprintf(out, "top: %.*s  %s  %llu files, %llu segments  %s\n", (int)strcspn(g->key, "\t"), g->key,
-		       audit_shape_text(a, g->shape), (unsigned long long)g->files, (unsigned long long)g->segments,
-		       sg_human_bytes(g->bytes, b1, sizeof(b1)));
+		char proc[sizeof(g->key)];
+		snprintf(proc, sizeof(proc), "%.*s", (int)strcspn(g->key, "\t"), g->key);
+		fprintf(out, "top: %s  %s  %llu files, %llu segments  %s\n", sg_text_escape(proc, e1, sizeof(e1)),
+			sg_text_escape(audit_shape_text(a, g->shape), e2, sizeof(e2)), (unsigned long long)g->files,
+			(unsigned long long)g->segments, sg_human_bytes(g->bytes, b1, sizeof(b1)));
 	}
 	for (size_t i = 0; i < by_shape->n && i < 3; i++)
-		fprintf(out, "shape: %s  %llu files  %s\n", by_shape->g[i].key, (unsigned long long)by_shape->g[i].files,
-		       sg_human_bytes(by_shape->g[i].bytes, b1, sizeof(b1)));
+		fprintf(out, "shape: %s  %llu files  %s\n", sg_text_escape(by_shape->g[i].key, e1, sizeof(e1)),
+			(unsigned long long)by_shape->g[i].files, sg_human_bytes(by_shape->g[i].bytes, b1, sizeof(b1)));
 	if (a->ambiguous)
 		fprintf(out, "ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->ambiguous);
 	if (a->dropped || audit_files_over_limit(a->files))

@@ -478,3 +478,40 @@ Test(fleet, a_system_wide_audit_serving_metrics_ends_at_sigint_with_its_report)
 	cr_expect_eq(h_jint(r, "aborts"), 0);
 	json_decref(r);
 }
+
+/* Issue 17, finding 20: a process names itself (prctl PR_SET_NAME) with a
+ * newline and a workflow command, or an escape sequence, then leaks a file
+ * of an aborted request.  The report's top: lines, the annotations and the
+ * step summary show the name escaped: stdout holds no ::error:: line and
+ * no ESC. */
+Test(fleet, a_process_name_cannot_inject_workflow_commands_or_escapes)
+{
+	need_bpf();
+	const char *seg = h_str("/dev/shm/%sr1_0_0", prefix), *marker = h_str("%s/%sr1", abort_dir, prefix);
+	const char *script = h_str("import ctypes, os\n"
+				   "ctypes.CDLL(None).prctl(15, b'a\\n::error::x\\x1b[2J', 0, 0, 0)\n"
+				   "fd = os.open('%s', os.O_CREAT | os.O_WRONLY, 0o600)\n"
+				   "os.posix_fallocate(fd, 0, 8192)\n"
+				   "os.close(fd)\n"
+				   "open('%s', 'w').close()\n"
+				   "print('done', flush=True)\n"
+				   "import sys; sys.stdin.read()\n",
+				   seg, marker);
+	const char *cmd[] = {"/usr/bin/python3", "-c", script, NULL};
+	const char *summary = h_str("%s/summary.md", tmp_dir);
+	const char *env[] = {"GITHUB_ACTIONS=true", h_str("GITHUB_STEP_SUMMARY=%s", summary), NULL};
+	const char *xml = h_str("%s/junit.xml", tmp_dir);
+	const char *options[] = {"--junit", xml, NULL};
+	struct h_proc p = start(audit_with(options, cmd), env);
+
+	h_wait_measured(&p, 1);
+	close(p.in);
+	p.in = -1;
+	char *out = h_read_all(&p, 20000);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+	cr_expect(strstr(out, "top: a\\x0a::error::x\\x1b[2"), "%s", out); /* 15 bytes at most */
+	cr_expect_null(strstr(out, "\n::error::"), "a name started a workflow command: %s", out);
+	cr_expect_null(strchr(out, '\x1b'), "an escape sequence reached stdout: %s", out);
+	cr_expect_null(strchr(slurp(summary), '\x1b'), "%s", slurp(summary));
+	cr_expect_null(strchr(slurp(xml), '\x1b'), "%s", slurp(xml));
+}
