@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <getopt.h>
+#include <sys/random.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,28 @@ static int check_bpf(const struct sg_roots *roots)
 	return 0;
 }
 
+/* Names tried: 64 random bits each, so only a squatter makes one taken. */
+#define PROBE_TRIES 10
+
+/* A new file of ours in root (O_EXCL, no symlink followed), its path in
+ * path; the fd, or -1 with errno. */
+static int probe_file(const char *root, char *path, size_t len)
+{
+	int fd = -1;
+
+	for (int i = 0; i < PROBE_TRIES; i++) {
+		unsigned long long r;
+
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			return -1;
+		snprintf(path, len, "%s/.shmguard-doctor-%016llx", root, r);
+		fd = open(path, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	return fd;
+}
+
 static int check_root(const char *root)
 {
 	char probe[SG_PATH_MAX + 64], label[SG_PATH_MAX + 8], b1[16], b2[16];
@@ -92,10 +115,9 @@ static int check_root(const char *root)
 		       sg_human_bytes(total, b1, sizeof(b1)), sg_human_bytes(used, b2, sizeof(b2)),
 		       total > 0 ? 100.0 * (double)used / (double)total : 0);
 	/* The journal needs a file of its own there, xattr tags user xattrs:
-	 * try both on a file of our own. */
-	snprintf(probe, sizeof(probe), "%s/.shmguard-doctor-%d", root, (int)getpid());
-	fd = open(probe, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-	if (fd < 0)
+	 * try both on a file of our own, under a name nobody can guess (others
+	 * can write the root, and a name taken first is no failure of it). */
+	if ((fd = probe_file(root, probe, sizeof(probe))) < 0)
 		return status | line("", false, "  cannot create a file there (%s): the shim's ownership journal "
 					       "cannot be kept", strerror(errno));
 	line("", true, "  takes files: the shim's ownership journal (SHMGUARD_TAG=journal, the default) works");

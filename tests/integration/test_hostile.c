@@ -378,3 +378,33 @@ Test(hostile, a_report_she_made_first_is_replaced_by_roots)
 	cr_expect(strstr(slurp(junit), "<testsuites"), "%s", slurp(junit));
 	rm_rf(dir);
 }
+
+/* Issue 17, finding 19: she takes the names doctor's probe file would have
+ * (.shmguard-doctor-PID for the next few thousand pids) in a root anyone
+ * can write; doctor still finds the root takes files. */
+Test(hostile, doctor_is_not_fooled_by_squatted_probe_names)
+{
+	const struct h_user *u = h_hostile_user();
+	const char *root = h_str("/dev/shm/%sroot", prefix);
+	FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "r");
+	long last = 0, pid_max = 32768;
+	char *out, *err;
+
+	cr_assert(f && fscanf(f, "%ld", &last) == 1);
+	fclose(f);
+	f = fopen("/proc/sys/kernel/pid_max", "r");
+	cr_assert(f && fscanf(f, "%ld", &pid_max) == 1);
+	fclose(f);
+	cr_assert_eq(mkdir(root, 0755), 0);
+	cr_assert_eq(chmod(root, 01777), 0);
+	const char *squat[] = {"/bin/sh", "-c",
+			       h_str("i=%ld; while [ $i -lt %ld ]; do : > %s/.shmguard-doctor-$((i %% %ld)); i=$((i + 1)); done",
+				     last + 1, last + 3001, root, pid_max),
+			       NULL};
+	as_attacker(u, squat);
+	const char *doctor[] = {h_bin("SG_CLI"), "doctor", "--root", root, NULL};
+	h_output(doctor, NULL, &out, &err);
+	cr_expect(strstr(out, "takes files"), "%s%s", out, err);
+	cr_expect_null(strstr(out, "cannot create a file there"), "a squatted name made doctor fail: %s", out);
+	cr_expect_eq(h_count(root, ".shmguard-doctor-"), 3000, "doctor left its probe file, or removed hers");
+}
