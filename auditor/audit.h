@@ -41,6 +41,7 @@ struct audit_opts {
 	struct metrics_server *metrics_server; /* --listen, serving before the run */
 	bool have_budget, allow_drops, verbose;
 	double budget_kib;
+	unsigned min_aborts; /* the gate fails with fewer aborts measured (--min-aborts) */
 	const char *lib;
 	const char *version; /* shmguard's, for the metrics */
 	size_t max_files;

@@ -73,8 +73,8 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 	tests = by_proc->n ? (unsigned)by_proc->n : 1;
 	if (by_proc->n && !(a->o->have_budget && !s->over_budget))
 		failures = (unsigned)by_proc->n;
-	tests += s->drops_fail;
-	failures += s->drops_fail;
+	tests += s->drops_fail + a->o->have_budget;
+	failures += s->drops_fail + s->too_few_aborts;
 	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		     "<testsuites name=\"shmguard audit\" tests=\"%u\" failures=\"%u\" errors=\"0\" time=\"%.3f\">\n"
 		     "  <testsuite name=\"shmguard audit\" tests=\"%u\" failures=\"%u\" errors=\"0\" skipped=\"0\" "
@@ -86,6 +86,18 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 			a->end_s);
 	for (size_t i = 0; i < by_proc->n; i++)
 		leak_case(out, a, s, &by_proc->g[i]);
+	/* With a budget: whether enough aborts were measured to judge it. */
+	if (a->o->have_budget) {
+		fputs("    <testcase classname=\"shmguard.audit\" name=\"aborts measured\" time=\"0\">\n", out);
+		if (s->too_few_aborts) {
+			fputs("      <failure type=\"too-few-aborts\" message=\"", out);
+			sg_xml_text(out, s->reason);
+			fputs("\"/>\n", out);
+		}
+		fprintf(out, "      <system-out>%u aborts measured, at least %u needed (--min-aborts)</system-out>\n",
+			a->naborts, a->o->min_aborts);
+		fputs("    </testcase>\n", out);
+	}
 	if (s->drops_fail)
 		fprintf(out, "    <testcase classname=\"shmguard.audit\" name=\"nothing lost\" time=\"0\">\n"
 			     "      <failure type=\"lost\" message=\"%llu events dropped, %llu files over --max-files, "
@@ -205,7 +217,9 @@ void audit_github_report(const struct audit *a, const struct summary *s, const s
 			   "overflows: the figures are lower bounds%s",
 			   (unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files),
 			   (unsigned long long)a->marker_overflows, s->drops_fail ? "" : " (--allow-drops)");
-	if (!s->over_budget && !s->drops_fail)
+	if (s->too_few_aborts)
+		annotation(a, "error", "shmguard audit: FAIL, %s", s->reason);
+	if (!s->reason[0])
 		annotation(a, "notice", "shmguard audit: %s, %.1f KiB/abort over %u aborts (%s in %llu files)",
 			   strcmp(s->verdict, "pass") == 0 ? "PASS" : "no budget", s->kib_per_abort, a->naborts, leaked,
 			   (unsigned long long)s->leaked_files);

@@ -141,10 +141,8 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 		fprintf(out, "interrupted: COMMAND did not end at the first signal and was killed at the second\n");
 	else if (a->cmd_status > 0)
 		fprintf(out, "command exited with status %d\n", a->cmd_status);
-	if (s->over_budget)
-		fprintf(out, "verdict: FAIL  %.1f KiB/abort > budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
-	else if (s->drops_fail)
-		fprintf(out, "verdict: FAIL  events or markers were lost (--allow-drops to accept)\n");
+	if (s->reason[0])
+		fprintf(out, "verdict: FAIL  %s\n", s->reason);
 	else if (a->o->have_budget)
 		fprintf(out, "verdict: PASS  %.1f KiB/abort <= budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
 	else
@@ -245,7 +243,9 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "markers_refused", json_integer((json_int_t)a->markers_refused));
 	json_object_set_new(root, "interrupted", json_boolean(a->interrupted));
 	json_object_set_new(root, "budget_kib_per_abort", a->o->have_budget ? json_real(a->o->budget_kib) : json_null());
+	json_object_set_new(root, "min_aborts", a->o->have_budget ? json_integer(a->o->min_aborts) : json_null());
 	json_object_set_new(root, "verdict", json_string(s->verdict));
+	json_object_set_new(root, "verdict_reason", s->reason[0] ? json_string(s->reason) : json_null());
 	json_object_set_new(root, "command", a->o->cmd ? cmd : json_null());
 	if (!a->o->cmd)
 		json_decref(cmd);
@@ -259,6 +259,26 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	if (ret < 0)
 		fprintf(stderr, "shmguard audit: cannot write %s\n", a->o->json_path);
 	return ret;
+}
+
+/* The first reason the gate fails, in s->reason, or "". */
+static void gate_reason(const struct audit *a, struct summary *s)
+{
+	char dir[SG_ESCAPED_MAX];
+
+	if (s->too_few_aborts && !a->naborts)
+		snprintf(s->reason, sizeof(s->reason), "no abort marker seen in %s: is --abort-dir right?",
+			 sg_text_escape(a->o->abort_dir, dir, sizeof(dir)));
+	else if (s->too_few_aborts)
+		snprintf(s->reason, sizeof(s->reason), "%u abort%s measured, fewer than --min-aborts %u", a->naborts,
+			 a->naborts == 1 ? "" : "s", a->o->min_aborts);
+	else if (s->over_budget)
+		snprintf(s->reason, sizeof(s->reason), "%.1f KiB/abort > budget %g KiB/abort", s->kib_per_abort,
+			 a->o->budget_kib);
+	else if (s->drops_fail)
+		snprintf(s->reason, sizeof(s->reason), "events or markers were lost (--allow-drops to accept)");
+	else
+		s->reason[0] = '\0';
 }
 
 int audit_report(struct audit *a)
@@ -279,7 +299,10 @@ int audit_report(struct audit *a)
 	s.over_budget = a->o->have_budget && s.kib_per_abort > a->o->budget_kib;
 	s.lost = a->dropped || audit_files_over_limit(a->files) || a->marker_overflows;
 	s.drops_fail = s.lost && !a->o->allow_drops;
-	s.verdict = s.over_budget || s.drops_fail ? "fail" : a->o->have_budget ? "pass" : "none";
+	/* A gate that measured nothing does not pass. */
+	s.too_few_aborts = a->o->have_budget && a->naborts < a->o->min_aborts;
+	gate_reason(a, &s);
+	s.verdict = s.reason[0] ? "fail" : a->o->have_budget ? "pass" : "none";
 	group_leftovers(a, &by_proc, &by_shape);
 	/* The files first: they are written even if stdout is gone. */
 	status = AUDIT_PASS;
@@ -293,7 +316,7 @@ int audit_report(struct audit *a)
 	audit_github_report(a, &s, &by_shape);
 	free(by_proc.g);
 	free(by_shape.g);
-	if (s.over_budget || s.drops_fail)
+	if (s.reason[0])
 		return AUDIT_OVER_BUDGET;
 	if (status != AUDIT_PASS)
 		return status;

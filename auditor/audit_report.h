@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "audit.h"
+#include "config.h"
 
 /* A run shorter than this is not extrapolated to an hour: a few seconds
  * say nothing about a rate (40 KiB after 0.1 s would be 1,400 MiB/h). */
@@ -20,6 +21,8 @@ struct summary {
 	double kib_per_abort;
 	double leak_growth_mib_per_hour; /* < 0: the run was too short */
 	bool over_budget, drops_fail, lost;
+	bool too_few_aborts; /* a budget, and fewer aborts than --min-aborts */
+	char reason[SG_PATH_MAX + 160]; /* why the gate failed, for every output; "" if it did not */
 	const char *verdict; /* "pass", "fail" or "none" */
 };
 

@@ -38,6 +38,8 @@ static void usage(FILE *out)
 		"  -g, --grace DURATION       how long after its marker an abort is measured (default 2 s;\n"
 		"                             durations: 2, 500ms, 30s, 10m, 1h)\n"
 		"  -b, --max-kib-per-abort N  the gate: fail (exit 1) above N KiB per abort\n"
+		"      --min-aborts N         with a budget: fail (exit 1) when fewer than N aborts were\n"
+		"                             measured (default 1: a gate that saw no abort does not pass)\n"
 		"      --allow-drops          do not fail the gate because events or markers were lost\n"
 		"  -j, --json FILE            also write the report as JSON (checked before the run)\n"
 		"      --junit FILE           also write it as JUnit XML: a test case per leak shape\n"
@@ -61,10 +63,11 @@ static void usage(FILE *out)
 		"A first SIGINT (or SIGTERM, SIGHUP) goes to COMMAND; a second kills it and ends the run.\n"
 		"With GITHUB_ACTIONS=true it also writes annotations to stdout and a summary table to\n"
 		"$GITHUB_STEP_SUMMARY.\n\n"
-		"Exit status: 0 pass (or no budget given); 1 over budget, or events, files or markers\n"
-		"lost without --allow-drops; 2 bad usage or input, found before COMMAND runs; 3 tracing\n"
-		"not possible here, or it failed during the run; 4 the gate passed but COMMAND failed\n"
-		"or was killed. The report is printed in every case but 2.\n",
+		"Exit status: 0 pass (or no budget given); 1 over budget, fewer aborts measured than\n"
+		"--min-aborts, or events, files or markers lost without --allow-drops; 2 bad usage or\n"
+		"input, found before COMMAND runs; 3 tracing not possible here, or it failed during the\n"
+		"run; 4 the gate passed but COMMAND failed or was killed. The report is printed in every\n"
+		"case but 2.\n",
 		SG_DEFAULT_ABORT_DIR);
 }
 
@@ -130,10 +133,11 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"junit", required_argument, NULL, 'U'},     {"plot", required_argument, NULL, 'G'},
 		{"metrics-file", required_argument, NULL, 'F'}, {"listen", required_argument, NULL, 'l'},
 		{"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
-		{0},
+		{"min-aborts", required_argument, NULL, 'A'}, {0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
 	const char *listen_at = NULL;
+	bool min_aborts_given = false;
 	char err[200];
 	unsigned long long n;
 	int c;
@@ -159,6 +163,13 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 				return cli_usage_fail(-1, "audit", "bad --max-kib-per-abort '%s': expected a number of KiB",
 						optarg);
 			o->have_budget = true;
+			break;
+		case 'A':
+			if (parse_count(optarg, 0, UINT_MAX, &n) < 0)
+				return cli_usage_fail(-1, "audit", "bad --min-aborts '%s': a whole number of aborts",
+						      optarg);
+			o->min_aborts = (unsigned)n;
+			min_aborts_given = true;
 			break;
 		case 'D': o->allow_drops = true; break;
 		case 'j': o->json_path = optarg; break;
@@ -214,6 +225,10 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		o->cmd = argv + optind;
 	*listen_addr = listen_at;
 	o->metrics_interval = o->interval ? o->interval : METRICS_INTERVAL_S;
+	if (min_aborts_given && !o->have_budget)
+		return cli_usage_fail(-1, "audit", "--min-aborts is a floor of the gate: give --max-kib-per-abort too");
+	if (o->have_budget && !min_aborts_given)
+		o->min_aborts = 1;
 	if (o->cmd && o->duration)
 		return cli_usage_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
 	if (!patterns || !*patterns)

@@ -303,8 +303,9 @@ Test(fleet, junit_cases_are_the_leak_shapes_and_list_the_requests)
 	cr_assert_eq(h_finish(&p, NULL), 1);
 	char *out = junit_read(xml);
 	cr_assert_eq(sscanf(out, "%u %u %u %u%n", &tests, &failures, &cases, &fails, &used), 4, "%s", out);
-	/* leakgen's segments and its lock files: two shapes of one process. */
-	cr_expect_eq(cases, 2, "%s", out);
+	/* leakgen's segments and its lock files: two shapes of one process,
+	 * and "aborts measured", which passes. */
+	cr_expect_eq(cases, 3, "%s", out);
 	cr_expect_eq(tests, cases);
 	cr_expect_eq(fails, 2, "%s", out);
 	cr_expect_eq(failures, fails);
@@ -322,7 +323,7 @@ Test(fleet, junit_cases_are_the_leak_shapes_and_list_the_requests)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	out = junit_read(xml);
 	cr_assert_eq(sscanf(out, "%u %u %u %u", &tests, &failures, &cases, &fails), 4, "%s", out);
-	cr_expect_eq(cases, 2, "%s", out);
+	cr_expect_eq(cases, 3, "%s", out);
 	cr_expect_eq(failures, 0, "%s", out);
 	cr_expect(h_occurrences(slurp(xml), h_str("%s2: ", prefix)) == 2, "%s", slurp(xml));
 
@@ -333,7 +334,7 @@ Test(fleet, junit_cases_are_the_leak_shapes_and_list_the_requests)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	out = junit_read(xml);
 	cr_assert_eq(sscanf(out, "%u %u %u %u", &tests, &failures, &cases, &fails), 4, "%s", out);
-	cr_expect_eq(cases, 1, "%s", out);
+	cr_expect_eq(cases, 2, "no leak, and aborts measured: %s", out);
 	cr_expect_eq(failures, 0, "%s", out);
 }
 
@@ -514,4 +515,65 @@ Test(fleet, a_process_name_cannot_inject_workflow_commands_or_escapes)
 	cr_expect_null(strchr(out, '\x1b'), "an escape sequence reached stdout: %s", out);
 	cr_expect_null(strchr(slurp(summary), '\x1b'), "%s", slurp(summary));
 	cr_expect_null(strchr(slurp(xml), '\x1b'), "%s", slurp(xml));
+}
+
+/* Issue 22: the gate fails when it measured nothing.  The markers go to
+ * one directory and the auditor watches another: "aborts 0" is no PASS, in
+ * the text, the JSON, the JUnit file and the annotations.  --min-aborts
+ * raises the floor. */
+Test(fleet, a_gate_that_saw_no_abort_fails_and_says_why)
+{
+	need_bpf();
+	const char *elsewhere = h_str("%s/elsewhere", tmp_dir), *xml = h_str("%s/gate.xml", tmp_dir);
+	const char *env[] = {"GITHUB_ACTIONS=true", NULL};
+	const char *options[] = {"--junit", xml, "--max-kib-per-abort", "1000", NULL};
+	char *out, *why = h_str("no abort marker seen in %s: is --abort-dir right?", elsewhere);
+
+	cr_assert_eq(mkdir(elsewhere, 0755), 0);
+	struct h_proc p = start(h_audit_argv(elsewhere, PATTERNS, json_path, options, leakgen(true)), env);
+	close(p.in);
+	p.in = -1;
+	out = h_read_all(&p, 20000);
+	cr_expect_eq(h_finish(&p, NULL), 1, "a gate that saw no abort passed: %s", out);
+	cr_expect(strstr(out, h_str("verdict: FAIL  %s\n", why)), "%s", out);
+	cr_expect(strstr(out, h_str("::error::shmguard audit: FAIL, %s", why)), "%s", out);
+	cr_expect_null(strstr(out, "::notice::"), "%s", out);
+	json_t *r = report();
+	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")) ?: "(none)", "fail");
+	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict_reason")) ?: "(none)", why);
+	cr_expect_eq(h_jint(r, "min_aborts"), 1);
+	json_decref(r);
+	char *x = slurp(xml);
+	cr_expect(strstr(x, "name=\"aborts measured\""), "%s", x);
+	cr_expect(strstr(x, "<failure type=\"too-few-aborts\""), "%s", x);
+
+	/* The right directory, and a floor above what was measured, then at it. */
+	const char *more[] = {"--max-kib-per-abort", "1000", "--min-aborts", h_str("%d", ABORTS + 1), NULL};
+	h_cleanup(prefix);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	p = start(audit_with(more, leakgen(true)), NULL);
+	h_wait_measured(&p, ABORTS);
+	close(p.in);
+	p.in = -1;
+	out = h_read_all(&p, 20000);
+	cr_expect_eq(h_finish(&p, NULL), 1, "%s", out);
+	cr_expect(strstr(out, h_str("verdict: FAIL  %d aborts measured, fewer than --min-aborts %d\n", ABORTS,
+				    ABORTS + 1)),
+		  "%s", out);
+	more[3] = h_str("%d", ABORTS);
+	h_cleanup(prefix);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	p = start(audit_with(more, leakgen(true)), NULL);
+	h_wait_measured(&p, ABORTS);
+	close(p.in);
+	p.in = -1;
+	out = h_read_all(&p, 20000);
+	cr_expect_eq(h_finish(&p, NULL), 0, "%s", out);
+	cr_expect(strstr(out, "verdict: PASS"), "%s", out);
+
+	/* A floor with no gate to hold it up is a usage error. */
+	const char *alone[] = {h_bin("SG_CLI"), "audit", "--min-aborts", "3", "--", "/bin/true", NULL};
+	char *err;
+	cr_expect_eq(h_run(alone, NULL, &err), 2, "%s", err);
+	cr_expect(strstr(err, "--min-aborts"), "%s", err);
 }
