@@ -26,11 +26,21 @@ static void leak_case(FILE *out, const struct audit *a, const struct summary *s,
 	unsigned listed = 0, more = 0;
 	bool failed = !(a->o->have_budget && !s->over_budget);
 
+	/* The name is the command and the shape, the same in every run: what
+	 * changes (pids, counts) goes into properties. */
 	snprintf(name, sizeof(name), "%.*s %s", (int)strcspn(g->key, "\t"), g->key, audit_shape_text(a, g->shape));
 	sg_human_bytes(g->bytes, bytes, sizeof(bytes));
 	fputs("    <testcase classname=\"shmguard.audit.leak\" name=\"", out);
 	sg_xml_text(out, name);
-	fputs("\" time=\"0\">\n", out);
+	fputs("\" time=\"0\">\n      <properties>\n        <property name=\"pids\" value=\"", out);
+	for (unsigned i = 0; i < g->npids && i < GROUP_PIDS; i++)
+		fprintf(out, "%s%u", i ? " " : "", g->pids[i]);
+	if (g->npids > GROUP_PIDS)
+		fprintf(out, " and %u more", g->npids - GROUP_PIDS);
+	fprintf(out, "\"/>\n        <property name=\"files\" value=\"%llu\"/>\n"
+		     "        <property name=\"segments\" value=\"%llu\"/>\n"
+		     "        <property name=\"bytes\" value=\"%llu\"/>\n      </properties>\n",
+		(unsigned long long)g->files, (unsigned long long)g->segments, (unsigned long long)g->bytes);
 	if (failed)
 		fprintf(out, "      <failure type=\"leak\" message=\"aborted requests left %llu files, %s\">",
 			(unsigned long long)g->files, bytes);

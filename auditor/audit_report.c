@@ -44,10 +44,23 @@ const char *audit_shape_text(const struct audit *a, int shape)
 	return shape >= 0 ? a->o->patterns.patterns[shape].text : "(shim tag)";
 }
 
-/* A process's leftovers, one group per name shape. */
+/* A command's leftovers, one group per name shape: no pid in the key, so
+ * that a case of the JUnit file has the same name in every run. */
 static void proc_key(const struct audit_leftover *l, char *key, size_t len)
 {
-	snprintf(key, len, "%s (pid %u)\t%d", l->comm, l->creator, l->shape);
+	snprintf(key, len, "%s\t%d", l->comm, l->shape);
+}
+
+static void add_pid(struct group *g, uint32_t pid)
+{
+	unsigned listed = g->npids < GROUP_PIDS ? g->npids : GROUP_PIDS;
+
+	for (unsigned i = 0; i < listed; i++)
+		if (g->pids[i] == pid)
+			return;
+	if (g->npids < GROUP_PIDS)
+		g->pids[g->npids] = pid;
+	g->npids++;
 }
 
 bool audit_group_has(const struct group *g, const struct audit_leftover *l)
@@ -67,7 +80,7 @@ static void group_leftovers(const struct audit *a, struct groups *by_proc, struc
 			struct group *g;
 			proc_key(l, key, sizeof(key));
 			if ((g = group_of(by_proc, key))) {
-				g->pid = l->creator;
+				add_pid(g, l->creator);
 				g->shape = l->shape;
 				g->bytes += l->bytes;
 				g->files++;
@@ -159,8 +172,18 @@ static json_t *groups_json(const struct audit *a, const struct groups *gs, bool 
 		json_t *o = json_pack("{s:I, s:I, s:I}", "leaked_bytes", (json_int_t)g->bytes, "files",
 				      (json_int_t)g->files, "segments", (json_int_t)g->segments);
 		if (procs) {
-			json_object_set_new(o, "process", json_stringn(g->key, strcspn(g->key, "\t")));
-			json_object_set_new(o, "pid", json_integer(g->pid));
+			json_t *pids = json_array();
+			char name[sizeof(g->key)], *lossy;
+
+			snprintf(name, sizeof(name), "%.*s", (int)strcspn(g->key, "\t"), g->key);
+			/* A name set by the process itself need not be UTF-8. */
+			lossy = sg_utf8_lossy(name);
+			json_object_set_new(o, "process", json_string(lossy ? lossy : "?"));
+			free(lossy);
+			for (unsigned p = 0; p < g->npids && p < GROUP_PIDS; p++)
+				json_array_append_new(pids, json_integer(g->pids[p]));
+			json_object_set_new(o, "pids", pids);
+			json_object_set_new(o, "processes", json_integer(g->npids));
 		}
 		json_object_set_new(o, "shape", json_string(audit_shape_text(a, g->shape)));
 		json_array_append_new(arr, o);
@@ -183,9 +206,12 @@ static json_t *aborts_json(const struct audit *a)
 	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
 		json_t *files = json_array();
 		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next) {
+			char *comm = sg_utf8_lossy(l->comm);
 			json_t *f = json_pack("{s:I, s:b, s:I, s:s, s:s, s:I}", "bytes", (json_int_t)l->bytes, "linked",
-					      l->linked, "creator_pid", (json_int_t)l->creator, "creator", l->comm, "device",
-					      dev_text(l->kdev, dev, sizeof(dev)), "inode", (json_int_t)l->ino);
+					      l->linked, "creator_pid", (json_int_t)l->creator, "creator_command",
+					      comm ? comm : "?", "device", dev_text(l->kdev, dev, sizeof(dev)), "inode",
+					      (json_int_t)l->ino);
+			free(comm);
 			json_object_set_new(f, "name", l->name ? json_string(l->name) : json_null());
 			json_object_set_new(f, "held_by_pid", l->holder ? json_integer(l->holder) : json_null());
 			json_array_append_new(files, f);

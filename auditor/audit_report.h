@@ -26,12 +26,17 @@ struct summary {
 	const char *verdict; /* "pass", "fail" or "none" */
 };
 
-/* Leftovers grouped by a key (a creating process, or a name shape). */
+/* The pids a group lists (JSON, JUnit): the first ones, then a count. */
+#define GROUP_PIDS 16
+
+/* Leftovers grouped by a key: a creating command (its name, the same in
+ * every run, whatever its pids) and a name shape; or a name shape. */
 struct group {
 	char key[96];
-	uint32_t pid;
 	int shape;
 	uint64_t bytes, files, segments;
+	uint32_t pids[GROUP_PIDS]; /* creating processes, in the order found */
+	unsigned npids; /* distinct pids, those beyond GROUP_PIDS included (an upper bound then) */
 };
 
 struct groups {

@@ -284,6 +284,19 @@ static char *junit_read(const char *path)
 	return out;
 }
 
+/* The names of --junit's cases, sorted, one a line (junitparser). */
+static char *junit_names(const char *path)
+{
+	const char *script = "import sys, junitparser\n"
+			     "x = junitparser.JUnitXml.fromfile(sys.argv[1])\n"
+			     "print('\\n'.join(sorted(c.classname + ' ' + c.name for s in x for c in s)))\n";
+	const char *argv[] = {"/usr/bin/python3", "-c", script, path, NULL};
+	char *out = NULL, *err = NULL;
+
+	cr_assert_eq(h_output(argv, NULL, &out, &err), 0, "junitparser: %s", err);
+	return out;
+}
+
 /* A leak shape is a failing test case that lists the aborted requests; no
  * leak is one passing case. */
 Test(fleet, junit_cases_are_the_leak_shapes_and_list_the_requests)
@@ -313,6 +326,22 @@ Test(fleet, junit_cases_are_the_leak_shapes_and_list_the_requests)
 		cr_expect_eq(h_occurrences(out + used, h_str("%s%d: ", prefix, i)), 2, "request %d not listed: %s", i,
 			     out);
 	cr_expect_eq(h_occurrences(out, h_str("%s0: ", prefix)), 0, "a consumed request listed: %s", out);
+	char *names = junit_names(xml);
+	cr_expect_null(strstr(names, "pid"), "a case's name holds a pid: %s", names);
+	json_t *r = report();
+	json_t *top = json_array_get(json_object_get(r, "top_processes"), 0);
+	cr_expect_str_eq(json_string_value(json_object_get(top, "process")) ?: "(none)", "leakgen");
+	cr_expect_gt(json_integer_value(json_array_get(json_object_get(top, "pids"), 0)), 0, "no pid listed");
+	cr_expect_eq(json_integer_value(json_object_get(top, "processes")), 1);
+	json_decref(r);
+
+	/* Issue 22: the same workload again (other pids) has the same cases. */
+	h_cleanup(prefix);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	p = start(audit_with(options, leakgen(false)), NULL);
+	h_wait_measured(&p, ABORTS);
+	cr_assert_eq(h_finish(&p, NULL), 1);
+	cr_expect_str_eq(junit_names(xml), names, "the case names changed from one run to the next");
 
 	/* A leak within the budget: the same cases, passing, still listing. */
 	h_cleanup(prefix);

@@ -51,9 +51,10 @@ static void expect_group(json_t *g, const char *process, const char *shape, json
 Test(report, leftovers_grouped_by_process_and_by_shape, .init = cr_redirect_stdout)
 {
 	/* Two aborts: stage1 leaves pattern-named files in both, stage2 a
-	 * tagged one; a process with two shapes makes two groups. */
+	 * tagged one; a command with two shapes makes two groups, and two
+	 * processes of one command (pids 10, 11) one group. */
 	struct audit_abort second = {.request = "r2", .leaked_bytes = 1300,
-				     .leftovers = leftover(leftover(NULL, "stage1", 10, 0, 1000), "stage1", 10, -1,
+				     .leftovers = leftover(leftover(NULL, "stage1", 11, 0, 1000), "stage1", 10, -1,
 							   300)};
 	struct audit_abort first = {.next = &second, .request = "r1", .leaked_bytes = 2500,
 				    .leftovers = leftover(leftover(NULL, "stage1", 10, 0, 500), "stage2", 20, -1,
@@ -62,9 +63,13 @@ Test(report, leftovers_grouped_by_process_and_by_shape, .init = cr_redirect_stdo
 
 	procs = json_object_get(root, "top_processes");
 	cr_assert_eq(json_array_size(procs), 3);
-	expect_group(json_array_get(procs, 0), "stage2 (pid 20)", "(shim tag)", 2000, 1);
-	expect_group(json_array_get(procs, 1), "stage1 (pid 10)", "{req}_{int}_{int}", 1500, 2);
-	expect_group(json_array_get(procs, 2), "stage1 (pid 10)", "(shim tag)", 300, 1);
+	expect_group(json_array_get(procs, 0), "stage2", "(shim tag)", 2000, 1);
+	expect_group(json_array_get(procs, 1), "stage1", "{req}_{int}_{int}", 1500, 2);
+	expect_group(json_array_get(procs, 2), "stage1", "(shim tag)", 300, 1);
+	json_t *pids = json_object_get(json_array_get(procs, 1), "pids");
+	cr_expect_eq(json_array_size(pids), 2);
+	cr_expect_eq(json_integer_value(json_array_get(pids, 0)) + json_integer_value(json_array_get(pids, 1)), 21);
+	cr_expect_eq(json_integer_value(json_object_get(json_array_get(procs, 1), "processes")), 2);
 	shapes = json_object_get(root, "top_shapes");
 	cr_assert_eq(json_array_size(shapes), 2);
 	expect_group(json_array_get(shapes, 0), NULL, "(shim tag)", 2300, 2);
