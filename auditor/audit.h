@@ -113,6 +113,7 @@ struct audit {
 	uint32_t cycles;    /* review cycles ended */
 	struct audit_live *live; /* metrics and the plot's samples (audit_live.c) */
 	int cmd_status; /* -1: no COMMAND or still running */
+	int cmd_signal; /* the signal that ended COMMAND, or 0 */
 	bool interrupted; /* a second SIGINT (or SIGTERM, SIGHUP) ended the run */
 };
 

@@ -88,6 +88,30 @@ static bool ignores(pid_t pid, int sig)
 	return (strtoull(at + 8, NULL, 16) >> (sig - 1)) & 1;
 }
 
+static void record_status(struct audit *a, int status)
+{
+	a->cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	a->cmd_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+/* How long a killed COMMAND is waited for: SIGKILL ends it at once unless
+ * it is stuck in the kernel, and the run does not wait on that. */
+#define REAP_WAIT_MS 1000
+
+/* COMMAND, killed: its status (128 + 9) and signal for the report. */
+static void reap_killed(struct audit *a, pid_t child)
+{
+	int status;
+
+	for (int waited = 0; waited < REAP_WAIT_MS; waited += 10) {
+		if (waitpid(child, &status, WNOHANG) == child) {
+			record_status(a, status);
+			return;
+		}
+		usleep(10 * 1000);
+	}
+}
+
 /* The signals that arrived.  COMMAND decides what the first SIGINT, SIGTERM
  * or SIGHUP means, and its end ends the run; one that ignores it is killed
  * at the second, and the run ends without waiting for it. */
@@ -100,7 +124,7 @@ static int on_signals(struct audit *a, int sfd, pid_t child, unsigned *interrupt
 	while ((n = read(sfd, &si, sizeof(si))) == sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD) {
 			if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
-				a->cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+				record_status(a, status);
 				*running = false;
 			}
 		} else if (child <= 0) {
@@ -116,6 +140,7 @@ static int on_signals(struct audit *a, int sfd, pid_t child, unsigned *interrupt
 			kill(child, SIGKILL);
 			a->interrupted = true;
 			*running = false;
+			reap_killed(a, child);
 		}
 	}
 	return n < 0 && errno != EAGAIN ? -1 : 0;

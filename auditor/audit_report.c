@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit_report.h"
@@ -223,6 +224,26 @@ static json_t *aborts_json(const struct audit *a)
 	return arr;
 }
 
+/* When the run began, as RFC 3339 UTC: now on the wall clock, less the
+ * run's time on the monotonic one (the clock of a->start_ns). */
+static json_t *started_at(const struct audit *a)
+{
+	struct timespec wall, mono;
+	char buf[40];
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &wall);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	int64_t ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec -
+		     ((int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec - (int64_t)a->start_ns);
+	time_t sec = (time_t)(ns / 1000000000);
+	if (!gmtime_r(&sec, &tm))
+		return json_null();
+	size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, sizeof(buf) - n, ".%03dZ", (int)(ns % 1000000000 / 1000000));
+	return json_string(buf);
+}
+
 static json_int_t max_rss_kib(void)
 {
 	struct rusage ru;
@@ -240,7 +261,7 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 
 	for (char **c = a->o->cmd; c && *c; c++)
 		json_array_append_new(cmd, json_string(*c));
-	root = json_pack("{s:i, s:f, s:I, s:I, s:f, s:I, s:f, s:f}", "schema", 2, "duration_s", a->end_s, "aborts",
+	root = json_pack("{s:i, s:f, s:I, s:I, s:f, s:I, s:f, s:f}", "schema", 3, "duration_s", a->end_s, "aborts",
 			 (json_int_t)a->naborts, "leaked_bytes", (json_int_t)s->leaked_bytes, "leaked_kib_per_abort",
 			 s->kib_per_abort, "leaked_files", (json_int_t)s->leaked_files, "leaked_files_per_abort",
 			 s->leaked_files / n, "leaked_segments_per_abort", s->leaked_segments / n);
@@ -275,7 +296,12 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "command", a->o->cmd ? cmd : json_null());
 	if (!a->o->cmd)
 		json_decref(cmd);
+	/* null only without COMMAND; one killed at the second signal has its
+	 * status (128 + 9) and signal like any other. */
 	json_object_set_new(root, "command_exit_status", a->cmd_status >= 0 ? json_integer(a->cmd_status) : json_null());
+	json_object_set_new(root, "command_signal", a->cmd_signal ? json_integer(a->cmd_signal) : json_null());
+	json_object_set_new(root, "shmguard_version", json_string(a->o->version ? a->o->version : ""));
+	json_object_set_new(root, "started_at", started_at(a));
 	json_object_set_new(root, "top_processes", groups_json(a, by_proc, true));
 	json_object_set_new(root, "top_shapes", groups_json(a, by_shape, false));
 	json_object_set_new(root, "aborted_requests", aborts_json(a));

@@ -93,11 +93,15 @@ static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_fil
 		json_array_append_new(holders, h);
 	}
 	if (f->tagged) {
-		tag = json_pack("{s:i, s:s}", "creator_pid", (int)f->tag.pid, "creator", sg_creator_state_name(f->creator));
+		/* creator_* fields mean the same in ls, sweep and audit: the
+		 * process that created the file (its pid, its state here). */
+		tag = json_pack("{s:i, s:s}", "creator_pid", (int)f->tag.pid, "creator_state",
+				sg_creator_state_name(f->creator));
 		cli_json_set_text(tag, "request", f->tag.req);
 	}
-	snprintf(path, sizeof(path), "%s/%s%s", f->root >= 0 ? l->roots.dir[f->root] : "?", f->name ? f->name : "?",
-		 f->linked ? "" : " (deleted)");
+	/* Only a path: an unlinked file's is the name it had, and "linked"
+	 * says it is gone (the text listing shows "(deleted)"). */
+	snprintf(path, sizeof(path), "%s/%s", f->root >= 0 ? l->roots.dir[f->root] : "?", f->name ? f->name : "?");
 	o = json_pack("{s:b, s:I, s:I, s:i, s:f, s:o, s:o}", "linked", f->linked, "size", (json_int_t)f->size,
 		      "allocated_bytes", (json_int_t)f->bytes, "uid", (int)f->uid, "age_s", f->age_s, "holders", holders,
 		      "tag", tag);
@@ -116,7 +120,8 @@ static int print_json(const struct sg_shm_listing *l, FILE *out, const char *pat
 		json_array_append_new(files, file_json(l, &l->files[i]));
 		total += l->files[i].bytes;
 	}
-	root = json_pack("{s:o, s:I, s:I, s:i}", "files", files, "total_files", (json_int_t)l->n, "total_allocated_bytes",
+	root = json_pack("{s:i, s:s, s:o, s:I, s:I, s:i}", "schema", 2, "shmguard_version", SHMGUARD_VERSION, "files",
+			 files, "total_files", (json_int_t)l->n, "total_allocated_bytes",
 			 (json_int_t)total, "unreadable_processes", (int)l->holders.unreadable);
 	ret = cli_json_write("ls", root, out, path);
 	json_decref(root);

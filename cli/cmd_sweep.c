@@ -305,7 +305,8 @@ int cmd_sweep(int argc, char **argv)
 		if (sweep_root(&out, &o, &l, r) < 0)
 			status = EXIT_FAIL;
 	if (o.json) {
-		json_t *root = json_pack("{s:o, s:i, s:i, s:i, s:I, s:b}", "decisions", out.decisions, "removed",
+		json_t *root = json_pack("{s:i, s:s, s:o, s:i, s:i, s:i, s:I, s:b}", "schema", 1, "shmguard_version",
+					 SHMGUARD_VERSION, "decisions", out.decisions, "removed",
 					 out.removed, "kept", out.kept, "failed", out.failed, "reclaimed_bytes",
 					 (json_int_t)out.bytes, "dry_run", o.dry_run);
 		if (cli_json_write("sweep", root, json_out, o.json) < 0)

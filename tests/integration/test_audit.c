@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -730,6 +731,34 @@ Test(audit, a_second_sigint_stops_a_command_that_ignores_it)
 	cr_expect(!strstr(err, said) || !strstr(strstr(err, said) + 1, said), "said more than once: %s", err);
 	json_t *r = report();
 	cr_expect(json_is_true(json_object_get(r, "interrupted")));
+	/* Issue 22: null means no COMMAND; a killed one has its status. */
+	cr_expect_eq(h_jint(r, "command_exit_status"), 128 + SIGKILL);
+	cr_expect_eq(h_jint(r, "command_signal"), SIGKILL);
+	json_decref(r);
+}
+
+/* Issue 22: the report says which shmguard made it, and when the run began. */
+Test(audit, the_json_report_carries_the_version_and_the_start_time)
+{
+	need_bpf();
+	const char *cmd[] = {"/bin/true", NULL};
+	time_t before = time(NULL);
+	struct tm tm = {0};
+	char *err;
+
+	cr_assert_eq(h_run(audit_argv(NULL, cmd), NULL, &err), 0, "%s", err);
+	json_t *r = report();
+	cr_expect_eq(h_jint(r, "schema"), 3);
+	const char *version = json_string_value(json_object_get(r, "shmguard_version"));
+	cr_expect(version && *version >= '0' && *version <= '9', "%s", version ?: "(none)");
+	const char *at = json_string_value(json_object_get(r, "started_at"));
+	cr_assert(at, "no started_at");
+	const char *rest = strptime(at, "%Y-%m-%dT%H:%M:%S", &tm);
+	cr_assert(rest && rest[0] == '.' && rest[4] == 'Z' && !rest[5], "not RFC 3339 UTC: %s", at);
+	time_t t = timegm(&tm);
+	cr_expect(t >= before - 1 && t <= time(NULL), "%s is not when the run began", at);
+	cr_expect_eq(h_jint(r, "command_exit_status"), 0);
+	cr_expect(json_is_null(json_object_get(r, "command_signal")));
 	json_decref(r);
 }
 

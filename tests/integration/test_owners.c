@@ -98,7 +98,7 @@ static void owner_of(const char *name, const char **req, int *pid, const char **
 			continue;
 		*req = h_str("%s", json_string_value(json_object_get(tag, "request")));
 		*pid = (int)json_integer_value(json_object_get(tag, "creator_pid"));
-		*state = h_str("%s", json_string_value(json_object_get(tag, "creator")));
+		*state = h_str("%s", json_string_value(json_object_get(tag, "creator_state")));
 	}
 	json_decref(j);
 }

@@ -181,11 +181,14 @@ Test(sweep, ls_shows_unlinked_but_mapped_bytes_and_holder)
 
 	cr_assert_eq(h_output(ls, NULL, &text, NULL), 0);
 	cr_assert_not_null(r = json_loads(text, 0, &err), "%s", err.text);
+	cr_expect_eq(json_integer_value(json_object_get(r, "schema")), 2);
 	json_array_foreach(json_object_get(r, "files"), i, f) {
 		if (!strstr(json_string_value(json_object_get(f, "path")), "mapped_0_0"))
 			continue;
 		found = true;
 		cr_expect(!json_is_true(json_object_get(f, "linked")));
+		/* Issue 22: the path is only a path; "linked" says it is gone. */
+		cr_expect_str_eq(json_string_value(json_object_get(f, "path")), x);
 		cr_expect_eq(json_integer_value(json_object_get(f, "allocated_bytes")), 8192);
 		json_t *h = json_array_get(json_object_get(f, "holders"), 0);
 		cr_expect_eq(json_integer_value(json_object_get(h, "pid")), p.pid);
