@@ -111,6 +111,8 @@ struct audit {
 	struct audit_root_bytes root_bytes[SG_MAX_ROOTS];
 	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
 	uint32_t cycles;    /* review cycles ended */
+	double last_review_s, last_review_duration_s; /* when the last cycle ended (audit_now_s), how long it took */
+	uint64_t aborts_measured, leaked_measured; /* aborts measured so far, and the bytes they left */
 	struct audit_live *live; /* metrics and the plot's samples (audit_live.c) */
 	int cmd_status; /* -1: no COMMAND or still running */
 	int cmd_signal; /* the signal that ended COMMAND, or 0 */

@@ -421,6 +421,8 @@ static void measure_aborts(struct pass *p, double until_s)
 		struct abort_ctx c = {p, ab};
 		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
 		a->unmeasured = ab->next;
+		a->aborts_measured++;
+		a->leaked_measured += ab->leaked_bytes;
 	}
 }
 
@@ -536,6 +538,8 @@ static void work(struct audit *a, uint64_t deadline)
 	a->live_files = rv->live_files;
 	memcpy(a->root_bytes, rv->roots, sizeof(a->root_bytes));
 	a->cycles++;
+	a->last_review_s = audit_now_s(a);
+	a->last_review_duration_s = a->last_review_s - rv->started_s;
 	measure_aborts(&p, covered_until(a, rv));
 	end_pass(&p);
 	rv->phase = REVIEW_IDLE;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -39,6 +40,15 @@ void audit_live_free(struct audit_live *l)
 	free(l);
 }
 
+/* A time of the run (audit_now_s) on the wall clock. */
+static double unix_time_of(const struct audit *a, double run_s)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (double)now.tv_sec + now.tv_nsec / 1e9 - (audit_now_s(a) - run_s);
+}
+
 static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metrics *m)
 {
 	struct statvfs sv;
@@ -48,6 +58,10 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 		.aborted_held_bytes = a->aborted_held,
 		.reclaimed_bytes = a->reclaimed,
 		.live_pending_bytes = a->live_pending,
+		.aborts_measured = a->aborts_measured,
+		.leaked_bytes = a->leaked_measured,
+		.last_review_unix_s = unix_time_of(a, a->cycles ? a->last_review_s : 0),
+		.last_review_duration_s = a->last_review_duration_s,
 		.events = a->events,
 		.dropped_events = dropped,
 		.files_over_limit = audit_files_over_limit(a->files),
@@ -58,9 +72,11 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 	};
 	for (unsigned r = 0; r < a->nroots; r++) {
 		m->roots[r] = (struct metrics_root){a->roots[r].path, a->root_bytes[r].tracked,
-						    a->root_bytes[r].unattributed, 0};
-		if (statvfs(a->roots[r].path, &sv) == 0)
+						    a->root_bytes[r].unattributed, 0, 0};
+		if (statvfs(a->roots[r].path, &sv) == 0) {
 			m->roots[r].free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+			m->roots[r].size_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+		}
 	}
 }
 

@@ -55,6 +55,12 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	if (!out)
 		return NULL;
 	plain(out, "shmguard_aborts_total", "counter", "Abort markers seen.", m->aborts);
+	plain(out, "shmguard_aborts_measured_total", "counter",
+	      "Aborts measured (their grace is over): the denominator of the leak per abort.", m->aborts_measured);
+	plain(out, "shmguard_leaked_bytes_total", "counter",
+	      "Allocated bytes that measured aborts left behind: rate(shmguard_leaked_bytes_total) / "
+	      "rate(shmguard_aborts_measured_total) is the leak per abort.",
+	      m->leaked_bytes);
 	plain(out, "shmguard_aborted_held_bytes", "gauge",
 	      "Bytes still held in the shm roots by files of aborted requests.", m->aborted_held_bytes);
 	plain(out, "shmguard_reclaimed_bytes_total", "counter",
@@ -68,6 +74,8 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 		 offsetof(struct metrics_root, unattributed_bytes));
 	per_root(out, m, "shmguard_root_free_bytes", "Bytes the root's filesystem can still take.",
 		 offsetof(struct metrics_root, free_bytes));
+	per_root(out, m, "shmguard_root_size_bytes", "The size of the root's filesystem.",
+		 offsetof(struct metrics_root, size_bytes));
 	plain(out, "shmguard_events_total", "counter", "Events the kernel side sent.", m->events);
 	plain(out, "shmguard_dropped_events_total", "counter",
 	      "Events the kernel side could not send (its buffer was full).", m->dropped_events);
@@ -75,8 +83,13 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	      m->files_over_limit);
 	plain(out, "shmguard_lost_markers_total", "counter",
 	      "Abort markers that may have been missed (the marker watch overflowed).", m->lost_markers);
-	family(out, "shmguard_audit_info", "gauge", "The auditor: its version and the probe in use.");
-	fprintf(out, "shmguard_audit_info{version=\"");
+	family(out, "shmguard_last_review_timestamp_seconds", "gauge",
+	       "When the last review cycle ended, in Unix time (the run's start before the first cycle).");
+	fprintf(out, "shmguard_last_review_timestamp_seconds %.3f\n", m->last_review_unix_s);
+	family(out, "shmguard_last_review_duration_seconds", "gauge", "How long the last review cycle took.");
+	fprintf(out, "shmguard_last_review_duration_seconds %.3f\n", m->last_review_duration_s);
+	family(out, "shmguard_build_info", "gauge", "The auditor: its version and the probe in use.");
+	fprintf(out, "shmguard_build_info{version=\"");
 	label_value(out, m->version ? m->version : "");
 	fprintf(out, "\",probe=\"");
 	label_value(out, m->probe ? m->probe : "");

@@ -13,6 +13,7 @@ struct metrics_root {
 	uint64_t tracked_bytes;      /* files created during the run that still exist */
 	uint64_t unattributed_bytes; /* the part of it that belongs to no request */
 	uint64_t free_bytes;         /* statvfs: what the filesystem can still take */
+	uint64_t size_bytes;         /* statvfs: the filesystem's size */
 };
 
 /* One snapshot.  Counters (_total) only grow during a run. */
@@ -21,6 +22,10 @@ struct audit_metrics {
 	uint64_t aborted_held_bytes; /* bytes held by aborted requests now */
 	uint64_t reclaimed_bytes; /* bytes of aborted requests gone after their marker */
 	uint64_t live_pending_bytes; /* bytes of requests not aborted, still there */
+	uint64_t aborts_measured; /* aborts whose grace is over and were measured */
+	uint64_t leaked_bytes;    /* what those left: rate(leaked) / rate(measured) is bytes per abort */
+	double last_review_unix_s; /* when the last review cycle ended (the run's start before the first) */
+	double last_review_duration_s; /* how long it took (0 before the first) */
 	uint64_t events, dropped_events, files_over_limit, lost_markers;
 	const char *probe;        /* how the kernel side sees creations */
 	const char *version;
@@ -39,12 +44,16 @@ int metrics_write_file(const char *path, const char *text, size_t len, char *err
 
 /* An HTTP server answering GET /metrics with the last published text, on
  * its own thread (libmicrohttpd), so slow or bad clients never stall the
- * caller.  addr is "HOST:PORT" ("127.0.0.1:9464", "[::1]:9464", ":9464"
- * for every address).  NULL with a reason in err when it cannot listen. */
+ * caller.  addr is "HOST:PORT" ("127.0.0.1:9464", "[::1]:9464",
+ * "localhost:9464": a name is resolved and its first address used; ":9464"
+ * for every IPv4 address).  NULL with a reason in err when it cannot listen. */
 struct metrics_server;
 struct metrics_server *metrics_serve(const char *addr, char *err, size_t errlen);
 /* The port it listens on (useful with port 0). */
 unsigned metrics_port(const struct metrics_server *s);
+/* The address it listens on, as "HOST:PORT" ("[V6]:PORT"), the real port
+ * for port 0: for people to see. */
+const char *metrics_address(const struct metrics_server *s);
 /* Takes a copy of text as what /metrics answers from now on. */
 void metrics_publish(struct metrics_server *s, const char *text, size_t len);
 void metrics_stop(struct metrics_server *s);

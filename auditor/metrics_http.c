@@ -45,6 +45,7 @@ struct metrics_server {
 	char *text; /* what /metrics answers; NULL before the first publish */
 	size_t len;
 	unsigned port;
+	char address[INET6_ADDRSTRLEN + 16]; /* as bound, for people */
 	struct watched *watched; /* under lock */
 	pthread_t watchdog;
 	pthread_cond_t stop_cond;
@@ -175,18 +176,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return answer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", copy, len, MHD_RESPMEM_MUST_FREE);
 }
 
-/* "HOST:PORT", "[V6]:PORT" or ":PORT" into a socket address. */
+/* "HOST:PORT", "[V6]:PORT" or ":PORT" into a socket address; a HOST that
+ * is a name is resolved (its first address). */
 static int parse_addr(const char *addr, struct sockaddr_storage *ss, char *err, size_t errlen)
 {
 	const char *colon = strrchr(addr, ':');
-	char host[64], *end;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG}, *res = NULL;
+	char host[256], *end;
 	unsigned long port;
+	int rc;
 
 	memset(ss, 0, sizeof(*ss));
 	if (!colon)
 		goto bad;
 	port = strtoul(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end || port > 65535)
+	if (colon[1] < '0' || colon[1] > '9' || *end || port > 65535)
 		goto bad;
 	if ((size_t)(colon - addr) >= sizeof(host))
 		goto bad;
@@ -205,17 +209,44 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss, char *err, 
 			goto bad;
 		return 0;
 	}
-	struct sockaddr_in *in = (struct sockaddr_in *)ss;
-	in->sin_family = AF_INET;
-	in->sin_port = htons((uint16_t)port);
-	if (host[0] == '\0')
+	if (host[0] == '\0') {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
 		in->sin_addr.s_addr = htonl(INADDR_ANY);
-	else if (inet_pton(AF_INET, host, &in->sin_addr) != 1)
-		goto bad;
+		return 0;
+	}
+	if (strchr(host, ':'))
+		goto bad; /* an IPv6 address wants brackets */
+	if ((rc = getaddrinfo(host, NULL, &hints, &res)) != 0 || !res) {
+		snprintf(err, errlen, "bad listen address '%s': cannot resolve '%s': %s", addr, host,
+			 rc ? gai_strerror(rc) : "no address");
+		return -1;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
 	return 0;
 bad:
-	snprintf(err, errlen, "bad listen address '%s': want HOST:PORT, [IPV6]:PORT or :PORT with a numeric host", addr);
+	snprintf(err, errlen, "bad listen address '%s': want HOST:PORT, [IPV6]:PORT or :PORT", addr);
 	return -1;
+}
+
+/* "HOST:PORT" of the address bound, with the port it got. */
+static void address_text(const struct sockaddr_storage *ss, unsigned port, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, port);
+	} else {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, port);
+	}
 }
 
 struct metrics_server *metrics_serve(const char *addr, char *err, size_t errlen)
@@ -254,6 +285,7 @@ struct metrics_server *metrics_serve(const char *addr, char *err, size_t errlen)
 	}
 	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = info ? info->port : 0;
+	address_text(&ss, s->port, s->address, sizeof(s->address));
 	return s;
 fail:
 	s->daemon = NULL;
@@ -264,6 +296,11 @@ fail:
 unsigned metrics_port(const struct metrics_server *s)
 {
 	return s->port;
+}
+
+const char *metrics_address(const struct metrics_server *s)
+{
+	return s->address;
 }
 
 void metrics_publish(struct metrics_server *s, const char *text, size_t len)

@@ -47,7 +47,9 @@ static void usage(FILE *out)
 		"                             (a report FILE of - is stdout: the text report goes to stderr)\n"
 		"      --metrics-file FILE    Prometheus text (node_exporter's textfile collector), rewritten\n"
 		"                             atomically every --interval seconds (default 15) and at the end\n"
-		"      --listen ADDR:PORT     serve the same figures on http://ADDR:PORT/metrics\n"
+		"      --listen HOST:PORT     serve the same figures on http://HOST:PORT/metrics (HOST a name\n"
+		"                             or an address, [IPV6]; :PORT every IPv4 address; the address\n"
+		"                             bound is printed on stderr)\n"
 		"  -d, --duration DURATION    without COMMAND: stop after this long\n"
 		"  -i, --interval DURATION    a progress line this often when stderr is not a terminal\n"
 		"      --lib PATH             the shim whose tags to follow (default: found as by 'run')\n"
@@ -383,6 +385,9 @@ int cmd_audit(int argc, char **argv)
 		status = cli_fail(AUDIT_USAGE, "audit", "--listen: %s", err);
 		goto out;
 	}
+	if (o.metrics_server) /* :0 is given a port: say which */
+		fprintf(stderr, "shmguard audit: serving metrics on http://%s/metrics\n",
+			metrics_address(o.metrics_server));
 	have_shim = o.lib || cli_find_shim(NULL, shim) == 0;
 	if (!(a.files = audit_files_new(o.max_files)) || !(a.review = audit_review_new()) ||
 	    ((o.metrics_path || o.metrics_server || o.plot_path) && !(a.live = audit_live_new()))) {

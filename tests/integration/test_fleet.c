@@ -198,6 +198,13 @@ Test(fleet, prometheus_scrapes_the_aborts_and_the_bytes_they_hold)
 		     (unsigned long long)truth);
 	cr_expect_eq(prometheus_value(prom_port, "shmguard_dropped_events_total"), 0);
 	cr_expect_eq(prometheus_value(prom_port, "shmguard_live_pending_bytes"), 0, "every live request was consumed");
+	/* Issue 22: what a fleet computes the leak per abort from (here every
+	 * aborted file is still there, so the leak is what they hold). */
+	cr_expect_eq(prometheus_value(prom_port, "shmguard_aborts_measured_total"), ABORTS);
+	cr_expect_eq(prometheus_value(prom_port, "shmguard_leaked_bytes_total"), (long long)truth);
+	cr_expect_eq(prometheus_value(prom_port, "count(shmguard_build_info)"), 1);
+	long long age = prometheus_value(prom_port, "time()-shmguard_last_review_timestamp_seconds");
+	cr_expect(age >= 0 && age < 30, "the last review is %lld s old", age);
 	kill(prom.pid, SIGTERM);
 	h_finish(&prom, NULL);
 	cr_expect_eq(h_finish(&audit, NULL), 0);
@@ -463,6 +470,7 @@ Test(fleet, bad_output_paths_are_refused_before_the_run)
 	const char *bad[][3] = {{"--junit", h_str("/nonexistent/%s/a.xml", prefix), NULL},
 				{"--plot", h_str("/nonexistent/%s/a.svg", prefix), NULL},
 				{"--listen", "localhost", NULL},
+				{"--listen", "no-such-host.invalid:9464", NULL},
 				{"--listen", "256.1.1.1:80", NULL}};
 	char *err;
 
@@ -486,14 +494,24 @@ Test(fleet, a_system_wide_audit_serving_metrics_ends_at_sigint_with_its_report)
 {
 	need_bpf();
 	need_program("/usr/bin/curl", "curl");
-	unsigned port = free_port();
+	/* Issue 22: a host name, and port 0, whose real port it prints. */
 	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--json", json_path, "--listen",
-			      h_str("127.0.0.1:%u", port), "--duration", "60", NULL};
-	const char *curl[] = {"/usr/bin/curl", "-sf", "--noproxy", "*", "--max-time", "5",
-			      h_str("http://127.0.0.1:%u/metrics", port), NULL};
+			      "localhost:0", "--duration", "60", NULL};
 	struct h_proc p = h_spawn(argv, NULL);
-	char *out = NULL, *err;
+	char *out = NULL, *err, url[128] = "";
 	int status = -1;
+
+	cr_assert(h_wait_stderr(&p, "/metrics\n", 20000), "the address bound was not printed");
+	FILE *e = fopen(p.err, "r");
+	char line[256];
+	while (e && fgets(line, sizeof(line), e))
+		if (sscanf(line, "shmguard audit: serving metrics on %127s", url) == 1)
+			break;
+	if (e)
+		fclose(e);
+	cr_assert(strncmp(url, "http://127.0.0.1:", 17) == 0 || strncmp(url, "http://[::1]:", 13) == 0, "%s", url);
+	cr_assert_null(strstr(url, ":0/"), "port 0 printed: %s", url);
+	const char *curl[] = {"/usr/bin/curl", "-sf", "--noproxy", "*", "--max-time", "5", url, NULL};
 
 	for (long t0 = h_now_ms(); h_now_ms() - t0 < 20000; usleep(100 * 1000))
 		if ((status = h_output(curl, NULL, &out, NULL)) == 0)

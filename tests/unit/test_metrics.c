@@ -25,12 +25,16 @@ static struct audit_metrics sample(void)
 		.dropped_events = 3,
 		.files_over_limit = 1,
 		.lost_markers = 2,
+		.aborts_measured = 18,
+		.leaked_bytes = 73728,
+		.last_review_unix_s = 1764619794.25,
+		.last_review_duration_s = 0.5,
 		.probe = "ctime",
 		.version = "0.1.0",
 		.nroots = 2,
 	};
-	m.roots[0] = (struct metrics_root){"/dev/shm", 2097152, 4096, 1073741824};
-	m.roots[1] = (struct metrics_root){"/tmp/a \"b\"\\c", 0, 0, 5};
+	m.roots[0] = (struct metrics_root){"/dev/shm", 2097152, 4096, 1073741824, 2147483648};
+	m.roots[1] = (struct metrics_root){"/tmp/a \"b\"\\c", 0, 0, 5, 10};
 	return m;
 }
 
@@ -54,7 +58,23 @@ Test(metrics, exposition_text)
 	cr_expect(strstr(text, "\nshmguard_dropped_events_total 3\n"));
 	cr_expect(strstr(text, "\nshmguard_files_over_limit_total 1\n"));
 	cr_expect(strstr(text, "\nshmguard_lost_markers_total 2\n"));
-	cr_expect(strstr(text, "\nshmguard_audit_info{version=\"0.1.0\",probe=\"ctime\"} 1\n"));
+	cr_expect(strstr(text, "\nshmguard_build_info{version=\"0.1.0\",probe=\"ctime\"} 1\n"), "%s", text);
+	cr_expect_null(strstr(text, "shmguard_audit_info"), "the old name");
+	/* Counters whose rates give the leak per abort, and the review's age. */
+	cr_expect(strstr(text, "# TYPE shmguard_aborts_measured_total counter\nshmguard_aborts_measured_total 18\n"),
+		  "%s", text);
+	cr_expect(strstr(text, "# TYPE shmguard_leaked_bytes_total counter\nshmguard_leaked_bytes_total 73728\n"),
+		  "%s", text);
+	cr_expect(strstr(text, "\nshmguard_last_review_timestamp_seconds 1764619794.250\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_last_review_duration_seconds 0.500\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_root_size_bytes{root=\"/dev/shm\"} 2147483648\n"), "%s", text);
+	/* Labels: root on the per-root series, and only there. */
+	for (char *line = text; *line; line = strchr(line, '\n') + 1) {
+		char *brace = strchr(line, '{'), *nl = strchr(line, '\n');
+		if (line[0] == '#' || !brace || brace > nl || strncmp(line, "shmguard_build_info{", 20) == 0)
+			continue;
+		cr_expect_eq(strncmp(brace, "{root=\"", 7), 0, "a label other than root: %.60s", line);
+	}
 	/* Every sample line belongs to a family declared just before. */
 	for (char *line = text; *line; line = strchr(line, '\n') + 1) {
 		if (line[0] != '#')
@@ -251,12 +271,30 @@ Test(metrics, slow_clients_do_not_stop_the_scrapes, .timeout = 40)
 	free(text);
 }
 
+/* Issue 22: a host name is accepted, and port 0 becomes a real port that
+ * the server says. */
+Test(metrics, a_host_name_and_port_zero_give_the_address_bound)
+{
+	char err[256], want[32];
+	struct metrics_server *s = metrics_serve("localhost:0", err, sizeof(err));
+
+	cr_assert(s, "%s", err);
+	cr_assert_gt(metrics_port(s), 0);
+	snprintf(want, sizeof(want), "127.0.0.1:%u", metrics_port(s));
+	if (strcmp(metrics_address(s), want) != 0)
+		snprintf(want, sizeof(want), "[::1]:%u", metrics_port(s));
+	cr_expect_str_eq(metrics_address(s), want);
+	metrics_stop(s);
+}
+
 Test(metrics, bad_listen_addresses)
 {
 	char err[256];
 
 	cr_expect_null(metrics_serve("localhost", err, sizeof(err)));
 	cr_expect(strstr(err, "bad listen address"), "%s", err);
+	cr_expect_null(metrics_serve("no-such-host.invalid:0", err, sizeof(err)));
+	cr_expect(strstr(err, "cannot resolve"), "%s", err);
 	cr_expect_null(metrics_serve("127.0.0.1:70000", err, sizeof(err)));
 	cr_expect_null(metrics_serve("[::1:9464", err, sizeof(err)));
 	cr_expect_null(metrics_serve("192.0.2.1:0", err, sizeof(err)), "an address not of this machine");
