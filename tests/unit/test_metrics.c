@@ -287,6 +287,46 @@ Test(metrics, a_host_name_and_port_zero_give_the_address_bound)
 	metrics_stop(s);
 }
 
+/* The metric names a file of contrib/ uses (shmguard_ and a name; the
+ * recording rules' shmguard: names are the file's own), each asserted to
+ * be a family the auditor exports; how many were found. */
+static int names_exported(const char *file, const char *exported)
+{
+	char *path, *text = NULL, family[160];
+	size_t len = 0;
+	int found = 0;
+
+	cr_assert(getenv("SG_CONTRIB"), "SG_CONTRIB is not set (meson test sets it)");
+	cr_assert(asprintf(&path, "%s/%s", getenv("SG_CONTRIB"), file) > 0);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	cr_assert_geq(getdelim(&text, &len, '\0', f), 0);
+	fclose(f);
+	for (char *p = text; (p = strstr(p, "shmguard_"));) {
+		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_");
+		snprintf(family, sizeof(family), "# TYPE %.*s ", (int)n, p);
+		cr_expect(strstr(exported, family), "%s names %.*s, which the auditor does not export", file, (int)n, p);
+		found++;
+		p += n;
+	}
+	free(text);
+	free(path);
+	return found;
+}
+
+/* Issue 22: the alerts and the dashboard use the names the auditor has. */
+Test(metrics, the_alerts_and_the_dashboard_name_exported_metrics)
+{
+	struct audit_metrics m = sample();
+	size_t len;
+	char *text = metrics_render(&m, &len);
+
+	cr_assert(text);
+	cr_expect_geq(names_exported("prometheus/shmguard-alerts.yml", text), 6);
+	cr_expect_geq(names_exported("grafana/shmguard-dashboard.json", text), 15);
+	free(text);
+}
+
 Test(metrics, bad_listen_addresses)
 {
 	char err[256];
