@@ -307,6 +307,8 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "aborted_requests", aborts_json(a));
 	/* A new, empty file made before the run (or stdout). */
 	ret = json_dumpfd(root, a->o->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS);
+	if (ret == 0 && write(a->o->json_fd, "\n", 1) != 1) /* a text file ends in one */
+		ret = -1;
 	json_decref(root);
 	if (ret < 0)
 		fprintf(stderr, "shmguard audit: cannot write %s\n", a->o->json_path);

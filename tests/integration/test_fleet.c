@@ -624,3 +624,25 @@ Test(fleet, a_gate_that_saw_no_abort_fails_and_says_why)
 	cr_expect_eq(h_run(alone, NULL, &err), 2, "%s", err);
 	cr_expect(strstr(err, "--min-aborts"), "%s", err);
 }
+
+/* Issue 22: `--json -` is the report on stdout (it made a file named "-"),
+ * and the text report goes to stderr, out of its way. */
+Test(fleet, json_dash_is_stdout)
+{
+	need_bpf();
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--json", "-", "--", "/bin/true", NULL};
+	char cwd[4096], *out, *err;
+	json_error_t jerr;
+
+	cr_assert(getcwd(cwd, sizeof(cwd)));
+	cr_assert_eq(chdir(tmp_dir), 0);
+	int status = h_output(argv, NULL, &out, &err);
+	cr_assert_eq(chdir(cwd), 0);
+	cr_assert_eq(status, 0, "%s", err);
+	json_t *r = json_loads(out, 0, &jerr);
+	cr_assert(r, "stdout is not the JSON report (%s): %s", jerr.text, out);
+	cr_expect_eq(h_jint(r, "aborts"), 0);
+	json_decref(r);
+	cr_expect(strstr(err, "verdict: none"), "the text report is not on stderr: %s", err);
+	cr_expect(!h_exists(h_str("%s/-", tmp_dir)), "a file named - was made");
+}
