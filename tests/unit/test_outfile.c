@@ -198,3 +198,22 @@ Test(outfile, append_adds_to_a_plain_file_and_refuses_the_rest)
 	cr_expect_eq(sg_outfile_append(at("fifo"), err, sizeof(err)), -1, "a FIFO must not block or be used");
 	cr_expect_str_eq(slurp(at("secret")), "root only\n");
 }
+
+/* A caller's checked directory (a marker's abort directory): the file is
+ * made in it by name, and the directory stays the caller's, open. */
+Test(outfile, open_at_writes_into_the_callers_directory_and_leaves_it_open)
+{
+	char err[SG_OUTFILE_ERR_MAX];
+	struct sg_outfile f;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	cr_assert_geq(dfd, 0);
+	cr_expect_eq(sg_outfile_open_at(&f, dfd, "a/b", 0644, 0, err, sizeof(err)), -1, "a path is not a name");
+	cr_expect_eq(sg_outfile_open_at(&f, dfd, "..", 0644, 0, err, sizeof(err)), -1);
+	cr_assert_eq(sg_outfile_open_at(&f, dfd, "marker", 0644, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sg_outfile_commit(&f, SG_OUTFILE_FSYNC, err, sizeof(err)), 0, "%s", err);
+	cr_expect_str_eq(slurp(at("marker")), "");
+	cr_expect_eq(fcntl(dfd, F_GETFD), FD_CLOEXEC, "the caller's directory was closed");
+	cr_expect_eq(entries(), 1);
+	close(dfd);
+}
