@@ -149,8 +149,8 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 		       "  recovered aborts are measured from when they were found\n",
 		       (unsigned long long)a->marker_overflows, (unsigned long long)a->markers_recovered);
 	if (a->markers_refused)
-		printf("not aborts: %llu entries of the abort directory that are no markers (another user's, a hard "
-		       "link, not a regular file)\n", (unsigned long long)a->markers_refused);
+		fprintf(out, "not aborts: %llu entries of the abort directory that are no markers (another user's, a "
+			"hard link, not a regular file)\n", (unsigned long long)a->markers_refused);
 	if (a->interrupted)
 		fprintf(out, "interrupted: COMMAND did not end at the first signal and was killed at the second\n");
 	else if (a->cmd_status > 0)
