@@ -19,6 +19,7 @@ int cmd_doctor(int argc, char **argv);
 #include <jansson.h>
 
 #include "config.h"
+#include "outfile.h"
 
 /* Adds a --root value to roots (normalised, once); -1 (reported) on a bad
  * one.  cli_default_root() then gives /dev/shm when none was given. */
@@ -34,11 +35,22 @@ void cli_json_set_text(json_t *o, const char *key, const char *s);
  * no other words), else "-", stdout.  Moves optind past a word it takes. */
 const char *cli_json_arg(int argc, char **argv);
 
-/* The --json output, opened before the work is done; NULL (reported). */
-FILE *cli_json_open(const char *sub, const char *path);
+/* The --json output: stdout, or a new file beside FILE that replaces it
+ * when written (common/outfile.h: never written through a symlink or a
+ * file another user planted there). */
+struct cli_json_out {
+	const char *path;
+	struct sg_outfile out;
+};
 
-/* Writes root to out and closes it (not stdout); -1 (reported) on error. */
-int cli_json_write(const char *sub, json_t *root, FILE *out, const char *path);
+/* Opened before the work is done; -1 (reported) when FILE cannot be. */
+int cli_json_open(const char *sub, const char *path, struct cli_json_out *j);
+
+/* Writes root, and FILE is replaced by it; -1 (reported) on error. */
+int cli_json_write(const char *sub, json_t *root, struct cli_json_out *j);
+
+/* The work failed: FILE is left as it was. */
+void cli_json_discard(struct cli_json_out *j);
 
 /* "unexpected argument 'WORD'" for the first word left, escaped; the usage
  * error's return code. */

@@ -77,32 +77,33 @@ const char *cli_json_arg(int argc, char **argv)
 	return "-";
 }
 
-FILE *cli_json_open(const char *sub, const char *path)
+int cli_json_open(const char *sub, const char *path, struct cli_json_out *j)
 {
-	int fd;
-	FILE *out;
+	char err[SG_OUTFILE_ERR_MAX], esc[SG_ESCAPED_MAX];
 
-	if (strcmp(path, "-") == 0)
-		return stdout;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
-	if (fd < 0 || !(out = fdopen(fd, "w"))) {
-		cli_fail(-1, sub, "cannot write the JSON to %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	return out;
+	j->path = path;
+	if (sg_outfile_open(&j->out, path, 0644, SG_OUTFILE_STDOUT, err, sizeof(err)) < 0)
+		return cli_fail(-1, sub, "cannot write the JSON to %s: %s", sg_text_escape(path, esc, sizeof(esc)), err);
+	return 0;
 }
 
-int cli_json_write(const char *sub, json_t *root, FILE *out, const char *path)
+int cli_json_write(const char *sub, json_t *root, struct cli_json_out *j)
 {
-	int ret = json_dumpf(root, out, JSON_INDENT(2)) == 0 && fputc('\n', out) != EOF ? 0 : -1;
+	char err[SG_OUTFILE_ERR_MAX], esc[SG_ESCAPED_MAX];
 
-	if (out == stdout)
-		ret |= fflush(out) == EOF ? -1 : 0;
-	else
-		ret |= fclose(out) == EOF ? -1 : 0;
-	return ret < 0 ? cli_fail(-1, sub, "cannot write the JSON to %s: %s", path, strerror(errno)) : 0;
+	fflush(stdout); /* what was printed before comes first */
+	if (json_dumpfd(root, j->out.fd, JSON_INDENT(2)) < 0 || write(j->out.fd, "\n", 1) != 1) {
+		snprintf(err, sizeof(err), "%s", strerror(errno));
+		cli_json_discard(j);
+	} else if (sg_outfile_commit(&j->out, SG_OUTFILE_FSYNC, err, sizeof(err)) == 0) {
+		return 0;
+	}
+	return cli_fail(-1, sub, "cannot write the JSON to %s: %s", sg_text_escape(j->path, esc, sizeof(esc)), err);
+}
+
+void cli_json_discard(struct cli_json_out *j)
+{
+	sg_outfile_discard(&j->out);
 }
 
 int cli_unexpected(int code, const char *sub, const char *word)

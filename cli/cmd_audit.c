@@ -179,7 +179,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		case 'G': o->plot_path = optarg; break;
 		case 'F':
 			if (strcmp(optarg, "-") == 0)
-				return cli_fail(-1, "audit", "--metrics-file -: the file is rewritten every --interval, "
+				return cli_usage_fail(-1, "audit", "--metrics-file -: the file is rewritten every --interval, "
 							     "it cannot be stdout (use --listen)");
 			o->metrics_path = optarg;
 			break;
@@ -308,7 +308,7 @@ static int open_reports(struct report_file *r, size_t n, bool *on_stdout)
 		if (!r[i].path)
 			continue;
 		if (strcmp(r[i].path, "-") == 0 && first_stdout)
-			return cli_fail(-1, "audit", "%s - and %s -: only one report can go to stdout", first_stdout,
+			return cli_usage_fail(-1, "audit", "%s - and %s -: only one report can go to stdout", first_stdout,
 					r[i].option);
 		if (sg_outfile_open(&r[i].out, r[i].path, 0644, SG_OUTFILE_STDOUT, err, sizeof(err)) < 0)
 			return cli_fail(-1, "audit", "cannot write the %s report to %s: %s", r[i].option,

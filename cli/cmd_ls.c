@@ -110,7 +110,7 @@ static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_fil
 	return o;
 }
 
-static int print_json(const struct sg_shm_listing *l, FILE *out, const char *path)
+static int print_json(const struct sg_shm_listing *l, struct cli_json_out *out)
 {
 	int ret;
 	json_t *files = json_array(), *root;
@@ -123,7 +123,7 @@ static int print_json(const struct sg_shm_listing *l, FILE *out, const char *pat
 	root = json_pack("{s:i, s:s, s:o, s:I, s:I, s:i}", "schema", 2, "shmguard_version", SHMGUARD_VERSION, "files",
 			 files, "total_files", (json_int_t)l->n, "total_allocated_bytes",
 			 (json_int_t)total, "unreadable_processes", (int)l->holders.unreadable);
-	ret = cli_json_write("ls", root, out, path);
+	ret = cli_json_write("ls", root, out);
 	json_decref(root);
 	return ret < 0 ? EXIT_FAIL : EXIT_OK;
 }
@@ -138,7 +138,7 @@ int cmd_ls(int argc, char **argv)
 	struct sg_shm_listing l = {0};
 	int c, status;
 	const char *json = NULL;
-	FILE *json_out = NULL;
+	struct cli_json_out json_out;
 	char err[256];
 
 	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
@@ -155,19 +155,19 @@ int cmd_ls(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_unexpected(EXIT_USAGE, "ls", argv[optind]);
-	if (json && !(json_out = cli_json_open("ls", json)))
+	if (json && cli_json_open("ls", json, &json_out) < 0)
 		return EXIT_USAGE;
 	cli_default_root(&l.roots);
 	if (sg_shm_list(&l, err, sizeof(err)) < 0) {
 		sg_shm_listing_free(&l);
-		if (json_out && json_out != stdout)
-			fclose(json_out);
+		if (json)
+			cli_json_discard(&json_out);
 		return cli_fail(EXIT_FAIL, "ls", "%s", err);
 	}
 	if (l.n)
 		qsort(l.files, l.n, sizeof(*l.files), by_bytes);
 	/* Holder pointers survive the sort: they point into the holder list. */
-	status = json ? print_json(&l, json_out, json) : (print_text(&l), EXIT_OK);
+	status = json ? print_json(&l, &json_out) : (print_text(&l), EXIT_OK);
 	sg_shm_listing_free(&l);
 	return status;
 }

@@ -286,11 +286,16 @@ int cmd_sweep(int argc, char **argv)
 	struct sg_shm_listing l = {0};
 	struct outcome out = {0};
 	char err[256], b1[16];
-	FILE *json_out = NULL;
+	struct cli_json_out json_out;
+	bool json_open = false;
 	int status = parse(argc, argv, &o, &l.roots);
 
-	if (status == 0 && o.json && !(json_out = cli_json_open("sweep", o.json)))
-		status = -1;
+	if (status == 0 && o.json) {
+		if (cli_json_open("sweep", o.json, &json_out) < 0)
+			status = -1;
+		else
+			json_open = true;
+	}
 	if (status != 0) {
 		free(o.requests);
 		return status > 0 ? EXIT_OK : EXIT_USAGE;
@@ -309,9 +314,9 @@ int cmd_sweep(int argc, char **argv)
 					 SHMGUARD_VERSION, "decisions", out.decisions, "removed",
 					 out.removed, "kept", out.kept, "failed", out.failed, "reclaimed_bytes",
 					 (json_int_t)out.bytes, "dry_run", o.dry_run);
-		if (cli_json_write("sweep", root, json_out, o.json) < 0)
+		if (cli_json_write("sweep", root, &json_out) < 0)
 			status = EXIT_FAIL;
-		json_out = NULL;
+		json_open = false;
 		json_decref(root);
 	} else {
 		printf("%s %u %s, %llu bytes (%s)%s; kept %u\n", o.dry_run ? "would remove" : "removed",
@@ -322,8 +327,8 @@ int cmd_sweep(int argc, char **argv)
 	if (out.failed)
 		status = EXIT_FAIL;
 out:
-	if (json_out && json_out != stdout)
-		fclose(json_out);
+	if (json_open)
+		cli_json_discard(&json_out);
 	sg_shm_listing_free(&l);
 	free(o.requests);
 	return status;

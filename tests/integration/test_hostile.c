@@ -346,6 +346,19 @@ Test(hostile, report_paths_never_write_through_a_symlink)
 		cr_expect_eq(h_occurrences(err, "\n"), 1, "%s: not one line: %s", options[i], err);
 		cr_expect_str_eq(slurp(secret), "root only\n", "%s wrote through her symlink", options[i]);
 	}
+	/* ls and sweep write --json FILE the same way. */
+	const char *root = h_str("/dev/shm/%ssweeproot", prefix), *link = h_str("%s/listing", dir);
+	const char *ln[] = {"/bin/ln", "-s", secret, link, NULL};
+	const char *ls[] = {h_bin("SG_CLI"), "ls", "--root", root, h_str("--json=%s", link), NULL};
+	const char *sweep[] = {h_bin("SG_CLI"), "sweep", "--dead", "--dry-run", "--root", root, h_str("--json=%s", link),
+			       NULL};
+	cr_assert_eq(mkdir(root, 0755), 0);
+	as_attacker(u, ln);
+	cr_expect_neq(h_run(ls, NULL, &err), 0, "ls --json through a symlink");
+	cr_expect(strstr(err, "symbolic link"), "%s", err);
+	cr_expect_neq(h_run(sweep, NULL, &err), 0, "sweep --json through a symlink");
+	cr_expect(strstr(err, "symbolic link"), "%s", err);
+	cr_expect_str_eq(slurp(secret), "root only\n", "ls or sweep wrote through her symlink");
 	rm_rf(dir);
 	unlink(secret);
 }
