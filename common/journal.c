@@ -20,77 +20,196 @@ void sg_journal_head_init(struct sg_journal_head *h, pid_t pid, uint64_t start_t
 {
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, SG_JOURNAL_MAGIC, sizeof(SG_JOURNAL_MAGIC));
-	h->rec_size = sizeof(struct sg_journal_rec);
+	h->slot_size = SG_JOURNAL_SLOT;
 	h->pid = (uint32_t)pid;
 	h->start_ticks = start_ticks;
 	h->pidns = pidns;
 	h->created_ns = created_ns;
 	h->seal = head_seal(h);
+	h->slots_used = SG_JOURNAL_BLOCK_SLOTS; /* the writer keeps it current */
 }
 
-/* Over the fields and the bytes of the two strings in use (what lies past
- * them in the slot is left from earlier records). */
-static uint64_t rec_seal(const struct sg_journal_rec *r, uint16_t req_len, uint16_t name_len)
+#define FIRST_TEXT sizeof(((struct sg_journal_rec *)0)->text)
+#define CONT_TEXT sizeof(((struct sg_journal_cont *)0)->text)
+#define FIELDS_AT offsetof(struct sg_journal_rec, ino)
+#define FIELDS_LEN (offsetof(struct sg_journal_rec, text) - FIELDS_AT)
+
+static unsigned span_for(size_t len)
 {
-	if (req_len > SG_NAME_MAX || name_len > SG_NAME_MAX)
-		return 0;
-	uint64_t h = sg_hash_mem(&r->ino, offsetof(struct sg_journal_rec, req) - offsetof(struct sg_journal_rec, ino));
-
-	h = sg_hash_mix(h, sg_hash_mem(r->req, req_len));
-	h = sg_hash_mix(h, sg_hash_mem(r->name, name_len));
-	return h | 1;
+	return len <= FIRST_TEXT ? 1 : 1 + (unsigned)((len - FIRST_TEXT + CONT_TEXT - 1) / CONT_TEXT);
 }
 
-uint64_t sg_journal_rec_seal(const struct sg_journal_rec *r)
+/* Where req stands in name, SG_JOURNAL_NO_REQ if nowhere (or too far). */
+static size_t req_in(const char *req, const char *name)
 {
-	return rec_seal(r, r->req_len, r->name_len);
+	const char *at = strstr(name, req);
+
+	return at && at - name < (ptrdiff_t)SG_JOURNAL_NO_REQ ? (size_t)(at - name) : SG_JOURNAL_NO_REQ;
 }
 
-int sg_journal_rec_commit(struct sg_journal_rec *r, uint64_t ino, uint64_t created_ns, const char *req,
-			  const char *name)
+unsigned sg_journal_span(const char *req, const char *name)
 {
 	size_t rlen = strlen(req), nlen = strlen(name);
 
-	if (rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
-		return -1;
+	if (!rlen || !nlen || rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
+		return 0;
+	return span_for(rlen + nlen - (req_in(req, name) == SG_JOURNAL_NO_REQ ? 0 : rlen));
+}
+
+_Static_assert(2 * SG_NAME_MAX <= FIRST_TEXT + (SG_JOURNAL_MAX_SPAN - 1) * CONT_TEXT, "the longest record fits");
+
+/* Where byte off of a record's text lies, from its first slot. */
+static size_t text_at(size_t off)
+{
+	if (off < FIRST_TEXT)
+		return offsetof(struct sg_journal_rec, text) + off;
+	off -= FIRST_TEXT;
+	return (1 + off / CONT_TEXT) * SG_JOURNAL_SLOT + offsetof(struct sg_journal_cont, text) + off % CONT_TEXT;
+}
+
+/* Copies len bytes between a record's text (from byte off) and flat. */
+static void text_copy(char *rec, size_t off, char *flat, size_t len, bool to_rec)
+{
+	while (len) {
+		size_t at = text_at(off), room = off < FIRST_TEXT ? FIRST_TEXT - off : CONT_TEXT - (off - FIRST_TEXT) % CONT_TEXT;
+		size_t n = len < room ? len : room;
+		if (to_rec)
+			memcpy(rec + at, flat, n);
+		else
+			memcpy(flat, rec + at, n);
+		off += n;
+		flat += n;
+		len -= n;
+	}
+}
+
+static uint64_t rec_seal_flat(const char *rec, const char *text, size_t len)
+{
+	return sg_hash_mix(sg_hash_mem(rec + FIELDS_AT, FIELDS_LEN), sg_hash_mem(text, len)) | 1;
+}
+
+/* The length of a record's text, 0 when its fields are out of range. */
+static size_t text_len(const struct sg_journal_rec *r)
+{
+	size_t rlen = r->req_len, nlen = r->name_len;
+
+	if (!rlen || !nlen || rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
+		return 0;
+	if (r->req_at == SG_JOURNAL_NO_REQ)
+		return rlen + nlen;
+	return rlen <= nlen && r->req_at <= nlen - rlen ? nlen : 0;
+}
+
+uint64_t sg_journal_rec_seal(const void *at, unsigned avail_slots)
+{
+	const struct sg_journal_rec *r = at;
+	char text[2 * SG_NAME_MAX];
+	size_t len = text_len(r);
+
+	if (!len || span_for(len) != r->span || r->span > avail_slots)
+		return 0;
+	text_copy((char *)at, 0, text, len, false);
+	return rec_seal_flat(at, text, len);
+}
+
+unsigned sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const char *req, const char *name)
+{
+	struct sg_journal_rec *r = at;
+	size_t rlen = strlen(req), nlen = strlen(name), req_at, len;
+	unsigned span;
+	char text[2 * SG_NAME_MAX];
+
+	if (!rlen || !nlen || rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
+		return 0;
+	req_at = req_in(req, name);
+	memcpy(text, req, rlen);
+	if (req_at == SG_JOURNAL_NO_REQ) {
+		memcpy(text + rlen, name, nlen);
+		len = rlen + nlen;
+	} else {
+		memcpy(text + rlen, name, req_at);
+		memcpy(text + rlen + req_at, name + req_at + rlen, nlen - req_at - rlen);
+		len = nlen;
+	}
+	span = span_for(len);
 	r->ino = ino;
 	r->created_ns = created_ns;
-	r->req_len = (uint16_t)rlen;
-	r->name_len = (uint16_t)nlen;
-	r->reserved = 0;
-	memcpy(r->req, req, rlen);
-	memcpy(r->name, name, nlen);
-	__atomic_store_n(&r->seal, rec_seal(r, (uint16_t)rlen, (uint16_t)nlen), __ATOMIC_RELEASE);
-	return 0;
+	r->span = (uint8_t)span;
+	r->req_len = (uint8_t)rlen;
+	r->name_len = (uint8_t)nlen;
+	r->req_at = (uint8_t)req_at;
+	for (unsigned i = 1; i < span; i++)
+		((struct sg_journal_cont *)at)[i].zero = 0;
+	text_copy(at, 0, text, len, true);
+	__atomic_store_n(&r->seal, rec_seal_flat(at, text, len), __ATOMIC_RELEASE);
+	return span;
+}
+
+bool sg_journal_head_ok(const void *buf, size_t len, struct sg_journal_head *head)
+{
+	if (len < sizeof(*head))
+		return false;
+	memcpy(head, buf, sizeof(*head));
+	return memcmp(head->magic, SG_JOURNAL_MAGIC, sizeof(SG_JOURNAL_MAGIC)) == 0 && head->slot_size == SG_JOURNAL_SLOT &&
+	       head->seal == head_seal(head) && head->pid != 0 && head->pid <= 0x7fffffff;
+}
+
+/* The record at slot i of buf (n slots readable from it), checked; its
+ * span, or 0 when there is no intact record there. */
+static unsigned read_rec(const char *buf, size_t i, size_t n, struct sg_journal_entry *e, char *req, char *name)
+{
+	char rec[SG_JOURNAL_MAX_SPAN * SG_JOURNAL_SLOT];
+	const struct sg_journal_rec *r = (const struct sg_journal_rec *)rec;
+	unsigned span;
+
+	memcpy(rec, buf + i * SG_JOURNAL_SLOT, SG_JOURNAL_SLOT);
+	span = r->span;
+	if (r->seal == 0 || span == 0 || span > SG_JOURNAL_MAX_SPAN || span > n ||
+	    i % SG_JOURNAL_BLOCK_SLOTS + span > SG_JOURNAL_BLOCK_SLOTS)
+		return 0;
+	memcpy(rec + SG_JOURNAL_SLOT, buf + (i + 1) * SG_JOURNAL_SLOT, (span - 1) * SG_JOURNAL_SLOT);
+	for (unsigned k = 1; k < span; k++)
+		if (((const struct sg_journal_cont *)rec)[k].zero != 0)
+			return 0;
+	if (r->seal != sg_journal_rec_seal(rec, span))
+		return 0;
+	text_copy(rec, 0, req, r->req_len, false);
+	req[r->req_len] = '\0';
+	if (r->req_at == SG_JOURNAL_NO_REQ) {
+		text_copy(rec, r->req_len, name, r->name_len, false);
+	} else {
+		text_copy(rec, r->req_len, name, r->req_at, false);
+		memcpy(name + r->req_at, req, r->req_len);
+		text_copy(rec, (size_t)r->req_len + r->req_at, name + r->req_at + r->req_len,
+			  (size_t)r->name_len - r->req_at - r->req_len, false);
+	}
+	name[r->name_len] = '\0';
+	if (sg_reqid_invalid(req) || strlen(name) != r->name_len)
+		return 0;
+	*e = (struct sg_journal_entry){r->ino, r->created_ns, req, name};
+	return span;
 }
 
 int sg_journal_parse(const void *buf, size_t len, struct sg_journal_head *head,
 		     int (*each)(const struct sg_journal_entry *e, void *ctx), void *ctx)
 {
-	const size_t rsize = sizeof(struct sg_journal_rec);
-	struct sg_journal_rec r;
+	size_t slots = len / SG_JOURNAL_SLOT;
 	int n = 0;
 
-	if (len < sizeof(*head))
+	if (!sg_journal_head_ok(buf, len, head))
 		return -1;
-	memcpy(head, buf, sizeof(*head));
-	if (memcmp(head->magic, SG_JOURNAL_MAGIC, sizeof(SG_JOURNAL_MAGIC)) != 0 || head->rec_size != rsize ||
-	    head->seal != head_seal(head) || head->pid == 0 || head->pid > 0x7fffffff)
-		return -1;
-	for (size_t off = sizeof(*head); off + rsize <= len; off += rsize) {
+	if (head->slots_used < slots)
+		slots = head->slots_used;
+	for (size_t i = 1; i < slots;) {
 		char req[SG_NAME_MAX + 1], name[SG_NAME_MAX + 1];
+		struct sg_journal_entry e;
+		unsigned span = read_rec(buf, i, slots - i, &e, req, name);
 
-		memcpy(&r, (const char *)buf + off, rsize);
-		if (r.seal == 0 || r.req_len == 0 || r.req_len > SG_NAME_MAX || r.name_len == 0 ||
-		    r.name_len > SG_NAME_MAX || r.seal != rec_seal(&r, r.req_len, r.name_len))
+		if (!span) {
+			i++;
 			continue;
-		memcpy(req, r.req, r.req_len);
-		req[r.req_len] = '\0';
-		memcpy(name, r.name, r.name_len);
-		name[r.name_len] = '\0';
-		if (sg_reqid_invalid(req) || strlen(name) != r.name_len)
-			continue;
-		struct sg_journal_entry e = {r.ino, r.created_ns, req, name};
+		}
+		i += span;
 		n++;
 		if (each && each(&e, ctx) != 0)
 			break;
@@ -130,51 +249,69 @@ nomem:
 	return -1;
 }
 
-/* Reads the whole file: it may grow or change while read, which the
- * records' seals take care of. */
-static void *read_all(int fd, size_t size, size_t *len)
+/* Reads len bytes from off: the file may change while read, which the
+ * header's and the records' seals take care of.  Returns the bytes read. */
+static size_t read_at(int fd, char *buf, size_t len, size_t off)
 {
-	char *buf = malloc(size ? size : 1);
 	size_t got = 0;
 
-	if (!buf)
-		return NULL;
-	while (got < size) {
-		ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
+	while (got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		got += (size_t)n;
 	}
-	*len = got;
-	return buf;
+	return got;
 }
 
-int sg_journals_add(struct sg_journals *js, int dirfd, const char *name)
+int sg_journals_add_bounded(struct sg_journals *js, int dirfd, const char *name, size_t max_bytes, size_t *read)
 {
 	struct adding a = {js, false};
 	struct sg_journal_head head;
 	struct sg_journal_file *f;
 	struct stat lst, st;
-	char *buf = NULL;
-	size_t len = 0;
-	int fd = -1, ret = 0;
+	char *buf = NULL, first[sizeof(head)];
+	size_t len = 0, got = 0;
+	int fd = -1, ret = SG_JOURNAL_FOREIGN;
 
 	/* Nobody but its owner may have written it, and no second name may be
 	 * a way for anybody else to have done so. */
-	if (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(lst.st_mode) || lst.st_nlink != 1 ||
-	    (lst.st_mode & (S_IWGRP | S_IWOTH)))
+	if (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
+		ret = SG_JOURNAL_GONE;
+		goto cleanup;
+	}
+	if (!S_ISREG(lst.st_mode) || lst.st_nlink != 1 || (lst.st_mode & (S_IWGRP | S_IWOTH)))
 		goto cleanup;
 	fd = sg_sys_openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0 || fstat(fd, &st) < 0 || st.st_ino != lst.st_ino || st.st_dev != lst.st_dev || !S_ISREG(st.st_mode) ||
-	    st.st_nlink != 1 || (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size < (off_t)sizeof(head) ||
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		ret = SG_JOURNAL_GONE;
+		goto cleanup;
+	}
+	if (st.st_ino != lst.st_ino || st.st_dev != lst.st_dev || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size < (off_t)sizeof(head) ||
 	    st.st_size > (off_t)SG_JOURNAL_MAX_BYTES)
 		goto cleanup;
-	if (!(buf = read_all(fd, (size_t)st.st_size, &len))) {
+	/* The header first: the rest is read only for an intact one, and only
+	 * as far as its slots in use go. */
+	got = read_at(fd, first, sizeof(first), 0);
+	if (!sg_journal_head_ok(first, got, &head))
+		goto cleanup;
+	len = (size_t)head.slots_used * SG_JOURNAL_SLOT;
+	if (len > (size_t)st.st_size)
+		len = (size_t)st.st_size;
+	if (len > max_bytes || js->bytes_read + len > SG_JOURNALS_READ_MAX) {
+		js->over_budget++;
+		ret = SG_JOURNAL_OVER_BUDGET;
+		goto cleanup;
+	}
+	if (!(buf = malloc(len ? len : 1))) {
 		ret = -1;
 		goto cleanup;
 	}
+	len = read_at(fd, buf, len, 0);
+	got += len;
 	if (!(f = realloc(js->files, (js->nfiles + 1) * sizeof(*f)))) {
 		ret = -1;
 		goto cleanup;
@@ -184,7 +321,7 @@ int sg_journals_add(struct sg_journals *js, int dirfd, const char *name)
 	memset(f, 0, sizeof(*f));
 	f->first = js->nclaims;
 	if (sg_journal_parse(buf, len, &head, add_claim, &a) < 0)
-		goto cleanup;
+		goto cleanup; /* changed since its header was read */
 	if (a.nomem || !(f->name = strdup(name))) {
 		ret = -1;
 		goto drop;
@@ -197,6 +334,7 @@ int sg_journals_add(struct sg_journals *js, int dirfd, const char *name)
 	f->creator.created_ns = head.created_ns;
 	f->count = js->nclaims - f->first;
 	js->nfiles++;
+	ret = SG_JOURNAL_READ;
 	goto cleanup;
 drop:
 	for (size_t i = f->first; i < js->nclaims; i++) {
@@ -205,10 +343,18 @@ drop:
 	}
 	js->nclaims = f->first;
 cleanup:
+	js->bytes_read += got;
+	if (read)
+		*read = got;
 	free(buf);
 	if (fd >= 0)
 		sg_sys_close(fd);
 	return ret;
+}
+
+int sg_journals_add(struct sg_journals *js, int dirfd, const char *name)
+{
+	return sg_journals_add_bounded(js, dirfd, name, SIZE_MAX, NULL);
 }
 
 static int by_ino(const void *x, const void *y)

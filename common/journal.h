@@ -4,11 +4,17 @@
  *
  * Each process keeps one journal in each shm root it creates files in, a
  * file named SG_JOURNAL_PREFIX... beside the files.  It is mapped into the
- * process, so a record is written without a system call: a 64-byte header
- * naming the creator, then fixed-size records.  A record is committed last,
- * by storing the seal (a hash of its contents) into its first word: a record
- * cut short by SIGKILL, or read while it is rewritten, fails the seal and is
- * ignored.  A freed record's seal is 0 and its slot is reused.
+ * process, so a record is written without a system call.  The file is made
+ * of 64-byte slots in 4 KiB blocks: slot 0 is a header naming the creator,
+ * then each record takes 1 to SG_JOURNAL_MAX_SPAN consecutive slots of one
+ * block (its request and name, however long, and nothing more: about 2
+ * slots for a typical name).  A record's first word is its seal, a hash of
+ * its contents stored last: a record cut short by SIGKILL, or read while it
+ * is rewritten, fails the seal and is ignored.  Every other slot of a
+ * record starts with a zero word, and a freed record's seal is 0: a reader
+ * that steps slot by slot only ever takes a word the writer sealed as the
+ * start of a record, never bytes of a name or request (which clients
+ * choose).  The header's slots_used bounds what a reader reads.
  *
  * Trust: anyone may write in /dev/shm.  A reader believes a journal only if
  * it is a regular file with one link that nobody but its owner can write,
@@ -27,32 +33,52 @@
 #include "tag.h"
 
 #define SG_JOURNAL_PREFIX ".shmguard-journal-"
-#define SG_JOURNAL_MAGIC "shmguard-jnl/1\n"
-#define SG_JOURNAL_MAX_BYTES (64u << 20) /* a reader's bound: about 120,000 records */
+#define SG_JOURNAL_MAGIC "shmguard-jnl/2\n"
+#define SG_JOURNAL_SLOT 64u
+#define SG_JOURNAL_BLOCK 4096u
+#define SG_JOURNAL_BLOCK_SLOTS (SG_JOURNAL_BLOCK / SG_JOURNAL_SLOT)
+#define SG_JOURNAL_NO_REQ 0xffu
+#define SG_JOURNAL_MAX_SPAN 10u /* slots of the longest record: two names of SG_NAME_MAX */
+#define SG_JOURNAL_MAX_BYTES (64u << 20) /* a file's bound: 1,048,576 slots */
+/* What one listing reads of one root's journals at most. */
+#define SG_JOURNALS_READ_MAX (16u << 20)
 
 struct sg_journal_head {
 	char magic[16];
-	uint32_t rec_size;
+	uint32_t slot_size;
 	uint32_t pid;
 	uint64_t start_ticks;
 	uint64_t pidns; /* inode of the creator's /proc/self/ns/pid */
 	uint64_t created_ns;
-	uint64_t seal;
-	uint8_t reserved[8];
+	uint64_t seal; /* over the fields above */
+	/* Not sealed, rewritten as the journal grows and shrinks: no record
+	 * lies at or past this slot. */
+	uint32_t slots_used;
+	uint32_t reserved;
 };
 
+/* The first slot of a record. */
 struct sg_journal_rec {
-	uint64_t seal; /* 0: free, or being written; else sg_journal_rec_seal() */
+	uint64_t seal; /* 0: free, or being written; else its seal */
 	uint64_t ino;
 	uint64_t created_ns; /* CLOCK_REALTIME(_COARSE) after the file was created */
-	uint16_t req_len, name_len;
-	uint32_t reserved;
-	char req[SG_NAME_MAX + 1];
-	char name[SG_NAME_MAX + 1]; /* under the root */
+	uint8_t span;        /* slots it takes */
+	uint8_t req_len, name_len;
+	/* Where in the name the request stands (a name made from a pattern
+	 * holds it: the text then holds the name without it), or SG_JOURNAL_NO_REQ. */
+	uint8_t req_at;
+	char text[SG_JOURNAL_SLOT - 28]; /* the request then the name, continued in the next slots */
 };
 
-_Static_assert(sizeof(struct sg_journal_head) == 64, "journal header is 64 bytes");
-_Static_assert(sizeof(struct sg_journal_rec) % 8 == 0, "records keep their seal aligned");
+/* Each further slot of a record. */
+struct sg_journal_cont {
+	uint64_t zero;
+	char text[SG_JOURNAL_SLOT - 8];
+};
+
+_Static_assert(sizeof(struct sg_journal_head) == SG_JOURNAL_SLOT, "the header is a slot");
+_Static_assert(sizeof(struct sg_journal_rec) == SG_JOURNAL_SLOT, "a record starts in one slot");
+_Static_assert(sizeof(struct sg_journal_cont) == SG_JOURNAL_SLOT, "and goes on in whole slots");
 
 static inline bool sg_journal_name(const char *name)
 {
@@ -62,17 +88,23 @@ static inline bool sg_journal_name(const char *name)
 /* Writing. */
 void sg_journal_head_init(struct sg_journal_head *h, pid_t pid, uint64_t start_ticks, uint64_t pidns,
 			  uint64_t created_ns);
-/* Fills a free record and commits it (the seal stored last, with release
- * order).  Returns -1, writing nothing, when req or name does not fit. */
-int sg_journal_rec_commit(struct sg_journal_rec *r, uint64_t ino, uint64_t created_ns, const char *req,
-			  const char *name);
-/* The seal a record's contents call for (0 when its lengths are out of
- * range): what a reader compares with the stored one. */
-uint64_t sg_journal_rec_seal(const struct sg_journal_rec *r);
-static inline void sg_journal_rec_free(struct sg_journal_rec *r)
+/* The slots a record of req and name takes, 0 when either is empty or
+ * longer than SG_NAME_MAX. */
+unsigned sg_journal_span(const char *req, const char *name);
+/* Fills the free slots at (sg_journal_span() of them) with a record and
+ * commits it (the seal stored last, with release order).  Returns the span,
+ * or 0, writing nothing, when req or name does not fit. */
+unsigned sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const char *req, const char *name);
+/* The seal the record at (span slots of it readable) calls for, 0 when its
+ * fields are out of range: what a reader compares with the stored one. */
+uint64_t sg_journal_rec_seal(const void *at, unsigned avail_slots);
+static inline void sg_journal_rec_free(void *at)
 {
-	__atomic_store_n(&r->seal, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&((struct sg_journal_rec *)at)->seal, 0, __ATOMIC_RELEASE);
 }
+
+/* Whether buf starts with an intact journal header (copied to head). */
+bool sg_journal_head_ok(const void *buf, size_t len, struct sg_journal_head *head);
 
 /* Reading a journal's bytes (pure: the unit tests and the fuzzer call it).
  * Returns the number of intact records passed to each (which returns 0 to
@@ -109,11 +141,25 @@ struct sg_journals {
 	struct sg_journal_claim *claims;
 	size_t nclaims, claims_cap;
 	bool indexed;
+	size_t bytes_read; /* from every journal added: header first, then only the slots in use */
+	unsigned over_budget; /* intact journals left unread: more to read than allowed */
 };
 
-/* Reads the journal called name in dirfd if it can be trusted (see above);
- * an untrusted or unreadable one is skipped.  Returns 0, or -1 without
- * memory. */
+/* What sg_journals_add() made of a name. */
+enum sg_journal_verdict {
+	SG_JOURNAL_READ,
+	SG_JOURNAL_FOREIGN,      /* not an intact journal header, or not trusted: not shmguard's */
+	SG_JOURNAL_OVER_BUDGET,  /* intact, but its slots in use are more than max_bytes */
+	SG_JOURNAL_GONE,         /* no such file, or not readable */
+};
+
+/* Reads the journal called name in dirfd if it can be trusted (see above):
+ * its header first, then only its slots in use, and not at all when they
+ * take more than max_bytes (nor more than SG_JOURNALS_READ_MAX in all).
+ * Returns what it made of it, or -1 without memory; *read gets the bytes
+ * read (may be NULL). */
+int sg_journals_add_bounded(struct sg_journals *js, int dirfd, const char *name, size_t max_bytes, size_t *read);
+/* The same within what is left of SG_JOURNALS_READ_MAX. */
 int sg_journals_add(struct sg_journals *js, int dirfd, const char *name);
 /* Sorts the claims by inode: call once, after the last add. */
 void sg_journals_index(struct sg_journals *js);

@@ -1,6 +1,7 @@
 /* Start-up: configuration, fork handlers and the exit summary. */
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "journal.h"
@@ -38,27 +39,66 @@ static void after_fork_parent(void)
 
 static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool self_known;
+#define SELF_RETRY_MAX 1024
+static unsigned self_retry_in, self_backoff;
+/* A page the kernel empties in any child that does not share our memory
+ * (MADV_WIPEONFORK): a fork or clone system call made without libc's fork,
+ * whose child runs no fork handler, shows here as a zero.  NULL where the
+ * kernel cannot (before 4.14): then getpid() is asked each time. */
+static volatile char *same_process;
 
-const struct sg_self *sg_self_known(void)
+static bool still_self(void)
 {
-	pthread_mutex_lock(&self_lock);
-	if (!self_known) {
-		if (sg_proc_start_ticks(0, &sg_self.start_ticks) < 0)
-			sg_self.start_ticks = 0;
-		sg_self.pidns = sg_self_pidns();
-		sg_tag_head_init(&sg_self.tag_head, sg_self.pid, sg_self.start_ticks, sg_self.pidns);
-		self_known = true;
-	}
-	pthread_mutex_unlock(&self_lock);
-	return &sg_self;
+	return same_process ? *same_process != 0 : getpid() == sg_self.pid;
 }
 
 /* Only the pid: the rest waits for sg_self_known. */
 static void learn_self(void)
 {
 	sg_self.pid = getpid();
-	self_known = false;
-	pthread_mutex_init(&self_lock, NULL);
+	__atomic_store_n(&self_known, false, __ATOMIC_RELEASE);
+	self_retry_in = self_backoff = 0;
+	if (same_process)
+		*same_process = 1;
+}
+
+const struct sg_self *sg_self_known(void)
+{
+	if (__builtin_expect(__atomic_load_n(&self_known, __ATOMIC_ACQUIRE) && still_self(), 1))
+		return &sg_self;
+	pthread_mutex_lock(&self_lock);
+	if (!still_self())
+		learn_self(); /* a child its parent's fork handlers never saw */
+	/* What /proc would not say (no /proc, or no descriptor left) is asked
+	 * again after 1, 2, 4 ... SELF_RETRY_MAX calls: until then the records
+	 * name an identity nobody will judge dead. */
+	if (!self_known && (!self_retry_in || !--self_retry_in)) {
+		if (sg_proc_start_ticks(0, &sg_self.start_ticks) < 0)
+			sg_self.start_ticks = 0;
+		sg_self.pidns = sg_self_pidns();
+		sg_tag_head_init(&sg_self.tag_head, sg_self.pid, sg_self.start_ticks, sg_self.pidns);
+		if (sg_self.start_ticks && sg_self.pidns) {
+			__atomic_store_n(&self_known, true, __ATOMIC_RELEASE);
+		} else {
+			self_backoff = self_backoff ? (self_backoff * 2 > SELF_RETRY_MAX ? SELF_RETRY_MAX : self_backoff * 2) : 1;
+			self_retry_in = self_backoff;
+		}
+	}
+	pthread_mutex_unlock(&self_lock);
+	return &sg_self;
+}
+
+static void watch_for_children(void)
+{
+	void *page = sg_real.mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (page == MAP_FAILED)
+		return;
+	if (madvise(page, 4096, MADV_WIPEONFORK) < 0) {
+		sg_real.munmap(page, 4096);
+		return;
+	}
+	same_process = page;
 }
 
 /* The child is a new process: the segments it inherited records of were
@@ -74,6 +114,7 @@ static void after_fork_child(void)
 	sg_mappings_after_fork();
 	memset(&sg_stats, 0, sizeof(sg_stats));
 	learn_self();
+	pthread_mutex_init(&self_lock, NULL);
 	sg_markers_after_fork();
 }
 
@@ -94,6 +135,7 @@ static void init(void)
 		sg_log(SG_LOG_WARN, "cannot install fork handlers; shmguard is disabled in this process");
 		return;
 	}
+	watch_for_children();
 	learn_self();
 	active = true;
 	sg_log(SG_LOG_DEBUG, "active: %u pattern(s), abort dir %s, %u shm root(s)", sg_cfg.patterns.count,
@@ -119,7 +161,7 @@ __attribute__((destructor)) static void shmguard_fini(void)
 		return;
 	sg_enter();
 	sg_markers_drain();
-	sg_jw_exit();
+	sg_jw_exit(true);
 	if (!s->tagged && !s->ambiguous && !s->ignored_markers)
 		return;
 	sg_log(SG_LOG_INFO,

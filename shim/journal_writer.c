@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "journal.h"
@@ -17,22 +18,48 @@
 #include "roots.h"
 #include "shim.h"
 
-/* A slot names a root and a record: (root + 1) << 24 | index. */
-#define SLOT_ROOT_SHIFT 24
-#define SLOT_INDEX_MASK ((1u << SLOT_ROOT_SHIFT) - 1)
-#define FIRST_CAPACITY 7 /* records in the first page */
+/* A slot names a root, the writer's generation and a record's first slot:
+ * (root + 1) << 28 | epoch << 20 | index.  A record of a journal this
+ * process no longer writes (a raw fork's child drops its parent's) is never
+ * freed in the one it writes now. */
+#define SLOT_ROOT_SHIFT 28
+#define SLOT_EPOCH_SHIFT 20
+#define SLOT_INDEX_MASK ((1u << SLOT_EPOCH_SHIFT) - 1)
+#define EPOCH_MASK 0xffu
+#define MAX_BLOCKS (SG_JOURNAL_MAX_BYTES / SG_JOURNAL_BLOCK)
+_Static_assert(SG_JOURNAL_MAX_BYTES / SG_JOURNAL_SLOT <= SLOT_INDEX_MASK + 1, "a slot index fits");
+_Static_assert(SG_MAX_ROOTS < 15, "a root fits");
+
+/* Empty blocks kept for the next records before they are given back. */
+#define IDLE_KEPT 16
+/* A journal takes at most this share of its root, and one growth at most
+ * a quarter of the root's free space: that space is the program's. */
+#define ROOT_SHARE 16
+/* Creations let pass, at most, before a journal that could not be made or
+ * grown is tried again. */
+#define RETRY_MAX 1024
 
 /* No descriptor is kept: the program may close or reuse any number (a
- * closefrom, a dup2), and growing reopens the journal by name and checks it
- * is still ours. */
+ * closefrom, a dup2), and growing or shrinking reopens the journal by name
+ * and checks it is still ours.  Where the records go is decided here, in
+ * the process's memory: block by block, a bit per slot (lowest first, so
+ * that the last blocks empty and can be given back). */
 struct writer {
-	bool opened, failed;
-	char *base; /* the mapping: header, then records */
-	size_t cap; /* records mapped */
-	size_t used; /* slots ever handed out */
-	/* Freed slots, chained through their ino field (a freed record's seal
-	 * is 0: readers skip it whatever it holds); 1 + index, 0 ends. */
-	uint32_t free_head;
+	bool opened; /* base is a journal (else: none yet, or it failed) */
+	bool done;   /* removed at exit: nothing more is recorded */
+	bool no_punch; /* the filesystem cannot punch holes (ramfs) */
+	pid_t pid;   /* the process it speaks for */
+	char *base;  /* the mapping: header, then records */
+	size_t blocks; /* blocks mapped: the file's size */
+	size_t top;    /* blocks up to the last one holding a record (at least 1) */
+	uint64_t *taken; /* per block: bit i, slot i holds (part of) a record or the header */
+	uint8_t *hole;   /* per block: given back, to be reserved again before use */
+	size_t map_cap;  /* blocks taken and hole have room for */
+	size_t idle;     /* empty blocks still reserved */
+	size_t idle_kept; /* of them, those that could not be given back (inside, without holes) */
+	/* No block below hint[n] has n free slots in a row. */
+	size_t hint[SG_JOURNAL_MAX_SPAN + 1];
+	unsigned retry_in, backoff; /* creations to let pass before the next try */
 	dev_t dev;
 	ino_t ino;
 	char path[SG_PATH_MAX + 64];
@@ -40,16 +67,17 @@ struct writer {
 
 static struct writer writers[SG_MAX_ROOTS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static bool said_failed;
+static unsigned epoch;
+static bool said_failed, said_share, said_again;
 
-static size_t bytes_for(size_t cap)
+static struct sg_journal_head *head_of(struct writer *w)
 {
-	return sizeof(struct sg_journal_head) + cap * sizeof(struct sg_journal_rec);
+	return (struct sg_journal_head *)w->base;
 }
 
-static struct sg_journal_rec *rec_at(struct writer *w, size_t idx)
+static void *slot_at(struct writer *w, size_t idx)
 {
-	return (struct sg_journal_rec *)(w->base + sizeof(struct sg_journal_head)) + idx;
+	return w->base + idx * SG_JOURNAL_SLOT;
 }
 
 /* Gives bytes from..to of the journal their pages before the mapping
@@ -77,35 +105,100 @@ static int reserve(int fd, size_t from, size_t to)
 	return 0;
 }
 
+/* Whether the journal may take `more` bytes of the root beside the `size`
+ * it has: the program's own files come first. */
+static bool may_take(int fd, size_t size, size_t more)
+{
+	struct statvfs sv;
+
+	if (fstatvfs(fd, &sv) < 0 || sv.f_blocks == 0) /* ramfs: no size, no limit */
+		return true;
+	return size + more <= (uint64_t)sv.f_blocks * sv.f_frsize / ROOT_SHARE &&
+	       more <= (uint64_t)sv.f_bavail * sv.f_frsize / 4;
+}
+
+/* After a failure: the next try comes after 1, 2, 4 ... RETRY_MAX creations. */
+static void back_off(struct writer *w)
+{
+	w->backoff = w->backoff ? (w->backoff * 2 > RETRY_MAX ? RETRY_MAX : w->backoff * 2) : 1;
+	w->retry_in = w->backoff;
+}
+
 static void fail(struct writer *w, unsigned k, const char *what)
 {
-	w->failed = true;
+	back_off(w);
 	sg_log_once(&said_failed, SG_LOG_WARN,
-		    "cannot keep an ownership journal in %s (%s: %s); this process sweeps its own segments, but "
-		    "other processes, shmguard ls and sweep will not know whose they are",
+		    "cannot keep an ownership journal in %s (%s: %s); tried again at later creations, until then "
+		    "this process sweeps its own segments, but other processes, shmguard ls and sweep do not know "
+		    "whose they are",
 		    sg_cfg.roots.dir[k], what, strerror(errno));
+}
+
+/* The journal by name, if it still is ours; -1 with errno set. */
+static int reopen(struct writer *w)
+{
+	struct stat st;
+	int fd = sg_real.open(w->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || st.st_dev != w->dev || st.st_ino != w->ino) {
+		sg_real.close(fd);
+		errno = ESTALE; /* the name is no longer our journal */
+		return -1;
+	}
+	return fd;
+}
+
+/* Room in the bookkeeping for blocks blocks (anonymous memory, no malloc:
+ * this runs in the program's creating call). */
+static int book_room(struct writer *w, size_t blocks)
+{
+	size_t cap = w->map_cap ? w->map_cap : 64;
+	void *mem;
+
+	if (blocks <= w->map_cap)
+		return 0;
+	while (cap < blocks)
+		cap *= 2;
+	mem = sg_real.mmap(NULL, cap * 9, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return -1;
+	if (w->taken) {
+		memcpy(mem, w->taken, w->map_cap * 8);
+		memcpy((char *)mem + cap * 8, w->hole, w->map_cap);
+		sg_real.munmap(w->taken, w->map_cap * 9);
+	}
+	w->taken = mem;
+	w->hole = (uint8_t *)mem + cap * 8;
+	w->map_cap = cap;
+	return 0;
+}
+
+static void set_top(struct writer *w, size_t top)
+{
+	w->top = top;
+	__atomic_store_n(&head_of(w)->slots_used, (uint32_t)(top * SG_JOURNAL_BLOCK_SLOTS), __ATOMIC_RELEASE);
 }
 
 /* Creates the journal: a new file of our own (O_EXCL, never through a
  * symlink), readable by all and writable by us alone, header first. */
-static int open_writer(struct writer *w, unsigned k)
+static int open_writer(struct writer *w, unsigned k, const struct sg_self *self)
 {
 	struct sg_journal_head head;
 	struct timespec now;
-	const struct sg_self *self;
 	struct stat st;
 	void *base;
 	int fd = -1;
 
 	clock_gettime(CLOCK_REALTIME, &now);
-	w->opened = true;
 	/* A random part, so that nobody can take the name beforehand. */
 	for (unsigned n = 0; fd < 0 && n < 16; n++) {
 		uint64_t r;
 		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
 			r = (uint64_t)now.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&r ^ n;
 		snprintf(w->path, sizeof(w->path), "%s/" SG_JOURNAL_PREFIX "%d-%016llx", sg_cfg.roots.dir[k],
-			 (int)sg_self.pid, (unsigned long long)r);
+			 (int)self->pid, (unsigned long long)r);
 		fd = sg_real.open(w->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd < 0 && errno != EEXIST)
 			break;
@@ -114,20 +207,29 @@ static int open_writer(struct writer *w, unsigned k)
 		fail(w, k, "create");
 		return -1;
 	}
-	if (fchmod(fd, 0644) < 0 || fstat(fd, &st) < 0 || reserve(fd, 0, bytes_for(FIRST_CAPACITY)) < 0)
+	if (!may_take(fd, 0, SG_JOURNAL_BLOCK)) {
+		errno = ENOSPC;
 		goto undo;
-	base = sg_real.mmap(NULL, bytes_for(FIRST_CAPACITY), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	}
+	if (fchmod(fd, 0644) < 0 || fstat(fd, &st) < 0 || reserve(fd, 0, SG_JOURNAL_BLOCK) < 0 || book_room(w, 1) < 0)
+		goto undo;
+	base = sg_real.mmap(NULL, SG_JOURNAL_BLOCK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		goto undo;
-	self = sg_self_known();
 	sg_journal_head_init(&head, self->pid, self->start_ticks, self->pidns,
 			     (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
 	memcpy(base, &head, sizeof(head));
 	sg_real.close(fd);
 	w->base = base;
-	w->cap = FIRST_CAPACITY;
+	w->blocks = 1;
+	w->taken[0] = 1; /* the header */
+	w->hole[0] = 0;
+	set_top(w, 1);
 	w->dev = st.st_dev;
 	w->ino = st.st_ino;
+	w->pid = self->pid;
+	w->opened = true;
+	w->backoff = 0;
 	return 0;
 undo:
 	fail(w, k, "set up");
@@ -136,37 +238,185 @@ undo:
 	return -1;
 }
 
+/* More blocks at the end: twice as many, or one where the root's share
+ * allows no more. */
 static int grow(struct writer *w, unsigned k)
 {
-	size_t cap = w->cap * 2;
-	void *base = MAP_FAILED;
-	struct stat st;
+	size_t old = w->blocks * SG_JOURNAL_BLOCK, blocks = w->blocks * 2;
+	bool refused = false;
+	void *base;
 	int fd = -1, ret = -1;
 
-	if (cap > SLOT_INDEX_MASK || bytes_for(cap) > SG_JOURNAL_MAX_BYTES) {
+	if (blocks > MAX_BLOCKS)
+		blocks = MAX_BLOCKS;
+	if (blocks <= w->blocks) {
 		errno = EFBIG;
 		goto cleanup;
 	}
-	fd = sg_real.open(w->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0)
+	if ((fd = reopen(w)) < 0)
 		goto cleanup;
-	if (st.st_dev != w->dev || st.st_ino != w->ino) {
-		errno = ESTALE; /* the name is no longer our journal */
+	if (!may_take(fd, old, (blocks - w->blocks) * SG_JOURNAL_BLOCK)) {
+		blocks = w->blocks + 1;
+		if (!may_take(fd, old, SG_JOURNAL_BLOCK)) {
+			sg_log_once(&said_share, SG_LOG_WARN,
+				    "the ownership journal in %s stops at %zu KiB: more would take over 1/%d of the "
+				    "root or a quarter of its free space, which the program needs; later files are "
+				    "not recorded in it until some are gone",
+				    sg_cfg.roots.dir[k], old >> 10, ROOT_SHARE);
+			refused = true;
+			goto cleanup;
+		}
+	}
+	if (book_room(w, blocks) < 0 || reserve(fd, old, blocks * SG_JOURNAL_BLOCK) < 0)
+		goto cleanup;
+	base = mremap(w->base, old, blocks * SG_JOURNAL_BLOCK, MREMAP_MAYMOVE);
+	if (base == MAP_FAILED) {
+		if (ftruncate(fd, (off_t)old) < 0) /* the pages back to the root */
+			(void)0;
 		goto cleanup;
 	}
-	if (reserve(fd, bytes_for(w->cap), bytes_for(cap)) < 0 ||
-	    (base = mremap(w->base, bytes_for(w->cap), bytes_for(cap), MREMAP_MAYMOVE)) == MAP_FAILED)
-		goto cleanup;
+	memset(w->taken + w->blocks, 0, (blocks - w->blocks) * 8);
+	memset(w->hole + w->blocks, 0, blocks - w->blocks);
+	w->idle += blocks - w->blocks;
 	w->base = base;
-	w->cap = cap;
+	w->blocks = blocks;
 	ret = 0;
 cleanup:
-	if (ret < 0)
+	if (ret < 0 && !refused)
 		sg_log_once(&said_failed, SG_LOG_WARN, "the ownership journal in %s cannot grow (%s): later files are not "
 			    "recorded in it", sg_cfg.roots.dir[k], strerror(errno));
 	if (fd >= 0)
 		sg_real.close(fd);
 	return ret;
+}
+
+/* The first slot of n free ones in a row in a block's bits, or -1. */
+static int run_of(uint64_t taken, unsigned n)
+{
+	uint64_t free_from = ~taken;
+
+	for (unsigned i = 1; i < n && free_from; i++)
+		free_from &= free_from >> 1;
+	return free_from ? __builtin_ctzll(free_from) : -1;
+}
+
+/* The lowest n free slots in a row, reserving their block again if it was
+ * given back; -1 when there are none. */
+static long find_room(struct writer *w, unsigned n)
+{
+	for (size_t b = w->hint[n]; b < w->blocks; b++) {
+		int at = run_of(w->taken[b], n);
+		if (at < 0)
+			continue;
+		w->hint[n] = b;
+		for (unsigned m = n + 1; m <= SG_JOURNAL_MAX_SPAN; m++)
+			if (w->hint[m] < b)
+				w->hint[m] = b;
+		if (w->hole[b]) {
+			int fd = reopen(w);
+			int ok = fd >= 0 && may_take(fd, w->blocks * SG_JOURNAL_BLOCK, SG_JOURNAL_BLOCK) &&
+				 reserve(fd, b * SG_JOURNAL_BLOCK, (b + 1) * SG_JOURNAL_BLOCK) == 0;
+			if (fd >= 0)
+				sg_real.close(fd);
+			if (!ok)
+				return -1;
+			w->hole[b] = 0;
+			w->idle++;
+		}
+		return (long)(b * SG_JOURNAL_BLOCK_SLOTS + (size_t)at);
+	}
+	w->hint[n] = w->blocks;
+	return -1;
+}
+
+static void take(struct writer *w, size_t idx, unsigned n)
+{
+	size_t b = idx / SG_JOURNAL_BLOCK_SLOTS;
+
+	if (!w->taken[b] && --w->idle < w->idle_kept)
+		w->idle_kept = w->idle;
+	w->taken[b] |= ((1ull << n) - 1) << (idx % SG_JOURNAL_BLOCK_SLOTS);
+	if (b + 1 > w->top)
+		set_top(w, b + 1); /* before the record's seal: a reader reads that far */
+}
+
+/* Gives the root back the journal's empty blocks: the tail by truncating,
+ * those inside by punching holes.  Only once IDLE_KEPT are empty: a
+ * program that creates and unlinks in turn keeps its next blocks. */
+static void give_back(struct writer *w)
+{
+	int fd = reopen(w);
+
+	if (fd < 0)
+		return;
+	if (w->top < w->blocks && ftruncate(fd, (off_t)(w->top * SG_JOURNAL_BLOCK)) == 0) {
+		void *base = mremap(w->base, w->blocks * SG_JOURNAL_BLOCK, w->top * SG_JOURNAL_BLOCK, 0);
+		if (base != MAP_FAILED) {
+			for (size_t b = w->top; b < w->blocks; b++)
+				w->idle -= !w->hole[b];
+			w->base = base;
+			w->blocks = w->top;
+		}
+	}
+	for (size_t b = 1; b < w->top && !w->no_punch; b++) {
+		if (w->taken[b] || w->hole[b])
+			continue;
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(b * SG_JOURNAL_BLOCK),
+			      SG_JOURNAL_BLOCK) < 0) {
+			w->no_punch = errno == EOPNOTSUPP;
+			break;
+		}
+		w->hole[b] = 1;
+		w->idle--;
+	}
+	w->idle_kept = w->idle;
+	sg_real.close(fd);
+}
+
+static void release_at(struct writer *w, size_t idx)
+{
+	struct sg_journal_rec *r = slot_at(w, idx);
+	size_t b = idx / SG_JOURNAL_BLOCK_SLOTS;
+	unsigned n = r->span, at = idx % SG_JOURNAL_BLOCK_SLOTS;
+
+	if (!n || n > SG_JOURNAL_MAX_SPAN || at + n > SG_JOURNAL_BLOCK_SLOTS)
+		return;
+	sg_journal_rec_free(r);
+	w->taken[b] &= ~(((1ull << n) - 1) << at);
+	for (unsigned m = 1; m <= SG_JOURNAL_MAX_SPAN; m++)
+		if (w->hint[m] > b)
+			w->hint[m] = b;
+	if (w->taken[b])
+		return;
+	w->idle++;
+	if (b + 1 == w->top) {
+		size_t top = w->top;
+		while (top > 1 && !w->taken[top - 1])
+			top--;
+		set_top(w, top);
+	}
+	if (w->idle >= w->idle_kept + IDLE_KEPT)
+		give_back(w);
+}
+
+/* The writers this process inherited without a fork handler (a raw clone
+ * or fork system call): its parent's journals, not its own. */
+static void drop_inherited(const struct sg_self *self)
+{
+	bool dropped = false;
+
+	for (unsigned k = 0; k < SG_MAX_ROOTS; k++) {
+		struct writer *w = &writers[k];
+		if (!w->opened || w->pid == self->pid)
+			continue;
+		sg_real.munmap(w->base, w->blocks * SG_JOURNAL_BLOCK);
+		if (w->taken)
+			sg_real.munmap(w->taken, w->map_cap * 9);
+		*w = (struct writer){0};
+		dropped = true;
+	}
+	if (dropped)
+		epoch++;
 }
 
 /* The root path is spelled in, SG_MAX_ROOTS if none. */
@@ -193,30 +443,49 @@ static uint64_t now_ns(void)
 uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
 {
 	unsigned k = sg_cfg.tag_journal ? root_of(path) : SG_MAX_ROOTS;
+	const char *name;
+	const struct sg_self *self;
 	uint32_t slot = 0;
 	struct writer *w;
-	size_t idx;
+	unsigned span;
+	long idx;
 
 	if (k == SG_MAX_ROOTS)
 		return 0;
+	name = path + sg_cfg.roots.len[k] + 1;
+	if (!(span = sg_journal_span(req, name)))
+		return 0; /* a name or request too long for a record */
+	/* Whose record this is: a child made without the fork handlers learns
+	 * here that it is not its parent (sg_self_known). */
+	self = sg_self_known();
 	w = &writers[k];
 	pthread_mutex_lock(&lock);
-	if (w->failed || (!w->opened && open_writer(w, k) < 0))
+	if (w->opened && w->pid != self->pid)
+		drop_inherited(self);
+	if (w->done)
 		goto out;
-	if (w->free_head) {
-		idx = w->free_head - 1;
-		w->free_head = (uint32_t)rec_at(w, idx)->ino;
-	} else if (w->used < w->cap || grow(w, k) == 0) {
-		idx = w->used++;
-	} else {
-		goto out;
+	if (!w->opened) {
+		bool again = w->backoff != 0;
+		if (w->retry_in && --w->retry_in)
+			goto out;
+		if (open_writer(w, k, self) < 0)
+			goto out;
+		if (again)
+			sg_log_once(&said_again, SG_LOG_INFO, "the ownership journal in %s works again",
+				    sg_cfg.roots.dir[k]);
 	}
-	if (sg_journal_rec_commit(rec_at(w, idx), ino, now_ns(), req, path + sg_cfg.roots.len[k] + 1) < 0) {
-		rec_at(w, idx)->ino = w->free_head; /* a name or request too long for a record */
-		w->free_head = (uint32_t)idx + 1;
-		goto out;
+	if ((idx = find_room(w, span)) < 0) {
+		if (w->retry_in && --w->retry_in)
+			goto out;
+		if (grow(w, k) < 0 || (idx = find_room(w, span)) < 0) {
+			back_off(w);
+			goto out;
+		}
+		w->backoff = 0;
 	}
-	slot = (k + 1) << SLOT_ROOT_SHIFT | (uint32_t)idx;
+	take(w, (size_t)idx, span);
+	sg_journal_rec_commit(slot_at(w, (size_t)idx), ino, now_ns(), req, name);
+	slot = (k + 1) << SLOT_ROOT_SHIFT | (epoch & EPOCH_MASK) << SLOT_EPOCH_SHIFT | (uint32_t)idx;
 out:
 	pthread_mutex_unlock(&lock);
 	return slot;
@@ -232,42 +501,53 @@ void sg_jw_release(uint32_t slot)
 		return;
 	w = &writers[k];
 	pthread_mutex_lock(&lock);
-	if (w->base && idx < w->used) {
-		struct sg_journal_rec *r = rec_at(w, idx);
-		sg_journal_rec_free(r);
-		r->ino = w->free_head;
-		w->free_head = (uint32_t)idx + 1;
-	}
+	if (w->opened && ((slot >> SLOT_EPOCH_SHIFT) & EPOCH_MASK) == (epoch & EPOCH_MASK) && idx > 0 &&
+	    idx < w->top * SG_JOURNAL_BLOCK_SLOTS &&
+	    (w->taken[idx / SG_JOURNAL_BLOCK_SLOTS] >> (idx % SG_JOURNAL_BLOCK_SLOTS) & 1))
+		release_at(w, idx);
 	pthread_mutex_unlock(&lock);
 }
 
+struct looking {
+	unsigned k;
+	bool some;
+};
+
 /* Whether a record still speaks for an existing file. */
-static bool still_there(unsigned k, const struct sg_journal_rec *r)
+static int still_there(const struct sg_journal_entry *e, void *opaque)
 {
+	struct looking *l = opaque;
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/%.*s", sg_cfg.roots.dir[k], (int)r->name_len, r->name);
-	return lstat(path, &st) == 0 && st.st_ino == r->ino;
+	snprintf(path, sizeof(path), "%s/%s", sg_cfg.roots.dir[l->k], e->name);
+	l->some = lstat(path, &st) == 0 && st.st_ino == e->ino;
+	return l->some;
 }
 
-void sg_jw_exit(void)
+void sg_jw_exit(bool may_wait)
 {
-	pthread_mutex_lock(&lock);
+	pid_t pid = getpid();
+
+	if (may_wait)
+		pthread_mutex_lock(&lock);
+	else if (pthread_mutex_trylock(&lock) != 0)
+		return; /* the journals stay for a sweep to remove */
 	for (unsigned k = 0; k < SG_MAX_ROOTS; k++) {
 		struct writer *w = &writers[k];
-		bool some = false;
+		struct sg_journal_head head;
+		struct looking l = {k, false};
 		struct stat st;
 
-		if (!w->base)
+		/* Only its own: a vfork child shares its parent's memory. */
+		if (!w->opened || w->done || w->pid != pid)
 			continue;
-		for (size_t i = 0; i < w->used && !some; i++)
-			some = __atomic_load_n(&rec_at(w, i)->seal, __ATOMIC_RELAXED) && still_there(k, rec_at(w, i));
+		sg_journal_parse(w->base, w->top * SG_JOURNAL_BLOCK, &head, still_there, &l);
 		/* Files remain: the journal stays for sweep --dead to read. */
-		if (some || lstat(w->path, &st) < 0 || st.st_dev != w->dev || st.st_ino != w->ino)
+		if (l.some || lstat(w->path, &st) < 0 || st.st_dev != w->dev || st.st_ino != w->ino)
 			continue;
 		sg_real.unlink(w->path);
-		w->failed = true; /* a file created after this is not recorded */
+		w->done = true; /* a file created after this is not recorded */
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -287,8 +567,11 @@ void sg_jw_after_fork_child(void)
 	for (unsigned k = 0; k < SG_MAX_ROOTS; k++) {
 		struct writer *w = &writers[k];
 		if (w->base)
-			sg_real.munmap(w->base, bytes_for(w->cap));
+			sg_real.munmap(w->base, w->blocks * SG_JOURNAL_BLOCK);
+		if (w->taken)
+			sg_real.munmap(w->taken, w->map_cap * 9);
 		*w = (struct writer){0};
 	}
+	epoch++;
 	pthread_mutex_unlock(&lock);
 }

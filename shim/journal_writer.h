@@ -4,6 +4,7 @@
 #ifndef SHMGUARD_JOURNAL_WRITER_H
 #define SHMGUARD_JOURNAL_WRITER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -17,8 +18,10 @@ uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req);
 /* The file is gone, or no longer this process's to speak for. */
 void sg_jw_release(uint32_t slot);
 
-/* At exit: removes each journal none of whose files remain. */
-void sg_jw_exit(void);
+/* At exit (the destructor, or _exit): removes each journal of this process
+ * none of whose files remain.  Without may_wait it gives up rather than
+ * wait for the lock (an _exit from a signal handler, say). */
+void sg_jw_exit(bool may_wait);
 
 void sg_jw_lock(void);
 void sg_jw_unlock(void);

@@ -58,5 +58,6 @@ void sg_real_resolve(void)
 	sg_real.mmap64 = must_resolve("mmap64");
 	sg_real.munmap = must_resolve("munmap");
 	sg_real.close = must_resolve("close");
+	sg_real.exit_now = must_resolve("_exit");
 	__atomic_store_n(&sg_real_ready, true, __ATOMIC_RELEASE);
 }

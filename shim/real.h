@@ -39,6 +39,7 @@ struct sg_real {
 	void *(*mmap64)(void *, size_t, int, int, int, off64_t);
 	int (*munmap)(void *, size_t);
 	int (*close)(int);
+	void (*exit_now)(int) __attribute__((noreturn)); /* _exit */
 };
 
 extern struct sg_real sg_real;

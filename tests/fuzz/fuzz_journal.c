@@ -10,25 +10,41 @@
 #include "journal.h"
 #include "reqid.h"
 
+struct again {
+	uint64_t ino, created_ns;
+	const char *req, *name;
+	int n;
+};
+
+static int same(const struct sg_journal_entry *e, void *ctx)
+{
+	struct again *a = ctx;
+
+	if (e->ino != a->ino || e->created_ns != a->created_ns || strcmp(e->req, a->req) != 0 ||
+	    strcmp(e->name, a->name) != 0)
+		abort();
+	a->n++;
+	return 0;
+}
+
 static int check(const struct sg_journal_entry *e, void *ctx)
 {
-	struct {
+	static union {
 		struct sg_journal_head head;
-		struct sg_journal_rec rec;
-	} again;
+		char slot[1 + SG_JOURNAL_MAX_SPAN][SG_JOURNAL_SLOT];
+	} img;
+	struct again a = {e->ino, e->created_ns, e->req, e->name, 0};
 	struct sg_journal_head head;
 	size_t rlen = strlen(e->req), nlen = strlen(e->name);
 
 	(void)ctx;
 	if (!rlen || rlen > SG_NAME_MAX || !nlen || nlen > SG_NAME_MAX || sg_reqid_invalid(e->req))
 		abort();
-	memset(&again, 0, sizeof(again));
-	sg_journal_head_init(&again.head, 1, 2, 3, 4);
-	if (sg_journal_rec_commit(&again.rec, e->ino, e->created_ns, e->req, e->name) < 0)
+	memset(&img, 0, sizeof(img));
+	sg_journal_head_init(&img.head, 1, 2, 3, 4);
+	if (!sg_journal_rec_commit(img.slot[1], e->ino, e->created_ns, e->req, e->name))
 		abort();
-	if (sg_journal_parse(&again, sizeof(again), &head, NULL, NULL) != 1 || again.rec.ino != e->ino ||
-	    again.rec.created_ns != e->created_ns || memcmp(again.rec.req, e->req, rlen) != 0 ||
-	    memcmp(again.rec.name, e->name, nlen) != 0)
+	if (sg_journal_parse(&img, sizeof(img), &head, same, &a) != 1 || a.n != 1)
 		abort();
 	return 0;
 }
@@ -36,22 +52,27 @@ static int check(const struct sg_journal_entry *e, void *ctx)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sg_journal_head head;
+	size_t len = sizeof(head) + size;
 	uint8_t *buf;
 
 	sg_journal_parse(data, size, &head, check, NULL);
-	if (!(buf = malloc(sizeof(head) + size)))
+	if (!(buf = malloc(len)))
 		return 0;
 	sg_journal_head_init(&head, 4242, 1, 2, 3);
+	head.slots_used = UINT32_MAX;
 	memcpy(buf, &head, sizeof(head));
 	memcpy(buf + sizeof(head), data, size);
-	for (size_t off = sizeof(head); off + sizeof(struct sg_journal_rec) <= sizeof(head) + size;
-	     off += sizeof(struct sg_journal_rec)) {
+	for (size_t i = 1; (i + 1) * SG_JOURNAL_SLOT <= len; i++) {
 		struct sg_journal_rec r;
-		memcpy(&r, buf + off, sizeof(r));
-		r.seal = sg_journal_rec_seal(&r);
-		memcpy(buf + off, &r, sizeof(r));
+		memcpy(&r, buf + i * SG_JOURNAL_SLOT, sizeof(r));
+		if (!r.seal)
+			continue;
+		r.seal = 0;
+		memcpy(buf + i * SG_JOURNAL_SLOT, &r, sizeof(r));
+		r.seal = sg_journal_rec_seal(buf + i * SG_JOURNAL_SLOT, (unsigned)(len / SG_JOURNAL_SLOT - i));
+		memcpy(buf + i * SG_JOURNAL_SLOT, &r, sizeof(r));
 	}
-	if (sg_journal_parse(buf, sizeof(head) + size, &head, check, NULL) < 0)
+	if (sg_journal_parse(buf, len, &head, check, NULL) < 0)
 		abort();
 	free(buf);
 	return 0;

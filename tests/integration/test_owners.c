@@ -180,7 +180,8 @@ Test(owners, another_users_journal_or_tag_is_not_believed)
 {
 	const struct h_user *u = h_hostile_user();
 	struct sg_journal_head head;
-	struct sg_journal_rec rec;
+	char rec[SG_JOURNAL_MAX_SPAN * SG_JOURNAL_SLOT];
+	unsigned span;
 	const char *victim = in_root("victim_0_0"), *control = in_root("control_0_0");
 	struct stat vst, cst;
 	struct timespec now;
@@ -212,21 +213,23 @@ Test(owners, another_users_journal_or_tag_is_not_believed)
 	/* The other user's journal, naming a dead creator for the victim. */
 	sg_journal_head_init(&head, dead, 1, sg_self_pidns(), created);
 	memset(&rec, 0, sizeof(rec));
-	cr_assert_eq(sg_journal_rec_commit(&rec, vst.st_ino, created, h_str("%sforged", prefix), "victim_0_0"), 0);
+	span = sg_journal_rec_commit(rec, vst.st_ino, created, h_str("%sforged", prefix), "victim_0_0");
+	cr_assert_gt(span, 0);
 	fd = open(in_root(SG_JOURNAL_PREFIX "forged"), O_CREAT | O_EXCL | O_WRONLY, 0644);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(write(fd, &head, sizeof(head)), (ssize_t)sizeof(head));
-	cr_assert_eq(write(fd, &rec, sizeof(rec)), (ssize_t)sizeof(rec));
+	cr_assert_eq(write(fd, rec, span * SG_JOURNAL_SLOT), (ssize_t)(span * SG_JOURNAL_SLOT));
 	cr_assert_eq(fchown(fd, u->uid, u->gid), 0);
 	close(fd);
 	/* The same claim in a journal of root's proves the test could fail:
 	 * it is believed for root's control file. */
 	memset(&rec, 0, sizeof(rec));
-	cr_assert_eq(sg_journal_rec_commit(&rec, cst.st_ino, created, h_str("%sforged", prefix), "control_0_0"), 0);
+	span = sg_journal_rec_commit(rec, cst.st_ino, created, h_str("%sforged", prefix), "control_0_0");
+	cr_assert_gt(span, 0);
 	fd = open(in_root(SG_JOURNAL_PREFIX "roots"), O_CREAT | O_EXCL | O_WRONLY, 0644);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(write(fd, &head, sizeof(head)), (ssize_t)sizeof(head));
-	cr_assert_eq(write(fd, &rec, sizeof(rec)), (ssize_t)sizeof(rec));
+	cr_assert_eq(write(fd, rec, span * SG_JOURNAL_SLOT), (ssize_t)(span * SG_JOURNAL_SLOT));
 	close(fd);
 
 	/* And a tag the other user writes on the victim, as that user. */
@@ -343,7 +346,7 @@ Test(owners, the_auditor_does_not_count_journals)
  * cannot record, and the program go on. */
 Test(owners, a_full_root_stops_the_journal_not_the_program)
 {
-	const char *argv[32] = {h_bin("SG_SHMTOOL")};
+	const char *argv[256] = {h_bin("SG_SHMTOOL")};
 	const char *filler = in_root(h_str("%sfiller", prefix));
 	static char page[4096];
 	struct h_proc p;
@@ -353,16 +356,17 @@ Test(owners, a_full_root_stops_the_journal_not_the_program)
 
 	h_private_mounts(teardown);
 	cr_assert_eq(mkdir(root, 0755), 0);
-	cr_assert_eq(mount("none", root, "tmpfs", 0, "size=64k"), 0, "mount tmpfs: %s", strerror(errno));
-	/* Seven records fill the journal's first page. */
-	for (int i = 0; i < 7; i++) {
+	cr_assert_eq(mount("none", root, "tmpfs", 0, "size=1m"), 0, "mount tmpfs: %s", strerror(errno));
+	/* 63 one-slot records fill the journal's first block (the header is
+	 * the 64th slot). */
+	for (int i = 0; i < 63; i++) {
 		argv[n++] = "creat";
 		argv[n++] = in_root(h_str("%sf_0_%d", prefix, i));
 		argv[n++] = "0";
 	}
 	argv[n++] = "wait";
 	argv[n++] = "creat";
-	argv[n++] = in_root(h_str("%sf_0_7", prefix));
+	argv[n++] = in_root(h_str("%sf_0_63", prefix));
 	argv[n++] = "0";
 	argv[n] = NULL;
 	p = h_start_ready(argv, env_for(NULL));
@@ -374,7 +378,7 @@ Test(owners, a_full_root_stops_the_journal_not_the_program)
 	cr_assert_eq(errno, ENOSPC);
 	close(fd);
 	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
-	cr_expect(h_exists(in_root(h_str("%sf_0_7", prefix))));
+	cr_expect(h_exists(in_root(h_str("%sf_0_63", prefix))));
 	cr_expect(strstr(err, "cannot grow"), "%s", err);
 }
 

@@ -9,19 +9,25 @@
 
 #include "journal.h"
 
+#define NSLOTS (2 * SG_JOURNAL_BLOCK_SLOTS)
 #define NREC 4
 
-struct image {
+/* Two blocks of a journal: the header in slot 0. */
+static union {
 	struct sg_journal_head head;
-	struct sg_journal_rec rec[NREC];
-};
+	char slot[NSLOTS][SG_JOURNAL_SLOT];
+} img;
 
-static struct image img;
+static struct sg_journal_rec *rec(size_t i)
+{
+	return (struct sg_journal_rec *)img.slot[i];
+}
 
 static void fresh(void)
 {
 	memset(&img, 0, sizeof(img));
 	sg_journal_head_init(&img.head, 4242, 123456, 4026531836ull, 1795968667000000000ull);
+	img.head.slots_used = NSLOTS;
 }
 
 TestSuite(journal, .init = fresh);
@@ -58,12 +64,14 @@ Test(journal, records_read_back)
 {
 	struct sg_journal_head head;
 	struct seen s = {0};
-	char longest[SG_NAME_MAX + 1];
+	char longest[SG_NAME_MAX + 1], longest_name[SG_NAME_MAX + 1];
 
 	memset(longest, 'r', SG_NAME_MAX);
 	longest[SG_NAME_MAX] = '\0';
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[0], 77, 1000, "chatcmpl-42", "chatcmpl-42_0_1"), 0);
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[2], 78, 2000, longest, longest), 0);
+	memset(longest_name, 'n', SG_NAME_MAX);
+	longest_name[SG_NAME_MAX] = '\0';
+	cr_assert_eq(sg_journal_rec_commit(rec(1), 77, 1000, "chatcmpl-42", "chatcmpl-42_0_1"), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(3), 78, 2000, longest, longest_name), SG_JOURNAL_MAX_SPAN);
 	cr_assert_eq(sg_journal_parse(&img, sizeof(img), &head, collect, &s), 2);
 	cr_assert_eq(head.pid, 4242);
 	cr_assert_eq(head.start_ticks, 123456);
@@ -73,7 +81,27 @@ Test(journal, records_read_back)
 	cr_assert_str_eq(s.e[0].req, "chatcmpl-42");
 	cr_assert_str_eq(s.e[0].name, "chatcmpl-42_0_1");
 	cr_assert_str_eq(s.e[1].req, longest);
-	cr_assert_str_eq(s.e[1].name, longest);
+	cr_assert_str_eq(s.e[1].name, longest_name);
+}
+
+/* What a record costs: a vLLM request ID and its offload file's name in
+ * two slots, a short lock file's in one. */
+Test(journal, a_typical_record_takes_two_slots)
+{
+	const char *req = "chatcmpl-6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a4b";
+	const char *name = "vllm_offload_chatcmpl-6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a4b.mmap";
+	struct seen s;
+
+	cr_assert_eq(sg_journal_span(req, name), 2);
+	cr_assert_eq(sg_journal_span("r1", "shm_lock_r1"), 1);
+	cr_assert_eq(sg_journal_span("", "x"), 0);
+	/* The request is kept once, and the name read back whole. */
+	cr_assert_eq(sg_journal_rec_commit(rec(1), 9, 1, req, name), 2);
+	cr_assert_eq(sg_journal_rec_commit(rec(3), 10, 1, "x", "no_request_here"), 1);
+	cr_assert_eq(parse(&s, sizeof(img)), 2);
+	cr_assert_str_eq(s.e[0].name, name);
+	cr_assert_str_eq(s.e[0].req, req);
+	cr_assert_str_eq(s.e[1].name, "no_request_here");
 }
 
 Test(journal, too_long_is_not_written)
@@ -82,9 +110,9 @@ Test(journal, too_long_is_not_written)
 
 	memset(over, 'x', sizeof(over) - 1);
 	over[sizeof(over) - 1] = '\0';
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[0], 1, 1, over, "n"), -1);
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[0], 1, 1, "r", over), -1);
-	cr_assert_eq(img.rec[0].seal, 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(1), 1, 1, over, "n"), 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(1), 1, 1, "r", over), 0);
+	cr_assert_eq(rec(1)->seal, 0);
 }
 
 /* A record is committed by its seal, stored last: whatever a SIGKILL or a
@@ -94,21 +122,50 @@ Test(journal, torn_and_freed_records_are_ignored)
 	struct seen s;
 
 	for (int i = 0; i < NREC; i++)
-		cr_assert_eq(sg_journal_rec_commit(&img.rec[i], 10 + i, 1, "req", "req_0_0"), 0);
+		cr_assert_eq(sg_journal_rec_commit(rec(1 + i), 10 + i, 1, "req", "req_0_0"), 1);
 	cr_assert_eq(parse(&s, sizeof(img)), NREC);
 
-	img.rec[0].seal = 0; /* killed before the seal */
-	img.rec[1].name[3] = 'X'; /* rewritten while read: new bytes, old seal */
-	img.rec[2].ino = 99;
-	sg_journal_rec_free(&img.rec[3]);
+	rec(1)->seal = 0; /* killed before the seal */
+	rec(2)->text[5] = 'X'; /* rewritten while read: new bytes, old seal */
+	rec(3)->ino = 99;
+	sg_journal_rec_free(rec(4));
 	cr_assert_eq(parse(&s, sizeof(img)), 0);
 
 	/* A file cut short: only whole records count. */
 	fresh();
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[0], 5, 1, "req", "req_0_0"), 0);
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[1], 6, 1, "req", "req_0_1"), 0);
-	cr_assert_eq(parse(&s, sizeof(img.head) + sizeof(img.rec[0]) + sizeof(img.rec[1]) - 1), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(1), 5, 1, "req", "req_0_0"), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 6, 1, "req", "req_0_1"), 1);
+	cr_assert_eq(parse(&s, 3 * SG_JOURNAL_SLOT - 1), 1);
 	cr_assert_eq(s.e[0].ino, 5);
+}
+
+/* The slots after a record's first start with a zero word, and a record
+ * stays in one block: a reader never takes bytes of a name or request
+ * (chosen by clients) for the start of a record. */
+Test(journal, a_record_is_its_slots_and_no_more)
+{
+	char req[120];
+	struct seen s;
+
+	memset(req, 'q', sizeof(req) - 1);
+	req[sizeof(req) - 1] = '\0';
+	cr_assert_eq(sg_journal_rec_commit(rec(1), 5, 1, req, "n"), 3);
+	cr_assert_eq(((struct sg_journal_cont *)img.slot[2])->zero, 0);
+	cr_assert_eq(parse(&s, sizeof(img)), 1);
+	((struct sg_journal_cont *)img.slot[3])->zero = 1;
+	cr_assert_eq(parse(&s, sizeof(img)), 0, "a slot of it not zero-led");
+
+	/* Across a block's end: not a record the writer makes. */
+	fresh();
+	cr_assert_eq(sg_journal_rec_commit(rec(SG_JOURNAL_BLOCK_SLOTS - 1), 6, 1, req, "n"), 3);
+	cr_assert_eq(parse(&s, sizeof(img)), 0);
+
+	/* Past the slots the header says are in use: not read. */
+	fresh();
+	cr_assert_eq(sg_journal_rec_commit(rec(SG_JOURNAL_BLOCK_SLOTS + 1), 7, 1, "r", "n"), 1);
+	cr_assert_eq(parse(&s, sizeof(img)), 1);
+	img.head.slots_used = SG_JOURNAL_BLOCK_SLOTS;
+	cr_assert_eq(parse(&s, sizeof(img)), 0);
 }
 
 Test(journal, bad_headers_are_rejected)
@@ -131,14 +188,14 @@ Test(journal, invalid_contents_are_rejected)
 	struct seen s;
 
 	/* Requests the shim never writes (shmguard's own rules)... */
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[0], 1, 1, "..", "x"), 0);
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[1], 2, 1, "a/b", "x"), 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(1), 1, 1, "..", "x"), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 2, 1, "a/b", "x"), 1);
 	/* ...and a name with a NUL inside, sealed as it stands. */
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[2], 3, 1, "ok", "ab"), 0);
-	img.rec[2].name[0] = '\0';
-	img.rec[2].seal = sg_journal_rec_seal(&img.rec[2]);
+	cr_assert_eq(sg_journal_rec_commit(rec(3), 3, 1, "ok", "abc"), 1);
+	rec(3)->text[3] = '\0';
+	rec(3)->seal = sg_journal_rec_seal(rec(3), 1);
 	/* The control: an intact record beside them is read. */
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[3], 4, 1, "ok", "ab"), 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(4), 4, 1, "ok", "ab"), 1);
 	cr_assert_eq(parse(&s, sizeof(img)), 1);
 	cr_assert_eq(s.e[0].ino, 4);
 }
@@ -170,7 +227,7 @@ static void write_journal(const char *name, mode_t mode)
 
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(fchmod(fd, mode), 0);
-	cr_assert_eq(write(fd, &img, sizeof(img)), (ssize_t)sizeof(img));
+	cr_assert_eq(write(fd, &img, SG_JOURNAL_BLOCK), (ssize_t)SG_JOURNAL_BLOCK);
 	close(fd);
 }
 
@@ -181,14 +238,14 @@ Test(journal_reader, the_newest_claim_of_the_owner_naming_the_file_wins)
 	struct sg_journals js = {0};
 	struct sg_tag tag;
 
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[0], 7, 1000, "old", "seg_0_0"), 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(1), 7, 1000, "old", "seg_0_0"), 1);
 	write_journal(SG_JOURNAL_PREFIX "1", 0644);
 	fresh();
 	sg_journal_head_init(&img.head, 5555, 99, 0, 1);
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[0], 7, 3000, "new", "seg_0_0"), 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(1), 7, 3000, "new", "seg_0_0"), 1);
 	write_journal(SG_JOURNAL_PREFIX "2", 0600);
-	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "1"), 0);
-	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "2"), 0);
+	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "1"), SG_JOURNAL_READ);
+	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "2"), SG_JOURNAL_READ);
 	sg_journals_index(&js);
 	cr_assert_eq(js.nfiles, 2);
 
@@ -214,19 +271,19 @@ Test(journal_reader, journals_others_could_write_are_not_read)
 {
 	struct sg_journals js = {0};
 
-	cr_assert_eq(sg_journal_rec_commit(&img.rec[0], 7, 1000, "r", "seg_0_0"), 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(1), 7, 1000, "r", "seg_0_0"), 1);
 	write_journal(SG_JOURNAL_PREFIX "1", 0666);
 	write_journal(SG_JOURNAL_PREFIX "2", 0620);
 	write_journal("other", 0644);
 	cr_assert_eq(symlinkat("other", dfd, SG_JOURNAL_PREFIX "link"), 0);
-	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "1"), 0);
-	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "2"), 0);
-	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "link"), 0);
+	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "1"), SG_JOURNAL_FOREIGN);
+	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "2"), SG_JOURNAL_FOREIGN);
+	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "link"), SG_JOURNAL_FOREIGN);
 	cr_assert_eq(js.nfiles, 0, "world- or group-writable, or a symlink");
 	/* A second name: someone else may have linked it. */
 	unlinkat(dfd, SG_JOURNAL_PREFIX "link", 0);
 	cr_assert_eq(linkat(dfd, "other", dfd, SG_JOURNAL_PREFIX "link", 0), 0);
-	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "link"), 0);
+	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "link"), SG_JOURNAL_FOREIGN);
 	cr_assert_eq(js.nfiles, 0, "a journal with two links");
 	sg_journals_free(&js);
 }
