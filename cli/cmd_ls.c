@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "shm_files.h"
@@ -43,6 +44,11 @@ static const char *display_name(const struct sg_shm_listing *l, const struct sg_
 	return buf;
 }
 
+static const char *journal_like_name(enum sg_journal_like j)
+{
+	return j == JOURNAL_LIKE_FOREIGN ? "foreign" : j == JOURNAL_LIKE_UNREAD ? "journal-unread" : NULL;
+}
+
 static void print_text(const struct sg_shm_listing *l)
 {
 	char b1[16], name[SG_ESCAPED_MAX], holders[128], comm[32], esc[SG_ESCAPED_MAX];
@@ -58,6 +64,8 @@ static void print_text(const struct sg_shm_listing *l)
 		if (f->tagged) {
 			snprintf(creator, sizeof(creator), "%d (%s)", (int)f->tag.pid, sg_creator_state_name(f->creator));
 			sg_text_escape(f->tag.req, req, sizeof(req));
+		} else if (f->journal_like) {
+			snprintf(creator, sizeof(creator), "%s", journal_like_name(f->journal_like));
 		}
 		holders[0] = '\0';
 		for (size_t k = 0; k < f->nholders && off < sizeof(holders) - 1; k++) {
@@ -79,6 +87,18 @@ static void print_text(const struct sg_shm_listing *l)
 		printf("unknown: %u %s could not be read, e.g. %u (%s): what they hold is not shown\n",
 		       CLI_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
 		       sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
+	if (l->journals_foreign)
+		printf("foreign: %u %s named like shmguard's ownership journals, not journals it wrote: "
+		       "listed, never swept\n",
+		       CLI_PLURAL(l->journals_foreign, "file", "files"));
+	if (l->journals_unread)
+		printf("unknown: %u ownership %s not read: more to read than their owner's files in the "
+		       "root could need (what they claim shows as untagged)\n",
+		       CLI_PLURAL(l->journals_unread, "journal", "journals"));
+	if (sg_proc_foreign())
+		printf("unknown: /proc shows another pid namespace than this process's (/proc/self is not pid %d): "
+		       "every creator is shown as unknown\n",
+		       (int)getpid());
 }
 
 static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_file *f)
@@ -107,6 +127,8 @@ static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_fil
 		      "tag", tag);
 	cli_json_set_text(o, "path", path);
 	cli_json_set_text(o, "name", f->name);
+	json_object_set_new(o, "journal_like",
+			    f->journal_like ? json_string(journal_like_name(f->journal_like)) : json_null());
 	return o;
 }
 
@@ -120,9 +142,10 @@ static int print_json(const struct sg_shm_listing *l, struct cli_json_out *out)
 		json_array_append_new(files, file_json(l, &l->files[i]));
 		total += l->files[i].bytes;
 	}
-	root = json_pack("{s:i, s:s, s:o, s:I, s:I, s:i}", "schema", 2, "shmguard_version", SHMGUARD_VERSION, "files",
-			 files, "total_files", (json_int_t)l->n, "total_allocated_bytes",
-			 (json_int_t)total, "unreadable_processes", (int)l->holders.unreadable);
+	root = json_pack("{s:i, s:s, s:o, s:I, s:I, s:i, s:b}", "schema", 2, "shmguard_version", SHMGUARD_VERSION,
+			 "files", files, "total_files", (json_int_t)l->n, "total_allocated_bytes", (json_int_t)total,
+			 "unreadable_processes", (int)l->holders.unreadable, "proc_of_another_pid_namespace",
+			 sg_proc_foreign());
 	ret = cli_json_write("ls", root, out);
 	json_decref(root);
 	return ret < 0 ? EXIT_FAIL : EXIT_OK;

@@ -71,6 +71,10 @@ static const char *judge(const struct sweep_opts *o, const struct sg_shm_listing
 	char comm[32], esc[sizeof(comm) * 4];
 
 	*why_go = NULL;
+	if (f->journal_like) /* never one shmguard made: sweep removes only journals it reads */
+		return o->glob && fnmatch(o->glob, f->name, FNM_PATHNAME) == 0
+			       ? "named like shmguard's ownership journal, but not one it wrote or reads: never removed"
+			       : NULL;
 	if (f->tagged) {
 		for (unsigned i = 0; i < o->nrequests && !wanted; i++)
 			if (strcmp(f->tag.req, o->requests[i]) == 0) {
@@ -82,7 +86,8 @@ static const char *judge(const struct sweep_opts *o, const struct sg_shm_listing
 			*why_go = "its creator is gone";
 		}
 		if (!wanted && o->dead && f->creator == CREATOR_UNKNOWN)
-			return "cannot tell whether its creator runs";
+			return sg_proc_foreign() ? "cannot tell whether its creator runs: /proc is another pid namespace's"
+						 : "cannot tell whether its creator runs";
 	} else if (o->glob && fnmatch(o->glob, f->name, FNM_PATHNAME) == 0) {
 		if (f->age_s < o->older_than)
 			return NULL; /* not a candidate: too young for --older-than */
@@ -304,6 +309,11 @@ int cmd_sweep(int argc, char **argv)
 		status = cli_fail(EXIT_FAIL, "sweep", "%s", err);
 		goto out;
 	}
+	if (o.dead && sg_proc_foreign())
+		fprintf(stderr, "shmguard sweep: /proc shows another pid namespace than this process's (/proc/self is "
+				"not pid %d): no creator can be judged, so no file is removed as a dead creator's; run "
+				"in the mount namespace too (nsenter -m -p), or mount this namespace's /proc\n",
+			(int)getpid());
 	if (o.json)
 		out.decisions = json_array();
 	for (unsigned r = 0; r < l.roots.n; r++)

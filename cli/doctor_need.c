@@ -23,7 +23,7 @@ struct group {
 
 static bool same_group(const struct sg_shm_file *a, const struct sg_shm_file *b)
 {
-	if (a->tagged != b->tagged)
+	if (a->tagged != b->tagged || a->journal_like != b->journal_like)
 		return false;
 	return a->tagged ? a->tag.pid == b->tag.pid && a->tag.start_ticks == b->tag.start_ticks && strcmp(a->tag.req, b->tag.req) == 0
 			 : a->uid == b->uid;
@@ -46,7 +46,11 @@ static void print_group(const struct group *g)
 	const struct sg_shm_file *f = g->first;
 	char b[16], req[SG_ESCAPED_MAX];
 
-	if (f->tagged)
+	if (f->journal_like)
+		printf("             %10s  %zu %s of uid %u named like shmguard's journals but not its own (never "
+		       "swept)\n",
+		       sg_human_bytes(g->bytes, b, sizeof(b)), CLI_PLURAL(g->files, "file", "files"), (unsigned)f->uid);
+	else if (f->tagged)
 		printf("             %10s  %zu %s of request %s, creator %u (%s)\n",
 		       sg_human_bytes(g->bytes, b, sizeof(b)), CLI_PLURAL(g->files, "file", "files"), sg_text_escape(f->tag.req, req, sizeof(req)),
 		       f->tag.pid, sg_creator_state_name(f->creator));

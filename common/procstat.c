@@ -90,3 +90,16 @@ int sg_proc_start_ticks(pid_t pid, uint64_t *ticks)
 	*ticks = ps.start_ticks;
 	return 0;
 }
+
+bool sg_proc_is_own(void)
+{
+	char buf[32], *end;
+	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+	long pid;
+
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	pid = strtol(buf, &end, 10);
+	return *end == '\0' && pid == (long)getpid();
+}

@@ -28,4 +28,10 @@ bool sg_proc_exited(const struct sg_proc_stat *ps);
  * (ENOENT: no such process). */
 int sg_proc_start_ticks(pid_t pid, uint64_t *ticks);
 
+/* Whether /proc shows this process's own pid namespace: /proc/self names
+ * the pid getpid() returns.  A /proc mounted for another namespace (nsenter
+ * -p without -m: the host's /proc seen from a pod) shows other processes
+ * under the pids of this namespace. */
+bool sg_proc_is_own(void);
+
 #endif

@@ -36,18 +36,37 @@ const char *sg_comm(uint32_t pid, char *buf, size_t len)
 	return buf;
 }
 
+/* What /proc can tell about creators: this process's pid namespace, and
+ * whether /proc is that namespace's at all (read once). */
+static uint64_t self_pidns;
+static bool proc_foreign, proc_checked;
+
+static void check_proc(void)
+{
+	if (proc_checked)
+		return;
+	proc_checked = true;
+	self_pidns = sg_self_pidns();
+	proc_foreign = !sg_proc_is_own();
+}
+
+bool sg_proc_foreign(void)
+{
+	check_proc();
+	return proc_foreign;
+}
+
 /* A reused pid is not the creator: the start time must match too.  A
  * zombie (exited, not yet reaped: a container's PID 1 may never reap) is
- * dead. */
+ * dead.  A creator that could not read its own /proc recorded start time 0
+ * or namespace 0: such an identity names nobody we can look for, so it is
+ * unknown, never dead. */
 enum sg_creator_state sg_creator_state(const struct sg_tag *tag)
 {
-	static uint64_t self_pidns;
 	struct sg_proc_stat ps;
 
-	if (!self_pidns)
-		self_pidns = sg_self_pidns();
-	/* A tag without a namespace is from before they were recorded. */
-	if (tag->pidns && tag->pidns != self_pidns)
+	check_proc();
+	if (proc_foreign || !self_pidns || !tag->start_ticks || !tag->pidns || tag->pidns != self_pidns)
 		return CREATOR_UNKNOWN;
 	if (sg_proc_stat(tag->pid, &ps) < 0)
 		return errno == ENOENT || errno == ESRCH ? CREATOR_DEAD : CREATOR_UNKNOWN;
@@ -100,12 +119,81 @@ static void from_journal(struct sg_shm_file *f, const struct sg_journals *js, in
 		owned(f, now);
 }
 
+/* What the journals of one owner may cost to read: as much as that owner's
+ * files in the root could need, and a little more.  Anyone may plant files
+ * named like journals (sparse ones cost nothing to make): they cost the
+ * reader a header each beyond their owner's share. */
+#define JOURNAL_BYTES_PER_UID (64u << 10)
+#define JOURNAL_BYTES_PER_FILE 1024u
+
+struct owner_share {
+	uid_t uid;
+	size_t files, spent;
+};
+
+static struct owner_share *share_of(struct owner_share *o, size_t *n, uid_t uid)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (o[i].uid == uid)
+			return &o[i];
+	o[*n] = (struct owner_share){uid, 0, 0};
+	return &o[(*n)++];
+}
+
+/* Reads the journals named in root r (after its files are known, so that
+ * each owner's share is known), and lists names like theirs that are not
+ * journals to believe. */
+static int read_journals(struct sg_shm_listing *l, unsigned r, int dfd, char **names, size_t nnames, size_t first,
+			 size_t *cap, double now)
+{
+	struct owner_share *owners = calloc(l->n - first + nnames + 1, sizeof(*owners));
+	size_t nowners = 0;
+
+	if (!owners)
+		return -1;
+	for (size_t i = first; i < l->n; i++)
+		share_of(owners, &nowners, l->files[i].uid)->files++;
+	for (size_t i = 0; i < nnames; i++) {
+		struct stat st;
+		struct owner_share *o;
+		size_t allowed, got = 0;
+		int v;
+
+		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		o = share_of(owners, &nowners, st.st_uid);
+		allowed = JOURNAL_BYTES_PER_UID + o->files * JOURNAL_BYTES_PER_FILE;
+		v = sg_journals_add_bounded(&l->journals[r], dfd, names[i], allowed > o->spent ? allowed - o->spent : 0, &got);
+		o->spent += got;
+		if (v < 0)
+			break;
+		if (v != SG_JOURNAL_FOREIGN && v != SG_JOURNAL_OVER_BUDGET)
+			continue;
+		struct sg_shm_file *f = append(l, cap);
+		if (!f)
+			break;
+		f->root = (int)r;
+		f->name = strdup(names[i]);
+		f->linked = true;
+		f->journal_like = v == SG_JOURNAL_FOREIGN ? JOURNAL_LIKE_FOREIGN : JOURNAL_LIKE_UNREAD;
+		fill(f, &st, NULL, -1, now);
+		if (v == SG_JOURNAL_FOREIGN)
+			l->journals_foreign++;
+		else
+			l->journals_unread++;
+	}
+	free(owners);
+	return 0;
+}
+
 static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double now)
 {
-	char value[SG_TAG_MAX];
+	char value[SG_TAG_MAX], **names = NULL;
+	size_t nnames = 0, names_cap = 0;
 	struct dirent *e;
 	DIR *d = opendir(l->roots.dir[r]);
 	size_t first = l->n;
+	int ret = 0;
 
 	if (!d)
 		return -1;
@@ -115,8 +203,17 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 		int fd;
 
 		if (sg_journal_name(e->d_name)) {
-			if (sg_journals_add(&l->journals[r], dirfd(d), e->d_name) < 0)
+			if (nnames == names_cap) {
+				size_t c = names_cap ? names_cap * 2 : 16;
+				char **n = realloc(names, c * sizeof(*n));
+				if (!n)
+					break;
+				names = n;
+				names_cap = c;
+			}
+			if (!(names[nnames] = strdup(e->d_name)))
 				break;
+			nnames++;
 			continue;
 		}
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
@@ -137,12 +234,20 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 		f->linked = true;
 		fill(f, &st, value, vlen, now);
 	}
+	size_t files_end = l->n;
+	if (read_journals(l, r, dirfd(d), names, nnames, first, cap, now) < 0)
+		ret = -1;
 	sg_journals_index(&l->journals[r]);
-	for (size_t i = first; i < l->n; i++)
+	for (size_t i = first; i < files_end; i++)
 		from_journal(&l->files[i], &l->journals[r], dirfd(d), l->files[i].name, AT_SYMLINK_NOFOLLOW,
 			     l->files[i].name, now);
+	for (size_t i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
 	closedir(d);
-	return 0;
+	if (ret < 0)
+		errno = ENOMEM;
+	return ret;
 }
 
 /* The root an unlinked file held through holders h[0..n) was in: the one

@@ -20,11 +20,21 @@ enum sg_creator_state {
 	CREATOR_NONE,    /* untagged */
 	CREATOR_ALIVE,   /* its pid runs, with the start time the tag names */
 	CREATOR_DEAD,    /* no such process, a zombie, or the pid was reused */
-	CREATOR_UNKNOWN, /* /proc would not say, or it runs in another pid namespace */
+	CREATOR_UNKNOWN, /* /proc would not say, it runs in another pid namespace, its identity was
+			    * not known to itself (start time or namespace 0), or /proc is another
+			    * namespace's */
+};
+
+/* A file named like an ownership journal that is not read as one. */
+enum sg_journal_like {
+	JOURNAL_LIKE_NO,      /* not named like one, or a journal that was read (never listed) */
+	JOURNAL_LIKE_FOREIGN, /* not an intact journal, or not one we may believe: not shmguard's */
+	JOURNAL_LIKE_UNREAD,  /* intact, but more to read than its owner's files could need */
 };
 
 struct sg_shm_file {
 	int root;   /* index into the roots */
+	enum sg_journal_like journal_like; /* never tagged, never swept */
 	char *name; /* in its root; for an unlinked file, as /proc shows it (may be NULL) */
 	bool linked;
 	uint32_t kdev;
@@ -45,8 +55,10 @@ struct sg_shm_listing {
 	struct sg_shm_file *files;
 	size_t n;
 	struct sg_holders holders;
-	/* The ownership journals found in each root: never listed as files. */
+	/* The ownership journals found in each root: never listed as files
+	 * (names like theirs that are not read as journals are). */
 	struct sg_journals journals[SG_MAX_ROOTS];
+	unsigned journals_foreign, journals_unread;
 };
 
 /* Reads the roots and /proc.  Returns 0, or -1 with err set. */
@@ -60,6 +72,10 @@ const char *sg_creator_state_name(enum sg_creator_state s);
  * namespace than this process's cannot be judged (its pid means another
  * process here). */
 enum sg_creator_state sg_creator_state(const struct sg_tag *creator);
+
+/* Whether /proc belongs to another pid namespace than this process's (see
+ * sg_proc_is_own): then every creator is unknown. */
+bool sg_proc_foreign(void);
 
 /* For `sweep`: removes each journal in root r (dfd, the root's directory)
  * whose creator is dead and none of whose records names a file still there,
