@@ -12,7 +12,7 @@
  *   region PATH SIZE     create PATH with O_CREAT|O_EXCL and size it, or join it if it
  *                        exists; map it and keep the mapping (a shared region)
  *   hold PATH            open(O_CREAT|O_EXCL) and keep the descriptor open
- *   nofile N             lower this process's open-file limit to N
+ *   nofile N             set this process's open-file limit (the soft one) to N
  *   unlink PATH          unlink(PATH)
  *   try open|shm|sem PATH|NAME FLAGS
  *                        open(PATH), shm_open(NAME) or sem_open(NAME) with FLAGS (a comma-separated list of
@@ -49,6 +49,11 @@
  *                        every 100 us or so
  *   fork                 the child runs the rest of the script; the parent waits
  *                        for it and exits with its status
+ *   rawfork              a child made with the clone system call itself (no fork handler
+ *                        runs) runs the rest of the script; the parent prints "child PID"
+ *                        and sleeps until it is killed
+ *   files PREFIX N       creates N empty files PREFIX<i> (i from 0), each closed at once
+ *   unlinks PREFIX N     unlinks PREFIX<i> for i below N
  *   exec                 re-executes shmtool with the rest of the script
  *   wait                 prints "ready" and waits for a line on stdin
  *   say TEXT             prints TEXT
@@ -427,6 +432,24 @@ static int flip(const char *a, const char *b, long ms)
 	return 0;
 }
 
+static int many(bool create, const char *prefix, int n)
+{
+	char path[4096];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s%d", prefix, i);
+		if (create) {
+			int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+			if (fd < 0)
+				return fail("files", path);
+			close(fd);
+		} else if (unlink(path) < 0) {
+			return fail("unlinks", path);
+		}
+	}
+	return 0;
+}
+
 static int wait_stdin(void)
 {
 	char line[64];
@@ -464,7 +487,9 @@ int main(int argc, char **argv)
 			ret = open(a, O_CREAT | O_EXCL | O_RDWR, 0600) < 0 ? fail("hold", a) : 0;
 			i += 1;
 		} else if (strcmp(cmd, "nofile") == 0) {
-			struct rlimit rl = {(rlim_t)atoi(a), (rlim_t)atoi(a)};
+			struct rlimit rl;
+			getrlimit(RLIMIT_NOFILE, &rl);
+			rl.rlim_cur = (rlim_t)atoi(a);
 			ret = setrlimit(RLIMIT_NOFILE, &rl) < 0 ? fail("nofile", a) : 0;
 			i += 1;
 		} else if (strcmp(cmd, "region") == 0) {
@@ -532,6 +557,19 @@ int main(int argc, char **argv)
 				waitpid(pid, &st, 0);
 				return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 			}
+		} else if (strcmp(cmd, "rawfork") == 0) {
+			long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
+			if (pid < 0)
+				return fail("rawfork", ""), 1;
+			if (pid > 0) {
+				printf("child %ld\n", pid);
+				fflush(stdout);
+				for (;;)
+					pause();
+			}
+		} else if (strcmp(cmd, "files") == 0 || strcmp(cmd, "unlinks") == 0) {
+			ret = many(cmd[0] == 'f', a, atoi(b));
+			i += 2;
 		} else if (strcmp(cmd, "exec") == 0) {
 			argv[i] = argv[0];
 			execv("/proc/self/exe", argv + i);

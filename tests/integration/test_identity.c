@@ -1,0 +1,203 @@
+/* A creator's identity (pid, start time, pid namespace) as the shim records
+ * it and `ls` and `sweep --dead` judge it: an identity nobody can check is
+ * unknown, never dead.  A creator that could not read /proc, a sweep whose
+ * /proc is another pid namespace's, and a child made with a raw clone
+ * system call, which inherits its parent's journal without a fork handler. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "journal.h"
+
+static const char *prefix, *abort_dir, *root;
+
+static void setup(void)
+{
+	prefix = h_prefix("idn");
+	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	root = h_str("/dev/shm/%sroot", prefix);
+}
+
+static void teardown(void)
+{
+	umount2(root, MNT_DETACH);
+	h_cleanup(prefix);
+}
+
+TestSuite(identity, .init = setup, .fini = teardown, .timeout = 60);
+
+/* root as a ramfs (no xattrs: only the journal speaks) in a private mount
+ * namespace of this test. */
+static void ramfs_root(void)
+{
+	h_private_mounts(teardown);
+	cr_assert_eq(mkdir(root, 0755), 0);
+	cr_assert_eq(mount("none", root, "ramfs", 0, "mode=1777"), 0, "mount ramfs: %s", strerror(errno));
+}
+
+static const char *in_root(const char *name)
+{
+	return h_str("%s/%s", root, name);
+}
+
+static const char **env_for(const char *extra)
+{
+	return h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_SHM_ROOTS=%s", root), extra, NULL);
+}
+
+/* `[PRE...] shmguard CMD --root ROOT ARG` (pre: NULL-terminated, may be NULL). */
+static int cli(char **out, const char *const *pre, const char *cmd, const char *arg)
+{
+	const char *argv[16];
+	size_t n = 0;
+
+	for (; pre && *pre; pre++)
+		argv[n++] = *pre;
+	argv[n++] = h_bin("SG_CLI");
+	argv[n++] = cmd;
+	argv[n++] = "--root";
+	argv[n++] = root;
+	if (strcmp(cmd, "sweep") == 0)
+		argv[n++] = "--ignore-unreadable";
+	argv[n++] = arg;
+	argv[n] = NULL;
+	return h_output(argv, NULL, out, NULL);
+}
+
+/* The creator ls --json gives name: its state and pid, "-" and 0 untagged. */
+static const char *creator_of(const char *const *pre, const char *name, int *pid)
+{
+	const char *state = "-";
+	json_t *j, *f;
+	char *out;
+	size_t i;
+
+	cr_assert_eq(cli(&out, pre, "ls", "--json"), 0, "%s", out);
+	cr_assert((j = json_loads(out, 0, NULL)), "%s", out);
+	*pid = 0;
+	json_array_foreach(json_object_get(j, "files"), i, f) {
+		json_t *tag = json_object_get(f, "tag");
+		if (strcmp(json_string_value(json_object_get(f, "path")), in_root(name)) != 0 || !json_is_object(tag))
+			continue;
+		state = h_str("%s", json_string_value(json_object_get(tag, "creator")));
+		*pid = (int)json_integer_value(json_object_get(tag, "creator_pid"));
+	}
+	json_decref(j);
+	return state;
+}
+
+/* Without /proc the creator records start time 0 and namespace 0: that
+ * names no process anybody can look for, so its file is kept. */
+Test(identity, a_creator_that_cannot_read_proc_is_unknown_not_dead)
+{
+	const char *seg = h_str("%sblind_0_0", prefix);
+	const char *argv[] = {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+			      "umount -l /proc && exec \"$0\" \"$@\"", h_bin("SG_SHMTOOL"), "open", in_root(seg),
+			      "4096", "wait", NULL};
+	struct h_proc p;
+	char *out;
+	int pid;
+
+	ramfs_root();
+	p = h_start_ready(argv, env_for(NULL));
+	cr_expect_str_eq(creator_of(NULL, seg, &pid), "unknown");
+	cr_assert_eq(cli(&out, NULL, "sweep", "--dead"), 0, "%s", out);
+	cr_expect(h_exists(in_root(seg)), "a live creator without /proc was judged dead: %s", out);
+	cr_expect(strstr(out, "cannot tell whether its creator runs"), "%s", out);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* The host pid of the only child of pid (unshare --fork's). */
+static pid_t child_of(pid_t pid)
+{
+	char *path = h_str("/proc/%d/task/%d/children", (int)pid, (int)pid);
+	FILE *f = fopen(path, "r");
+	int child = 0;
+
+	cr_assert(f, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fscanf(f, "%d", &child), 1, "no child of %d", (int)pid);
+	fclose(f);
+	return child;
+}
+
+/* Issue 17 finding 7: `nsenter -p` without `-m` runs the sweep in the
+ * creator's pid namespace with the host's /proc.  The creator's pid (1
+ * there) is another process in that /proc: the sweep must see that /proc is
+ * not its namespace's and judge nobody. */
+Test(identity, a_sweep_through_another_namespaces_proc_judges_no_creator)
+{
+	const char *seg = h_str("%spod_0_0", prefix);
+	const char *argv[] = {"/usr/bin/unshare", "--pid", "--fork", h_bin("SG_SHMTOOL"), "open", in_root(seg), "4096",
+			      "wait", NULL};
+	struct h_proc p;
+	char *out, *target;
+	int pid;
+
+	if (geteuid() != 0) {
+		cr_assert(!getenv("CI"), "needs root in CI");
+		h_skip(teardown, "nsenter needs root");
+	}
+	ramfs_root();
+	p = h_start_ready(argv, env_for(NULL));
+	target = h_str("%d", (int)child_of(p.pid));
+	const char *nsenter[] = {"/usr/bin/nsenter", "-t", target, "-p", "--", NULL};
+
+	/* From the host, the creator (pid 1 of its own namespace) is unknown. */
+	cr_expect_str_eq(creator_of(NULL, seg, &pid), "unknown");
+	cr_expect_eq(pid, 1);
+	/* From inside its namespace, with the host's /proc: unknown too. */
+	cr_expect_str_eq(creator_of(nsenter, seg, &pid), "unknown");
+	cr_assert_eq(cli(&out, nsenter, "ls", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "/proc shows another pid namespace"), "%s", out);
+	cr_assert_eq(cli(&out, nsenter, "sweep", "--dead"), 0, "%s", out);
+	cr_expect(h_exists(in_root(seg)), "a running creator's file was swept: %s", out);
+	cr_expect(strstr(out, "/proc is another pid namespace's"), "%s", out);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* Issue 17 finding 4: a child made with the clone system call itself runs
+ * no fork handler and inherits its parent's mapped journal.  Its records
+ * must go into a journal of its own, under its own pid: after the parent is
+ * killed, sweep --dead reclaims the parent's file and keeps the child's. */
+Test(identity, a_raw_clone_child_records_in_its_own_journal)
+{
+	const char *parent_seg = h_str("%sparent_0_0", prefix), *child_seg = h_str("%schild_0_0", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(parent_seg), "4096", "rawfork",
+			      "open", in_root(child_seg), "4096", "wait", NULL};
+	struct h_proc p;
+	int child = 0, pid, status;
+	bool ready = false;
+	char *out;
+
+	ramfs_root();
+	p = h_spawn(argv, env_for(NULL));
+	for (int i = 0; i < 2; i++) {
+		char *line = h_read_line(&p, 10000);
+		cr_assert(line, "shmtool said nothing");
+		if (strcmp(line, "ready") == 0)
+			ready = true;
+		else
+			cr_assert_eq(sscanf(line, "child %d", &child), 1, "%s", line);
+	}
+	cr_assert(ready && child > 0);
+	cr_expect_eq(h_count(root, h_str(SG_JOURNAL_PREFIX "%d-", child)), 1, "the child has no journal of its own");
+
+	kill(p.pid, SIGKILL);
+	cr_assert_eq(waitpid(p.pid, &status, 0), p.pid);
+	cr_expect_str_eq(creator_of(NULL, child_seg, &pid), "alive");
+	cr_expect_eq(pid, child);
+	cr_assert_eq(cli(&out, NULL, "sweep", "--dead"), 0, "%s", out);
+	cr_expect(!h_exists(in_root(parent_seg)), "%s", out);
+	cr_expect(h_exists(in_root(child_seg)), "the live child's file was swept: %s", out);
+	cr_expect_eq(h_count(root, h_str(SG_JOURNAL_PREFIX "%d-", (int)p.pid)), 0, "%s", out);
+	kill(child, SIGKILL);
+}
