@@ -30,6 +30,10 @@
  *                                         (files/s): a burst of shm events for the auditor
  *   bench_shim keep N PREFIX              creates N empty files and leaves them (for the
  *                                         auditor's memory per tracked file)
+ *   bench_shim keep-offload N PREFIX      the same with vLLM's offload names,
+ *                                         vllm_offload_chatcmpl-<32 hex>.mmap (the hex from
+ *                                         PREFIX and the count): what the journal takes per
+ *                                         live file with the pattern vllm_offload_{req}.mmap
  *   bench_shim sweep ROUNDS K LIVE PREFIX ABORT_DIR
  *                                         creates LIVE segments of other requests, then per
  *                                         round K segments of a fresh request and its abort
@@ -279,6 +283,24 @@ static int churn(long n, const char *prefix, bool keep)
 	return 0;
 }
 
+static int keep_offload(long n, const char *prefix)
+{
+	char path[300];
+	double t0 = now_ns();
+
+	for (long i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/dev/shm/vllm_offload_chatcmpl-%.16s%016lx.mmap", prefix, i);
+		int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+		if (fd < 0) {
+			perror(path);
+			return 1;
+		}
+		close(fd);
+	}
+	printf("keep-offload %.0f files/s\n", n / ((now_ns() - t0) / 1e9));
+	return 0;
+}
+
 static int make(const char *name)
 {
 	int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -368,6 +390,8 @@ int main(int argc, char **argv)
 		return churn(atol(argv[2]), argv[3], false);
 	if (argc == 4 && strcmp(argv[1], "keep") == 0)
 		return churn(atol(argv[2]), argv[3], true);
+	if (argc == 4 && strcmp(argv[1], "keep-offload") == 0)
+		return keep_offload(atol(argv[2]), argv[3]);
 	if (argc == 7 && strcmp(argv[1], "sweep") == 0)
 		return sweep(atoi(argv[2]), atoi(argv[3]), atol(argv[4]), argv[5], argv[6]);
 	fprintf(stderr, "usage: see the comment at the top of bench/bench_shim.c\n");

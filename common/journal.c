@@ -83,9 +83,11 @@ static void text_copy(char *rec, size_t off, char *flat, size_t len, bool to_rec
 	}
 }
 
+/* Its first byte in memory is never 0, whatever the byte order: that is how
+ * a reader tells a record's first slot from the others. */
 static uint64_t rec_seal_flat(const char *rec, const char *text, size_t len)
 {
-	return sg_hash_mix(sg_hash_mem(rec + FIELDS_AT, FIELDS_LEN), sg_hash_mem(text, len)) | 1;
+	return sg_hash_mix(sg_hash_mem(rec + FIELDS_AT, FIELDS_LEN), sg_hash_mem(text, len)) | 1 | 1ull << 56;
 }
 
 /* The length of a record's text, 0 when its fields are out of range. */
@@ -162,6 +164,8 @@ static unsigned read_rec(const char *buf, size_t i, size_t n, struct sg_journal_
 	const struct sg_journal_rec *r = (const struct sg_journal_rec *)rec;
 	unsigned span;
 
+	if (!((const unsigned char *)buf)[i * SG_JOURNAL_SLOT])
+		return 0; /* free, or not a record's first slot */
 	memcpy(rec, buf + i * SG_JOURNAL_SLOT, SG_JOURNAL_SLOT);
 	span = r->span;
 	if (r->seal == 0 || span == 0 || span > SG_JOURNAL_MAX_SPAN || span > n ||
@@ -200,7 +204,7 @@ int sg_journal_parse(const void *buf, size_t len, struct sg_journal_head *head,
 		return -1;
 	if (head->slots_used < slots)
 		slots = head->slots_used;
-	for (size_t i = 1; i < slots;) {
+	for (size_t i = SG_JOURNAL_HEAD_SLOTS; i < slots;) {
 		char req[SG_NAME_MAX + 1], name[SG_NAME_MAX + 1];
 		struct sg_journal_entry e;
 		unsigned span = read_rec(buf, i, slots - i, &e, req, name);

@@ -5,16 +5,17 @@
  * Each process keeps one journal in each shm root it creates files in, a
  * file named SG_JOURNAL_PREFIX... beside the files.  It is mapped into the
  * process, so a record is written without a system call.  The file is made
- * of 64-byte slots in 4 KiB blocks: slot 0 is a header naming the creator,
- * then each record takes 1 to SG_JOURNAL_MAX_SPAN consecutive slots of one
- * block (its request and name, however long, and nothing more: about 2
- * slots for a typical name).  A record's first word is its seal, a hash of
- * its contents stored last: a record cut short by SIGKILL, or read while it
- * is rewritten, fails the seal and is ignored.  Every other slot of a
- * record starts with a zero word, and a freed record's seal is 0: a reader
- * that steps slot by slot only ever takes a word the writer sealed as the
- * start of a record, never bytes of a name or request (which clients
- * choose).  The header's slots_used bounds what a reader reads.
+ * of 32-byte slots in 2 KiB blocks: slots 0 and 1 are a header naming the
+ * creator, then each record takes 1 to SG_JOURNAL_MAX_SPAN consecutive
+ * slots of one block (its request and name, however long, and nothing
+ * more: 3 slots for a vLLM offload file).  A record's first word is its
+ * seal, a hash of its contents stored last, whose first byte is never 0: a
+ * record cut short by SIGKILL, or read while it is rewritten, fails the
+ * seal and is ignored.  Every other slot of a record starts with a zero
+ * byte, and a freed record's seal is 0: a reader that steps slot by slot
+ * only ever takes a word the writer sealed as the start of a record, never
+ * bytes of a name or request (which clients choose).  The header's
+ * slots_used bounds what a reader reads.
  *
  * Trust: anyone may write in /dev/shm.  A reader believes a journal only if
  * it is a regular file with one link that nobody but its owner can write,
@@ -34,12 +35,13 @@
 
 #define SG_JOURNAL_PREFIX ".shmguard-journal-"
 #define SG_JOURNAL_MAGIC "shmguard-jnl/2\n"
-#define SG_JOURNAL_SLOT 64u
-#define SG_JOURNAL_BLOCK 4096u
+#define SG_JOURNAL_SLOT 32u
+#define SG_JOURNAL_BLOCK 2048u
+#define SG_JOURNAL_HEAD_SLOTS 2u
 #define SG_JOURNAL_BLOCK_SLOTS (SG_JOURNAL_BLOCK / SG_JOURNAL_SLOT)
 #define SG_JOURNAL_NO_REQ 0xffu
-#define SG_JOURNAL_MAX_SPAN 10u /* slots of the longest record: two names of SG_NAME_MAX */
-#define SG_JOURNAL_MAX_BYTES (64u << 20) /* a file's bound: 1,048,576 slots */
+#define SG_JOURNAL_MAX_SPAN 18u /* slots of the longest record: two names of SG_NAME_MAX */
+#define SG_JOURNAL_MAX_BYTES (64u << 20) /* a file's bound: 2,097,152 slots */
 /* What one listing reads of one root's journals at most. */
 #define SG_JOURNALS_READ_MAX (16u << 20)
 
@@ -72,11 +74,11 @@ struct sg_journal_rec {
 
 /* Each further slot of a record. */
 struct sg_journal_cont {
-	uint64_t zero;
-	char text[SG_JOURNAL_SLOT - 8];
+	uint8_t zero;
+	char text[SG_JOURNAL_SLOT - 1];
 };
 
-_Static_assert(sizeof(struct sg_journal_head) == SG_JOURNAL_SLOT, "the header is a slot");
+_Static_assert(sizeof(struct sg_journal_head) == SG_JOURNAL_HEAD_SLOTS * SG_JOURNAL_SLOT, "the header is two slots");
 _Static_assert(sizeof(struct sg_journal_rec) == SG_JOURNAL_SLOT, "a record starts in one slot");
 _Static_assert(sizeof(struct sg_journal_cont) == SG_JOURNAL_SLOT, "and goes on in whole slots");
 

@@ -19,18 +19,20 @@
 #include "shim.h"
 
 /* A slot names a root, the writer's generation and a record's first slot:
- * (root + 1) << 28 | epoch << 20 | index.  A record of a journal this
+ * (root + 1) << 28 | epoch << 21 | index.  A record of a journal this
  * process no longer writes (a raw fork's child drops its parent's) is never
  * freed in the one it writes now. */
 #define SLOT_ROOT_SHIFT 28
-#define SLOT_EPOCH_SHIFT 20
+#define SLOT_EPOCH_SHIFT 21
 #define SLOT_INDEX_MASK ((1u << SLOT_EPOCH_SHIFT) - 1)
-#define EPOCH_MASK 0xffu
-#define MAX_BLOCKS (SG_JOURNAL_MAX_BYTES / SG_JOURNAL_BLOCK)
+#define EPOCH_MASK 0x7fu
+/* The file grows and shrinks in pages of two blocks, its holes are pages. */
+#define PAGE 4096u
+#define PAGE_BLOCKS (PAGE / SG_JOURNAL_BLOCK)
 _Static_assert(SG_JOURNAL_MAX_BYTES / SG_JOURNAL_SLOT <= SLOT_INDEX_MASK + 1, "a slot index fits");
 _Static_assert(SG_MAX_ROOTS < 15, "a root fits");
 
-/* Empty blocks kept for the next records before they are given back. */
+/* Empty pages kept for the next records before they are given back. */
 #define IDLE_KEPT 16
 /* A journal takes at most this share of its root, and one growth at most
  * a quarter of the root's free space: that space is the program's. */
@@ -50,12 +52,12 @@ struct writer {
 	bool no_punch; /* the filesystem cannot punch holes (ramfs) */
 	pid_t pid;   /* the process it speaks for */
 	char *base;  /* the mapping: header, then records */
-	size_t blocks; /* blocks mapped: the file's size */
+	size_t blocks; /* blocks mapped: the file's size (whole pages) */
 	size_t top;    /* blocks up to the last one holding a record (at least 1) */
 	uint64_t *taken; /* per block: bit i, slot i holds (part of) a record or the header */
-	uint8_t *hole;   /* per block: given back, to be reserved again before use */
+	uint8_t *hole;   /* per block (both of a page alike): given back, to be reserved again */
 	size_t map_cap;  /* blocks taken and hole have room for */
-	size_t idle;     /* empty blocks still reserved */
+	size_t idle;     /* empty pages still reserved */
 	size_t idle_kept; /* of them, those that could not be given back (inside, without holes) */
 	/* No block below hint[n] has n free slots in a row. */
 	size_t hint[SG_JOURNAL_MAX_SPAN + 1];
@@ -207,13 +209,13 @@ static int open_writer(struct writer *w, unsigned k, const struct sg_self *self)
 		fail(w, k, "create");
 		return -1;
 	}
-	if (!may_take(fd, 0, SG_JOURNAL_BLOCK)) {
+	if (!may_take(fd, 0, PAGE)) {
 		errno = ENOSPC;
 		goto undo;
 	}
-	if (fchmod(fd, 0644) < 0 || fstat(fd, &st) < 0 || reserve(fd, 0, SG_JOURNAL_BLOCK) < 0 || book_room(w, 1) < 0)
+	if (fchmod(fd, 0644) < 0 || fstat(fd, &st) < 0 || reserve(fd, 0, PAGE) < 0 || book_room(w, PAGE_BLOCKS) < 0)
 		goto undo;
-	base = sg_real.mmap(NULL, SG_JOURNAL_BLOCK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	base = sg_real.mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		goto undo;
 	sg_journal_head_init(&head, self->pid, self->start_ticks, self->pidns,
@@ -221,9 +223,12 @@ static int open_writer(struct writer *w, unsigned k, const struct sg_self *self)
 	memcpy(base, &head, sizeof(head));
 	sg_real.close(fd);
 	w->base = base;
-	w->blocks = 1;
-	w->taken[0] = 1; /* the header */
-	w->hole[0] = 0;
+	w->blocks = PAGE_BLOCKS;
+	memset(w->taken, 0, PAGE_BLOCKS * sizeof(*w->taken));
+	memset(w->hole, 0, PAGE_BLOCKS);
+	w->taken[0] = (1ull << SG_JOURNAL_HEAD_SLOTS) - 1; /* the header */
+	memset(w->hint, 0, sizeof(w->hint));
+	w->idle = w->idle_kept = 0;
 	set_top(w, 1);
 	w->dev = st.st_dev;
 	w->ino = st.st_ino;
@@ -238,26 +243,27 @@ undo:
 	return -1;
 }
 
-/* More blocks at the end: twice as many, or one where the root's share
- * allows no more. */
+/* More pages at the end: an eighth more (at least a page), or one where
+ * the root's share allows no more.  An eighth: 100,000 live records leave
+ * at most 12% of the journal unused. */
 static int grow(struct writer *w, unsigned k)
 {
-	size_t old = w->blocks * SG_JOURNAL_BLOCK, blocks = w->blocks * 2;
+	size_t old = w->blocks * SG_JOURNAL_BLOCK, more = (old / 8 + PAGE - 1) / PAGE * PAGE, blocks;
 	bool refused = false;
 	void *base;
 	int fd = -1, ret = -1;
 
-	if (blocks > MAX_BLOCKS)
-		blocks = MAX_BLOCKS;
-	if (blocks <= w->blocks) {
+	if (old + more > SG_JOURNAL_MAX_BYTES)
+		more = SG_JOURNAL_MAX_BYTES - old;
+	if (!more) {
 		errno = EFBIG;
 		goto cleanup;
 	}
 	if ((fd = reopen(w)) < 0)
 		goto cleanup;
-	if (!may_take(fd, old, (blocks - w->blocks) * SG_JOURNAL_BLOCK)) {
-		blocks = w->blocks + 1;
-		if (!may_take(fd, old, SG_JOURNAL_BLOCK)) {
+	if (!may_take(fd, old, more)) {
+		more = PAGE;
+		if (!may_take(fd, old, more)) {
 			sg_log_once(&said_share, SG_LOG_WARN,
 				    "the ownership journal in %s stops at %zu KiB: more would take over 1/%d of the "
 				    "root or a quarter of its free space, which the program needs; later files are "
@@ -267,17 +273,18 @@ static int grow(struct writer *w, unsigned k)
 			goto cleanup;
 		}
 	}
-	if (book_room(w, blocks) < 0 || reserve(fd, old, blocks * SG_JOURNAL_BLOCK) < 0)
+	blocks = (old + more) / SG_JOURNAL_BLOCK;
+	if (book_room(w, blocks) < 0 || reserve(fd, old, old + more) < 0)
 		goto cleanup;
-	base = mremap(w->base, old, blocks * SG_JOURNAL_BLOCK, MREMAP_MAYMOVE);
+	base = mremap(w->base, old, old + more, MREMAP_MAYMOVE);
 	if (base == MAP_FAILED) {
 		if (ftruncate(fd, (off_t)old) < 0) /* the pages back to the root */
 			(void)0;
 		goto cleanup;
 	}
-	memset(w->taken + w->blocks, 0, (blocks - w->blocks) * 8);
+	memset(w->taken + w->blocks, 0, (blocks - w->blocks) * sizeof(*w->taken));
 	memset(w->hole + w->blocks, 0, blocks - w->blocks);
-	w->idle += blocks - w->blocks;
+	w->idle += (blocks - w->blocks) / PAGE_BLOCKS;
 	w->base = base;
 	w->blocks = blocks;
 	ret = 0;
@@ -300,7 +307,12 @@ static int run_of(uint64_t taken, unsigned n)
 	return free_from ? __builtin_ctzll(free_from) : -1;
 }
 
-/* The lowest n free slots in a row, reserving their block again if it was
+static bool page_empty(const struct writer *w, size_t page)
+{
+	return !w->taken[page * PAGE_BLOCKS] && !w->taken[page * PAGE_BLOCKS + 1];
+}
+
+/* The lowest n free slots in a row, reserving their page again if it was
  * given back; -1 when there are none. */
 static long find_room(struct writer *w, unsigned n)
 {
@@ -313,14 +325,15 @@ static long find_room(struct writer *w, unsigned n)
 			if (w->hint[m] < b)
 				w->hint[m] = b;
 		if (w->hole[b]) {
+			size_t page = b / PAGE_BLOCKS;
 			int fd = reopen(w);
-			int ok = fd >= 0 && may_take(fd, w->blocks * SG_JOURNAL_BLOCK, SG_JOURNAL_BLOCK) &&
-				 reserve(fd, b * SG_JOURNAL_BLOCK, (b + 1) * SG_JOURNAL_BLOCK) == 0;
+			int ok = fd >= 0 && may_take(fd, w->blocks * SG_JOURNAL_BLOCK, PAGE) &&
+				 reserve(fd, page * PAGE, (page + 1) * PAGE) == 0;
 			if (fd >= 0)
 				sg_real.close(fd);
 			if (!ok)
 				return -1;
-			w->hole[b] = 0;
+			memset(w->hole + page * PAGE_BLOCKS, 0, PAGE_BLOCKS);
 			w->idle++;
 		}
 		return (long)(b * SG_JOURNAL_BLOCK_SLOTS + (size_t)at);
@@ -333,40 +346,40 @@ static void take(struct writer *w, size_t idx, unsigned n)
 {
 	size_t b = idx / SG_JOURNAL_BLOCK_SLOTS;
 
-	if (!w->taken[b] && --w->idle < w->idle_kept)
+	if (page_empty(w, b / PAGE_BLOCKS) && --w->idle < w->idle_kept)
 		w->idle_kept = w->idle;
 	w->taken[b] |= ((1ull << n) - 1) << (idx % SG_JOURNAL_BLOCK_SLOTS);
 	if (b + 1 > w->top)
 		set_top(w, b + 1); /* before the record's seal: a reader reads that far */
 }
 
-/* Gives the root back the journal's empty blocks: the tail by truncating,
+/* Gives the root back the journal's empty pages: the tail by truncating,
  * those inside by punching holes.  Only once IDLE_KEPT are empty: a
- * program that creates and unlinks in turn keeps its next blocks. */
+ * program that creates and unlinks in turn keeps its next pages. */
 static void give_back(struct writer *w)
 {
+	size_t keep = (w->top + PAGE_BLOCKS - 1) / PAGE_BLOCKS * PAGE_BLOCKS;
 	int fd = reopen(w);
 
 	if (fd < 0)
 		return;
-	if (w->top < w->blocks && ftruncate(fd, (off_t)(w->top * SG_JOURNAL_BLOCK)) == 0) {
-		void *base = mremap(w->base, w->blocks * SG_JOURNAL_BLOCK, w->top * SG_JOURNAL_BLOCK, 0);
+	if (keep < w->blocks && ftruncate(fd, (off_t)(keep * SG_JOURNAL_BLOCK)) == 0) {
+		void *base = mremap(w->base, w->blocks * SG_JOURNAL_BLOCK, keep * SG_JOURNAL_BLOCK, 0);
 		if (base != MAP_FAILED) {
-			for (size_t b = w->top; b < w->blocks; b++)
+			for (size_t b = keep; b < w->blocks; b += PAGE_BLOCKS)
 				w->idle -= !w->hole[b];
 			w->base = base;
-			w->blocks = w->top;
+			w->blocks = keep;
 		}
 	}
-	for (size_t b = 1; b < w->top && !w->no_punch; b++) {
-		if (w->taken[b] || w->hole[b])
+	for (size_t page = 1; page < w->blocks / PAGE_BLOCKS && !w->no_punch; page++) {
+		if (!page_empty(w, page) || w->hole[page * PAGE_BLOCKS])
 			continue;
-		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(b * SG_JOURNAL_BLOCK),
-			      SG_JOURNAL_BLOCK) < 0) {
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(page * PAGE), PAGE) < 0) {
 			w->no_punch = errno == EOPNOTSUPP;
 			break;
 		}
-		w->hole[b] = 1;
+		memset(w->hole + page * PAGE_BLOCKS, 1, PAGE_BLOCKS);
 		w->idle--;
 	}
 	w->idle_kept = w->idle;
@@ -388,13 +401,15 @@ static void release_at(struct writer *w, size_t idx)
 			w->hint[m] = b;
 	if (w->taken[b])
 		return;
-	w->idle++;
 	if (b + 1 == w->top) {
 		size_t top = w->top;
 		while (top > 1 && !w->taken[top - 1])
 			top--;
 		set_top(w, top);
 	}
+	if (!page_empty(w, b / PAGE_BLOCKS))
+		return;
+	w->idle++;
 	if (w->idle >= w->idle_kept + IDLE_KEPT)
 		give_back(w);
 }
@@ -501,7 +516,7 @@ void sg_jw_release(uint32_t slot)
 		return;
 	w = &writers[k];
 	pthread_mutex_lock(&lock);
-	if (w->opened && ((slot >> SLOT_EPOCH_SHIFT) & EPOCH_MASK) == (epoch & EPOCH_MASK) && idx > 0 &&
+	if (w->opened && ((slot >> SLOT_EPOCH_SHIFT) & EPOCH_MASK) == (epoch & EPOCH_MASK) && idx >= SG_JOURNAL_HEAD_SLOTS &&
 	    idx < w->top * SG_JOURNAL_BLOCK_SLOTS &&
 	    (w->taken[idx / SG_JOURNAL_BLOCK_SLOTS] >> (idx % SG_JOURNAL_BLOCK_SLOTS) & 1))
 		release_at(w, idx);

@@ -31,7 +31,7 @@ static int check(const struct sg_journal_entry *e, void *ctx)
 {
 	static union {
 		struct sg_journal_head head;
-		char slot[1 + SG_JOURNAL_MAX_SPAN][SG_JOURNAL_SLOT];
+		char slot[SG_JOURNAL_HEAD_SLOTS + SG_JOURNAL_MAX_SPAN][SG_JOURNAL_SLOT];
 	} img;
 	struct again a = {e->ino, e->created_ns, e->req, e->name, 0};
 	struct sg_journal_head head;
@@ -42,7 +42,7 @@ static int check(const struct sg_journal_entry *e, void *ctx)
 		abort();
 	memset(&img, 0, sizeof(img));
 	sg_journal_head_init(&img.head, 1, 2, 3, 4);
-	if (!sg_journal_rec_commit(img.slot[1], e->ino, e->created_ns, e->req, e->name))
+	if (!sg_journal_rec_commit(img.slot[SG_JOURNAL_HEAD_SLOTS], e->ino, e->created_ns, e->req, e->name))
 		abort();
 	if (sg_journal_parse(&img, sizeof(img), &head, same, &a) != 1 || a.n != 1)
 		abort();
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	head.slots_used = UINT32_MAX;
 	memcpy(buf, &head, sizeof(head));
 	memcpy(buf + sizeof(head), data, size);
-	for (size_t i = 1; (i + 1) * SG_JOURNAL_SLOT <= len; i++) {
+	for (size_t i = SG_JOURNAL_HEAD_SLOTS; (i + 1) * SG_JOURNAL_SLOT <= len; i++) {
 		struct sg_journal_rec r;
 		memcpy(&r, buf + i * SG_JOURNAL_SLOT, sizeof(r));
 		if (!r.seal)

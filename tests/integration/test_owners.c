@@ -357,8 +357,8 @@ Test(owners, a_full_root_stops_the_journal_not_the_program)
 	h_private_mounts(teardown);
 	cr_assert_eq(mkdir(root, 0755), 0);
 	cr_assert_eq(mount("none", root, "tmpfs", 0, "size=1m"), 0, "mount tmpfs: %s", strerror(errno));
-	/* 63 one-slot records fill the journal's first block (the header is
-	 * the 64th slot). */
+	/* 63 records of two slots fill the journal's first page (the header
+	 * takes the last two of its 128). */
 	for (int i = 0; i < 63; i++) {
 		argv[n++] = "creat";
 		argv[n++] = in_root(h_str("%sf_0_%d", prefix, i));

@@ -70,8 +70,8 @@ Test(journal, records_read_back)
 	longest[SG_NAME_MAX] = '\0';
 	memset(longest_name, 'n', SG_NAME_MAX);
 	longest_name[SG_NAME_MAX] = '\0';
-	cr_assert_eq(sg_journal_rec_commit(rec(1), 77, 1000, "chatcmpl-42", "chatcmpl-42_0_1"), 1);
-	cr_assert_eq(sg_journal_rec_commit(rec(3), 78, 2000, longest, longest_name), SG_JOURNAL_MAX_SPAN);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 77, 1000, "chatcmpl-42", "chatcmpl-42_0_1"), 2);
+	cr_assert_eq(sg_journal_rec_commit(rec(4), 78, 2000, longest, longest_name), SG_JOURNAL_MAX_SPAN);
 	cr_assert_eq(sg_journal_parse(&img, sizeof(img), &head, collect, &s), 2);
 	cr_assert_eq(head.pid, 4242);
 	cr_assert_eq(head.start_ticks, 123456);
@@ -85,19 +85,19 @@ Test(journal, records_read_back)
 }
 
 /* What a record costs: a vLLM request ID and its offload file's name in
- * two slots, a short lock file's in one. */
+ * three slots (96 bytes), a short lock file's in two. */
 Test(journal, a_typical_record_takes_two_slots)
 {
 	const char *req = "chatcmpl-6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a4b";
 	const char *name = "vllm_offload_chatcmpl-6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a4b.mmap";
 	struct seen s;
 
-	cr_assert_eq(sg_journal_span(req, name), 2);
-	cr_assert_eq(sg_journal_span("r1", "shm_lock_r1"), 1);
+	cr_assert_eq(sg_journal_span(req, name), 3);
+	cr_assert_eq(sg_journal_span("r1", "shm_lock_r1"), 2);
 	cr_assert_eq(sg_journal_span("", "x"), 0);
 	/* The request is kept once, and the name read back whole. */
-	cr_assert_eq(sg_journal_rec_commit(rec(1), 9, 1, req, name), 2);
-	cr_assert_eq(sg_journal_rec_commit(rec(3), 10, 1, "x", "no_request_here"), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 9, 1, req, name), 3);
+	cr_assert_eq(sg_journal_rec_commit(rec(6), 10, 1, "x", "no_request_here"), 2);
 	cr_assert_eq(parse(&s, sizeof(img)), 2);
 	cr_assert_str_eq(s.e[0].name, name);
 	cr_assert_str_eq(s.e[0].req, req);
@@ -110,9 +110,9 @@ Test(journal, too_long_is_not_written)
 
 	memset(over, 'x', sizeof(over) - 1);
 	over[sizeof(over) - 1] = '\0';
-	cr_assert_eq(sg_journal_rec_commit(rec(1), 1, 1, over, "n"), 0);
-	cr_assert_eq(sg_journal_rec_commit(rec(1), 1, 1, "r", over), 0);
-	cr_assert_eq(rec(1)->seal, 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 1, 1, over, "n"), 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 1, 1, "r", over), 0);
+	cr_assert_eq(rec(2)->seal, 0);
 }
 
 /* A record is committed by its seal, stored last: whatever a SIGKILL or a
@@ -122,20 +122,20 @@ Test(journal, torn_and_freed_records_are_ignored)
 	struct seen s;
 
 	for (int i = 0; i < NREC; i++)
-		cr_assert_eq(sg_journal_rec_commit(rec(1 + i), 10 + i, 1, "req", "req_0_0"), 1);
+		cr_assert_eq(sg_journal_rec_commit(rec(2 + 2 * i), 10 + i, 1, "req", "req_0_0"), 2);
 	cr_assert_eq(parse(&s, sizeof(img)), NREC);
 
-	rec(1)->seal = 0; /* killed before the seal */
-	rec(2)->text[5] = 'X'; /* rewritten while read: new bytes, old seal */
-	rec(3)->ino = 99;
-	sg_journal_rec_free(rec(4));
+	rec(2)->seal = 0; /* killed before the seal */
+	rec(4)->text[2] = 'X'; /* rewritten while read: new bytes, old seal */
+	rec(6)->ino = 99;
+	sg_journal_rec_free(rec(8));
 	cr_assert_eq(parse(&s, sizeof(img)), 0);
 
 	/* A file cut short: only whole records count. */
 	fresh();
-	cr_assert_eq(sg_journal_rec_commit(rec(1), 5, 1, "req", "req_0_0"), 1);
-	cr_assert_eq(sg_journal_rec_commit(rec(2), 6, 1, "req", "req_0_1"), 1);
-	cr_assert_eq(parse(&s, 3 * SG_JOURNAL_SLOT - 1), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 5, 1, "req", "req_0_0"), 2);
+	cr_assert_eq(sg_journal_rec_commit(rec(4), 6, 1, "req", "req_0_1"), 2);
+	cr_assert_eq(parse(&s, 6 * SG_JOURNAL_SLOT - 1), 1);
 	cr_assert_eq(s.e[0].ino, 5);
 }
 
@@ -149,15 +149,15 @@ Test(journal, a_record_is_its_slots_and_no_more)
 
 	memset(req, 'q', sizeof(req) - 1);
 	req[sizeof(req) - 1] = '\0';
-	cr_assert_eq(sg_journal_rec_commit(rec(1), 5, 1, req, "n"), 3);
-	cr_assert_eq(((struct sg_journal_cont *)img.slot[2])->zero, 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 5, 1, req, "n"), 5);
+	cr_assert_eq(((struct sg_journal_cont *)img.slot[3])->zero, 0);
 	cr_assert_eq(parse(&s, sizeof(img)), 1);
-	((struct sg_journal_cont *)img.slot[3])->zero = 1;
+	((struct sg_journal_cont *)img.slot[4])->zero = 1;
 	cr_assert_eq(parse(&s, sizeof(img)), 0, "a slot of it not zero-led");
 
 	/* Across a block's end: not a record the writer makes. */
 	fresh();
-	cr_assert_eq(sg_journal_rec_commit(rec(SG_JOURNAL_BLOCK_SLOTS - 1), 6, 1, req, "n"), 3);
+	cr_assert_eq(sg_journal_rec_commit(rec(SG_JOURNAL_BLOCK_SLOTS - 1), 6, 1, req, "n"), 5);
 	cr_assert_eq(parse(&s, sizeof(img)), 0);
 
 	/* Past the slots the header says are in use: not read. */
@@ -188,14 +188,14 @@ Test(journal, invalid_contents_are_rejected)
 	struct seen s;
 
 	/* Requests the shim never writes (shmguard's own rules)... */
-	cr_assert_eq(sg_journal_rec_commit(rec(1), 1, 1, "..", "x"), 1);
-	cr_assert_eq(sg_journal_rec_commit(rec(2), 2, 1, "a/b", "x"), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 1, 1, "..", "x"), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(4), 2, 1, "a/b", "x"), 1);
 	/* ...and a name with a NUL inside, sealed as it stands. */
-	cr_assert_eq(sg_journal_rec_commit(rec(3), 3, 1, "ok", "abc"), 1);
-	rec(3)->text[3] = '\0';
-	rec(3)->seal = sg_journal_rec_seal(rec(3), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(6), 3, 1, "ok", "abc"), 2);
+	rec(6)->text[3] = '\0';
+	rec(6)->seal = sg_journal_rec_seal(rec(6), 2);
 	/* The control: an intact record beside them is read. */
-	cr_assert_eq(sg_journal_rec_commit(rec(4), 4, 1, "ok", "ab"), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(8), 4, 1, "ok", "ab"), 1);
 	cr_assert_eq(parse(&s, sizeof(img)), 1);
 	cr_assert_eq(s.e[0].ino, 4);
 }
@@ -238,11 +238,11 @@ Test(journal_reader, the_newest_claim_of_the_owner_naming_the_file_wins)
 	struct sg_journals js = {0};
 	struct sg_tag tag;
 
-	cr_assert_eq(sg_journal_rec_commit(rec(1), 7, 1000, "old", "seg_0_0"), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 7, 1000, "old", "seg_0_0"), 2);
 	write_journal(SG_JOURNAL_PREFIX "1", 0644);
 	fresh();
 	sg_journal_head_init(&img.head, 5555, 99, 0, 1);
-	cr_assert_eq(sg_journal_rec_commit(rec(1), 7, 3000, "new", "seg_0_0"), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 7, 3000, "new", "seg_0_0"), 2);
 	write_journal(SG_JOURNAL_PREFIX "2", 0600);
 	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "1"), SG_JOURNAL_READ);
 	cr_assert_eq(sg_journals_add(&js, dfd, SG_JOURNAL_PREFIX "2"), SG_JOURNAL_READ);
@@ -271,7 +271,7 @@ Test(journal_reader, journals_others_could_write_are_not_read)
 {
 	struct sg_journals js = {0};
 
-	cr_assert_eq(sg_journal_rec_commit(rec(1), 7, 1000, "r", "seg_0_0"), 1);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 7, 1000, "r", "seg_0_0"), 2);
 	write_journal(SG_JOURNAL_PREFIX "1", 0666);
 	write_journal(SG_JOURNAL_PREFIX "2", 0620);
 	write_journal("other", 0644);
