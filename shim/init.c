@@ -45,11 +45,11 @@ static unsigned self_retry_in, self_backoff;
  * (MADV_WIPEONFORK): a fork or clone system call made without libc's fork,
  * whose child runs no fork handler, shows here as a zero.  NULL where the
  * kernel cannot (before 4.14): then getpid() is asked each time. */
-static volatile char *same_process;
+static char *same_process;
 
 static bool still_self(void)
 {
-	return same_process ? *same_process != 0 : getpid() == sg_self.pid;
+	return same_process ? __atomic_load_n(same_process, __ATOMIC_ACQUIRE) != 0 : getpid() == sg_self.pid;
 }
 
 /* Only the pid: the rest waits for sg_self_known. */
@@ -59,7 +59,7 @@ static void learn_self(void)
 	__atomic_store_n(&self_known, false, __ATOMIC_RELEASE);
 	self_retry_in = self_backoff = 0;
 	if (same_process)
-		*same_process = 1;
+		__atomic_store_n(same_process, 1, __ATOMIC_RELEASE);
 }
 
 const struct sg_self *sg_self_known(void)
