@@ -58,6 +58,12 @@
 #define NAMING_PAUSE_S 0.009
 /* The clock is read every this many files or directory entries. */
 #define CLOCK_EVERY 64
+/* The review reads journals between events: one journal's read is not cut
+ * into slices, so each is read only when it is at most this (about 11,000
+ * live records, about a millisecond).  The journal is the fallback of
+ * attribution (the shim's USDT probe comes first); a root's journals cost at
+ * most SG_JOURNALS_READ_MAX a cycle, planted ones a header each. */
+#define JOURNAL_READ_MAX (1u << 20)
 
 /* What a look at files needs from /proc, read once and only if needed. */
 struct pass {
@@ -293,7 +299,8 @@ static bool name_files(struct audit *a, struct audit_review *rv, uint64_t deadli
 			continue;
 		while ((e = readdir(rv->dir))) {
 			if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && sg_journal_name(e->d_name))
-				sg_journals_add(&rv->journals[rv->root], dirfd(rv->dir), e->d_name);
+				sg_journals_add_bounded(&rv->journals[rv->root], dirfd(rv->dir), e->d_name,
+							JOURNAL_READ_MAX, NULL);
 			if (e->d_type == DT_REG || e->d_type == DT_UNKNOWN)
 				note_name(a, rv, rv->root, e);
 			if (++n % CLOCK_EVERY == 0 && sg_monotonic_ns() >= deadline)
