@@ -254,7 +254,7 @@ Test(journal_space, a_file_named_like_a_journal_is_shown_and_never_swept)
 	h_output(need, NULL, &out, &err);
 	cr_expect(strstr(out, "named like shmguard's journals"), "doctor --need does not count it: %s%s", out, err);
 	cr_assert_eq(sweep(&out, "--dead", NULL, NULL), 0, "%s", out);
-	cr_assert_eq(sweep(&out, "--match", "*", "--older-than=0"), 0, "%s", out);
+	cr_assert_eq(sweep(&out, "--glob", "*", "--older-than=0"), 0, "%s", out);
 	cr_expect(h_exists(cache), "a sweep removed it: %s", out);
 	cr_expect(strstr(out, "never removed"), "%s", out);
 }
