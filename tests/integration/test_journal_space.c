@@ -128,26 +128,31 @@ Test(journal_space, a_journal_that_could_not_be_made_is_tried_again)
 Test(journal_space, multiprocessing_children_leave_no_journal)
 {
 	const char *script =
-		"import multiprocessing as mp, sys\n"
+		"import multiprocessing as mp, os, sys\n"
 		"from multiprocessing import shared_memory\n"
 		"def work(i):\n"
 		"    s = shared_memory.SharedMemory(name=sys.argv[1] + 'mp_0_%d' % i, create=True, size=4096)\n"
+		"    mine = '.shmguard-journal-%d-' % os.getpid()\n"
+		"    recorded = any(n.startswith(mine) for n in os.listdir('/dev/shm'))\n"
 		"    s.buf[0] = 1\n"
 		"    s.close()\n"
 		"    s.unlink()\n"
+		"    return recorded\n"
 		"if __name__ == '__main__':\n"
 		"    ctx = mp.get_context('fork')\n"
 		"    with ctx.Pool(4) as pool:\n"
-		"        pool.map(work, range(16))\n";
+		"        print('recorded', sum(pool.map(work, range(16))))\n";
 	const char *argv[] = {"/usr/bin/python3", "-c", script, prefix, NULL};
 	const char **env;
-	char *err;
+	char *out, *err;
 	int n = 0;
 
 	h_private_mounts(teardown);
 	cr_assert_eq(mount("none", "/dev/shm", "tmpfs", 0, "mode=1777"), 0, "mount: %s", strerror(errno));
 	env = h_shim_env("/dev/shm/abort", "{req}_{int}_{int}", NULL);
-	cr_assert_eq(h_run(argv, env, &err), 0, "%s", err);
+	cr_assert_eq(h_output(argv, env, &out, &err), 0, "%s", err);
+	/* The control: each child kept a journal while its segment lived. */
+	cr_expect(strstr(out, "recorded 16"), "%s%s", out, err);
 	DIR *d = opendir("/dev/shm");
 	struct dirent *e;
 	cr_assert(d);
