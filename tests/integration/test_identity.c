@@ -88,7 +88,7 @@ static const char *creator_of(const char *const *pre, const char *name, int *pid
 		json_t *tag = json_object_get(f, "tag");
 		if (strcmp(json_string_value(json_object_get(f, "path")), in_root(name)) != 0 || !json_is_object(tag))
 			continue;
-		state = h_str("%s", json_string_value(json_object_get(tag, "creator")));
+		state = h_str("%s", json_string_value(json_object_get(tag, "creator_state")));
 		*pid = (int)json_integer_value(json_object_get(tag, "creator_pid"));
 	}
 	json_decref(j);

@@ -124,7 +124,9 @@ Test(journal_space, a_journal_that_could_not_be_made_is_tried_again)
 
 /* Issue 22: Python multiprocessing children end with os._exit(), which
  * runs no destructor.  Each makes and removes a segment; afterwards the
- * root (a private tmpfs at /dev/shm) holds no file of shmguard's. */
+ * root (a private tmpfs at /dev/shm) holds no file of shmguard's.  (The
+ * pool is closed and joined: leaving a `with Pool()` block terminates its
+ * workers with SIGTERM instead, and a killed process runs no code at all.) */
 Test(journal_space, multiprocessing_children_leave_no_journal)
 {
 	const char *script =
@@ -140,8 +142,10 @@ Test(journal_space, multiprocessing_children_leave_no_journal)
 		"    return recorded\n"
 		"if __name__ == '__main__':\n"
 		"    ctx = mp.get_context('fork')\n"
-		"    with ctx.Pool(4) as pool:\n"
-		"        print('recorded', sum(pool.map(work, range(16))))\n";
+		"    pool = ctx.Pool(4)\n"
+		"    print('recorded', sum(pool.map(work, range(16))))\n"
+		"    pool.close()\n"
+		"    pool.join()\n";
 	const char *argv[] = {"/usr/bin/python3", "-c", script, prefix, NULL};
 	const char **env;
 	char *out, *err;
