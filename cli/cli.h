@@ -7,6 +7,7 @@ enum {
 	EXIT_OK = 0,
 	EXIT_FAIL = 1,  /* the work could not be done (or, for audit: over budget) */
 	EXIT_USAGE = 2, /* bad usage or input */
+	EXIT_LOCKED = 3, /* sweep: a root stayed locked by another process, and was not swept */
 };
 
 int cmd_run(int argc, char **argv);

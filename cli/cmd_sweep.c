@@ -12,8 +12,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cli.h"
 #include "reqid.h"
 #include "shm_files.h"
@@ -22,6 +24,11 @@
 
 /* A creator may sit between its O_EXCL create and its ftruncate. */
 #define YOUNG_EMPTY_S 5.0
+
+/* Anyone who can open a root can hold a lock on it: a sweep waits for
+ * another sweep this long at most, trying every LOCK_RETRY_MS. */
+#define LOCK_WAIT_MS 2000
+#define LOCK_RETRY_MS 50
 
 struct sweep_opts {
 	bool dead, dry_run, ignore_unreadable;
@@ -58,9 +65,11 @@ static void usage(FILE *out)
 		"  -V, --version       print the version\n"
 		"Never unlinked: a file in use (or, without --ignore-unreadable, whose users cannot all\n"
 		"be seen), a zero-length file younger than %.0f s, a name whose inode changed since it\n"
-		"was examined, a symlink.  Sweeps of one root run one at a time.\n\n"
-		"Exit status: 0; 1 a file could not be removed, or a root read or locked; 2 bad usage.\n",
-		YOUNG_EMPTY_S);
+		"was examined, a symlink.  Sweeps of one root run one at a time: a root another\n"
+		"process keeps locked for %d s is not swept.\n\n"
+		"Exit status: 0; 1 a file could not be removed, or a root read; 2 bad usage; 3 a root\n"
+		"stayed locked by another process (the other roots are swept).\n",
+		YOUNG_EMPTY_S, LOCK_WAIT_MS / 1000);
 }
 
 /* Why f must be kept, or NULL when it may go; *why_go says why it may. */
@@ -184,17 +193,40 @@ static void journal_reaped(const char *root, const char *name, void *opaque)
 	    "ownership journal of a dead creator, none of its files left");
 }
 
+/* An exclusive lock on dfd, waited for LOCK_WAIT_MS at most: never for
+ * good, as a lock others can take is no lock to wait on.  Returns 0, or -1
+ * with errno (EWOULDBLOCK: still held by someone else). */
+static int lock_root(int dfd)
+{
+	uint64_t until = sg_monotonic_ns() + LOCK_WAIT_MS * 1000000ull;
+	const struct timespec pause = {0, LOCK_RETRY_MS * 1000000L};
+
+	for (;;) {
+		if (flock(dfd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if ((errno != EWOULDBLOCK && errno != EINTR) || sg_monotonic_ns() >= until)
+			return -1;
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* Returns EXIT_OK, or EXIT_FAIL or EXIT_LOCKED (said). */
 static int sweep_root(struct outcome *out, const struct sweep_opts *o, const struct sg_shm_listing *l, unsigned r)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2], buf[192];
 	int dfd = open(l->roots.dir[r], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (dfd < 0)
-		return cli_fail(-1, "sweep", "cannot open %s: %s", l->roots.dir[r], strerror(errno));
+		return cli_fail(EXIT_FAIL, "sweep", "cannot open %s: %s", l->roots.dir[r], strerror(errno));
 	/* One sweep at a time per root: two never unlink the same name.
 	 * Without the lock, this root is not swept. */
-	if (flock(dfd, LOCK_EX) < 0) {
-		int ret = cli_fail(-1, "sweep", "cannot lock %s: %s", l->roots.dir[r], strerror(errno));
+	if (lock_root(dfd) < 0) {
+		int ret = errno == EWOULDBLOCK
+				  ? cli_fail(EXIT_LOCKED, "sweep",
+					     "%s stayed locked by another process for %d s (another sweep, or anyone "
+					     "who can open it): not swept",
+					     l->roots.dir[r], LOCK_WAIT_MS / 1000)
+				  : cli_fail(EXIT_FAIL, "sweep", "cannot lock %s: %s", l->roots.dir[r], strerror(errno));
 		close(dfd);
 		return ret;
 	}
@@ -217,7 +249,7 @@ static int sweep_root(struct outcome *out, const struct sweep_opts *o, const str
 	 * speaks for nothing. */
 	sg_shm_reap_journals(l, r, dfd, o->dry_run, journal_reaped, &(struct reaping){out, o});
 	close(dfd);
-	return 0;
+	return EXIT_OK;
 }
 
 /* Returns 0, 1 when --help was shown, or -1 on bad usage (reported). */
@@ -316,9 +348,12 @@ int cmd_sweep(int argc, char **argv)
 			(int)getpid());
 	if (o.json)
 		out.decisions = json_array();
-	for (unsigned r = 0; r < l.roots.n; r++)
-		if (sweep_root(&out, &o, &l, r) < 0)
-			status = EXIT_FAIL;
+	for (unsigned r = 0; r < l.roots.n; r++) {
+		int swept = sweep_root(&out, &o, &l, r);
+
+		if (swept == EXIT_FAIL || (swept == EXIT_LOCKED && status == EXIT_OK))
+			status = swept;
+	}
 	if (o.json) {
 		json_t *root = json_pack("{s:i, s:s, s:o, s:i, s:i, s:i, s:I, s:b}", "schema", 1, "shmguard_version",
 					 SHMGUARD_VERSION, "decisions", out.decisions, "removed",
