@@ -18,6 +18,7 @@ struct sg_config sg_cfg;
 struct sg_stats sg_stats;
 struct sg_self sg_self;
 SG_THREAD_LOCAL bool sg_busy;
+SG_THREAD_LOCAL bool sg_watcher_thread;
 SG_THREAD_LOCAL char sg_thread_request[SG_NAME_MAX + 1];
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

@@ -22,6 +22,7 @@
 #include "marker.h"
 #include "real.h"
 #include "registry.h"
+#include "roots.h"
 #include "shim.h"
 #include "sweep.h"
 
@@ -161,9 +162,8 @@ static int move_high(int fd)
 	return high;
 }
 
-/* Whether the path still names directory fd, of identity dev and ino.  A
- * removed directory that is still open (as the watched one is) gives no
- * IN_DELETE_SELF, and a directory may have been put in its place since. */
+/* Whether the path still names directory fd, of identity dev and ino: only
+ * right after a watch was placed through the path. */
 static bool still_there(int fd, dev_t dev, ino_t ino)
 {
 	struct stat st;
@@ -171,6 +171,17 @@ static bool still_there(int fd, dev_t dev, ino_t ino)
 	return fstat(fd, &st) == 0 && st.st_nlink > 0 &&
 	       fstatat(AT_FDCWD, sg_cfg.abort_dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == dev &&
 	       st.st_ino == ino;
+}
+
+/* A removed directory that is still open (as the watched one is) gives no
+ * IN_DELETE_SELF; a moved one gives IN_MOVE_SELF.  Asked of the descriptor
+ * alone, never of the path again: after the program's chroot() the path
+ * names nothing, or something else. */
+static bool removed(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) < 0 || st.st_nlink == 0;
 }
 
 /* Watches the abort directory (created if missing when create is set) and
@@ -314,6 +325,7 @@ static void *watcher(void *arg)
 
 	(void)arg;
 	sg_enter();
+	sg_watcher_thread = true;
 	if (expire_every < 1000)
 		expire_every = 1000;
 	if (expire_every > 60000)
@@ -322,6 +334,7 @@ static void *watcher(void *arg)
 		first_look_over();
 		return NULL;
 	}
+	sg_roots_open(move_high);
 	inotify_fd = move_high(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
 	if (inotify_fd < 0) {
 		sg_log_once(&said_thread, SG_LOG_WARN, "cannot watch abort markers (inotify: %s); aborts will not be "
@@ -348,7 +361,7 @@ static void *watcher(void *arg)
 		now = now_ms();
 		if (dir_fd >= 0 && now >= next_check) {
 			pthread_mutex_lock(&events_lock);
-			if (dir_fd >= 0 && !still_there(dir_fd, dir_dev, dir_ino))
+			if (dir_fd >= 0 && removed(dir_fd))
 				detach(false);
 			pthread_mutex_unlock(&events_lock);
 			next_check = now + 1000;
@@ -360,7 +373,7 @@ static void *watcher(void *arg)
 			next_retry = now + RETRY_MS;
 		}
 		if (now >= next_prune) {
-			sg_registry_prune(PRUNE_BATCH);
+			sg_registry_prune(PRUNE_BATCH, sg_segment_gone);
 			next_prune = now + 1000;
 		}
 		if (now >= next_expire) {
@@ -465,6 +478,7 @@ void sg_markers_after_fork(void)
 	 * in the table the child copied. */
 	inotify_fd = dir_fd = watch_wd = -1;
 	have_dir = lost = false;
+	sg_roots_forget();
 	pthread_mutex_init(&start_lock, NULL);
 	pthread_mutex_init(&events_lock, NULL);
 	started = first_look_done = false;

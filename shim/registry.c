@@ -230,15 +230,14 @@ void sg_registry_expire_aborts(time_t cutoff)
 	pthread_mutex_unlock(&lock);
 }
 
-void sg_registry_prune(size_t max)
+void sg_registry_prune(size_t max, bool (*gone)(const struct sg_segment *seg))
 {
 	pthread_mutex_lock(&lock);
 	for (size_t seen = 0; by_path.count && seen < max && seen < by_path.nbuckets; seen++) {
 		size_t b = prune_cursor++ & (by_path.nbuckets - 1);
 		for (struct sg_hnode **slot = &by_path.buckets[b]; *slot;) {
 			struct sg_segment *seg = segment_of(*slot);
-			struct stat st;
-			if (lstat(seg->path, &st) < 0 || st.st_dev != seg->dev || st.st_ino != seg->ino) {
+			if (gone(seg)) {
 				detach_at(slot);
 				release(seg);
 				free(seg);

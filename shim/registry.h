@@ -7,6 +7,7 @@
 #ifndef SHMGUARD_REGISTRY_H
 #define SHMGUARD_REGISTRY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -53,9 +54,9 @@ struct sg_segment *sg_registry_abort(const char *request, time_t now);
 void sg_registry_expire_aborts(time_t cutoff);
 
 /* Checks up to max entries, resuming where the previous call stopped, and
- * forgets those whose name is gone or now names another inode: a consumer
- * in another process unlinked them, and records must not pile up. */
-void sg_registry_prune(size_t max);
+ * forgets those that gone() says are gone or now name another inode: a
+ * consumer in another process unlinked them, and records must not pile up. */
+void sg_registry_prune(size_t max, bool (*gone)(const struct sg_segment *seg));
 
 size_t sg_registry_count(void);
 

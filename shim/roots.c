@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "real.h"
 #include "shim.h"
 
 /* Each root's directory as stat(2) names it, learnt on first need (a root
@@ -41,12 +42,14 @@ int sg_identify(int dirfd, const char *path, int flags, dev_t *dev, ino_t *ino, 
 	return 0;
 }
 
-static bool is_root(unsigned k, dev_t dev, ino_t ino)
+/* Whether root k is known to be dev and ino; learnt from what dirfd and path
+ * name if it is not known yet. */
+static bool root_is(unsigned k, int dirfd, const char *path, int flags, dev_t dev, ino_t ino)
 {
 	if (!__atomic_load_n(&root_ids[k].known, __ATOMIC_ACQUIRE)) {
 		dev_t rdev;
 		ino_t rino;
-		if (sg_identify(AT_FDCWD, sg_cfg.roots.dir[k], 0, &rdev, &rino, NULL) < 0)
+		if (sg_identify(dirfd, path, flags, &rdev, &rino, NULL) < 0)
 			return false;
 		__atomic_store_n(&root_ids[k].dev, rdev, __ATOMIC_RELAXED);
 		__atomic_store_n(&root_ids[k].ino, rino, __ATOMIC_RELAXED);
@@ -54,6 +57,69 @@ static bool is_root(unsigned k, dev_t dev, ino_t ino)
 	}
 	return __atomic_load_n(&root_ids[k].dev, __ATOMIC_RELAXED) == dev &&
 	       __atomic_load_n(&root_ids[k].ino, __ATOMIC_RELAXED) == ino;
+}
+
+static bool is_root(unsigned k, dev_t dev, ino_t ino)
+{
+	return root_is(k, AT_FDCWD, sg_cfg.roots.dir[k], 0, dev, ino);
+}
+
+/* Each root's directory, open in the watcher's descriptor table (the
+ * descriptor plus one: 0 is none), and where to put a new one there.  Only
+ * the watcher reads or writes these. */
+static int root_fd1[SG_MAX_ROOTS];
+static int (*root_fd_place)(int fd);
+
+/* Opens root k once (by its path, the one time), checked to be the
+ * directory it is known as: from then on it is reached only through its
+ * descriptor. */
+static int root_fd(unsigned k)
+{
+	dev_t dev;
+	ino_t ino;
+	int fd;
+
+	if (root_fd1[k])
+		return root_fd1[k] - 1;
+	fd = sg_real.openat(AT_FDCWD, sg_cfg.roots.dir[k], O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (sg_identify(fd, "", AT_EMPTY_PATH, &dev, &ino, NULL) < 0 ||
+	    !root_is(k, fd, "", AT_EMPTY_PATH, dev, ino)) {
+		sg_real.close(fd);
+		return -1;
+	}
+	fd = root_fd_place(fd);
+	root_fd1[k] = fd + 1;
+	return fd;
+}
+
+void sg_roots_open(int (*place)(int fd))
+{
+	root_fd_place = place;
+	for (unsigned k = 0; k < sg_cfg.roots.n; k++)
+		(void)root_fd(k);
+}
+
+void sg_roots_forget(void)
+{
+	memset(root_fd1, 0, sizeof(root_fd1));
+}
+
+int sg_root_file(const char *path, const char **name)
+{
+	if (root_fd_place && sg_watcher_thread) {
+		for (unsigned k = 0; k < sg_cfg.roots.n; k++) {
+			size_t len = sg_cfg.roots.len[k];
+
+			if (memcmp(path, sg_cfg.roots.dir[k], len) == 0 && path[len] == '/') {
+				*name = path + len + 1;
+				return root_fd(k);
+			}
+		}
+	}
+	*name = path;
+	return AT_FDCWD;
 }
 
 /* The last component of path, if it can name a file. */

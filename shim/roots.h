@@ -36,4 +36,22 @@ const char *sg_file_name(const char *path);
  * and path name, flags as fstatat's.  Returns 0 or -1 (errno set). */
 int sg_identify(int dirfd, const char *path, int flags, dev_t *dev, ino_t *ino, mode_t *mode);
 
+/* In the watcher thread, with place (which moves a new descriptor where it
+ * is to be kept in the watcher's table): opens each root's directory once,
+ * checked to be the directory its path named when first looked at.  From
+ * then on the watcher reaches the roots' files only through these
+ * descriptors, never through a path again, so that a chroot() or a rename
+ * cannot take them from it.  A root missing now is opened when first
+ * needed. */
+void sg_roots_open(int (*place)(int fd));
+
+/* In a fork child: the descriptors were in the parent watcher's table. */
+void sg_roots_forget(void);
+
+/* Where a recorded path (root/name, canonical) is to be reached from: in
+ * the watcher, its root's descriptor (-1 if that root cannot be opened)
+ * with *name the name in it; in any other thread, AT_FDCWD and the path
+ * itself, as the program's view of the files is the only one there. */
+int sg_root_file(const char *path, const char **name);
+
 #endif

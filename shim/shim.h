@@ -46,6 +46,9 @@ static inline void sg_leave(void)
 	sg_busy = false;
 }
 
+/* Set in the watcher thread, which has a descriptor table of its own. */
+extern SG_THREAD_LOCAL bool sg_watcher_thread;
+
 /* The request set for this thread with shmguard_set_request(), or "". */
 extern SG_THREAD_LOCAL char sg_thread_request[SG_NAME_MAX + 1];
 

@@ -1,6 +1,7 @@
 #include "sweep.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,7 +12,29 @@
 #include "mappings.h"
 #include "real.h"
 #include "registry.h"
+#include "roots.h"
 #include "shim.h"
+
+/* What seg's name refers to now, relative to its root's descriptor in the
+ * watcher (sg_root_file).  Returns 0, or -1 with errno. */
+static int stat_segment(const struct sg_segment *seg, int *dfd, const char **name, struct stat *st)
+{
+	*dfd = sg_root_file(seg->path, name);
+	if (*dfd == -1) {
+		errno = ENOENT;
+		return -1;
+	}
+	return fstatat(*dfd, *name, st, AT_SYMLINK_NOFOLLOW);
+}
+
+bool sg_segment_gone(const struct sg_segment *seg)
+{
+	const char *name;
+	struct stat st;
+	int dfd;
+
+	return stat_segment(seg, &dfd, &name, &st) < 0 || st.st_dev != seg->dev || st.st_ino != seg->ino;
+}
 
 void sg_sweep(const char *request)
 {
@@ -27,19 +50,21 @@ void sg_sweep(const char *request)
 	if (nsegs)
 		unlinked = malloc(nsegs * sizeof(*unlinked));
 	for (; seg; seg = next) {
+		const char *name;
 		struct stat st;
+		int dfd;
 
 		next = seg->next_of_request;
 		/* Between this check and the unlink another process could replace
 		 * the name; unlink(2) offers no way to name an inode.  The window
 		 * is a few microseconds, against a name that was ours a moment ago. */
-		if (lstat(seg->path, &st) < 0) {
+		if (stat_segment(seg, &dfd, &name, &st) < 0) {
 			sg_count(vanished, 1);
 		} else if (st.st_dev != seg->dev || st.st_ino != seg->ino) {
 			sg_count(replaced, 1);
 			sg_log(SG_LOG_INFO, "request %s: left %s alone: the name now refers to another file", request,
 			       seg->path);
-		} else if (sg_real.unlink(seg->path) < 0) {
+		} else if (sg_real.unlinkat(dfd, name, 0) < 0) {
 			if (errno == ENOENT)
 				sg_count(vanished, 1);
 			else

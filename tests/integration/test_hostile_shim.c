@@ -6,6 +6,7 @@
  * shows. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,6 +15,23 @@
 #include "harness.h"
 
 static const char *prefix, *abort_dir;
+
+static const char *seg(const char *req)
+{
+	return h_str("/dev/shm/%s%s_0_0", prefix, req);
+}
+
+static const char *marker(const char *req)
+{
+	return h_str("%s/%s%s", abort_dir, prefix, req);
+}
+
+static void touch(const char *path)
+{
+	int fd = open(path, O_CREAT | O_WRONLY, 0644);
+	cr_assert_geq(fd, 0, "cannot create %s", path);
+	close(fd);
+}
 
 static void setup(void)
 {
@@ -61,4 +79,31 @@ Test(hostile_shim, a_root_locked_by_another_user_is_not_waited_on)
 	cr_expect(strstr(out, "\nstarted\n"), "the server did not start: '%s' %s", out, err);
 	cr_expect(strstr(err, "status 3; starting anyway"), "%s", err);
 	cr_expect_lt(h_now_ms() - t0, 10000, "the preflight waited %ld ms on the attacker's lock", h_now_ms() - t0);
+}
+
+/* Finding 10: the program chroots (as root) after creating its segments.
+ * Neither the abort directory nor the root has a path there any more: the
+ * watcher keeps both by the descriptors it opened and checked, and sweeps. */
+Test(hostile_shim, a_program_that_chroots_still_has_its_aborts_swept)
+{
+	const char *jail = h_str("/dev/shm/%sjail", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("a") + 8, "4096", "shm", seg("b") + 8, "4096",
+			      "chroot", jail, "wait", NULL};
+	struct h_proc p;
+	char *err;
+
+	if (geteuid() != 0) {
+		cr_assert(!getenv("CI"), "this test must run as root in CI");
+		cr_skip_test("needs root to chroot");
+	}
+	cr_assert_eq(mkdir(jail, 0755), 0);
+	p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	/* Past the watcher's once-a-second look at its directory and its
+	 * registry, which used paths that the chroot took away. */
+	usleep(1500 * 1000);
+	touch(marker("a"));
+	cr_expect(h_wait_gone(seg("a"), 2000), "the abort was not swept after the program's chroot");
+	cr_expect(h_exists(seg("b")), "another request's segment was swept");
+	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
+	cr_expect(!strstr(err, "was moved or removed"), "%s", err);
 }

@@ -29,6 +29,7 @@
  *                        linkat through /proc/self/fd (the unprivileged way)
  *   sem NAME             sem_open(NAME, O_CREAT, 0600, 1), kept open
  *   cd DIR               chdir(DIR): relative paths start there
+ *   chroot DIR           chroot(DIR), then chdir("/") (needs root)
  *   touch PATH           create an empty file (an abort marker, say)
  *   req ID               shmguard_set_request(ID) for this thread ("-" clears it)
  *   threads N COUNT P    N threads; thread t sets request P<t> and creates COUNT
@@ -518,6 +519,9 @@ int main(int argc, char **argv)
 			i += 1;
 		} else if (strcmp(cmd, "cd") == 0) {
 			ret = chdir(a) < 0 ? fail("cd", a) : 0;
+			i += 1;
+		} else if (strcmp(cmd, "chroot") == 0) {
+			ret = chroot(a) < 0 || chdir("/") < 0 ? fail("chroot", a) : 0;
 			i += 1;
 		} else if (strcmp(cmd, "touch") == 0) {
 			int fd = open(a, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
