@@ -163,13 +163,14 @@ __attribute__((destructor)) static void shmguard_fini(void)
 	sg_enter();
 	sg_markers_drain();
 	sg_jw_exit(true);
-	if (!s->tagged && !s->ambiguous && !s->ignored_markers)
+	if (!s->tagged && !s->ambiguous && !s->ignored_markers && !s->signal_misses)
 		return;
 	sg_log(SG_LOG_INFO,
 	       "summary: tagged %llu, swept %llu (%llu bytes), late puts %llu, left (name reused) %llu, "
-	       "already gone %llu, ambiguous %llu, ignored markers %llu, unlinked but still mapped %llu bytes",
+	       "already gone %llu, ambiguous %llu, ignored markers %llu, unlinked but still mapped %llu bytes, "
+	       "created in signal handlers (not tracked) %llu",
 	       (unsigned long long)s->tagged, (unsigned long long)s->swept, (unsigned long long)s->swept_bytes,
 	       (unsigned long long)s->late_puts, (unsigned long long)s->replaced, (unsigned long long)s->vanished,
 	       (unsigned long long)s->ambiguous, (unsigned long long)s->ignored_markers,
-	       (unsigned long long)s->mapped_bytes);
+	       (unsigned long long)s->mapped_bytes, (unsigned long long)s->signal_misses);
 }

@@ -27,15 +27,30 @@ bool sg_active(void);
  * makes are not intercepted again.  Only sg_enter() and sg_leave() write it. */
 extern SG_THREAD_LOCAL bool sg_busy;
 
+/* Signal handlers of the program's entered and not yet returned from, on
+ * this thread (shim/signals.c runs every handler through a trampoline). */
+extern SG_THREAD_LOCAL unsigned sg_handler_depth;
+bool sg_in_handler_slow(void);
+
+/* Whether this thread runs one of the program's signal handlers (one left
+ * by siglongjmp no longer counts).  A handler may call open(), unlink() or
+ * shm_open() (async-signal-safe) anywhere in the program, inside its
+ * malloc() say: there the shim, which allocates and takes locks, does
+ * nothing but pass the call on. */
+static inline bool sg_in_handler(void)
+{
+	return __builtin_expect(sg_handler_depth != 0, 0) && sg_in_handler_slow();
+}
+
 /* The shim's bookkeeping runs between these: a signal handler that
  * interrupts it on this thread and calls back into libc (open and unlink
  * are async-signal-safe) then goes straight through, instead of waiting for
- * a lock this very thread holds.  False: the thread is busy already, and
- * the bookkeeping is skipped.  A thread of the shim's own (the watcher) and
- * the exit summary enter and never leave. */
+ * a lock this very thread holds.  False: the thread is busy already, or
+ * runs a signal handler, and the bookkeeping is skipped.  A thread of the
+ * shim's own (the watcher) and the exit summary enter and never leave. */
 static inline bool sg_enter(void)
 {
-	if (sg_busy)
+	if (sg_busy || sg_in_handler())
 		return false;
 	sg_busy = true;
 	return true;
@@ -77,6 +92,7 @@ struct sg_stats {
 	uint64_t vanished;        /* already gone when the sweep came */
 	uint64_t mapped_bytes;    /* unlinked by a sweep but still mapped here: not yet freed */
 	uint64_t ignored_markers; /* markers rejected (owner, type, unsafe directory) */
+	uint64_t signal_misses;   /* files a signal handler created: not tracked */
 };
 
 extern struct sg_stats sg_stats;

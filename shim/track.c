@@ -20,7 +20,7 @@
 #include "sweep.h"
 #include "tag.h"
 
-static bool said_ambiguous, said_xattr, said_nomem;
+static bool said_ambiguous, said_xattr, said_nomem, said_signal;
 
 /* Explicit beats patterns: the thread's request, then the process's, then
  * the one request the patterns give.  False: leave the file untagged. */
@@ -138,6 +138,10 @@ static void record(int fd, bool program_fd, dev_t dev, ino_t ino, const char *pa
 {
 	int added;
 
+	if (__atomic_load_n(&sg_stats.signal_misses, __ATOMIC_RELAXED) && !__atomic_load_n(&said_signal, __ATOMIC_RELAXED))
+		sg_log_once(&said_signal, SG_LOG_WARN, "a file was created in a signal handler: such files are not "
+			    "tracked (the shim allocates and locks, which a handler must not), and no abort sweeps them");
+
 	/* First, so that the aborts already on disk are known to the registry. */
 	sg_markers_start();
 	/* Before the record is visible: a sweep that comes at once must find
@@ -168,8 +172,11 @@ int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path
 	dev_t dev;
 	ino_t ino;
 
-	if (!sg_active() || !sg_enter())
+	if (!sg_active() || !sg_enter()) {
+		if (sg_in_handler() && (name_off || sg_locate(dirfd, path, canon, false, &name_off)))
+			sg_count(signal_misses, 1);
 		return call->open(call, flags);
+	}
 	if ((!name_off && !(path = sg_locate(dirfd, path, canon, false, &name_off))) ||
 	    !attribute(path + name_off, req)) {
 		sg_leave();
@@ -266,8 +273,11 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 	int saved = errno;
 	sem_t *sem;
 
-	if (!sg_active() || !sg_enter())
+	if (!sg_active() || !sg_enter()) {
+		if (sg_in_handler())
+			sg_count(signal_misses, 1);
 		return sg_real.sem_open(name, oflag, mode, value);
+	}
 	if (!attribute(path + name_off, req)) {
 		errno = saved;
 		sem = sg_real.sem_open(name, oflag, mode, value);

@@ -107,3 +107,34 @@ Test(hostile_shim, a_program_that_chroots_still_has_its_aborts_swept)
 	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
 	cr_expect(!strstr(err, "was moved or removed"), "%s", err);
 }
+
+/* Finding 12: a SIGALRM handler, every 100 us, creates tracked files while
+ * the main loop calls malloc() and creates tracked files too.  Without the
+ * shim this runs cleanly; the shim allocated and locked inside the handler
+ * and hung or crashed the program.  Now it leaves such files untracked,
+ * counted and said once. */
+Test(hostile_shim, a_signal_handler_creating_tracked_files_runs_as_without_the_shim)
+{
+	const char *root = h_str("/dev/shm/%ssig", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "sigcreate", "2", root, NULL};
+	const char **env = h_shim_env(abort_dir, "{any}_{req}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL);
+	struct h_proc p;
+	char *line, *err;
+	long loops = 0, sigs = 0, foreign = -1, untracked = -1;
+	const char *summary;
+
+	cr_assert_eq(mkdir(root, 0755), 0);
+	p = h_spawn(argv, env);
+	line = h_read_line(&p, 20000);
+	cr_assert_not_null(line, "no result: the program hung");
+	cr_assert_eq(sscanf(line, "main %ld signals %ld foreign %ld", &loops, &sigs, &foreign), 3, "%s", line);
+	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
+	cr_expect_gt(sigs, 100, "the signals did not come: %s", line);
+	cr_expect_eq(h_occurrences(err, "created in a signal handler"), 1, "%s", err);
+	summary = strstr(err, "created in signal handlers (not tracked) ");
+	cr_assert(summary, "%s", err);
+	cr_expect_eq(sscanf(summary, "created in signal handlers (not tracked) %ld", &untracked), 1);
+	cr_expect_eq(untracked, sigs, "%ld of %ld handler files counted: %s", untracked, sigs, err);
+	cr_expect(strstr(err, h_str("summary: tagged %ld,", loops)), "the main loop's %ld files were not all tracked: %s",
+		  loops, err);
+}

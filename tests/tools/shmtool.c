@@ -40,6 +40,10 @@
  *                        a SIGALRM handler, every 100 us, creates and unlinks SIGDIR/sig_<n>
  *                        (open and unlink are async-signal-safe); prints the counts, and
  *                        how many handler runs came on a thread other than the main one
+ *   sigcreate SECONDS DIR
+ *                        the same with DIR for both, the handler's files kept, and the main
+ *                        loop calling malloc() and free() around each file, as programs do:
+ *                        the handler interrupts them
  *   closefrom N          closes every descriptor from N up, with the raw close_range system call
  *   pipe N               makes a pipe, writes N bytes into it and prints "pipe M": the M bytes
  *                        read back from it within a second
@@ -251,7 +255,7 @@ static int tmpfile_link(const char *dir, const char *path, size_t size)
 
 static char sig_path[512];
 static size_t sig_len;
-static volatile sig_atomic_t sig_count, sig_foreign;
+static volatile sig_atomic_t sig_count, sig_foreign, sig_keep;
 static pid_t main_tid;
 
 /* Only async-signal-safe calls: the name is formatted by hand. */
@@ -275,12 +279,24 @@ static void on_alarm(int signo)
 	int fd = open(sig_path, O_CREAT | O_EXCL | O_WRONLY, 0600);
 	if (fd >= 0) {
 		close(fd);
-		unlink(sig_path);
+		if (!sig_keep)
+			unlink(sig_path);
 	}
 	errno = saved;
 }
 
-static int signals(int seconds, const char *dir, const char *sig_dir)
+/* Blocks of sizes both in and beyond malloc's per-thread caches. */
+static void churn(void)
+{
+	void *blocks[8];
+
+	for (int i = 0; i < 8; i++)
+		blocks[i] = malloc(24 + (size_t)(rand() % 3000));
+	for (int i = 0; i < 8; i++)
+		free(blocks[i]);
+}
+
+static int signals(int seconds, const char *dir, const char *sig_dir, bool mallocs)
 {
 	struct itimerval every = {{0, 100}, {0, 100}}, off = {0};
 	struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
@@ -294,6 +310,8 @@ static int signals(int seconds, const char *dir, const char *sig_dir)
 	setitimer(ITIMER_REAL, &every, NULL);
 	while (time(NULL) < end) {
 		snprintf(path, sizeof(path), "%s/main_%ld", dir, loops++);
+		for (int i = 0; mallocs && i < 50; i++)
+			churn();
 		if (make_file("open", path, 4096) < 0)
 			return -1;
 		if (unlink(path) < 0)
@@ -534,8 +552,12 @@ int main(int argc, char **argv)
 			ret = run_threads(atoi(a), atoi(b), i + 3 < argc ? argv[i + 3] : "t");
 			i += 3;
 		} else if (strcmp(cmd, "signals") == 0) {
-			ret = signals(atoi(a), b, i + 3 < argc ? argv[i + 3] : b);
+			ret = signals(atoi(a), b, i + 3 < argc ? argv[i + 3] : b, false);
 			i += 3;
+		} else if (strcmp(cmd, "sigcreate") == 0) {
+			sig_keep = 1;
+			ret = signals(atoi(a), b, b, true);
+			i += 2;
 		} else if (strcmp(cmd, "closefrom") == 0) {
 			ret = syscall(SYS_close_range, (unsigned)atoi(a), ~0U, 0U) < 0 ? fail("closefrom", a) : 0;
 			i += 1;
