@@ -28,7 +28,7 @@
 
 #define RETRY_MS 500        /* abort directory missing or gone: look again */
 #define PRUNE_BATCH 1024    /* registry entries checked per second */
-#define START_WAIT_MS 2000  /* longest a creating call waits for the watcher's first look */
+#define START_WAIT_MS 2000  /* longest a creating call waits for the watcher to place its watch */
 #define DRAIN_WAIT_MS 2000  /* longest exit waits for a sweep under way */
 #define DRAIN_SLACK_NS 1000000000LL /* markers this much older than the watcher's last read are rescanned at exit */
 
@@ -36,7 +36,19 @@
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond;
-static bool started, first_look_done; /* under start_lock */
+static bool started, watch_placed; /* under start_lock */
+
+/* Until the watcher has read the markers that were there before its watch
+ * (a directory any user may fill: that can take seconds), a creation looks
+ * for its own request's marker itself, through the watcher's directory
+ * (/proc/self/task/TID/fd/N, or the path where there is no /proc: either
+ * must be the directory watched).  The watcher's thread ID and the
+ * directory's identity are written before first_dir_fd is. */
+static bool first_scan_done;
+static pid_t watcher_tid;
+static dev_t first_dev;
+static ino_t first_ino;
+static int first_dir_fd = -1;
 
 /* Held while markers are acted on, so that exit can wait for a sweep under
  * way and then look for the markers the watcher has not read yet. */
@@ -117,21 +129,24 @@ static void on_marker(int dfd, const char *request)
 		sg_sweep(request);
 }
 
-/* Acts on every marker in dfd changed at since_ns or later (0: all). */
-static void scan_markers(int dfd, long long since_ns)
+/* Acts on every marker in dfd changed at since_ns or later (0: all).
+ * Returns how many entries were read. */
+static unsigned scan_markers(int dfd, long long since_ns)
 {
 	int fd = sg_real.openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
+	unsigned seen = 0;
 
 	if (!d) {
 		if (fd >= 0)
 			sg_real.close(fd);
-		return;
+		return 0;
 	}
 	while ((e = readdir(d))) {
 		struct stat st;
 
+		seen++;
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		if (since_ns && (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -140,6 +155,7 @@ static void scan_markers(int dfd, long long since_ns)
 		on_marker(dfd, e->d_name);
 	}
 	closedir(d);
+	return seen;
 }
 
 /* The watcher's descriptors are kept high in its table, so that a stray
@@ -186,7 +202,7 @@ static bool removed(int fd)
 
 /* Watches the abort directory (created if missing when create is set) and
  * acts on the markers already there.  Under events_lock. */
-static void attach(bool create)
+static bool attach(bool create)
 {
 	char proc_path[64];
 	struct stat st;
@@ -226,9 +242,7 @@ static void attach(bool create)
 	if (dir_trusted(fd) && !sg_abort_dir_stamped(fd, geteuid()))
 		sg_log_once(&said_unstamped, SG_LOG_INFO, "abort directory %s was not made by shmguard (it has no %s): "
 			    "old markers are not removed from it", sg_cfg.abort_dir, SG_ABORT_DIR_STAMP);
-	/* Markers that appeared before the watch. */
-	scan_markers(fd, 0);
-	return;
+	return true;
 fail:
 	if (errno == ELOOP)
 		sg_log_once(&said_symlink, SG_LOG_WARN, "abort directory %s is a symbolic link, which is never "
@@ -241,6 +255,7 @@ fail:
 			    sg_cfg.abort_dir, RETRY_MS);
 	if (fd >= 0)
 		sg_real.close(fd);
+	return false;
 }
 
 /* The directory was moved or removed (an administrator's doing, say): the
@@ -293,10 +308,10 @@ static long now_ms(void)
 	return (long)(sg_monotonic_ns() / 1000000u);
 }
 
-static void first_look_over(void)
+static void watch_is_placed(void)
 {
 	pthread_mutex_lock(&start_lock);
-	first_look_done = true;
+	watch_placed = true;
 	pthread_cond_broadcast(&start_cond);
 	pthread_mutex_unlock(&start_lock);
 }
@@ -331,7 +346,7 @@ static void *watcher(void *arg)
 	if (expire_every > 60000)
 		expire_every = 60000;
 	if (!own_fd_table()) {
-		first_look_over();
+		watch_is_placed();
 		return NULL;
 	}
 	sg_roots_open(move_high);
@@ -339,15 +354,29 @@ static void *watcher(void *arg)
 	if (inotify_fd < 0) {
 		sg_log_once(&said_thread, SG_LOG_WARN, "cannot watch abort markers (inotify: %s); aborts will not be "
 			    "swept in this process", strerror(errno));
-		first_look_over();
+		watch_is_placed();
 		return NULL;
 	}
-	/* The markers already there are read before the creating call
-	 * returns, so that its own late put is recognised at once. */
+	/* The creating call waits for the watch only: the markers already
+	 * there are read after it is let go (it looks for its own meanwhile,
+	 * sg_markers_aborted), and those that come later are events. */
 	pthread_mutex_lock(&events_lock);
-	attach(true);
+	if (attach(true)) {
+		watcher_tid = gettid();
+		first_dev = dir_dev;
+		first_ino = dir_ino;
+		__atomic_store_n(&first_dir_fd, dir_fd, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&first_scan_done, true, __ATOMIC_RELEASE);
+	}
+	watch_is_placed();
+	if (dir_fd >= 0) {
+		unsigned seen = scan_markers(dir_fd, 0);
+
+		sg_log(SG_LOG_INFO, "abort directory %s: first look done, %u entries", sg_cfg.abort_dir, seen);
+	}
+	__atomic_store_n(&first_scan_done, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&events_lock);
-	first_look_over();
 
 	for (;;) {
 		struct pollfd p = {.fd = inotify_fd, .events = POLLIN};
@@ -368,7 +397,8 @@ static void *watcher(void *arg)
 		}
 		if (dir_fd < 0 && now >= next_retry) {
 			pthread_mutex_lock(&events_lock);
-			attach(false);
+			if (attach(false))
+				scan_markers(dir_fd, 0); /* markers that appeared before the watch */
 			pthread_mutex_unlock(&events_lock);
 			next_retry = now + RETRY_MS;
 		}
@@ -400,7 +430,7 @@ static void wait_first_look(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += START_WAIT_MS / 1000;
-	while (!first_look_done && pthread_cond_timedwait(&start_cond, &start_lock, &until) == 0)
+	while (!watch_placed && pthread_cond_timedwait(&start_cond, &start_lock, &until) == 0)
 		;
 }
 
@@ -445,6 +475,28 @@ out:
 	pthread_mutex_unlock(&start_lock);
 }
 
+bool sg_markers_aborted(const char *request)
+{
+	char path[64];
+	struct stat st;
+	bool aborted = false;
+	int fd, watched;
+
+	if (__atomic_load_n(&first_scan_done, __ATOMIC_ACQUIRE) || !in_own_process() ||
+	    (watched = __atomic_load_n(&first_dir_fd, __ATOMIC_ACQUIRE)) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/fd/%d", (int)watcher_tid, watched);
+	fd = sg_real.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && access("/proc/self", F_OK) < 0)
+		fd = sg_abort_dir_open(sg_cfg.abort_dir, false);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && st.st_dev == first_dev && st.st_ino == first_ino)
+		aborted = dir_trusted(fd) && marker_acceptable(fd, request);
+	sg_real.close(fd);
+	return aborted;
+}
+
 void sg_markers_drain(void)
 {
 	struct timespec until;
@@ -481,5 +533,6 @@ void sg_markers_after_fork(void)
 	sg_roots_forget();
 	pthread_mutex_init(&start_lock, NULL);
 	pthread_mutex_init(&events_lock, NULL);
-	started = first_look_done = false;
+	started = watch_placed = first_scan_done = false;
+	first_dir_fd = -1;
 }

@@ -7,9 +7,16 @@
 
 #include <stdbool.h>
 
-/* Starts the watcher unless it already runs in this process; the markers
- * already present are acted on before it returns. */
+/* Starts the watcher unless it already runs in this process, and waits
+ * until its watch is placed: every marker from then on is an event.  The
+ * markers already present are read by the watcher afterwards. */
 void sg_markers_start(void);
+
+/* Whether an acceptable marker of request is in the abort directory while
+ * the watcher has not read the markers already present yet (false once it
+ * has: the registry knows them).  A creation for request asks, so that a
+ * late put is swept at once without waiting for that reading. */
+bool sg_markers_aborted(const char *request);
 
 /* At exit: finishes a sweep under way and acts on the markers already
  * queued, so that an abort that came while the process lived is honoured

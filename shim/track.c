@@ -124,7 +124,7 @@ static void say_nomem(const char *path)
  * late put, swept here. */
 static void check_late(int added, const char *path, const char *req)
 {
-	if (added == SG_ADDED_ABORTED) {
+	if (added == SG_ADDED_ABORTED || (added == SG_ADDED && sg_markers_aborted(req))) {
 		sg_count(late_puts, 1);
 		sg_log(SG_LOG_INFO, "request %s: %s was created after its abort", req, path);
 		sg_sweep(req);

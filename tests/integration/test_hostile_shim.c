@@ -138,3 +138,35 @@ Test(hostile_shim, a_signal_handler_creating_tracked_files_runs_as_without_the_s
 	cr_expect(strstr(err, h_str("summary: tagged %ld,", loops)), "the main loop's %ld files were not all tracked: %s",
 		  loops, err);
 }
+
+/* Finding 16: another user fills a 1777 abort directory.  The first
+ * creation of a process does not wait for the watcher to read it all: it
+ * returns while that reading is under way (the shim says when it is over),
+ * and a late put (its request's marker there already) is still swept at
+ * once, by the creation itself. */
+Test(hostile_shim, a_filled_abort_dir_does_not_hold_up_the_first_creation, .timeout = 120)
+{
+	const struct h_user *u = h_hostile_user();
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("late") + 8, "4096", "say", "created", "wait", NULL};
+	const char *fill[] = {h_bin("SG_SHMTOOL"), "fill", abort_dir, "100000", NULL};
+	struct h_proc p;
+	char *out, *err, *line;
+	const char *late, *scanned;
+
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	cr_assert_eq(chmod(abort_dir, 01777), 0);
+	cr_assert_eq(h_output_as(u, fill, NULL, &out, &err), 0, "%s", err);
+	touch(marker("late"));
+	p = h_spawn(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	line = h_read_line(&p, 20000);
+	cr_assert_str_eq(line ? line : "(nothing)", "created");
+	cr_expect(!h_exists(seg("late")), "the late put survived its creating call");
+	cr_assert_str_eq(h_read_line(&p, 20000), "ready");
+	cr_assert(h_wait_stderr(&p, "first look done", 20000), "the watcher never finished reading");
+	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
+	late = strstr(err, "was created after its abort");
+	scanned = strstr(err, "first look done, ");
+	cr_assert(late && scanned, "%s", err);
+	cr_expect_lt(late, scanned, "the first creation waited for the reading of the directory: %s", err);
+	cr_expect(strstr(scanned, "first look done, 100003 entries"), "%s", scanned);
+}

@@ -31,6 +31,7 @@
  *   cd DIR               chdir(DIR): relative paths start there
  *   chroot DIR           chroot(DIR), then chdir("/") (needs root)
  *   touch PATH           create an empty file (an abort marker, say)
+ *   fill DIR N           create N empty files DIR/fill_<i> (a directory filled by someone)
  *   req ID               shmguard_set_request(ID) for this thread ("-" clears it)
  *   threads N COUNT P    N threads; thread t sets request P<t> and creates COUNT
  *                        segments P<t>_0_<i>; even threads write their abort marker
@@ -323,6 +324,26 @@ static int signals(int seconds, const char *dir, const char *sig_dir, bool mallo
 	return 0;
 }
 
+static int fill_dir(const char *dir, int n)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char name[32];
+
+	if (dfd < 0)
+		return fail("fill", dir);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "fill_%d", i);
+		int fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			close(dfd);
+			return fail("fill", name);
+		}
+		close(fd);
+	}
+	close(dfd);
+	return 0;
+}
+
 /* Found at run time, so shmtool also runs without the shim. */
 static int set_request(const char *id)
 {
@@ -538,6 +559,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(cmd, "cd") == 0) {
 			ret = chdir(a) < 0 ? fail("cd", a) : 0;
 			i += 1;
+		} else if (strcmp(cmd, "fill") == 0) {
+			ret = fill_dir(a, atoi(b));
+			i += 2;
 		} else if (strcmp(cmd, "chroot") == 0) {
 			ret = chroot(a) < 0 || chdir("/") < 0 ? fail("chroot", a) : 0;
 			i += 1;
