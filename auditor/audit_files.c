@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
+#include "siphash.h"
 #include "htable.h"
 
 /* A request's files. */
@@ -28,10 +28,13 @@ struct excluded {
 	bool used;
 };
 
+/* Inode numbers are given out in order, and anyone can make files: keyed
+ * too. */
 static uint64_t hash_key(uint32_t kdev, uint64_t ino)
 {
-	uint64_t h = ino * 0x9e3779b97f4a7c15ull ^ kdev;
-	return h ^ (h >> 29);
+	uint64_t words[2] = {ino, kdev};
+
+	return sg_table_hash(words, sizeof(words));
 }
 
 struct file_key {
@@ -178,7 +181,7 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 
 static struct req_chain *find_req(struct audit_files *t, const char *request)
 {
-	struct sg_hnode *node = sg_htable_find(&t->requests, sg_hash_str(request), is_request, request);
+	struct sg_hnode *node = sg_htable_find(&t->requests, sg_table_hash_str(request), is_request, request);
 
 	return node ? sg_hnode_entry(node, struct req_chain, node) : NULL;
 }
@@ -203,7 +206,7 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 {
 	struct sg_hnode **slot;
 	struct req_chain *r;
-	uint64_t h = sg_hash_str(request);
+	uint64_t h = sg_table_hash_str(request);
 	size_t len = strlen(request) + 1;
 
 	/* A tag beats patterns, whichever came first. */

@@ -20,8 +20,8 @@
 
 #include "audit.h"
 #include "holders.h"
-#include "hash.h"
 #include "marker.h"
+#include "siphash.h"
 #include "reqid.h"
 #include "text.h"
 
@@ -128,7 +128,7 @@ static bool is_abort(const struct sg_hnode *node, const void *request)
 
 struct audit_abort *audit_abort_of(const struct audit *a, const char *request)
 {
-	struct sg_hnode *node = sg_htable_find(&a->abort_index, sg_hash_str(request), is_abort, request);
+	struct sg_hnode *node = sg_htable_find(&a->abort_index, sg_table_hash_str(request), is_abort, request);
 
 	return node ? sg_hnode_entry(node, struct audit_abort, node) : NULL;
 }
@@ -142,7 +142,7 @@ struct audit_abort *audit_abort_of(const struct audit *a, const char *request)
  * markers, then ends the exclusions. */
 static bool add_abort(struct audit *a, const char *request, bool count_refused)
 {
-	uint64_t h = sg_hash_str(request);
+	uint64_t h = sg_table_hash_str(request);
 	struct audit_abort *ab;
 	struct sg_hnode **slot;
 	struct stat st;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "siphash.h"
 
 static const struct {
 	const char *name;
@@ -88,6 +89,9 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
 		return cli_version();
+	const char *weak_key = sg_table_key_init();
+	if (weak_key)
+		fprintf(stderr, "shmguard: warning: %s\n", weak_key);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[1], commands[i].name) == 0) {
 			/* getopt names the program by argv[0]: "shmguard doctor:". */

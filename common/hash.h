@@ -1,7 +1,7 @@
-/* The string hash of every table in shmguard.  It takes eight bytes per
- * multiply (FNV-1a takes one, and the shim hashes a path on every tracked
- * creation and unlink); the low bits index the tables, so the last step
- * folds the high bits down. */
+/* A fixed, unkeyed hash, for what other processes must compute alike (the
+ * journal's checksums).  It takes eight bytes per multiply.  Never for a
+ * table keyed on input from outside: anyone can find keys that collide
+ * under it (common/siphash.h is for those). */
 #ifndef SHMGUARD_HASH_H
 #define SHMGUARD_HASH_H
 

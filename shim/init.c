@@ -13,6 +13,7 @@
 #include "real.h"
 #include "registry.h"
 #include "shim.h"
+#include "siphash.h"
 
 struct sg_config sg_cfg;
 struct sg_stats sg_stats;
@@ -121,6 +122,7 @@ static void after_fork_child(void)
 
 static void init(void)
 {
+	const char *weak_key;
 	char err[256];
 
 	sg_real_ensure();
@@ -138,6 +140,8 @@ static void init(void)
 	}
 	watch_for_children();
 	learn_self();
+	if ((weak_key = sg_table_key_init()))
+		sg_log(SG_LOG_WARN, "%s", weak_key);
 	active = true;
 	sg_log(SG_LOG_DEBUG, "active: %u pattern(s), abort dir %s, %u shm root(s)", sg_cfg.patterns.count,
 	       sg_cfg.abort_dir, sg_cfg.roots.n);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "hash.h"
+#include "siphash.h"
 #include "htable.h"
 #include "journal_writer.h"
 
@@ -118,8 +118,8 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 	memcpy(seg->path, path, plen + 1);
 	memcpy(seg->path + plen + 1, request, rlen + 1);
 	seg->request = seg->path + plen + 1;
-	seg->by_path.hash = sg_hash_mem(path, plen);
-	seg->req_hash = sg_hash_mem(request, rlen);
+	seg->by_path.hash = sg_table_hash(path, plen);
+	seg->req_hash = sg_table_hash(request, rlen);
 	seg->dev = dev;
 	seg->ino = ino;
 	seg->journal_slot = 0;
@@ -148,7 +148,7 @@ out:
 
 struct sg_segment *sg_registry_take(const char *path)
 {
-	uint64_t h = sg_hash_str(path);
+	uint64_t h = sg_table_hash_str(path);
 	struct sg_segment *seg = NULL;
 
 	pthread_mutex_lock(&lock);
@@ -194,7 +194,7 @@ static bool remember_abort(const char *request, uint64_t h, time_t now)
 
 struct sg_segment *sg_registry_abort(const char *request, time_t now)
 {
-	uint64_t h = sg_hash_str(request);
+	uint64_t h = sg_table_hash_str(request);
 	struct sg_segment *list = NULL;
 
 	pthread_mutex_lock(&lock);
