@@ -8,6 +8,11 @@
 
 #include "shim.h"
 
+/* Not instrumented by ThreadSanitizer: its runtime installs its own
+ * handlers through sigaction() (this one, via RTLD_NEXT) before it is ready
+ * to see any instrumented code run, and it runs handlers itself. */
+#define NOT_TRACED __attribute__((no_sanitize("thread")))
+
 SG_THREAD_LOCAL unsigned sg_handler_depth;
 /* The outermost handler's signal, and whether it was installed with
  * SA_NODEFER (its signal then is not blocked while it runs). */
@@ -28,7 +33,7 @@ static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static __sighandler_t (*real_signal)(int, __sighandler_t);
 static __sighandler_t (*real_sysv_signal)(int, __sighandler_t);
 
-static void resolve(void)
+NOT_TRACED static void resolve(void)
 {
 	if (!__atomic_load_n(&real_sigaction, __ATOMIC_ACQUIRE)) {
 		real_signal = dlsym(RTLD_NEXT, "signal");
@@ -37,7 +42,7 @@ static void resolve(void)
 	}
 }
 
-static void trampoline(int sig, siginfo_t *info, void *uc)
+NOT_TRACED static void trampoline(int sig, siginfo_t *info, void *uc)
 {
 	const struct sigaction *a = &act[sig][__atomic_load_n(&current[sig], __ATOMIC_ACQUIRE)];
 	bool siginfo = a->sa_flags & SA_SIGINFO;
@@ -55,7 +60,7 @@ static void trampoline(int sig, siginfo_t *info, void *uc)
 	sg_handler_depth--;
 }
 
-bool sg_in_handler_slow(void)
+NOT_TRACED bool sg_in_handler_slow(void)
 {
 	sigset_t now;
 
@@ -68,7 +73,7 @@ bool sg_in_handler_slow(void)
 	return true;
 }
 
-static bool wraps(const struct sigaction *a)
+NOT_TRACED static bool wraps(const struct sigaction *a)
 {
 	return a->sa_flags & SA_SIGINFO ? a->sa_sigaction != NULL
 					: a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
@@ -76,7 +81,7 @@ static bool wraps(const struct sigaction *a)
 
 /* Installs what the program asked for as given, or through the trampoline.
  * *old, if not NULL, as the program gave it. */
-static int install(int sig, const struct sigaction *want, struct sigaction *old)
+NOT_TRACED static int install(int sig, const struct sigaction *want, struct sigaction *old)
 {
 	struct sigaction through, was;
 	unsigned char slot;
@@ -107,7 +112,7 @@ static int install(int sig, const struct sigaction *want, struct sigaction *old)
 	return ret;
 }
 
-SG_EXPORT int sigaction(int sig, const struct sigaction *want, struct sigaction *old)
+NOT_TRACED SG_EXPORT int sigaction(int sig, const struct sigaction *want, struct sigaction *old)
 {
 	resolve();
 	return install(sig, want, old);
@@ -116,7 +121,7 @@ SG_EXPORT int sigaction(int sig, const struct sigaction *want, struct sigaction 
 /* signal() and sysv_signal() with glibc's own semantics (its flags, and
  * siginterrupt()'s): made first, then read back and put through the
  * trampoline. */
-static __sighandler_t rewrap(int sig, __sighandler_t handler, __sighandler_t prev)
+NOT_TRACED static __sighandler_t rewrap(int sig, __sighandler_t handler, __sighandler_t prev)
 {
 	struct sigaction now;
 
@@ -128,7 +133,7 @@ static __sighandler_t rewrap(int sig, __sighandler_t handler, __sighandler_t pre
 }
 
 /* The old handler the program gave, not the trampoline. */
-static __sighandler_t program_handler(int sig, __sighandler_t prev)
+NOT_TRACED static __sighandler_t program_handler(int sig, __sighandler_t prev)
 {
 	struct sigaction ours = {.sa_sigaction = trampoline};
 
@@ -137,13 +142,13 @@ static __sighandler_t program_handler(int sig, __sighandler_t prev)
 	return act[sig][__atomic_load_n(&current[sig], __ATOMIC_ACQUIRE)].sa_handler;
 }
 
-SG_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+NOT_TRACED SG_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 {
 	resolve();
 	return rewrap(sig, handler, program_handler(sig, real_signal(sig, handler)));
 }
 
-SG_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
+NOT_TRACED SG_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
 {
 	resolve();
 	return rewrap(sig, handler, program_handler(sig, real_sysv_signal(sig, handler)));
