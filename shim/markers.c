@@ -200,8 +200,9 @@ static bool removed(int fd)
 	return fstat(fd, &st) < 0 || st.st_nlink == 0;
 }
 
-/* Watches the abort directory (created if missing when create is set) and
- * acts on the markers already there.  Under events_lock. */
+/* Watches the abort directory (created if missing when create is set);
+ * whether it does.  The caller then reads the markers already there.
+ * Under events_lock. */
 static bool attach(bool create)
 {
 	char proc_path[64];
@@ -424,7 +425,7 @@ static bool in_own_process(void)
 	return getpid() == sg_self.pid;
 }
 
-static void wait_first_look(void)
+static void wait_for_watch(void)
 {
 	struct timespec until;
 
@@ -467,7 +468,7 @@ void sg_markers_start(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (created)
-		wait_first_look();
+		wait_for_watch();
 	else
 		sg_log_once(&said_thread, SG_LOG_WARN, "cannot start the marker watcher thread; aborts will not be "
 						       "swept in this process");

@@ -33,7 +33,9 @@ bool sg_segment_gone(const struct sg_segment *seg)
 	struct stat st;
 	int dfd;
 
-	return stat_segment(seg, &dfd, &name, &st) < 0 || st.st_dev != seg->dev || st.st_ino != seg->ino;
+	if (stat_segment(seg, &dfd, &name, &st) < 0)
+		return dfd != -1; /* a root that cannot be reached says nothing of its files */
+	return st.st_dev != seg->dev || st.st_ino != seg->ino;
 }
 
 void sg_sweep(const char *request)

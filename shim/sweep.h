@@ -10,7 +10,8 @@
  * recorded at creation. */
 void sg_sweep(const char *request);
 
-/* Whether seg's name is gone or now names another inode. */
+/* Whether seg's name is gone or now names another inode (false when its
+ * root cannot be reached: not known to be gone). */
 bool sg_segment_gone(const struct sg_segment *seg);
 
 #endif
