@@ -40,10 +40,9 @@ static bool started, watch_placed; /* under start_lock */
 
 /* Until the watcher has read the markers that were there before its watch
  * (a directory any user may fill: that can take seconds), a creation looks
- * for its own request's marker itself, through the watcher's directory
- * (/proc/self/task/TID/fd/N, or the path where there is no /proc: either
- * must be the directory watched).  The watcher's thread ID and the
- * directory's identity are written before first_dir_fd is. */
+ * for its own request's marker itself, in the watcher's directory
+ * (open_watched).  The watcher's thread ID and the directory's identity are
+ * written before first_dir_fd is. */
 static bool first_scan_done;
 static pid_t watcher_tid;
 static dev_t first_dev;
@@ -342,6 +341,7 @@ static void *watcher(void *arg)
 	(void)arg;
 	sg_enter();
 	sg_watcher_thread = true;
+	watcher_tid = gettid();
 	if (expire_every < 1000)
 		expire_every = 1000;
 	if (expire_every > 60000)
@@ -363,7 +363,6 @@ static void *watcher(void *arg)
 	 * sg_markers_aborted), and those that come later are events. */
 	pthread_mutex_lock(&events_lock);
 	if (attach(true)) {
-		watcher_tid = gettid();
 		first_dev = dir_dev;
 		first_ino = dir_ino;
 		__atomic_store_n(&first_dir_fd, dir_fd, __ATOMIC_RELEASE);
@@ -476,24 +475,37 @@ out:
 	pthread_mutex_unlock(&start_lock);
 }
 
-bool sg_markers_aborted(const char *request)
+/* The watcher's directory (its descriptor watched, of identity dev and ino)
+ * opened in the calling thread's table: through the watcher's descriptor
+ * (/proc/self/task/TID/fd/N), or through the path where there is no /proc.
+ * -1 unless what was opened is that very directory. */
+static int open_watched(int watched, dev_t dev, ino_t ino)
 {
 	char path[64];
 	struct stat st;
-	bool aborted = false;
-	int fd, watched;
+	int fd;
 
-	if (__atomic_load_n(&first_scan_done, __ATOMIC_ACQUIRE) || !in_own_process() ||
-	    (watched = __atomic_load_n(&first_dir_fd, __ATOMIC_ACQUIRE)) < 0)
-		return false;
 	snprintf(path, sizeof(path), "/proc/self/task/%d/fd/%d", (int)watcher_tid, watched);
 	fd = sg_real.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 && access("/proc/self", F_OK) < 0)
 		fd = sg_abort_dir_open(sg_cfg.abort_dir, false);
-	if (fd < 0)
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino)) {
+		sg_real.close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+bool sg_markers_aborted(const char *request)
+{
+	bool aborted;
+	int fd, watched;
+
+	if (__atomic_load_n(&first_scan_done, __ATOMIC_ACQUIRE) || !in_own_process() ||
+	    (watched = __atomic_load_n(&first_dir_fd, __ATOMIC_ACQUIRE)) < 0 ||
+	    (fd = open_watched(watched, first_dev, first_ino)) < 0)
 		return false;
-	if (fstat(fd, &st) == 0 && st.st_dev == first_dev && st.st_ino == first_ino)
-		aborted = dir_trusted(fd) && marker_acceptable(fd, request);
+	aborted = dir_trusted(fd) && marker_acceptable(fd, request);
 	sg_real.close(fd);
 	return aborted;
 }
@@ -501,7 +513,6 @@ bool sg_markers_aborted(const char *request)
 void sg_markers_drain(void)
 {
 	struct timespec until;
-	struct stat st;
 	int fd;
 
 	if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE) || !in_own_process())
@@ -516,10 +527,9 @@ void sg_markers_drain(void)
 	/* The watcher's descriptors are not in this thread's table: the
 	 * directory is opened again and must be the one watched.  Markers
 	 * changed since the watcher's last read (and a margin) are acted on. */
-	fd = have_dir ? sg_abort_dir_open(sg_cfg.abort_dir, false) : -1;
+	fd = have_dir ? open_watched(dir_fd, dir_dev, dir_ino) : -1;
 	if (fd >= 0) {
-		if (fstat(fd, &st) == 0 && st.st_dev == dir_dev && st.st_ino == dir_ino)
-			scan_markers(fd, read_upto_ns - DRAIN_SLACK_NS);
+		scan_markers(fd, read_upto_ns - DRAIN_SLACK_NS);
 		sg_real.close(fd);
 	}
 	pthread_mutex_unlock(&events_lock);
