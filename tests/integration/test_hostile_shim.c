@@ -2,7 +2,7 @@
  * sweeps: a lock another user holds, a program that chroots, a signal
  * handler that creates files, an abort directory filled by another user.
  * Run as root, with a second, unprivileged user as the attacker
- * (tests/integration/harness.h).  docs/threat-model-shim.md says what each
+ * (tests/integration/harness.h).  docs/threat-model.md says what each
  * shows. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
