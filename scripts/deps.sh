@@ -27,6 +27,9 @@ test=(
 	nginx postgresql
 	debhelper dpkg-dev scdoc lintian systemd
 )
+# The real-runtime tests (tests/containers): podman, with runc as its
+# runtime and catatonit for its pause image (tests/containers/containers.conf).
+test+=(podman runc catatonit)
 list=0
 if [ "${1:-}" = --list ]; then
 	list=1
