@@ -9,7 +9,7 @@ dir=$1
 shift
 mkdir -p "$dir"/{bin,usr/bin,usr/lib,lib64,tmp,dev/shm,proc,sys,etc}
 cp /bin/busybox "$dir/bin/busybox"
-for tool in sh cat ls sleep kill mkdir rm test echo cp stat; do
+for tool in sh cat ls sleep kill mkdir rm test echo cp stat true; do
 	ln -sf busybox "$dir/bin/$tool"
 done
 copy() { # SRC DEST
@@ -21,8 +21,9 @@ for spec in "$@"; do
 	dest=${spec#*:}
 	[ "$dest" = "$spec" ] && dest=$src
 	copy "$src" "$dest"
-	# "libx.so => /path (addr)" and "/lib64/ld-linux-x86-64.so.2 (addr)".
-	ldd "$src" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+	# "libx.so => /path (addr)" and "/lib64/ld-linux-x86-64.so.2 (addr)";
+	# nothing for a script.
+	for lib in $(ldd "$src" 2>/dev/null | grep -o '/[^ ]*' || true); do
 		[ -e "$dir$lib" ] || copy "$lib" "$lib"
 	done
 done
