@@ -19,6 +19,7 @@
 #include "audit_trace.h"
 #include "cli.h"
 #include "doctor_need.h"
+#include "doctor_shim.h"
 #include "holders.h"
 #include "size.h"
 #include "text.h"
@@ -29,9 +30,12 @@ static void usage(FILE *out)
 {
 	fprintf(out, "Usage: shmguard doctor [--binary PATH] [--root DIR]... [--need SIZE]\n\n"
 		     "Checks, one line each: the kernel, where the shim is (the path for LD_PRELOAD), the\n"
-		     "kernel's BTF, whether the auditor's BPF programs load here (and why not), tracefs, and for each shm root (default /dev/shm) its filesystem,\n"
-		     "size and use, and whether the shim can keep its ownership journal and its xattr tags\n"
-		     "there; with --binary, whether that program can run under the shim.\n"
+		     "kernel's BTF, whether the auditor's BPF programs load here (and why not), tracefs,\n"
+		     "whether the shim is preloaded in this environment (and if LD_PRELOAD names it but it\n"
+		     "is not, why) and whether this glibc can load it, and for each shm root (default\n"
+		     "/dev/shm) its filesystem, size and use, and whether the shim can keep its ownership\n"
+		     "journal and its xattr tags there; with --binary, whether that program can run under\n"
+		     "the shim.\n"
 		     "With --need SIZE (512M, 2G, 1.5GiB: powers of 1024), whether each root has that much\n"
 		     "free; when not, what holds the rest (the largest holders by request and creator) and\n"
 		     "how much `shmguard sweep --dead` would reclaim.\n\n"
@@ -43,7 +47,7 @@ static void usage(FILE *out)
 		     "Exit status: 0 all is well; 1 something is not; 2 bad usage.\n");
 }
 
-static int line(const char *what, bool ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static doctor_line_fn line;
 static int line(const char *what, bool ok, const char *fmt, ...)
 {
 	va_list ap;
@@ -232,6 +236,7 @@ int cmd_doctor(int argc, char **argv)
 	else
 		line("tracefs", true, "not mounted: shmguard does not need it (syscall-tracepoint tools do: mount -t "
 				      "tracefs none /sys/kernel/tracing)");
+	status |= doctor_shim(line);
 	for (unsigned i = 0; i < roots.n; i++)
 		status |= check_root(roots.dir[i]);
 	if (binary)

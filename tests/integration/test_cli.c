@@ -162,6 +162,25 @@ Test(cli, doctor_tells_which_binaries_can_be_interposed)
 	cr_expect_eq(cli(&err, "doctor", "--bogus", NULL, NULL, NULL), 2);
 }
 
+Test(cli, doctor_says_whether_the_shim_is_preloaded)
+{
+	const char *argv[] = {h_bin("SG_CLI"), "doctor", NULL};
+	const char *preloaded[] = {h_str("LD_PRELOAD=%s", h_bin("SG_SHIM")), NULL};
+	const char *missing[] = {h_str("LD_PRELOAD=/nonexistent/%s/libshmguard.so", prefix), NULL};
+	char *text;
+
+	/* The whole verdict depends on BPF too: only the shim's lines are checked. */
+	h_output(argv, preloaded, &text, NULL);
+	cr_expect(strstr(text, h_str("preload    ok   the shim is preloaded in this process (%s)", h_bin("SG_SHIM"))),
+		  "%s", text);
+	cr_expect(strstr(text, "ok     it needs glibc 2."), "%s", text);
+
+	/* The loader says it once and goes on without: doctor says so clearly. */
+	cr_expect_eq(h_output(argv, missing, &text, NULL), 1);
+	cr_expect(strstr(text, "preload    FAIL the shim is NOT loaded: LD_PRELOAD names /nonexistent/"), "%s", text);
+	cr_expect(strstr(text, "No such file or directory"), "%s", text);
+}
+
 Test(cli, abort_as_another_user_cannot_write_into_roots_directory)
 {
 	const struct h_user *u = h_hostile_user();
