@@ -11,6 +11,7 @@
 #include "abort_match.h"
 #include "cli.h"
 #include "clock.h"
+#include "cri_log.h"
 #include "log_follow.h"
 #include "marker.h"
 #include "reqid.h"
@@ -24,6 +25,8 @@
 
 struct follow {
 	struct abort_match *match;
+	struct cri_log cri;
+	bool is_cri;
 	const char *dir;
 	int dfd;
 	int (*open_dir)(const char *dir);
@@ -104,10 +107,22 @@ static void on_line(const char *line, size_t len, bool continued, void *ctx)
 		cli_warn("abort", "the regex gave up on a line of %zu bytes (too much backtracking)", len);
 }
 
+/* A line of the file: the application's own, or a CRI log's record of
+ * (a part of) one. */
+static void on_file_line(const char *line, size_t len, void *ctx)
+{
+	struct follow *s = ctx;
+
+	if (s->is_cri)
+		cri_log_line(&s->cri, line, len, on_line, s);
+	else
+		on_line(line, len, s);
+}
+
 int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned ttl, int (*open_dir)(const char *dir),
 		 int (*write_marker)(int dfd, const char *dir, const char *id))
 {
-	struct follow s = {.dir = dir, .dfd = -1, .open_dir = open_dir, .write_marker = write_marker};
+	struct follow s = {.dir = dir, .dfd = -1, .open_dir = open_dir, .write_marker = write_marker, .is_cri = o->cri};
 	struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: a read on stdin ends */
 	struct log_follow f = {.wake = -1, .cur.fd = -1, .old.fd = -1};
 	const char *name = !o->file || strcmp(o->file, "-") == 0 ? "stdin" : o->file;
@@ -116,6 +131,7 @@ int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned tt
 	int announced = 0;
 	uint64_t next_expiry_ns = 0;
 
+	cri_log_init(&s.cri, LOG_LINE_MAX);
 	s.match = abort_match_new(o->match, o->preset, o->id_template, err, sizeof(err));
 	if (!s.match)
 		return cli_fail(EXIT_USAGE, "abort", "%s", err);
@@ -138,7 +154,7 @@ int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned tt
 		}
 		/* stdin is read only when poll says so: a read would block. */
 		if (f.path || readable)
-			r = log_follow_read(&f, on_line, &s, &stop, err, sizeof(err));
+			r = log_follow_read(&f, on_file_line, &s, &stop, err, sizeof(err));
 		if (r < 0)
 			status = cli_fail(EXIT_FAIL, "abort", "%s", err);
 		if (r || stop)
@@ -160,6 +176,11 @@ int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned tt
 		"%llu lines the regex gave up on, %llu ambiguous lists not marked\n",
 		name, s.lines, s.matched, s.written, s.invalid, s.failed, f.overlong, LOG_LINE_MAX, f.dropped, s.gave_up,
 		s.ambiguous);
+	if (s.is_cri)
+		fprintf(stderr,
+			"shmguard abort: %s: %llu lines not in the CRI format dropped, %llu joined lines over %d bytes "
+			"dropped\n",
+			name, s.cri.malformed, s.cri.overlong, LOG_LINE_MAX);
 	if (s.failed)
 		status = EXIT_FAIL;
 cleanup:
@@ -167,5 +188,6 @@ cleanup:
 	if (s.dfd >= 0)
 		close(s.dfd);
 	abort_match_free(s.match);
+	cri_log_free(&s.cri);
 	return status;
 }

@@ -11,6 +11,7 @@ struct abort_follow_opts {
 	const char *preset;      /* vllm, sglang, nginx, envoy */
 	const char *id_template; /* "chatcmpl-{id}"; NULL: the ID as logged */
 	bool from_start;         /* the file's present lines too, not only new ones */
+	bool cri;                /* a CRI container log (cri_log.h): lines unwrapped and joined first */
 };
 
 /* Follows until SIGINT or SIGTERM, or the end of stdin, marking each valid

@@ -22,7 +22,7 @@ static void usage(FILE *out)
 		"Usage: shmguard abort [-a DIR] [-t DURATION] REQUEST-ID...\n"
 		"       shmguard abort --init-dir DIR\n"
 		"       shmguard abort --follow FILE|- (--match REGEX | --preset NAME) [--id-template T]\n"
-		"                      [--from-start] [-a DIR] [-t DURATION]\n\n"
+		"                      [--from-start] [--format plain|cri] [-a DIR] [-t DURATION]\n\n"
 		"Marks each request aborted by creating DIR/REQUEST-ID (or refreshing its time).\n"
 		"Every process running under libshmguard.so with the same abort directory then\n"
 		"unlinks the segments it created for that request.  Markers older than the TTL\n"
@@ -45,7 +45,11 @@ static void usage(FILE *out)
 		"                        matched again where the last match ended (several IDs a line)\n"
 		"      --preset NAME     a ready regex: vllm, sglang, nginx or envoy (see docs/usage.md)\n"
 		"      --id-template T   the request ID made from the logged one: 'chatcmpl-{id}'\n"
-		"      --from-start      the file's present lines too, not only new ones\n\n"
+		"      --from-start      the file's present lines too, not only new ones\n"
+		"      --format cri      the file is a CRI container log (/var/log/pods/.../N.log, podman's\n"
+		"                        k8s-file): each line's runtime prefix is removed and the lines the\n"
+		"                        runtime split (P) joined up to their end (F) before matching; lines\n"
+		"                        without the prefix are dropped.  Default: plain\n\n"
 		"An ID a followed log yields that the shims would not accept is skipped and counted,\n"
 		"not fatal.\n\n"
 		"Exit status: 0 all marked; 1 a marker could not be written, or DIR is refused; 2 bad\n"
@@ -192,6 +196,7 @@ int cmd_abort(int argc, char **argv)
 		{"preset", required_argument, NULL, 'P'},
 		{"id-template", required_argument, NULL, 'T'},
 		{"from-start", no_argument, NULL, 'S'},
+		{"format", required_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{"init-dir", required_argument, NULL, 'I'},
@@ -206,6 +211,7 @@ int cmd_abort(int argc, char **argv)
 	int c, dfd, status = EXIT_OK;
 	bool init = false;
 	const char *why;
+	bool format_given = false;
 
 	while ((c = getopt_long(argc, argv, "a:t:hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -224,6 +230,12 @@ int cmd_abort(int argc, char **argv)
 			dir_arg = optarg;
 			init = true;
 			break;
+		case 'f':
+			if (strcmp(optarg, "cri") != 0 && strcmp(optarg, "plain") != 0)
+				return cli_usage_fail(EXIT_USAGE, "abort", "bad --format '%s': expected plain or cri", optarg);
+			follow.cri = strcmp(optarg, "cri") == 0;
+			format_given = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -233,6 +245,8 @@ int cmd_abort(int argc, char **argv)
 	}
 	if ((why = usage_error(&follow, init, argc - optind, argv + optind)))
 		return cli_usage_fail(EXIT_USAGE, "abort", "%s", why);
+	if (format_given && !follow.file)
+		return cli_usage_fail(EXIT_USAGE, "abort", "--format goes with --follow");
 	if ((why = sg_config_check_dir(dir_arg && *dir_arg ? dir_arg : SG_DEFAULT_ABORT_DIR, dir)))
 		return cli_usage_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir_arg, why);
 	/* The roots the shims see: theirs are the default and SHMGUARD_SHM_ROOTS. */

@@ -164,6 +164,40 @@ Test(follow, a_file_through_rotation_truncation_and_bad_input)
 		  "%s", err);
 }
 
+/* A container's log as the runtime writes it (CRI: kubelet's
+ * /var/log/pods/.../N.log, podman's k8s-file): the ID of a line split into
+ * parts is found once they are joined, a forged prefix inside a line is the
+ * application's text, and lines without a prefix are not read. */
+Test(follow, a_cri_container_log)
+{
+	const char *log = h_str("%s/0.log", tmp);
+	const char *argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--follow", log, "--format", "cri",
+			      "--match", "abort id=(?<req>\\S+)", NULL};
+	struct h_proc p;
+	char *err;
+
+	append_str(log, "");
+	p = h_spawn(argv, NULL);
+	cr_assert(h_wait_stderr(&p, "following", 5000), "the follower did not start");
+	append_str(log, "2026-12-01T20:00:00.000000001Z stdout F abort id=c1\n"
+			"2026-12-01T20:00:00.000000002Z stdout P abort i\n"
+			"2026-12-01T20:00:00.000000003Z stderr F noise\n"
+			"2026-12-01T20:00:00.000000004Z stdout F d=c2\n"
+			"abort id=plain\n"
+			"2026-12-01T20:00:00.000000005Z stdout F 2026-12-01T20:00:00Z stdout F abort id=c3\n");
+	cr_expect(wait_exists(marker("c1"), 2000));
+	cr_expect(wait_exists(marker("c2"), 2000), "the parts of a split line were not joined");
+	cr_expect(wait_exists(marker("c3"), 2000));
+	cr_expect_eq(stop(&p, SIGTERM, &err), 0, "%s", err);
+	cr_expect(!h_exists(marker("i")) && !h_exists(marker("plain")), "a part or a line without a prefix matched");
+	cr_expect(strstr(err, "1 lines not in the CRI format dropped, 0 joined lines over"), "%s", err);
+	cr_expect_eq(h_count(abort_dir, "c"), 3);
+
+	const char *bad[] = {h_bin("SG_CLI"), "abort", "--follow", log, "--format", "json", "--preset", "vllm", NULL};
+	cr_expect_eq(h_run(bad, NULL, &err), 2);
+	cr_expect(strstr(err, "bad --format 'json'"), "%s", err);
+}
+
 /* stdin, a preset with a template, SIGINT, and what is refused up front. */
 Test(follow, stdin_presets_signals_and_usage)
 {
