@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The example manifest (contrib/kubernetes/vllm-shmguard.yaml) with a real
+# runtime: podman kube play, the images built here without a registry
+# (images.sh), a server image with nothing of shmguard in it preloading the
+# shim from the initContainer's volume.  Checks, on the files of the pod's
+# /dev/shm (a tmpfs of the test's: podman 4.3 makes emptyDir Memory a
+# directory on disk):
+# 1. markers from the follower reading the server container's log (podman's
+#    k8s-file, CRI format), a line split by the runtime into parts included,
+#    sweep exactly the aborted requests' segments;
+# 2. the server killed and restarted in place: the sidecar's sweep --dead
+#    reclaims what the dead server held, and keeps the new server's files;
+# 3. the sidecar follows the log directory as the kubelet lays it out
+#    (N.log per start), moving on to the next file.
+# Per-pod figures from the node agent need the auditor's node mode, which
+# does not exist yet: not checked here.
+#
+#   test_pod.sh BUILD_DIR SOURCE_DIR      (root; exit 77: skipped)
+set -uo pipefail
+build=$(realpath "$1")
+src=$(realpath "$2")
+here=$src/tests/containers
+
+skip() {
+	if [ "${CI:-}" = true ]; then
+		echo "FAIL (CI must not skip): $*" >&2
+		exit 1
+	fi
+	echo "SKIP: $*" >&2
+	exit 77
+}
+[ "$(id -u)" -eq 0 ] || skip "needs root"
+for p in podman runc catatonit; do
+	command -v "$p" >/dev/null || [ -x "/usr/sbin/$p" ] || skip "no $p (scripts/deps.sh installs it)"
+done
+
+source "$here/podman-env.sh"
+source "$here/images.sh"
+name=sgc-$$
+dshm=$PM_DIR/dshm
+logs=$PM_DIR/logs
+follower=
+failures=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+# Removes what this test made before podman's own state (pm_cleanup).
+cleanup() {
+	[ -n "$follower" ] && kill "$follower" 2>/dev/null && wait "$follower"
+	pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
+	umount "$dshm" 2>/dev/null
+	pm_cleanup
+}
+trap cleanup EXIT
+
+# Waits (up to $2 seconds) until the shell condition $1 holds.
+wait_for() {
+	local end=$((SECONDS + $2))
+	until eval "$1"; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.1
+	done
+}
+
+count() { # GLOB under the pod's /dev/shm
+	local n=0 f
+	for f in "$dshm"/$1; do [ -e "$f" ] && n=$((n + 1)); done
+	echo "$n"
+}
+
+pm_build_images "$build" "$src" || { echo "FAIL: the images could not be built" >&2; exit 1; }
+mkdir -p "$dshm" "$logs/$name"
+mount -t tmpfs -o size=64m,mode=1777 "sgc-$$" "$dshm" || { echo "FAIL: no tmpfs" >&2; exit 1; }
+: >"$logs/$name/0.log"
+
+# The server, each start k: two requests held (created, never consumed,
+# their creator alive until killed), and four of which 1 and 3 are
+# aborted, which its log says once all are made: 1 in a line of 20 kB,
+# longer than the runtime's buffer, so that the runtime writes it in parts
+# (P) that only joined hold both "ABORT" and the ID.
+read -r -d '' server <<'SCRIPT'
+k=$(( $(cat /dev/shm/starts 2>/dev/null || echo 0) + 1 ))
+echo $k >/dev/shm/starts
+p=sgc-s$k-
+sleep 100000 | /usr/bin/shmpipe --prefix ${p}hold --requests 2 --hold 2 --wait-stdin &
+sleep 100000 | /usr/bin/shmpipe --prefix ${p}ab --requests 4 --abort-every 2 --wait-stdin | while read -r l; do
+	echo "$l"
+	case $l in done*)
+		{ printf 'ABORT '; head -c 20000 /dev/zero | tr '\0' .; echo " ${p}ab1"; }
+		echo "ABORT . ${p}ab3";;
+	esac
+done &
+wait
+SCRIPT
+match='ABORT\s\.+\s(\S+)'
+python3 "$here/kube_local.py" "$src/contrib/kubernetes/vllm-shmguard.yaml" "$name" "$dshm" "$logs" "$server" \
+	'{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' "--match $match" >"$PM_DIR/pod.yaml" || exit 1
+
+if ! pm kube play --log-driver k8s-file "$PM_DIR/pod.yaml" >"$PM_DIR/play.out" 2>&1; then
+	cat "$PM_DIR/play.out" >&2
+	echo "FAIL: podman kube play refused the example manifest" >&2
+	exit 1
+fi
+pod=$(pm pod ps --format '{{.Name}}' | head -n 1)
+server_ctr=$pod-vllm
+sidecar_ctr=$pod-shmguard
+
+# Start 1: all its files (8 held, 8 of the aborted requests, lock files included).
+if ! wait_for '[ "$(count "*sgc-s1-hold*")$(count "*sgc-s1-ab[13]_*")" = 88 ]' 30; then
+	fail "the server's segments did not appear: $(ls "$dshm")"
+	pm logs "$server_ctr" 2>&1 | cut -c1-100 >&2
+	pm logs "$sidecar_ctr" 2>&1 | grep -v "^removed 0 " | head -20 >&2
+	pm inspect --format "{{.HostConfig.PidMode}}" "$server_ctr" "$sidecar_ctr" >&2
+	exit 1
+fi
+[ "$(count "*sgc-s1-ab[02]_*")" = 0 ] || fail "consumed requests' segments left"
+
+# 1. Markers from the container's log, read as the node agent would.
+log=$(pm inspect --format '{{.HostConfig.LogConfig.Path}}' "$server_ctr")
+grep -q '^[0-9T:.+Z-]* stdout P ABORT' "$log" ||
+	fail "the runtime wrote the long line whole: the joining is not exercised ($(cut -c1-60 "$log"))"
+SHMGUARD_SHM_ROOTS=$dshm "$build/cli/shmguard" abort --follow "$log" --from-start --format cri \
+	--match "$match" -a "$dshm/shmguard-abort" 2>"$PM_DIR/follower.err" &
+follower=$!
+wait_for '[ "$(count "*sgc-s1-ab[13]_*")" = 0 ]' 20 ||
+	fail "markers from the container's log did not sweep the aborted requests: $(ls "$dshm"; cat "$PM_DIR/follower.err")"
+[ -e "$dshm/shmguard-abort/sgc-s1-ab1" ] || fail "no marker for the request of the split line"
+[ "$(count "sgc-s1-hold*")" = 4 ] && [ "$(count "shm_sgc-s1-hold*")" = 4 ] ||
+	fail "an abort swept more than its request: $(ls "$dshm")"
+kill "$follower"
+wait "$follower"
+follower=
+
+# 2. The server killed (all its processes, as an OOM kill may) and restarted
+# in place: its held files are a dead creator's, which the sidecar reclaims;
+# the new start's are kept.
+cid=$(pm inspect --format '{{.Id}}' "$server_ctr")
+sweeps() { pm logs "$sidecar_ctr" 2>&1 | grep -c '^removed '; }
+kill -9 $(grep -l "libpod-$cid" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3) 2>/dev/null
+wait_for '[ "$(count "*sgc-s2-hold*")" = 8 ]' 30 || fail "the server was not restarted in place: $(ls "$dshm")"
+# Lock files are empty: sweep keeps those younger than 5 s.
+wait_for '[ "$(count "*sgc-s1-hold*")" = 0 ]' 30 || fail "the killed server's files were not reclaimed: $(ls "$dshm")"
+before=$(sweeps)
+wait_for '[ "$(sweeps)" -ge $((before + 2)) ]' 20 || fail "the sidecar does not sweep"
+[ "$(count "*sgc-s2-hold*")" = 8 ] || fail "the live server's files were swept: $(ls "$dshm")"
+pm logs "$sidecar_ctr" 2>&1 | grep -q "sgc-s2-hold" && fail "the sidecar's sweep acted on live files"
+
+# 3. The sidecar's follower, through the kubelet's layout: a start's new
+# N.log is followed from its start.
+echo "2026-12-01T20:00:00.000000001Z stdout F ABORT . sgc-s2-hold0" >>"$logs/$name/1.log"
+wait_for '[ "$(count "*sgc-s2-hold0_*")" = 0 ]' 20 ||
+	fail "the sidecar did not follow the next log file: $(pm logs "$sidecar_ctr" 2>&1 | grep -v "^removed 0 " | tail -8)"
+[ "$(count "*sgc-s2-hold1_*")" = 4 ] || fail "the abort of hold0 swept hold1"
+
+pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
+[ "$failures" = 0 ] && echo "ok: markers from the container's log, in-place restart reclaim, the sidecar's log following"
+exit $((failures > 0))
