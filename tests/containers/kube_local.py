@@ -19,13 +19,7 @@ plays it with podman, on stdout.  Changed, and only that:
   io.podman.annotations.init.container.type "always"): podman 4.3 removes a
   "once" one right after its exit, before its own cleanup has marked it
   stopped, and then fails the whole play ("cannot remove container ... as it
-  is running");
-- without the initContainer shmguard-preflight: podman 4.3 does not hold
-  the pod's containers until it has finished, and its `sweep --dead`, run
-  while the server was already creating files, removed the live server's
-  files (it cannot tell a creator in another pid namespace from a dead one:
-  issue 19, section 3).  The sidecar's sweep, in the pod's shared pid
-  namespace, is what reclaims here."""
+  is running")."""
 import sys
 import yaml
 
@@ -43,7 +37,6 @@ def set_env(c, key, value):
     c['env'] = [e for e in c.get('env', []) if e['name'] != key] + [{'name': key, 'value': value}]
 
 
-spec['initContainers'] = [c for c in spec['initContainers'] if c['name'] != 'shmguard-preflight']
 for c in spec['initContainers'] + spec['containers']:
     base = c['image'].rsplit('/', 1)[-1].split(':')[0]
     c['image'] = images.get(base, 'localhost/sg-workload:test')
