@@ -109,14 +109,14 @@ static void on_line(const char *line, size_t len, bool continued, void *ctx)
 
 /* A line of the file: the application's own, or a CRI log's record of
  * (a part of) one. */
-static void on_file_line(const char *line, size_t len, void *ctx)
+static void on_file_line(const char *line, size_t len, bool continued, void *ctx)
 {
 	struct follow *s = ctx;
 
 	if (s->is_cri)
-		cri_log_line(&s->cri, line, len, on_line, s);
+		cri_log_line(&s->cri, line, len, continued, on_line, s);
 	else
-		on_line(line, len, s);
+		on_line(line, len, continued, s);
 }
 
 int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned ttl, int (*open_dir)(const char *dir),

@@ -47,7 +47,7 @@ static void drop(struct cri_part *p)
 	p->overlong = false;
 }
 
-int cri_log_line(struct cri_log *c, const char *s, size_t len, log_line_fn *line, void *ctx)
+int cri_log_line(struct cri_log *c, const char *s, size_t len, bool continued, log_line_fn *line, void *ctx)
 {
 	size_t ts = field(s, len), st, tg, taglen;
 	struct cri_part *p;
@@ -81,9 +81,11 @@ int cri_log_line(struct cri_log *c, const char *s, size_t len, log_line_fn *line
 
 	/* A whole line in one piece, as most are: passed without a copy. */
 	if (full && !p->len && !p->overlong) {
-		line(s, len, ctx);
+		line(s, len, continued, ctx);
 		return 0;
 	}
+	if (!p->len && !p->overlong)
+		p->continued = continued;
 	if (!p->overlong && len > c->max - p->len) {
 		c->overlong++;
 		p->overlong = true;
@@ -101,7 +103,7 @@ int cri_log_line(struct cri_log *c, const char *s, size_t len, log_line_fn *line
 	}
 	if (full) {
 		if (!p->overlong)
-			line(p->buf, p->len, ctx);
+			line(p->buf, p->len, p->continued, ctx);
 		drop(p);
 	}
 	return 0;

@@ -27,6 +27,7 @@ struct cri_part {
 	char *buf; /* max bytes, allocated at the first part */
 	size_t len;
 	bool overlong; /* past max: dropped up to its F line */
+	bool continued; /* the file's line its first part came in followed a "\r\n" */
 };
 
 struct cri_log {
@@ -37,10 +38,11 @@ struct cri_log {
 
 void cri_log_init(struct cri_log *c, size_t max);
 
-/* One line of the file (without its newline): passes the joined line to
- * line() when this one ends it.  Returns 0, or -1 out of memory (the line
- * is then dropped and counted as overlong). */
-int cri_log_line(struct cri_log *c, const char *s, size_t len, log_line_fn *line, void *ctx);
+/* One line of the file (without its newline; continued as log_line_fn's):
+ * passes the joined line to line() when this one ends it, continued as its
+ * first part's.  Returns 0, or -1 out of memory (the line is then dropped
+ * and counted as overlong). */
+int cri_log_line(struct cri_log *c, const char *s, size_t len, bool continued, log_line_fn *line, void *ctx);
 
 void cri_log_free(struct cri_log *c);
 

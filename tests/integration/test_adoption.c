@@ -537,11 +537,14 @@ Test(recipes, kubernetes_manifest_parses)
 		"pod = d['spec']['template']['spec']\n"
 		"vol = [v['name'] for v in pod['volumes'] if v.get('emptyDir', {}).get('medium') == 'Memory']\n"
 		"assert len(vol) == 1, vol\n"
-		"init, server = pod['initContainers'][0], pod['containers'][0]\n"
-		"for c in (init, server):\n"
+		"init = {c['name']: c for c in pod['initContainers']}\n"
+		"ctrs = {c['name']: c for c in pod['containers']}\n"
+		"pre, server, side = init['shmguard-preflight'], ctrs['vllm'], ctrs['shmguard']\n"
+		"for c in (pre, server, side):\n"
 		"    assert {'name': vol[0], 'mountPath': '/dev/shm'} in c['volumeMounts'], c\n"
-		"assert init['command'][:3] == ['shmguard', 'sweep', '--dead'], init['command']\n"
-		"assert server['command'][:2] == ['shmguard-preflight', '--'], server['command']\n"
+		"assert pre['command'] == ['shmguard-preflight'], pre['command']\n"
+		"assert side['command'] == ['shmguard-sidecar'], side['command']\n"
+		"assert pod['shareProcessNamespace'] is True\n"
 		"print('ok')\n";
 	const char *argv[] = {"/usr/bin/python3", "-c", check,
 			      h_str("%s/kubernetes/vllm-shmguard.yaml", h_bin("SG_CONTRIB")), NULL};

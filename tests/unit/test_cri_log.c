@@ -10,9 +10,11 @@
 static char out[4096];
 
 /* Each line passed, followed by '|'. */
-static void collect(const char *line, size_t len, void *ctx)
+static void collect(const char *line, size_t len, bool continued, void *ctx)
 {
 	(void)ctx;
+	if (continued)
+		strcat(out, "+");
 	strncat(out, line, len);
 	strcat(out, "|");
 }
@@ -22,7 +24,7 @@ static const char *feed(struct cri_log *c, const char *const *lines, size_t n)
 {
 	out[0] = '\0';
 	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(cri_log_line(c, lines[i], strlen(lines[i]), collect, NULL), 0);
+		cr_assert_eq(cri_log_line(c, lines[i], strlen(lines[i]), false, collect, NULL), 0);
 	return out;
 }
 
@@ -55,6 +57,20 @@ Test(cri_log, partial_lines_are_joined_per_stream)
 	cri_log_free(&c);
 }
 
+/* A joined line is continued ("\r\n" before it) as its first part was. */
+Test(cri_log, a_joined_line_is_continued_as_its_first_part)
+{
+	struct cri_log c;
+
+	cri_log_init(&c, 64);
+	out[0] = '\0';
+	cr_assert_eq(cri_log_line(&c, TS " stdout P ab", strlen(TS " stdout P ab"), true, collect, NULL), 0);
+	cr_assert_eq(cri_log_line(&c, TS " stdout F cd", strlen(TS " stdout F cd"), false, collect, NULL), 0);
+	cr_assert_eq(cri_log_line(&c, TS " stdout F ef", strlen(TS " stdout F ef"), true, collect, NULL), 0);
+	cr_expect_str_eq(out, "+abcd|+ef|");
+	cri_log_free(&c);
+}
+
 Test(cri_log, lines_without_the_prefix_are_dropped_and_counted)
 {
 	struct cri_log c;
@@ -66,7 +82,7 @@ Test(cri_log, lines_without_the_prefix_are_dropped_and_counted)
 			 "ok|");
 	cr_expect_eq(c.malformed, 7);
 	/* A NUL in the timestamp. */
-	cr_expect_eq(cri_log_line(&c, "2026\0-12 stdout F x", 19, collect, NULL), 0);
+	cr_expect_eq(cri_log_line(&c, "2026\0-12 stdout F x", 19, false, collect, NULL), 0);
 	cr_expect_eq(c.malformed, 8);
 	cri_log_free(&c);
 }
