@@ -13,7 +13,8 @@
  * - pthread_* and dlsym moved into libc in 2.34, with new versions there;
  *   their old versions are still exported (by libc, and in 2.31 by
  *   libpthread and libdl, which the shim therefore also names as needed:
- *   shim/meson.build). */
+ *   shim/meson.build).  A function the shim starts to call that
+ *   glibc_floor.sh then names goes into the lists below. */
 #ifndef SHMGUARD_GLIBC_FLOOR_H
 #define SHMGUARD_GLIBC_FLOOR_H
 
@@ -41,6 +42,7 @@ SG_FLOOR_BIND(pthread_once, "GLIBC_2.2.5");
 SG_FLOOR_BIND(pthread_sigmask, "GLIBC_2.2.5");
 SG_FLOOR_BIND(pthread_attr_setstacksize, "GLIBC_2.2.5");
 SG_FLOOR_BIND(pthread_mutex_timedlock, "GLIBC_2.2.5");
+SG_FLOOR_BIND(pthread_mutex_trylock, "GLIBC_2.2.5");
 SG_FLOOR_BIND(pthread_condattr_setclock, "GLIBC_2.3.3");
 SG_FLOOR_BIND(dlsym, "GLIBC_2.2.5");
 #elif defined(__GLIBC__) && defined(__aarch64__)
@@ -50,6 +52,7 @@ SG_FLOOR_BIND(pthread_once, "GLIBC_2.17");
 SG_FLOOR_BIND(pthread_sigmask, "GLIBC_2.17");
 SG_FLOOR_BIND(pthread_attr_setstacksize, "GLIBC_2.17");
 SG_FLOOR_BIND(pthread_mutex_timedlock, "GLIBC_2.17");
+SG_FLOOR_BIND(pthread_mutex_trylock, "GLIBC_2.17");
 SG_FLOOR_BIND(pthread_condattr_setclock, "GLIBC_2.17");
 SG_FLOOR_BIND(dlsym, "GLIBC_2.17");
 #endif
