@@ -28,9 +28,12 @@ meson compile -C "$work/build" >/dev/null
 meson install -C "$work/build" >/dev/null
 libdir=$(meson introspect "$work/build" --buildoptions | python3 -c \
 	'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"))')
-for f in bin/shmguard bin/shmguard-preflight "$libdir/shmguard/libshmguard.so" include/shmguard.h \
+# From here on every check prints ok or FAIL: a failing command must not end
+# the run before it has said which check failed.
+set +e
+for f in bin/shmguard bin/shmguard-preflight bin/shmguard-sidecar "$libdir/shmguard/libshmguard.so" include/shmguard.h \
 	libexec/shmguard/shmpipe share/man/man1/shmguard.1 share/man/man1/shmguard-preflight.1 \
-	share/man/man7/libshmguard.7; do
+	share/man/man1/shmguard-sidecar.1 share/man/man7/libshmguard.7; do
 	[ -e "$prefix/$f" ]; check "installed $f" $?
 done
 
@@ -83,10 +86,14 @@ if [ -f "$work/deb/libshmguard.files" ] && [ -f "$work/deb/shmguard.files" ]; th
 	grep -q '^\./usr/lib/[^/]*/shmguard/libshmguard\.so$' "$work/deb/libshmguard.files"
 	check "libshmguard holds the shim, in /usr/lib/<triplet>/shmguard/" $?
 	for f in README.md docs/usage.md docs/github-workflow.yml contrib/systemd/shmguard-audit.service \
-		contrib/kubernetes/vllm-shmguard.yaml; do
+		contrib/kubernetes/vllm-shmguard.yaml contrib/kubernetes/shmguard-node.yaml \
+		contrib/prometheus/shmguard-alerts.yml contrib/grafana/shmguard-dashboard.json \
+		contrib/container/Containerfile docs/threat-model.md; do
 		grep -qx "\./usr/share/doc/shmguard/$f" "$work/deb/shmguard.files"; check "shmguard ships /usr/share/doc/shmguard/$f" $?
 	done
-	grep -q '/man1/shmguard-preflight\.1\.gz$' "$work/deb/shmguard.files"; check "shmguard ships shmguard-preflight(1)" $?
+	for m in shmguard-preflight shmguard-sidecar; do
+		grep -q "/man1/$m\.1\.gz\$" "$work/deb/shmguard.files"; check "shmguard ships $m(1)" $?
+	done
 	grep -q '/bin/shmguard$' "$work/deb/shmguard.files"; check "shmguard holds the command" $?
 	deps=$(dpkg-deb -f "$work"/deb/libshmguard_*.deb Depends)
 	! grep -qE 'libbpf|libjansson|libelf' <<<"$deps"; check "libshmguard depends on no auditor library ($deps)" $?
