@@ -13,21 +13,28 @@
 #include "cli.h"
 #include "config.h"
 #include "marker.h"
+#include "clock.h"
 #include "reqid.h"
+#include "request_sweep.h"
 #include "text.h"
 
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: shmguard abort [-a DIR] [-t DURATION] REQUEST-ID...\n"
+		"Usage: shmguard abort [-a DIR] [-t DURATION] [--no-sweep] REQUEST-ID...\n"
 		"       shmguard abort --init-dir DIR\n"
 		"       shmguard abort --follow FILE|- (--match REGEX | --preset NAME) [--id-template T]\n"
-		"                      [--from-start] [--format plain|cri] [-a DIR] [-t DURATION]\n\n"
-		"Marks each request aborted by creating DIR/REQUEST-ID (or refreshing its time).\n"
-		"Every process running under libshmguard.so with the same abort directory then\n"
-		"unlinks the segments it created for that request.  Markers older than the TTL\n"
-		"are removed on the way, in a directory shmguard made only.  DIR must be yours\n"
-		"or root's, and not world-writable without the sticky bit.\n\n"
+		"                      [--from-start] [--format plain|cri] [-a DIR] [-t DURATION]\n"
+		"                      [--no-sweep]\n\n"
+		"Marks each request aborted by creating DIR/REQUEST-ID (or refreshing its time),\n"
+		"then unlinks the files the ownership journals in the shm roots record for it\n"
+		"(/dev/shm and $SHMGUARD_SHM_ROOTS, as the shims see them), each only if its name\n"
+		"still refers to the recorded inode, and prints one line: \"request ID: swept N\n"
+		"files, B bytes in T\".  Every process running under libshmguard.so with the same\n"
+		"abort directory also unlinks the segments it created for that request, the\n"
+		"ones it creates later too.  Markers older than the TTL are removed on the way,\n"
+		"in a directory shmguard made only.  DIR must be yours or root's, and not\n"
+		"world-writable without the sticky bit.\n\n"
 		"  -a, --abort-dir DIR   marker directory (default: $SHMGUARD_ABORT_DIR, else\n"
 		"                        %s)\n"
 		"  -t, --ttl DURATION    marker lifetime (600, 10m; default: $SHMGUARD_ABORT_TTL, else\n"
@@ -35,11 +42,13 @@ static void usage(FILE *out)
 		"      --init-dir DIR    only make DIR the abort directory: create it and stamp it as\n"
 		"                        shmguard's (so that old markers expire), or stamp an empty\n"
 		"                        one; checked as above (for a service's ExecStartPre=)\n"
+		"      --no-sweep        only write the markers: leave the sweep to the shims\n"
 		"  -h, --help            show this help\n"
 		"  -V, --version         print the version\n\n"
 		"With --follow, reads a log (a file followed by name like tail -F, through rotation\n"
 		"and truncation, from its end; or stdin) and marks aborted each request ID a line\n"
-		"yields, until SIGINT or SIGTERM (or the end of stdin).  A summary goes to stderr.\n"
+		"yields (and sweeps its files), until SIGINT or SIGTERM (or the end of stdin).  A\n"
+		"summary goes to stderr, then a line adding up what was swept.\n"
 		"      --follow FILE|-   the log to read\n"
 		"      --match REGEX     PCRE2; the ID is its group (?<req>...), else its first group;\n"
 		"                        matched again where the last match ended (several IDs a line)\n"
@@ -52,10 +61,11 @@ static void usage(FILE *out)
 		"                        without the prefix are dropped.  Default: plain\n\n"
 		"An ID a followed log yields that the shims would not accept is skipped and counted,\n"
 		"not fatal.\n\n"
-		"Exit status: 0 all marked; 1 a marker could not be written, or DIR is refused; 2 bad\n"
-		"usage or ID.\n\n"
+		"Exit status: 0 all marked; 1 a marker could not be written, DIR is refused, or a\n"
+		"file or root could not be swept; 2 bad usage or ID.\n\n"
 		"Exit status with --follow: 0 stopped by a signal or at the end of stdin; 1 a marker\n"
-		"could not be written or the log could not be read; 2 bad usage.\n",
+		"could not be written, a file could not be swept or the log could not be read; 2\n"
+		"bad usage.\n",
 		SG_DEFAULT_ABORT_DIR, SG_DEFAULT_ABORT_TTL);
 }
 
@@ -124,6 +134,77 @@ cleanup:
 	if (fd >= 0)
 		close(fd);
 	return status;
+}
+
+/* The roots abort sweeps (the shims': the default and SHMGUARD_SHM_ROOTS),
+ * NULL with --no-sweep; static for --follow's write_marker callback, which
+ * adds up what it swept in followed. */
+static const struct sg_roots *sweep_roots;
+static struct request_swept followed;
+static unsigned followed_requests;
+static bool follow_sweep_failed;
+
+static void say_swept(const struct request_swept *out, double us)
+{
+	char human[16], left[96] = "";
+
+	if (out->replaced)
+		snprintf(left, sizeof(left), "; left %u recorded %s alone (now another file's)",
+			 CLI_PLURAL(out->replaced, "name", "names"));
+	printf("swept %u %s, %llu bytes (%s) in %.0f us%s\n", CLI_PLURAL(out->files, "file", "files"),
+	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, left);
+}
+
+/* Sweeps the files of reqs[0..n), all marked at started_ns (monotonic),
+ * and says so in one line: "request ID: swept N files, B bytes in T". */
+static int sweep_marked(const char *const *reqs, unsigned n, uint64_t started_ns)
+{
+	struct request_swept out = {0};
+	char shown[SG_ESCAPED_MAX];
+	int ret = request_sweep(sweep_roots, reqs, n, &out);
+	double us = (sg_monotonic_ns() - started_ns) / 1e3;
+
+	if (n == 1)
+		printf("request %s: ", sg_text_escape(reqs[0], shown, sizeof(shown)));
+	else
+		printf("%u requests: ", n);
+	say_swept(&out, us);
+	return ret < 0 || out.failed ? EXIT_FAIL : EXIT_OK;
+}
+
+/* --follow's marker: written, then its request's files swept, silently (a
+ * burst of aborts is no burst of lines): the total goes into followed. */
+static int write_marker_and_sweep(int dfd, const char *dir, const char *id)
+{
+	int status = write_marker(dfd, dir, id);
+	struct request_swept out = {0};
+
+	if (status != EXIT_OK || !sweep_roots)
+		return status;
+	if (request_sweep(sweep_roots, &id, 1, &out) < 0 || out.failed)
+		follow_sweep_failed = true;
+	followed.files += out.files;
+	followed.bytes += out.bytes;
+	followed.replaced += out.replaced;
+	followed_requests++;
+	return EXIT_OK; /* the marker is written: a sweep's failure is said, and fails the command at its end */
+}
+
+/* After --follow: what its sweeps did, in one line on stderr, after the
+ * follower's summary. */
+static int follow_and_sweep(const struct abort_follow_opts *o, const char *dir, unsigned ttl)
+{
+	char human[16];
+	int status = abort_follow(o, dir, ttl, open_dir, write_marker_and_sweep);
+
+	if (!sweep_roots)
+		return status;
+	fprintf(stderr, "shmguard abort: swept %u %s, %llu bytes (%s), of %u %s marked%s\n",
+		CLI_PLURAL(followed.files, "file", "files"), (unsigned long long)followed.bytes,
+		sg_human_bytes(followed.bytes, human, sizeof(human)),
+		CLI_PLURAL(followed_requests, "request", "requests"),
+		followed.replaced ? "; some recorded names now another file's, left alone" : "");
+	return follow_sweep_failed && status == EXIT_OK ? EXIT_FAIL : status;
 }
 
 /* --init-dir: DIR made the abort directory, stamped so that markers expire
@@ -200,6 +281,7 @@ int cmd_abort(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{"init-dir", required_argument, NULL, 'I'},
+		{"no-sweep", no_argument, NULL, 'N'},
 		{0},
 	};
 	const char *dir_arg = getenv("SHMGUARD_ABORT_DIR"), *ttl_arg = getenv("SHMGUARD_ABORT_TTL");
@@ -209,7 +291,10 @@ int cmd_abort(int argc, char **argv)
 	struct abort_follow_opts follow = {0};
 	unsigned ttl = SG_DEFAULT_ABORT_TTL;
 	int c, dfd, status = EXIT_OK;
-	bool init = false;
+	bool init = false, no_sweep = false;
+	const char **marked = NULL;
+	unsigned nmarked = 0;
+	uint64_t t0;
 	const char *why;
 	bool format_given = false;
 
@@ -226,6 +311,7 @@ int cmd_abort(int argc, char **argv)
 		case 'P': follow.preset = optarg; break;
 		case 'T': follow.id_template = optarg; break;
 		case 'S': follow.from_start = true; break;
+		case 'N': no_sweep = true; break;
 		case 'I':
 			dir_arg = optarg;
 			init = true;
@@ -260,8 +346,9 @@ int cmd_abort(int argc, char **argv)
 				SG_MAX_ABORT_TTL);
 	if (init)
 		return init_dir(dir);
+	sweep_roots = no_sweep ? NULL : &roots;
 	if (follow.file)
-		return abort_follow(&follow, dir, ttl, open_dir, write_marker);
+		return follow_and_sweep(&follow, dir, ttl);
 	/* All IDs are checked before any marker is written. */
 	for (int i = optind; i < argc; i++)
 		if ((why = sg_reqid_invalid(argv[i])) ||
@@ -275,10 +362,23 @@ int cmd_abort(int argc, char **argv)
 	dfd = open_dir(dir);
 	if (dfd < 0)
 		return EXIT_FAIL;
+	if (!(marked = calloc((size_t)argc, sizeof(*marked)))) {
+		close(dfd);
+		return cli_fail(EXIT_FAIL, "abort", "out of memory");
+	}
 	sg_markers_expire(dfd, ttl);
+	t0 = sg_monotonic_ns();
 	for (int i = optind; i < argc; i++)
 		if (write_marker(dfd, dir, argv[i]) != EXIT_OK)
 			status = EXIT_FAIL;
+		else
+			marked[nmarked++] = argv[i];
 	close(dfd);
+	/* After the markers: what a server creates for these requests from
+	 * now on, its shim sweeps; what it created before, the journals show.
+	 * A request whose marker could not be written is not aborted. */
+	if (sweep_roots && nmarked && sweep_marked(marked, nmarked, t0) != EXIT_OK)
+		status = EXIT_FAIL;
+	free(marked);
 	return status;
 }

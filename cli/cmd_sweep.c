@@ -149,33 +149,27 @@ static void say(struct outcome *out, const struct sweep_opts *o, const char *ver
 static void remove_file(struct outcome *out, const struct sweep_opts *o, int dfd, const char *path,
 			const struct sg_shm_file *f, const char *why)
 {
-	struct stat st;
+	char msg[160];
 
-	if (fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+	switch (sg_shm_unlink_same(dfd, f->name, f->kdev, f->ino, o->dry_run)) {
+	case SG_UNLINK_GONE:
 		say(out, o, "gone", path, 0, "removed by someone else meanwhile");
 		return;
-	}
-	if (sg_kdev(st.st_dev) != f->kdev || st.st_ino != f->ino) {
+	case SG_UNLINK_REPLACED:
 		out->kept++;
 		say(out, o, "kept", path, f->bytes, "the name now refers to another file");
 		return;
-	}
-	if (o->dry_run) {
-		out->removed++;
-		out->bytes += f->bytes;
-		say(out, o, "would remove", path, f->bytes, why);
-		return;
-	}
-	if (unlinkat(dfd, f->name, 0) < 0) {
-		char msg[160];
+	case SG_UNLINK_FAILED:
 		out->failed++;
 		snprintf(msg, sizeof(msg), "%s: %s", why, strerror(errno));
 		say(out, o, "failed", path, f->bytes, msg);
 		return;
+	case SG_UNLINK_DONE:
+		out->removed++;
+		out->bytes += f->bytes;
+		say(out, o, o->dry_run ? "would remove" : "removed", path, f->bytes, why);
+		return;
 	}
-	out->removed++;
-	out->bytes += f->bytes;
-	say(out, o, "removed", path, f->bytes, why);
 }
 
 struct reaping {

@@ -366,6 +366,24 @@ void sg_shm_listing_free(struct sg_shm_listing *l)
 	l->n = 0;
 }
 
+enum sg_unlink_result sg_shm_unlink_same(int dfd, const char *name, uint32_t kdev, uint64_t ino, bool dry_run)
+{
+	struct stat st;
+
+	/* Between this check and the unlink the name could be replaced;
+	 * unlinkat(2) offers no way to name an inode.  The shim has the same
+	 * few microseconds' window. */
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return SG_UNLINK_GONE;
+	if (sg_kdev(st.st_dev) != kdev || st.st_ino != ino)
+		return SG_UNLINK_REPLACED;
+	if (dry_run)
+		return SG_UNLINK_DONE;
+	if (unlinkat(dfd, name, 0) < 0)
+		return errno == ENOENT ? SG_UNLINK_GONE : SG_UNLINK_FAILED;
+	return SG_UNLINK_DONE;
+}
+
 /* Whether some record of journal j names a file still in the root. */
 static bool journal_speaks(const struct sg_journals *js, size_t j, int dfd)
 {

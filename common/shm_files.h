@@ -83,6 +83,19 @@ bool sg_proc_foreign(void);
 size_t sg_shm_reap_journals(const struct sg_shm_listing *l, unsigned r, int dfd, bool dry_run,
 			    void (*said)(const char *root, const char *name, void *ctx), void *ctx);
 
+/* What sg_shm_unlink_same() found and did. */
+enum sg_unlink_result {
+	SG_UNLINK_DONE,     /* unlinked (with dry_run: would have been) */
+	SG_UNLINK_GONE,     /* no such name any more: someone else removed it */
+	SG_UNLINK_REPLACED, /* the name now refers to another file: left alone */
+	SG_UNLINK_FAILED,   /* unlinkat failed (errno set) */
+};
+
+/* Unlinks name in dfd only if it still refers to the inode (kdev, ino),
+ * checked right before, without following a symlink (which is another
+ * inode).  ls's and sweep's decisions, and abort's, end here. */
+enum sg_unlink_result sg_shm_unlink_same(int dfd, const char *name, uint32_t kdev, uint64_t ino, bool dry_run);
+
 /* The command name of pid, or "?". */
 const char *sg_comm(uint32_t pid, char *buf, size_t len);
 

@@ -439,8 +439,8 @@ struct h_proc h_start_ready(const char *const *argv, const char *const *env)
 
 void h_abort(const char *abort_dir, ...)
 {
-	const char *argv[16] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir};
-	size_t n = 4;
+	const char *argv[16] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--no-sweep"};
+	size_t n = 5;
 	va_list ap;
 	char *err;
 	int status;

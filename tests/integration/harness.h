@@ -111,7 +111,9 @@ json_t *h_json_load(const char *path);
 /* An integer member of r, asserted to be one. */
 long long h_jint(json_t *r, const char *key);
 
-/* Runs `shmguard abort --abort-dir DIR ID...` (NULL-terminated), asserting success. */
+/* Runs `shmguard abort --abort-dir DIR --no-sweep ID...` (NULL-terminated),
+ * asserting success: the marker alone, as plain touch writes it, so that the
+ * shims' own sweep is what a test sees (test_abort_sweep.c tests abort's). */
 void h_abort(const char *abort_dir, ...);
 
 #endif

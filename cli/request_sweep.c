@@ -1,0 +1,113 @@
+#include "request_sweep.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "holders.h"
+#include "journal.h"
+#include "shm_files.h"
+#include "text.h"
+
+static bool wanted(const char *req, const char *const *reqs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(req, reqs[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The shim records names directly in a root only; anything else in a
+ * record is no name of ours to unlink. */
+static bool plain_name(const char *name)
+{
+	return !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+/* The file c names, if it is still c's and c's request's: unlinked. */
+static void sweep_claim(int dfd, const char *dir, uint32_t root_kdev, const struct sg_journals *js,
+			const struct sg_journal_claim *c, struct request_swept *out)
+{
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2], shown[SG_ESCAPED_MAX];
+	struct sg_tag tag;
+	struct statx stx;
+	uint32_t kdev;
+	uint64_t btime = 0;
+
+	if (!plain_name(c->name) ||
+	    statx(dfd, c->name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+		  STATX_TYPE | STATX_INO | STATX_UID | STATX_BLOCKS | STATX_BTIME, &stx) < 0)
+		return; /* gone already (the shim was quicker): fine */
+	kdev = sg_kdev(makedev(stx.stx_dev_major, stx.stx_dev_minor));
+	if (!S_ISREG(stx.stx_mode) || stx.stx_ino != c->ino || kdev != root_kdev) {
+		out->replaced++;
+		return;
+	}
+	if (stx.stx_mask & STATX_BTIME)
+		btime = (uint64_t)stx.stx_btime.tv_sec * 1000000000ull + stx.stx_btime.tv_nsec;
+	/* Only a journal of the file's owner speaks for it, and only its
+	 * newest claim: an older one may be of another life of the inode. */
+	if (!sg_journals_find(js, stx.stx_ino, stx.stx_uid, c->name, btime, &tag) || strcmp(tag.req, c->req) != 0)
+		return;
+	switch (sg_shm_unlink_same(dfd, c->name, kdev, stx.stx_ino, false)) {
+	case SG_UNLINK_DONE:
+		out->files++;
+		out->bytes += stx.stx_blocks * 512;
+		break;
+	case SG_UNLINK_GONE: break;
+	case SG_UNLINK_REPLACED: out->replaced++; break;
+	case SG_UNLINK_FAILED:
+		out->failed++;
+		snprintf(path, sizeof(path), "%s/%s", dir, c->name);
+		cli_fail(0, "abort", "cannot unlink %s: %s", sg_text_escape(path, shown, sizeof(shown)), strerror(errno));
+		break;
+	}
+}
+
+static int sweep_root(const char *dir, const char *const *reqs, unsigned n, struct request_swept *out)
+{
+	struct sg_journals js = {0};
+	struct dirent *e;
+	struct stat st;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+	DIR *d;
+
+	if (dfd < 0 && errno == ENOENT)
+		return 0; /* no such root here: nothing of it to sweep */
+	if (dfd < 0 || fstat(dfd, &st) < 0 || !(d = fdopendir(dfd))) {
+		ret = cli_fail(-1, "abort", "cannot read %s: %s", dir, strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+		return ret;
+	}
+	while ((e = readdir(d)))
+		if (sg_journal_name(e->d_name) && sg_journals_add(&js, dirfd(d), e->d_name) < 0) {
+			ret = cli_fail(-1, "abort", "out of memory reading the journals of %s", dir);
+			goto cleanup;
+		}
+	sg_journals_index(&js);
+	for (size_t i = 0; i < js.nclaims; i++)
+		if (wanted(js.claims[i].req, reqs, n))
+			sweep_claim(dirfd(d), dir, sg_kdev(st.st_dev), &js, &js.claims[i], out);
+cleanup:
+	sg_journals_free(&js);
+	closedir(d);
+	return ret;
+}
+
+int request_sweep(const struct sg_roots *roots, const char *const *reqs, unsigned n, struct request_swept *out)
+{
+	int ret = 0;
+
+	for (unsigned r = 0; r < roots->n; r++)
+		if (sweep_root(roots->dir[r], reqs, n, out) < 0)
+			ret = -1;
+	return ret;
+}

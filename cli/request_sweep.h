@@ -1,0 +1,31 @@
+/* abort's own sweep: the process that marks requests aborted unlinks the
+ * files the ownership journals record for them at once, instead of waiting
+ * for each server's watcher thread to be scheduled (under load, the tail of
+ * that wait is milliseconds).  The shims remain the backstop: for segments
+ * created after the marker, and for markers written by other means. */
+#ifndef SHMGUARD_REQUEST_SWEEP_H
+#define SHMGUARD_REQUEST_SWEEP_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+struct request_swept {
+	unsigned files;    /* unlinked */
+	uint64_t bytes;    /* their allocated bytes */
+	unsigned replaced; /* a recorded name that now refers to another file: left alone */
+	unsigned failed;   /* could not be unlinked (said on stderr) */
+};
+
+/* In each root, reads the ownership journals it trusts (journal.h) and
+ * unlinks each file a record names for one of reqs[0..n) (that very ID,
+ * never a prefix or suffix), when right before all of this holds: the name
+ * is directly in the root and, not followed, a regular file; its inode is
+ * the record's, on the root's device; and the newest claim on that inode
+ * from a journal of the file's owner names it, for that request, and is
+ * not older than the file (sg_journals_find, as ls and sweep decide).  A
+ * name already gone is no error.  Returns 0, or -1 when a root could not be
+ * read or memory ran out (said on stderr). */
+int request_sweep(const struct sg_roots *roots, const char *const *reqs, unsigned n, struct request_swept *out);
+
+#endif
