@@ -34,14 +34,24 @@
  *                                         vllm_offload_chatcmpl-<32 hex>.mmap (the hex from
  *                                         PREFIX and the count): what the journal takes per
  *                                         live file with the pattern vllm_offload_{req}.mmap
- *   bench_shim sweep ROUNDS K LIVE PREFIX ABORT_DIR
+ *   bench_shim sweep ROUNDS K LIVE PREFIX ABORT_DIR [THREADS [SHMGUARD]]
  *                                         creates LIVE segments of other requests, then per
  *                                         round K segments of a fresh request and its abort
  *                                         marker; prints the median and p99 microseconds from
  *                                         the marker to the last of the K names being gone
- *                                         (needs the shim; removes what it made) */
+ *                                         (needs the shim; removes what it made).  THREADS
+ *                                         threads meanwhile create and unlink segments of
+ *                                         their own requests in a loop (the load).  Without
+ *                                         SHMGUARD the marker is written here, as touch or
+ *                                         `abort --no-sweep` write it, and the shim's watcher
+ *                                         sweeps; with it, each round runs `SHMGUARD abort`,
+ *                                         which sweeps itself: the time is then the one it
+ *                                         prints (its first marker to its last unlink), and
+ *                                         the command's start to its exit is printed too;
+ *                                         its files must be gone when it exits */
 #include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -318,18 +328,105 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int sweep(int rounds, int k, long live, const char *prefix, const char *abort_dir)
-{
-	double *lat = calloc((size_t)rounds, sizeof(*lat));
-	char name[256], path[512], marker[512];
-	struct stat st;
-	int status = 0;
+struct load {
+	const char *prefix;
+	int t;
+	volatile bool *stop;
+};
 
+/* Creates and unlinks segments of its own request until told to stop. */
+static void *churn_load(void *arg)
+{
+	const struct load *l = arg;
+	char name[256];
+
+	for (long i = 0; !*l->stop; i++) {
+		snprintf(name, sizeof(name), "/%sload%d_0_%ld", l->prefix, l->t, i);
+		if (make(name) == 0)
+			shm_unlink(name);
+	}
+	return NULL;
+}
+
+extern char **environ;
+
+/* Runs `shmguard abort -a DIR ID` without the shim (this process's
+ * LD_PRELOAD is left out); returns the microseconds it printed (its marker
+ * to its last unlink), -1 on failure; *total_us gets start to exit, *left
+ * whether it left the sweep to the shims (a root over its bounds). */
+static double run_abort(const char *shmguard, const char *abort_dir, const char *id, double *total_us, bool *left)
+{
+	char *argv[] = {(char *)shmguard, "abort", "-a", (char *)abort_dir, (char *)id, NULL}, *envp[256], line[512];
+	posix_spawn_file_actions_t fa;
+	double us = -1, t0;
+	int out[2], status;
+	size_t n = 0;
+	ssize_t len;
+	pid_t pid;
+
+	for (char **e = environ; *e && n < 255; e++)
+		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
+			envp[n++] = *e;
+	envp[n] = NULL;
+	if (pipe(out) < 0)
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_addclose(&fa, out[0]);
+	t0 = now_ns();
+	if (posix_spawn(&pid, shmguard, &fa, NULL, argv, envp) != 0) {
+		perror(shmguard);
+		return -1;
+	}
+	close(out[1]);
+	len = read(out[0], line, sizeof(line) - 1);
+	close(out[0]);
+	waitpid(pid, &status, 0);
+	*total_us = (now_ns() - t0) / 1e3;
+	posix_spawn_file_actions_destroy(&fa);
+	if (len > 0) {
+		line[len] = '\0';
+		char *in = strstr(line, " in ");
+		if (in)
+			us = atof(in + 4);
+		*left = strstr(line, "left to the shims") != NULL;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || us < 0) {
+		fprintf(stderr, "bench_shim: %s abort failed: %s\n", shmguard, len > 0 ? line : "(no output)");
+		return -1;
+	}
+	return us;
+}
+
+static void report(const char *what, long live, int k, int threads, int rounds, double *lat)
+{
+	qsort(lat, (size_t)rounds, sizeof(*lat), cmp_double);
+	printf("%s live=%ld k=%d threads=%d rounds=%d median %.0f us p99 %.0f us\n", what, live, k, threads, rounds,
+	       lat[rounds / 2], lat[(int)(rounds * 0.99)]);
+}
+
+static int sweep(int rounds, int k, long live, const char *prefix, const char *abort_dir, int threads,
+		 const char *shmguard)
+{
+	double *lat = calloc((size_t)rounds, sizeof(*lat)), *total = calloc((size_t)rounds, sizeof(*total));
+	char name[256], path[512], marker[512], id[256];
+	pthread_t tids[64];
+	struct load loads[64];
+	volatile bool stop = false;
+	struct stat st;
+	int status = 0, left_rounds = 0;
+
+	if (threads > 64)
+		threads = 64;
 	mkdir(abort_dir, 0755);
 	for (long i = 0; i < live; i++) {
 		snprintf(name, sizeof(name), "/%slive%ld_0_0", prefix, i);
 		if (make(name) < 0)
 			return 1;
+	}
+	for (int t = 0; t < threads; t++) {
+		loads[t] = (struct load){prefix, t, &stop};
+		pthread_create(&tids[t], NULL, churn_load, &loads[t]);
 	}
 	for (int r = 0; r < rounds && !status; r++) {
 		for (int c = 0; c < k; c++) {
@@ -337,11 +434,31 @@ static int sweep(int rounds, int k, long live, const char *prefix, const char *a
 			if (make(name) < 0)
 				return 1;
 		}
-		snprintf(marker, sizeof(marker), "%s/%sr%d", abort_dir, prefix, r);
-		snprintf(path, sizeof(path), "/dev/shm/%sr%d_0_%d", prefix, r, k - 1);
+		snprintf(id, sizeof(id), "%sr%d", prefix, r);
+		snprintf(marker, sizeof(marker), "%s/%s", abort_dir, id);
 		double t0 = now_ns();
+		if (shmguard) {
+			bool left = false;
+			if ((lat[r] = run_abort(shmguard, abort_dir, id, &total[r], &left)) < 0)
+				status = 1;
+			/* Then the shim's watcher sweeps, as without SHMGUARD. */
+			if (left) {
+				left_rounds++;
+				goto wait_swept;
+			}
+			for (int c = 0; c < k && !status; c++) {
+				snprintf(path, sizeof(path), "/dev/shm/%sr%d_0_%d", prefix, r, c);
+				if (lstat(path, &st) == 0) {
+					fprintf(stderr, "bench_shim: %s still there when abort returned\n", path);
+					status = 1;
+				}
+			}
+			unlink(marker);
+			continue;
+		}
 		int fd = open(marker, O_CREAT | O_WRONLY, 0644);
 		close(fd);
+wait_swept:
 		/* The sweep unlinks in creation order, newest first: wait for all. */
 		for (int c = 0; c < k; c++) {
 			snprintf(path, sizeof(path), "/dev/shm/%sr%d_0_%d", prefix, r, c);
@@ -356,18 +473,27 @@ static int sweep(int rounds, int k, long live, const char *prefix, const char *a
 		lat[r] = (now_ns() - t0) / 1e3;
 		unlink(marker);
 	}
+	stop = true;
+	for (int t = 0; t < threads; t++)
+		pthread_join(tids[t], NULL);
 	for (long i = 0; i < live; i++) {
 		snprintf(name, sizeof(name), "/%slive%ld_0_0", prefix, i);
 		shm_unlink(name);
 	}
 	rmdir(abort_dir);
-	if (status)
-		return status;
-	qsort(lat, (size_t)rounds, sizeof(*lat), cmp_double);
-	printf("sweep live=%ld k=%d rounds=%d median %.0f us p99 %.0f us\n", live, k, rounds, lat[rounds / 2],
-	       lat[(int)(rounds * 0.99)]);
+	if (!status && left_rounds) {
+		qsort(total, (size_t)rounds, sizeof(*total), cmp_double);
+		printf("sweep-by-abort live=%ld k=%d threads=%d rounds=%d: left to the shims in %d rounds (a root over "
+		       "abort's bounds); abort took median %.0f us to find that out\n",
+		       live, k, threads, rounds, left_rounds, total[rounds / 2]);
+	} else if (!status) {
+		report(shmguard ? "sweep-by-abort" : "sweep", live, k, threads, rounds, lat);
+		if (shmguard)
+			report("  abort-start-to-exit", live, k, threads, rounds, total);
+	}
 	free(lat);
-	return 0;
+	free(total);
+	return status;
 }
 
 int main(int argc, char **argv)
@@ -392,8 +518,9 @@ int main(int argc, char **argv)
 		return churn(atol(argv[2]), argv[3], true);
 	if (argc == 4 && strcmp(argv[1], "keep-offload") == 0)
 		return keep_offload(atol(argv[2]), argv[3]);
-	if (argc == 7 && strcmp(argv[1], "sweep") == 0)
-		return sweep(atoi(argv[2]), atoi(argv[3]), atol(argv[4]), argv[5], argv[6]);
+	if (argc >= 7 && argc <= 9 && strcmp(argv[1], "sweep") == 0)
+		return sweep(atoi(argv[2]), atoi(argv[3]), atol(argv[4]), argv[5], argv[6], argc > 7 ? atoi(argv[7]) : 0,
+			     argc > 8 ? argv[8] : NULL);
 	fprintf(stderr, "usage: see the comment at the top of bench/bench_shim.c\n");
 	return 2;
 }

@@ -146,13 +146,16 @@ static bool follow_sweep_failed;
 
 static void say_swept(const struct request_swept *out, double us)
 {
-	char human[16], left[96] = "";
+	char human[16], left[96] = "", shown[SG_ESCAPED_MAX], big[SG_ESCAPED_MAX + 96] = "";
 
 	if (out->replaced)
 		snprintf(left, sizeof(left), "; left %u recorded %s alone (now another file's)",
 			 CLI_PLURAL(out->replaced, "name", "names"));
-	printf("swept %u %s, %llu bytes (%s) in %.0f us%s\n", CLI_PLURAL(out->files, "file", "files"),
-	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, left);
+	if (out->left)
+		snprintf(big, sizeof(big), "; %s left to the shims (over %d entries or %u MiB of journals)",
+			 sg_text_escape(out->left_root, shown, sizeof(shown)), REQUEST_SWEEP_MAX_ENTRIES, REQUEST_SWEEP_MAX_JOURNAL_BYTES >> 20);
+	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s\n", CLI_PLURAL(out->files, "file", "files"),
+	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, left, big);
 }
 
 /* Sweeps the files of reqs[0..n), all marked at started_ns (monotonic),
@@ -186,6 +189,7 @@ static int write_marker_and_sweep(int dfd, const char *dir, const char *id)
 	followed.files += out.files;
 	followed.bytes += out.bytes;
 	followed.replaced += out.replaced;
+	followed.left += out.left;
 	followed_requests++;
 	return EXIT_OK; /* the marker is written: a sweep's failure is said, and fails the command at its end */
 }
@@ -199,11 +203,12 @@ static int follow_and_sweep(const struct abort_follow_opts *o, const char *dir, 
 
 	if (!sweep_roots)
 		return status;
-	fprintf(stderr, "shmguard abort: swept %u %s, %llu bytes (%s), of %u %s marked%s\n",
+	fprintf(stderr, "shmguard abort: swept %u %s, %llu bytes (%s), of %u %s marked%s%s\n",
 		CLI_PLURAL(followed.files, "file", "files"), (unsigned long long)followed.bytes,
 		sg_human_bytes(followed.bytes, human, sizeof(human)),
 		CLI_PLURAL(followed_requests, "request", "requests"),
-		followed.replaced ? "; some recorded names now another file's, left alone" : "");
+		followed.replaced ? "; some recorded names now another file's, left alone" : "",
+		followed.left ? "; some roots too large to read quickly, left to the shims" : "");
 	return follow_sweep_failed && status == EXIT_OK ? EXIT_FAIL : status;
 }
 

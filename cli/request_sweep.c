@@ -74,8 +74,9 @@ static void sweep_claim(int dfd, const char *dir, uint32_t root_kdev, const stru
 static int sweep_root(const char *dir, const char *const *reqs, unsigned n, struct request_swept *out)
 {
 	struct sg_journals js = {0};
+	size_t entries = 0, journal_bytes = 0;
 	struct dirent *e;
-	struct stat st;
+	struct stat st, jst;
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
 	DIR *d;
 
@@ -87,15 +88,29 @@ static int sweep_root(const char *dir, const char *const *reqs, unsigned n, stru
 			close(dfd);
 		return ret;
 	}
-	while ((e = readdir(d)))
-		if (sg_journal_name(e->d_name) && sg_journals_add(&js, dirfd(d), e->d_name) < 0) {
+	while ((e = readdir(d))) {
+		if (++entries > REQUEST_SWEEP_MAX_ENTRIES)
+			goto too_large;
+		if (!sg_journal_name(e->d_name))
+			continue;
+		/* A journal's size before reading it (sg_journals_add checks
+		 * it is one): a large one is left unread. */
+		if (fstatat(dirfd(d), e->d_name, &jst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(jst.st_mode) &&
+		    (journal_bytes += (size_t)jst.st_size) > REQUEST_SWEEP_MAX_JOURNAL_BYTES)
+			goto too_large;
+		if (sg_journals_add(&js, dirfd(d), e->d_name) < 0) {
 			ret = cli_fail(-1, "abort", "out of memory reading the journals of %s", dir);
 			goto cleanup;
 		}
+	}
 	sg_journals_index(&js);
 	for (size_t i = 0; i < js.nclaims; i++)
 		if (wanted(js.claims[i].req, reqs, n))
 			sweep_claim(dirfd(d), dir, sg_kdev(st.st_dev), &js, &js.claims[i], out);
+	goto cleanup;
+too_large:
+	if (!out->left++)
+		out->left_root = dir;
 cleanup:
 	sg_journals_free(&js);
 	closedir(d);

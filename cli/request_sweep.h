@@ -15,7 +15,16 @@ struct request_swept {
 	uint64_t bytes;    /* their allocated bytes */
 	unsigned replaced; /* a recorded name that now refers to another file: left alone */
 	unsigned failed;   /* could not be unlinked (said on stderr) */
+	unsigned left;     /* roots too large to read quickly: left to the shims */
+	const char *left_root; /* the first of them */
 };
+
+/* What abort reads of a root, at most, before it leaves the sweep to the
+ * shims: finding the journals takes reading the whole directory, and a
+ * journal holds every live file of its process (docs/performance.md has
+ * the figures: 100,000 live files took 0.35 s). */
+#define REQUEST_SWEEP_MAX_ENTRIES 4096
+#define REQUEST_SWEEP_MAX_JOURNAL_BYTES (2u << 20)
 
 /* In each root, reads the ownership journals it trusts (journal.h) and
  * unlinks each file a record names for one of reqs[0..n) (that very ID,
@@ -24,7 +33,8 @@ struct request_swept {
  * the record's, on the root's device; and the newest claim on that inode
  * from a journal of the file's owner names it, for that request, and is
  * not older than the file (sg_journals_find, as ls and sweep decide).  A
- * name already gone is no error.  Returns 0, or -1 when a root could not be
+ * name already gone is no error.  A root with more entries, or more journal
+ * bytes, than the bounds above is not swept but counted in left.  Returns 0, or -1 when a root could not be
  * read or memory ran out (said on stderr). */
 int request_sweep(const struct sg_roots *roots, const char *const *reqs, unsigned n, struct request_swept *out);
 

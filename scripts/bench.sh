@@ -5,6 +5,7 @@
 # forced parallel queries, without and with the shim (scripts/bench-pgbench.sh,
 # its own rounds: 5 a side of 5 s).  Takes about two minutes.
 #   scripts/bench.sh [ROUNDS]     (default 11 runs a side)
+# MARKER_ROUNDS (default 300) sets the aborts of each marker-under-load row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -80,5 +81,21 @@ printf 'ownership journal, 100,000 live vLLM offload files: %d bytes, %.0f bytes
 	"$(echo "$jbytes / 100000" | bc -l)"
 find /dev/shm -maxdepth 1 -name "vllm_offload_chatcmpl-$hex*" -delete
 rm -f /dev/shm/.shmguard-journal-"$keeper"-*
+echo
+# Marker to swept, without and with load (8 threads of the host creating and
+# unlinking segments; 100,000 live segments of other requests): (a) the
+# marker alone, as 'abort --no-sweep' or touch write it, swept by the shim's
+# watcher; (b) 'shmguard abort' sweeping itself (the time it prints, and its
+# start to exit; files must be gone when it exits).
+marker_rounds=${MARKER_ROUNDS:-300}
+echo "marker_latency: marker to the last of 4 segments gone, $marker_rounds aborts a row (a: the shim's watcher, b: abort sweeping itself):"
+for live in 100 100000; do
+	for threads in 0 8; do
+		shimmed "$bench" sweep "$marker_rounds" 4 "$live" "$prefix" "$abort_dir" "$threads"
+		if [ -x build/cli/shmguard ]; then
+			shimmed "$bench" sweep "$marker_rounds" 4 "$live" "$prefix" "$abort_dir" "$threads" "$PWD/build/cli/shmguard"
+		fi
+	done
+done
 echo
 scripts/bench-pgbench.sh
