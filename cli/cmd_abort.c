@@ -27,14 +27,15 @@ static void usage(FILE *out)
 		"                      [--from-start] [--format plain|cri] [-a DIR] [-t DURATION]\n"
 		"                      [--no-sweep]\n\n"
 		"Marks each request aborted by creating DIR/REQUEST-ID (or refreshing its time),\n"
-		"then unlinks the files the ownership journals in the shm roots record for it\n"
-		"(/dev/shm and $SHMGUARD_SHM_ROOTS, as the shims see them), each only if its name\n"
-		"still refers to the recorded inode, and prints one line: \"request ID: swept N\n"
-		"files, B bytes in T\".  Every process running under libshmguard.so with the same\n"
-		"abort directory also unlinks the segments it created for that request, the\n"
-		"ones it creates later too.  Markers older than the TTL are removed on the way,\n"
-		"in a directory shmguard made only.  DIR must be yours or root's, and not\n"
-		"world-writable without the sticky bit.\n\n"
+		"and unlinks the files the ownership journals in the shm roots record for it\n"
+		"(/dev/shm and $SHMGUARD_SHM_ROOTS, as the shims see them; read before the\n"
+		"markers are written, a root over 4096 entries or 2 MiB of journals left to the\n"
+		"shims), each only if its name still refers to the recorded inode, and prints\n"
+		"one line: \"request ID: swept N files, B bytes (SIZE) in T us\".  Every process\n"
+		"running under libshmguard.so with the same abort directory also unlinks the\n"
+		"segments it created for that request, the ones it creates later too.  Markers\n"
+		"older than the TTL are removed on the way, in a directory shmguard made only.\n"
+		"DIR must be yours or root's, and not world-writable without the sticky bit.\n\n"
 		"  -a, --abort-dir DIR   marker directory (default: $SHMGUARD_ABORT_DIR, else\n"
 		"                        %s)\n"
 		"  -t, --ttl DURATION    marker lifetime (600, 10m; default: $SHMGUARD_ABORT_TTL, else\n"
@@ -141,57 +142,68 @@ cleanup:
  * adds up what it swept in followed. */
 static const struct sg_roots *sweep_roots;
 static struct request_swept followed;
-static unsigned followed_requests;
+static unsigned followed_requests, followed_left;
 static bool follow_sweep_failed;
 
-static void say_swept(const struct request_swept *out, double us)
+static void say_swept(const struct request_swept *out, const struct request_sweep *rs, double us)
 {
 	char human[16], left[96] = "", shown[SG_ESCAPED_MAX], big[SG_ESCAPED_MAX + 96] = "";
 
 	if (out->replaced)
 		snprintf(left, sizeof(left), "; left %u recorded %s alone (now another file's)",
 			 CLI_PLURAL(out->replaced, "name", "names"));
-	if (out->left)
+	if (rs->left)
 		snprintf(big, sizeof(big), "; %s left to the shims (over %d entries or %u MiB of journals)",
-			 sg_text_escape(out->left_root, shown, sizeof(shown)), REQUEST_SWEEP_MAX_ENTRIES, REQUEST_SWEEP_MAX_JOURNAL_BYTES >> 20);
+			 sg_text_escape(rs->left_root, shown, sizeof(shown)), REQUEST_SWEEP_MAX_ENTRIES,
+			 REQUEST_SWEEP_MAX_JOURNAL_BYTES >> 20);
 	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s\n", CLI_PLURAL(out->files, "file", "files"),
 	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, left, big);
 }
 
-/* Sweeps the files of reqs[0..n), all marked at started_ns (monotonic),
- * and says so in one line: "request ID: swept N files, B bytes in T". */
-static int sweep_marked(const char *const *reqs, unsigned n, uint64_t started_ns)
+/* Sweeps the files of reqs[0..n) that rs read, all marked at started_ns
+ * (monotonic), and says so in one line: "request ID: swept N files, B bytes
+ * in T" (T from the first marker to the last unlink). */
+static int sweep_marked(const struct request_sweep *rs, const char *const *reqs, unsigned n, uint64_t started_ns)
 {
 	struct request_swept out = {0};
 	char shown[SG_ESCAPED_MAX];
-	int ret = request_sweep(sweep_roots, reqs, n, &out);
-	double us = (sg_monotonic_ns() - started_ns) / 1e3;
+	double us;
 
+	request_sweep_run(rs, reqs, n, &out);
+	us = (sg_monotonic_ns() - started_ns) / 1e3;
 	if (n == 1)
 		printf("request %s: ", sg_text_escape(reqs[0], shown, sizeof(shown)));
 	else
 		printf("%u requests: ", n);
-	say_swept(&out, us);
-	return ret < 0 || out.failed ? EXIT_FAIL : EXIT_OK;
+	say_swept(&out, rs, us);
+	return rs->failed || out.failed ? EXIT_FAIL : EXIT_OK;
 }
 
-/* --follow's marker: written, then its request's files swept, silently (a
- * burst of aborts is no burst of lines): the total goes into followed. */
+/* --follow's marker: the journals read, the marker written, then its
+ * request's files swept, silently (a burst of aborts is no burst of lines):
+ * the total goes into followed. */
 static int write_marker_and_sweep(int dfd, const char *dir, const char *id)
 {
-	int status = write_marker(dfd, dir, id);
+	struct request_sweep rs;
 	struct request_swept out = {0};
+	int status;
 
-	if (status != EXIT_OK || !sweep_roots)
-		return status;
-	if (request_sweep(sweep_roots, &id, 1, &out) < 0 || out.failed)
-		follow_sweep_failed = true;
-	followed.files += out.files;
-	followed.bytes += out.bytes;
-	followed.replaced += out.replaced;
-	followed.left += out.left;
-	followed_requests++;
-	return EXIT_OK; /* the marker is written: a sweep's failure is said, and fails the command at its end */
+	if (!sweep_roots)
+		return write_marker(dfd, dir, id);
+	request_sweep_read(&rs, sweep_roots);
+	if ((status = write_marker(dfd, dir, id)) == EXIT_OK) {
+		request_sweep_run(&rs, &id, 1, &out);
+		follow_sweep_failed |= rs.failed || out.failed;
+		followed.files += out.files;
+		followed.bytes += out.bytes;
+		followed.replaced += out.replaced;
+		followed_left += rs.left;
+		followed_requests++;
+	}
+	request_sweep_free(&rs);
+	/* A sweep's failure is said, and fails the command at its end: the
+	 * marker is written. */
+	return status;
 }
 
 /* After --follow: what its sweeps did, in one line on stderr, after the
@@ -208,7 +220,7 @@ static int follow_and_sweep(const struct abort_follow_opts *o, const char *dir, 
 		sg_human_bytes(followed.bytes, human, sizeof(human)),
 		CLI_PLURAL(followed_requests, "request", "requests"),
 		followed.replaced ? "; some recorded names now another file's, left alone" : "",
-		followed.left ? "; some roots too large to read quickly, left to the shims" : "");
+		followed_left ? "; some roots too large to read quickly, left to the shims" : "");
 	return follow_sweep_failed && status == EXIT_OK ? EXIT_FAIL : status;
 }
 
@@ -299,6 +311,7 @@ int cmd_abort(int argc, char **argv)
 	bool init = false, no_sweep = false;
 	const char **marked = NULL;
 	unsigned nmarked = 0;
+	struct request_sweep rs;
 	uint64_t t0;
 	const char *why;
 	bool format_given = false;
@@ -372,6 +385,10 @@ int cmd_abort(int argc, char **argv)
 		return cli_fail(EXIT_FAIL, "abort", "out of memory");
 	}
 	sg_markers_expire(dfd, ttl);
+	/* The journals first: what a server creates for these requests from
+	 * now on is in its shim's record, which it sweeps on the marker. */
+	if (sweep_roots)
+		request_sweep_read(&rs, sweep_roots);
 	t0 = sg_monotonic_ns();
 	for (int i = optind; i < argc; i++)
 		if (write_marker(dfd, dir, argv[i]) != EXIT_OK)
@@ -379,11 +396,11 @@ int cmd_abort(int argc, char **argv)
 		else
 			marked[nmarked++] = argv[i];
 	close(dfd);
-	/* After the markers: what a server creates for these requests from
-	 * now on, its shim sweeps; what it created before, the journals show.
-	 * A request whose marker could not be written is not aborted. */
-	if (sweep_roots && nmarked && sweep_marked(marked, nmarked, t0) != EXIT_OK)
+	/* A request whose marker could not be written is not aborted. */
+	if (sweep_roots && nmarked && sweep_marked(&rs, marked, nmarked, t0) != EXIT_OK)
 		status = EXIT_FAIL;
+	if (sweep_roots)
+		request_sweep_free(&rs);
 	free(marked);
 	return status;
 }

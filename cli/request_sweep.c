@@ -71,23 +71,28 @@ static void sweep_claim(int dfd, const char *dir, uint32_t root_kdev, const stru
 	}
 }
 
-static int sweep_root(const char *dir, const char *const *reqs, unsigned n, struct request_swept *out)
+/* Reads root dir into slot k of rs: 0, 1 when it is to be skipped. */
+static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
 {
-	struct sg_journals js = {0};
+	struct sg_journals *js = &rs->root[k].js;
 	size_t entries = 0, journal_bytes = 0;
 	struct dirent *e;
 	struct stat st, jst;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
 	DIR *d;
 
 	if (dfd < 0 && errno == ENOENT)
-		return 0; /* no such root here: nothing of it to sweep */
-	if (dfd < 0 || fstat(dfd, &st) < 0 || !(d = fdopendir(dfd))) {
-		ret = cli_fail(-1, "abort", "cannot read %s: %s", dir, strerror(errno));
+		return 1; /* no such root here: nothing of it to sweep */
+	if (dfd < 0 || fstat(dfd, &st) < 0 || (fd = dup(dfd)) < 0 || !(d = fdopendir(fd))) {
+		cli_fail(0, "abort", "cannot read %s: %s", dir, strerror(errno));
+		rs->failed = true;
 		if (dfd >= 0)
 			close(dfd);
-		return ret;
+		return 1;
 	}
+	rs->root[k].dir = dir;
+	rs->root[k].dfd = dfd;
+	rs->root[k].kdev = sg_kdev(st.st_dev);
 	while ((e = readdir(d))) {
 		if (++entries > REQUEST_SWEEP_MAX_ENTRIES)
 			goto too_large;
@@ -95,34 +100,53 @@ static int sweep_root(const char *dir, const char *const *reqs, unsigned n, stru
 			continue;
 		/* A journal's size before reading it (sg_journals_add checks
 		 * it is one): a large one is left unread. */
-		if (fstatat(dirfd(d), e->d_name, &jst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(jst.st_mode) &&
+		if (fstatat(dfd, e->d_name, &jst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(jst.st_mode) &&
 		    (journal_bytes += (size_t)jst.st_size) > REQUEST_SWEEP_MAX_JOURNAL_BYTES)
 			goto too_large;
-		if (sg_journals_add(&js, dirfd(d), e->d_name) < 0) {
-			ret = cli_fail(-1, "abort", "out of memory reading the journals of %s", dir);
-			goto cleanup;
+		if (sg_journals_add(js, dfd, e->d_name) < 0) {
+			cli_fail(0, "abort", "out of memory reading the journals of %s", dir);
+			rs->failed = true;
+			goto drop;
 		}
 	}
-	sg_journals_index(&js);
-	for (size_t i = 0; i < js.nclaims; i++)
-		if (wanted(js.claims[i].req, reqs, n))
-			sweep_claim(dirfd(d), dir, sg_kdev(st.st_dev), &js, &js.claims[i], out);
-	goto cleanup;
-too_large:
-	if (!out->left++)
-		out->left_root = dir;
-cleanup:
-	sg_journals_free(&js);
+	sg_journals_index(js);
 	closedir(d);
-	return ret;
+	return 0;
+too_large:
+	if (!rs->left++)
+		rs->left_root = dir;
+drop:
+	closedir(d);
+	sg_journals_free(js);
+	close(dfd);
+	return 1;
 }
 
-int request_sweep(const struct sg_roots *roots, const char *const *reqs, unsigned n, struct request_swept *out)
+void request_sweep_read(struct request_sweep *rs, const struct sg_roots *roots)
 {
-	int ret = 0;
-
+	memset(rs, 0, sizeof(*rs));
 	for (unsigned r = 0; r < roots->n; r++)
-		if (sweep_root(roots->dir[r], reqs, n, out) < 0)
-			ret = -1;
-	return ret;
+		if (read_root(rs, rs->n, roots->dir[r]) == 0)
+			rs->n++;
+}
+
+void request_sweep_run(const struct request_sweep *rs, const char *const *reqs, unsigned n,
+		       struct request_swept *out)
+{
+	for (unsigned k = 0; k < rs->n; k++) {
+		const struct sg_journals *js = &rs->root[k].js;
+
+		for (size_t i = 0; i < js->nclaims; i++)
+			if (wanted(js->claims[i].req, reqs, n))
+				sweep_claim(rs->root[k].dfd, rs->root[k].dir, rs->root[k].kdev, js, &js->claims[i], out);
+	}
+}
+
+void request_sweep_free(struct request_sweep *rs)
+{
+	for (unsigned k = 0; k < rs->n; k++) {
+		sg_journals_free(&rs->root[k].js);
+		close(rs->root[k].dfd);
+	}
+	rs->n = 0;
 }

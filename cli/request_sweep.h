@@ -6,7 +6,10 @@
 #ifndef SHMGUARD_REQUEST_SWEEP_H
 #define SHMGUARD_REQUEST_SWEEP_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "journal.h"
 
 #include "config.h"
 
@@ -15,8 +18,6 @@ struct request_swept {
 	uint64_t bytes;    /* their allocated bytes */
 	unsigned replaced; /* a recorded name that now refers to another file: left alone */
 	unsigned failed;   /* could not be unlinked (said on stderr) */
-	unsigned left;     /* roots too large to read quickly: left to the shims */
-	const char *left_root; /* the first of them */
 };
 
 /* What abort reads of a root, at most, before it leaves the sweep to the
@@ -26,16 +27,38 @@ struct request_swept {
 #define REQUEST_SWEEP_MAX_ENTRIES 4096
 #define REQUEST_SWEEP_MAX_JOURNAL_BYTES (2u << 20)
 
-/* In each root, reads the ownership journals it trusts (journal.h) and
- * unlinks each file a record names for one of reqs[0..n) (that very ID,
- * never a prefix or suffix), when right before all of this holds: the name
- * is directly in the root and, not followed, a regular file; its inode is
- * the record's, on the root's device; and the newest claim on that inode
- * from a journal of the file's owner names it, for that request, and is
- * not older than the file (sg_journals_find, as ls and sweep decide).  A
- * name already gone is no error.  A root with more entries, or more journal
- * bytes, than the bounds above is not swept but counted in left.  Returns 0, or -1 when a root could not be
- * read or memory ran out (said on stderr). */
-int request_sweep(const struct sg_roots *roots, const char *const *reqs, unsigned n, struct request_swept *out);
+/* What abort read of the roots, before it writes its markers: then only
+ * the few system calls of the unlinks lie between a marker and its files
+ * being gone.  A file created after the reading is in its creator's record,
+ * which its shim sweeps on the marker (or at once, created after it). */
+struct request_sweep {
+	unsigned n;
+	struct {
+		const char *dir;
+		int dfd;
+		uint32_t kdev;
+		struct sg_journals js;
+	} root[SG_MAX_ROOTS];
+	unsigned left;         /* roots over the bounds below, not read: left to the shims */
+	const char *left_root; /* the first of them */
+	bool failed;           /* a root could not be read, or memory ran out (said on stderr) */
+};
+
+/* Reads the ownership journals each root holds and this process trusts
+ * (journal.h).  A missing root is skipped; a root with more entries, or
+ * more journal bytes, than the bounds is not read but counted in left. */
+void request_sweep_read(struct request_sweep *rs, const struct sg_roots *roots);
+
+/* Unlinks each file a record read names for one of reqs[0..n) (that very
+ * ID, never a prefix or suffix), when right before all of this holds: the
+ * name is directly in the root and, not followed if a symlink, a regular
+ * file; its inode is the record's, on the root's device; and the newest
+ * claim on that inode from a journal of the file's owner names it, for that
+ * request, and is not older than the file (sg_journals_find, as ls and
+ * sweep decide).  A name already gone is no error. */
+void request_sweep_run(const struct request_sweep *rs, const char *const *reqs, unsigned n,
+		       struct request_swept *out);
+
+void request_sweep_free(struct request_sweep *rs);
 
 #endif
