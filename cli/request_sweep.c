@@ -50,6 +50,10 @@ static void sweep_claim(int dfd, const char *dir, uint32_t root_kdev, const stru
 		out->replaced++;
 		return;
 	}
+	/* A shim takes markers of its euid or root only: another user's file
+	 * is of a request not aborted for its creator, unless we are root. */
+	if (geteuid() != 0 && stx.stx_uid != geteuid())
+		return;
 	if (stx.stx_mask & STATX_BTIME)
 		btime = (uint64_t)stx.stx_btime.tv_sec * 1000000000ull + stx.stx_btime.tv_nsec;
 	/* Only a journal of the file's owner speaks for it, and only its

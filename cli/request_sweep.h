@@ -52,7 +52,8 @@ void request_sweep_read(struct request_sweep *rs, const struct sg_roots *roots);
 /* Unlinks each file a record read names for one of reqs[0..n) (that very
  * ID, never a prefix or suffix), when right before all of this holds: the
  * name is directly in the root and, not followed if a symlink, a regular
- * file; its inode is the record's, on the root's device; and the newest
+ * file; its inode is the record's, on the root's device; it is ours, unless
+ * we are root (a shim obeys markers of its euid or root only); and the newest
  * claim on that inode from a journal of the file's owner names it, for that
  * request, and is not older than the file (sg_journals_find, as ls and
  * sweep decide).  A name already gone is no error. */

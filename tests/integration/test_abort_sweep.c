@@ -159,3 +159,26 @@ Test(abort_sweep, follow_sweeps_each_request_it_marks)
 	cr_assert_eq(kill(p.pid, SIGCONT), 0);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
+
+/* Another user aborts root's request in a root all may write to (no sticky
+ * bit): root's shim would not take that user's marker, so abort must not
+ * unlink root's files either, though it could. */
+Test(abort_sweep, another_users_abort_leaves_roots_files_alone)
+{
+	const struct h_user *u = h_hostile_user();
+	const char *root = h_str("/dev/shm/%sroot", prefix), *f = h_str("%s/%sx_0_0", root, prefix);
+	const char *server[] = {h_bin("SG_SHMTOOL"), "open", f, "4096", "wait", NULL};
+	const char *argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", h_str("/dev/shm/%suabort", prefix), req("x"),
+			      NULL};
+	const char *env[] = {h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL};
+	struct h_proc p;
+	char *out, *err;
+
+	cr_assert_eq(mkdir(root, 0777), 0);
+	cr_assert_eq(chmod(root, 0777), 0);
+	p = h_start_ready(server, h_shim_env(abort_dir, "{req}_{int}_{int}", env[0], NULL));
+	cr_assert_eq(h_output_as(u, argv, env, &out, &err), 0, "%s", err);
+	cr_expect(h_exists(f), "another user's abort unlinked root's file");
+	cr_expect(strstr(out, "swept 0 files"), "output: %s", out);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
