@@ -153,7 +153,7 @@ static void say_swept(const struct request_swept *out, const struct request_swee
 		snprintf(left, sizeof(left), "; left %u recorded %s alone (now another file's)",
 			 CLI_PLURAL(out->replaced, "name", "names"));
 	if (rs->left)
-		snprintf(big, sizeof(big), "; %s left to the shims (over %d entries or %u MiB of journals)",
+		snprintf(big, sizeof(big), "; %s left to the shims (over %d entries or %u MiB of journal records)",
 			 sg_text_escape(rs->left_root, shown, sizeof(shown)), REQUEST_SWEEP_MAX_ENTRIES,
 			 REQUEST_SWEEP_MAX_JOURNAL_BYTES >> 20);
 	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s\n", CLI_PLURAL(out->files, "file", "files"),

@@ -79,17 +79,20 @@ static void sweep_claim(int dfd, const char *dir, uint32_t root_kdev, const stru
 static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
 {
 	struct sg_journals *js = &rs->root[k].js;
-	size_t entries = 0, journal_bytes = 0;
+	size_t entries = 0;
 	struct dirent *e;
-	struct stat st, jst;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
-	DIR *d;
+	struct stat st;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1;
+	DIR *d = NULL;
 
 	if (dfd < 0 && errno == ENOENT)
 		return 1; /* no such root here: nothing of it to sweep */
+	/* The listing gets a descriptor of its own; dfd stays for the unlinks. */
 	if (dfd < 0 || fstat(dfd, &st) < 0 || (fd = dup(dfd)) < 0 || !(d = fdopendir(fd))) {
 		cli_fail(0, "abort", "cannot read %s: %s", dir, strerror(errno));
 		rs->failed = true;
+		if (fd >= 0)
+			close(fd);
 		if (dfd >= 0)
 			close(dfd);
 		return 1;
@@ -102,12 +105,16 @@ static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
 			goto too_large;
 		if (!sg_journal_name(e->d_name))
 			continue;
-		/* A journal's size before reading it (sg_journals_add checks
-		 * it is one): a large one is left unread. */
-		if (fstatat(dfd, e->d_name, &jst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(jst.st_mode) &&
-		    (journal_bytes += (size_t)jst.st_size) > REQUEST_SWEEP_MAX_JOURNAL_BYTES)
+		/* What is left of the bound, counted as the reader reads:
+		 * the header and the slots in use (a sparse file costs nothing). */
+		int v = sg_journals_add_bounded(js, dfd, e->d_name,
+						js->bytes_read < REQUEST_SWEEP_MAX_JOURNAL_BYTES
+							? REQUEST_SWEEP_MAX_JOURNAL_BYTES - js->bytes_read
+							: 0,
+						NULL);
+		if (v == SG_JOURNAL_OVER_BUDGET)
 			goto too_large;
-		if (sg_journals_add(js, dfd, e->d_name) < 0) {
+		if (v < 0) {
 			cli_fail(0, "abort", "out of memory reading the journals of %s", dir);
 			rs->failed = true;
 			goto drop;
