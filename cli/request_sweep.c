@@ -80,6 +80,7 @@ static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
 {
 	struct sg_journals *js = &rs->root[k].js;
 	size_t entries = 0;
+	bool too_large = false;
 	struct dirent *e;
 	struct stat st;
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1;
@@ -101,8 +102,10 @@ static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
 	rs->root[k].dfd = dfd;
 	rs->root[k].kdev = sg_kdev(st.st_dev);
 	while ((e = readdir(d))) {
-		if (++entries > REQUEST_SWEEP_MAX_ENTRIES)
-			goto too_large;
+		if (++entries > REQUEST_SWEEP_MAX_ENTRIES) {
+			too_large = true;
+			break;
+		}
 		if (!sg_journal_name(e->d_name))
 			continue;
 		/* What is left of the bound, counted as the reader reads:
@@ -112,22 +115,23 @@ static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
 							? REQUEST_SWEEP_MAX_JOURNAL_BYTES - js->bytes_read
 							: 0,
 						NULL);
-		if (v == SG_JOURNAL_OVER_BUDGET)
-			goto too_large;
+		if (v == SG_JOURNAL_OVER_BUDGET) {
+			too_large = true;
+			break;
+		}
 		if (v < 0) {
 			cli_fail(0, "abort", "out of memory reading the journals of %s", dir);
 			rs->failed = true;
-			goto drop;
+			break;
 		}
 	}
-	sg_journals_index(js);
 	closedir(d);
-	return 0;
-too_large:
-	if (!rs->left++)
+	if (!e) { /* read to its end */
+		sg_journals_index(js);
+		return 0;
+	}
+	if (too_large && !rs->left++)
 		rs->left_root = dir;
-drop:
-	closedir(d);
 	sg_journals_free(js);
 	close(dfd);
 	return 1;

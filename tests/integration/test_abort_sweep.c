@@ -3,6 +3,7 @@
  * not be scheduled first (each server is stopped here while abort runs, as a
  * busy host leaves its watcher waiting).  The shims stay the backstop. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,36 @@ static const char *seg(const char *r, int i)
 	return h_str("/dev/shm/%s%s_0_%d", prefix, r, i);
 }
 
+/* Stops pid and waits until each of its threads is stopped (kill returns
+ * before they are, and a busy machine may not run them for a while). */
+static void stop(pid_t pid)
+{
+	long t0 = h_now_ms();
+	bool all;
+
+	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	do {
+		DIR *d = opendir(h_str("/proc/%d/task", pid));
+		struct dirent *e;
+
+		cr_assert(d);
+		all = true;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.') {
+				FILE *f = fopen(h_str("/proc/%d/task/%s/stat", pid, e->d_name), "r");
+				char state = '?';
+
+				if (f && fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+					state = '?';
+				if (f)
+					fclose(f);
+				all &= state == 'T' || state == 't';
+			}
+		closedir(d);
+	} while (!all && h_now_ms() - t0 < 5000);
+	cr_assert(all, "process %d did not stop", pid);
+}
+
 /* A server under the shim with request x's two segments (one kept mapped)
  * and request xy's (a name x is a prefix of), which then waits; stopped, so
  * that its watcher cannot act on a marker before it is continued.  After
@@ -48,7 +79,7 @@ static struct h_proc start_stopped(void)
 			      "late", "wait", NULL};
 	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
 
-	cr_assert_eq(kill(p.pid, SIGSTOP), 0);
+	stop(p.pid);
 	return p;
 }
 
@@ -180,5 +211,31 @@ Test(abort_sweep, another_users_abort_leaves_roots_files_alone)
 	cr_assert_eq(h_output_as(u, argv, env, &out, &err), 0, "%s", err);
 	cr_expect(h_exists(f), "another user's abort unlinked root's file");
 	cr_expect(strstr(out, "swept 0 files"), "output: %s", out);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* A root too large to list quickly is left to the shims, and said. */
+Test(abort_sweep, a_root_over_the_bounds_is_left_to_the_shims)
+{
+	const char *root = h_str("/dev/shm/%sbig", prefix), *f = h_str("%s/%sx_0_0", root, prefix);
+	const char *server[] = {h_bin("SG_SHMTOOL"), "open", f, "4096", "wait", NULL};
+	const char *env[] = {h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL};
+	const char *argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, req("x"), NULL};
+	struct h_proc p;
+	char *out, *err;
+
+	cr_assert_eq(mkdir(root, 0755), 0);
+	for (int i = 0; i < 4100; i++) {
+		FILE *fp = fopen(h_str("%s/filler%d", root, i), "w");
+		cr_assert(fp);
+		fclose(fp);
+	}
+	p = h_start_ready(server, h_shim_env(abort_dir, "{req}_{int}_{int}", env[0], NULL));
+	stop(p.pid);
+	cr_assert_eq(h_output(argv, env, &out, &err), 0, "%s", err);
+	cr_expect(strstr(out, h_str("; %s left to the shims (over 4096 entries", root)), "output: %s", out);
+	cr_expect(h_exists(f), "abort swept a root over its bounds");
+	cr_assert_eq(kill(p.pid, SIGCONT), 0);
+	cr_expect(h_wait_gone(f, 5000), "the shim did not sweep what abort left to it");
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
