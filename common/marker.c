@@ -108,8 +108,8 @@ const char *sg_marker_refusal(int dfd, const char *name, uid_t euid, struct stat
 		why = "its directory cannot be examined";
 	else if ((why = sg_abort_dir_refusal(st, euid)))
 		why = "its directory is not trusted";
-	else if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
-		why = "gone";
+	else if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0 || st->st_nlink == 0)
+		why = "gone"; /* no link left: unlinked between the lookup and the stat */
 	else
 		return sg_marker_file_refusal(st, euid);
 	memset(st, 0, sizeof(*st));
