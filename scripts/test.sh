@@ -3,7 +3,9 @@
 # short fuzzing run; then the unit and integration tests again in a second
 # build under AddressSanitizer and UndefinedBehaviorSanitizer; then the
 # shim's threaded workloads under ThreadSanitizer (scripts/tsan.sh); then the
-# shim alone, as a machine without the auditor's dependencies builds it; then
+# shim alone, as a machine with a C compiler and libc only builds it; then
+# the shim's and the command line's tests in a build without the auditor
+# (scripts/build-no-auditor.sh: no BPF toolchain); then
 # the install test (meson install into a fresh prefix, the Debian packages);
 # then the kernel matrix (scripts/kernels.sh: Debian's 5.10, 6.1 and 6.12
 # under QEMU, and this kernel).
@@ -26,6 +28,7 @@ if [ $# -eq 0 ]; then
 		meson test -C build-asan --no-suite fuzz --print-errorlogs --logbase asan || status=$?
 	scripts/tsan.sh || status=$?
 	scripts/build-minimal.sh || status=$?
+	scripts/build-no-auditor.sh || status=$?
 	scripts/install-test.sh || status=$?
 	# The kernel matrix: the same checks in Debian's 5.10, 6.1 and 6.12
 	# under QEMU and on this kernel, against their expected results.
@@ -38,6 +41,7 @@ fi
 # One closing line over the individual test cases of every Criterion binary.
 logs=(build/meson-logs/testlog.txt)
 [ -f build-asan/meson-logs/asan.txt ] && [ $# -eq 0 ] && logs+=(build-asan/meson-logs/asan.txt)
+[ -f build-no-auditor/meson-logs/no-auditor.txt ] && [ $# -eq 0 ] && logs+=(build-no-auditor/meson-logs/no-auditor.txt)
 awk '/Synthesis: Tested:/ {
 	for (i = 1; i <= NF; i++) {
 		if ($i == "Passing:") passed += $(i + 1)
