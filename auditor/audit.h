@@ -1,20 +1,15 @@
-/* shmguard audit: what its parts share.  The run's state lives in one
- * struct audit; the parts are the tracer (audit_trace.c), the events'
- * effect on the file table (audit_events.c), the abort markers
- * (audit_markers.c), the measurement of what is left (audit_eval.c), the
- * event loop that drives them (audit_loop.c) and the report
- * (audit_report.c).  cmd_audit.c parses options and starts the run. */
+/* shmguard audit's engine, from outside: options in, an opaque run, its
+ * report out.  cmd_audit.c parses the options into struct audit_opts and
+ * prints; everything else (the tracer, the tables, the review, the loop,
+ * the reports) lives behind these four calls (auditor/audit_engine.h has
+ * the parts' own view). */
 #ifndef SHMGUARD_AUDIT_H
 #define SHMGUARD_AUDIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <sys/types.h>
 
-#include "audit_files.h"
 #include "config.h"
-#include "htable.h"
 #include "pattern.h"
 
 /* Exit codes of shmguard audit. */
@@ -26,23 +21,19 @@ enum {
 	AUDIT_CMD_FAILED = 4, /* the gate passed, but COMMAND did not succeed (or was killed) */
 };
 
-struct metrics_server;
-
 struct audit_opts {
 	struct sg_pattern_set patterns;
 	char abort_dir[SG_PATH_MAX + 1];
 	struct sg_roots roots;
 	double grace, duration, interval;
-	const char *json_path, *junit_path, *plot_path;
-	int json_fd, junit_fd, plot_fd; /* the paths, opened before the run */
-	bool report_on_stdout; /* one of them is stdout: the text report goes to stderr */
+	const char *json_path, *junit_path, *plot_path; /* opened by audit_new(); "-": stdout */
 	const char *metrics_path; /* --metrics-file: rewritten every metrics_interval */
 	double metrics_interval;
-	struct metrics_server *metrics_server; /* --listen, serving before the run */
+	const char *listen_addr; /* --listen ADDR:PORT, served from audit_new() on */
 	bool have_budget, allow_drops, verbose;
 	double budget_kib;
 	unsigned min_aborts; /* the gate fails with fewer aborts measured (--min-aborts) */
-	const char *lib;
+	const char *shim; /* the shim whose USDT tags to follow, or NULL: none found */
 	const char *version; /* shmguard's, for the metrics */
 	size_t max_files;
 	unsigned ring_kib; /* the kernel side's event buffer, a power of two */
@@ -50,132 +41,32 @@ struct audit_opts {
 	char **cmd; /* NULL: the whole system */
 };
 
-/* What the roots held when a review cycle ended (audit_live.c). */
-struct audit_root_bytes {
-	uint64_t tracked, unattributed;
-};
+struct audit;
 
-struct audit_root {
-	const char *path;
-	uint32_t kdev;
-	uint64_t dir_ino;
-};
+/* Checks what the run needs before it starts (the roots and the abort
+ * directory exist, the report files can be written, --listen serves) and
+ * blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD for the run.  NULL with err
+ * saying why: bad usage or input (AUDIT_USAGE).  o must outlive the run. */
+struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen);
 
-/* A file of an aborted request that was still there when measured. */
-struct audit_leftover {
-	struct audit_leftover *next;
-	char *name; /* NULL if it has none any more and no holder showed it */
-	uint32_t kdev;
-	uint64_t ino;
-	uint64_t bytes;
-	bool linked;
-	uint32_t holder; /* a process still mapping or holding it (unlinked files) */
-	uint32_t creator;
-	char comm[16];
-	int shape;
-	bool segment; /* non-empty */
-};
+/* The run: tracing starts, then COMMAND (held until it is traced), and
+ * the run goes on until COMMAND ends, --duration is over, or a signal (a
+ * first SIGINT, SIGTERM or SIGHUP goes to COMMAND; a second kills it).
+ * Returns 0 when it ran (audit_report() then says how it went); -1 when
+ * it broke after it began (err says why: what was measured can still be
+ * reported, and the exit status is AUDIT_NO_TRACING); else the exit
+ * status, with err: AUDIT_NO_TRACING (tracing is not possible here, err
+ * names what is missing) or AUDIT_USAGE (COMMAND cannot start). */
+int audit_run(struct audit *a, char *err, size_t errlen);
 
-struct audit_abort {
-	struct audit_abort *next;
-	struct sg_hnode node; /* in the index by request */
-	char *request;
-	double marker_s; /* seconds since the run began */
-	uint64_t leaked_bytes;
-	unsigned leaked_files, leaked_segments;
-	struct audit_leftover *leftovers;
-};
-
-struct audit {
-	const struct audit_opts *o;
-	struct audit_root roots[SG_MAX_ROOTS];
-	unsigned nroots;
-	struct audit_files *files;
-	struct audit_abort *aborts, **aborts_tail; /* in marker order */
-	struct audit_abort *unmeasured; /* the first abort not measured yet */
-	unsigned naborts;
-	struct sg_htable abort_index; /* by request (audit_markers.c) */
-	char **markers_at_start; /* sorted */
-	size_t nmarkers_at_start;
-	uint64_t marker_overflows, markers_recovered; /* the inotify queue's */
-	uint64_t markers_refused; /* entries of the abort directory that are no markers (sg_marker_refusal) */
-	int abort_dfd;            /* the abort directory, checked; -1: none */
-	struct audit_review *review;
-	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
-	const char *probe; /* how the kernel side sees files created (audit_trace.c) */
-	double end_s;
-	uint64_t events, dropped, ambiguous;
-	uint64_t tracked, unattributed, files_left; /* as of the last review */
-	uint64_t aborted_held;  /* the part of tracked whose request is aborted */
-	uint64_t live_pending, live_files; /* the part whose request is not (yet) aborted */
-	struct audit_root_bytes root_bytes[SG_MAX_ROOTS];
-	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
-	uint32_t cycles;    /* review cycles ended */
-	double last_review_s, last_review_duration_s; /* when the last cycle ended (audit_now_s), how long it took */
-	uint64_t aborts_measured, leaked_measured; /* aborts measured so far, and the bytes they left */
-	struct audit_live *live; /* metrics and the plot's samples (audit_live.c) */
-	int cmd_status; /* -1: no COMMAND or still running */
-	int cmd_signal; /* the signal that ended COMMAND, or 0 */
-	bool interrupted; /* a second SIGINT (or SIGTERM, SIGHUP) ended the run */
-};
-
-double audit_now_s(const struct audit *a);
-
-/* audit_events.c: one event from the ring buffer (size bytes of data,
- * checked before use) and its effect on the file table. */
-void audit_on_event(struct audit *a, const void *data, size_t size);
-/* Gives f a request from its name when it has none (patterns). */
-void audit_attribute_by_name(struct audit *a, struct audit_file *f);
-/* f is called name in root (-1: outside the roots).  renamed: that name is
- * its newest (a rename or a link, seen by an event or by a pass), and its
- * request follows it. */
-void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed);
-
-/* audit_markers.c: a marker appearing in the abort directory is an abort. */
-/* The inotify fd, or -1 with err set (the directory is refused, or cannot be watched). */
-int audit_markers_open(struct audit *a, char *err, size_t errlen);
-int audit_markers_read(struct audit *a, int fd); /* -1 with errno: the fd failed */
-/* The abort of request, or NULL if it has none (yet). */
-struct audit_abort *audit_abort_of(const struct audit *a, const char *request);
-void audit_aborts_free(struct audit *a);
-
-/* audit_eval.c: what is left of files.  The review forgets freed files,
- * sums those that exist (a->tracked, unattributed, files_left) and
- * measures the aborts whose grace is over, in cycles spread over steps. */
-struct audit_review *audit_review_new(void);
-void audit_review_free(struct audit_review *rv);
-/* When the next step has work (audit_now_s's clock). */
-double audit_review_due_s(const struct audit *a);
-/* A slice of the review, if one is due: a few milliseconds at most. */
-void audit_review_step(struct audit *a);
-/* At the end of the run: one whole cycle, then every abort is measured. */
-void audit_review_finish(struct audit *a);
-
-/* audit_loop.c: the run, until COMMAND ends (its status in a->cmd_status),
- * --duration is over, or a signal arrives on sfd (SIGINT, SIGTERM, SIGHUP
- * go to COMMAND first; a second one kills it and ends the run).  Then the
- * events still queued are read and the review finished.  -1 with errno
- * when waiting or reading fails (what was measured is kept). */
-struct audit_tracer;
-int audit_loop_run(struct audit *a, struct audit_tracer *t, int markers, int sfd, pid_t child);
-
-/* audit_live.c: what the run shows while it goes: the metrics (published
- * to --listen after each review cycle, written to --metrics-file every
- * --interval) and the plot's samples. */
-struct audit_live *audit_live_new(void);
-void audit_live_free(struct audit_live *l);
-/* After each turn of the loop: a review cycle that ended is published and
- * sampled; the metrics file is rewritten when its interval is over. */
-void audit_live_update(struct audit *a, uint64_t dropped);
-/* The figures now, written once more (the end of the run, or its start). */
-int audit_live_flush(struct audit *a, uint64_t dropped);
-/* Why the metrics file could not be written (after a -1 from the above). */
-const char *audit_live_why(const struct audit *a);
-/* --plot: the timeline of the run, written to its fd, its title saying
- * the leak per abort and the verdict.  0, or -1. */
-int audit_live_plot(const struct audit *a, double kib_per_abort, const char *verdict);
-
-/* audit_report.c */
+/* The report (stdout, or stderr when a report file is stdout; --json,
+ * --junit, --plot, GitHub Actions), each report file then replacing its
+ * path: the exit status it makes, AUDIT_PASS, AUDIT_OVER_BUDGET or
+ * AUDIT_CMD_FAILED, or AUDIT_USAGE when a report file cannot be written. */
 int audit_report(struct audit *a);
+
+/* Ends COMMAND if it still runs, and frees everything; report files the
+ * run created but never wrote are removed.  NULL is fine. */
+void audit_free(struct audit *a);
 
 #endif

@@ -77,7 +77,7 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 	int fd = -1, ret = -1;
 
 	/* A new, empty file made before the run (or stdout). */
-	if ((fd = dup(a->o->junit_fd)) < 0 || !(out = fdopen(fd, "w")))
+	if ((fd = dup(a->junit_fd)) < 0 || !(out = fdopen(fd, "w")))
 		goto cleanup;
 	fd = -1;
 	tests = by_proc->n ? (unsigned)by_proc->n : 1;
@@ -133,7 +133,7 @@ static void annotation(const struct audit *a, const char *kind, const char *fmt,
 	__attribute__((format(printf, 3, 4)));
 static void annotation(const struct audit *a, const char *kind, const char *fmt, ...)
 {
-	FILE *out = a->o->report_on_stdout ? stderr : stdout;
+	FILE *out = a->report_on_stdout ? stderr : stdout;
 	char msg[512];
 	va_list ap;
 

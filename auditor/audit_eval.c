@@ -27,8 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audit.h"
-#include "clock.h"
+#include "audit_engine.h"
 #include "holders.h"
 #include "journal.h"
 #include "tag.h"
@@ -303,7 +302,7 @@ static bool name_files(struct audit *a, struct audit_review *rv, uint64_t deadli
 							JOURNAL_READ_MAX, NULL);
 			if (e->d_type == DT_REG || e->d_type == DT_UNKNOWN)
 				note_name(a, rv, rv->root, e);
-			if (++n % CLOCK_EVERY == 0 && sg_monotonic_ns() >= deadline)
+			if (++n % CLOCK_EVERY == 0 && audit_clock_ns(a) >= deadline)
 				return false;
 		}
 		closedir(rv->dir);
@@ -347,7 +346,7 @@ static bool check_files(struct pass *p, struct audit_review *rv, uint64_t deadli
 			else
 				suspect(rv, f);
 		}
-		if (++n % CLOCK_EVERY == 0 && sg_monotonic_ns() >= deadline)
+		if (++n % CLOCK_EVERY == 0 && audit_clock_ns(p->a) >= deadline)
 			return false;
 	}
 	return true;
@@ -382,11 +381,6 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 		audit_files_remove(p->a->files, f);
 	}
 	rv->nsuspects = 0;
-}
-
-double audit_now_s(const struct audit *a)
-{
-	return (sg_monotonic_ns() - a->start_ns) / 1e9;
 }
 
 struct abort_ctx {
@@ -486,7 +480,7 @@ double audit_review_due_s(const struct audit *a)
  * yet, up to the creation of the first such file. */
 static double covered_until(const struct audit *a, const struct audit_review *rv)
 {
-	uint64_t until_ns = sg_monotonic_ns();
+	uint64_t until_ns = audit_clock_ns(a);
 
 	for (const struct audit_file *f = audit_files_newest(a->files);
 	     f && f->created_ns + ORDER_SLACK_NS >= rv->started_ns; f = f->prev_all)
@@ -503,7 +497,7 @@ static void start_cycle(struct audit *a)
 	if (rv->dir)
 		closedir(rv->dir);
 	free_journals(rv);
-	*rv = (struct audit_review){.phase = REVIEW_NAMING, .started_ns = sg_monotonic_ns(),
+	*rv = (struct audit_review){.phase = REVIEW_NAMING, .started_ns = audit_clock_ns(a),
 				    .started_s = audit_now_s(a), .cycle = rv->cycle + 1, .suspects = rv->suspects,
 				    .cap = rv->cap, .urgent = abort_waits(a, audit_now_s(a)),
 				    .reading_ns = rv->phase == REVIEW_IDLE ? 0 : rv->reading_ns};
@@ -515,10 +509,10 @@ static bool advance(struct audit *a, struct pass *p, uint64_t deadline)
 	struct audit_review *rv = a->review;
 
 	if (rv->phase == REVIEW_NAMING) {
-		uint64_t begun = sg_monotonic_ns();
+		uint64_t begun = audit_clock_ns(a);
 		bool read = name_files(a, rv, deadline);
 
-		rv->reading_ns += sg_monotonic_ns() - begun;
+		rv->reading_ns += audit_clock_ns(a) - begun;
 		if (!read)
 			return false;
 		rv->phase = REVIEW_CHECKING;
@@ -570,7 +564,7 @@ void audit_review_step(struct audit *a)
 	}
 	if (rv->phase == REVIEW_IDLE)
 		start_cycle(a);
-	work(a, sg_monotonic_ns() + (uint64_t)((rv->phase == REVIEW_NAMING ? NAMING_SLICE_S : SLICE_S) * 1e9));
+	work(a, audit_clock_ns(a) + (uint64_t)((rv->phase == REVIEW_NAMING ? NAMING_SLICE_S : SLICE_S) * 1e9));
 	rv->slice_end_s = audit_now_s(a);
 }
 

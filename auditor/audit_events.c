@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "audit.h"
+#include "audit_engine.h"
 #include "audit_event.h"
 #include "holders.h"
 #include "reqid.h"

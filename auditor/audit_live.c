@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audit.h"
+#include "audit_engine.h"
 #include "metrics.h"
 #include "outfile.h"
 #include "plot_svg.h"
@@ -91,13 +91,13 @@ static int emit(struct audit *a, uint64_t dropped, bool publish, bool now)
 	size_t len;
 	int ret = 0;
 
-	if (!(publish && a->o->metrics_server) && !write)
+	if (!(publish && a->metrics_server) && !write)
 		return 0;
 	snapshot(a, dropped, &m);
 	if (!(text = metrics_render(&m, &len)))
 		return -1;
-	if (publish && a->o->metrics_server)
-		metrics_publish(a->o->metrics_server, text, len);
+	if (publish && a->metrics_server)
+		metrics_publish(a->metrics_server, text, len);
 	if (write) {
 		l->next_write_s = audit_now_s(a) + a->o->metrics_interval;
 		ret = metrics_write_file(a->o->metrics_path, text, len, l->why, sizeof(l->why));
@@ -197,7 +197,7 @@ int audit_live_plot(const struct audit *a, double kib_per_abort, const char *ver
 			 .abort_s = abort_s, .naborts = n, .has_budget = a->o->have_budget,
 			 .budget_kib_per_abort = a->o->budget_kib};
 	/* A new, empty file made before the run (or stdout). */
-	if ((fd = dup(a->o->plot_fd)) < 0 || !(out = fdopen(fd, "w")))
+	if ((fd = dup(a->plot_fd)) < 0 || !(out = fdopen(fd, "w")))
 		goto cleanup;
 	fd = -1;
 	ret = plot_svg_write(out, &p);

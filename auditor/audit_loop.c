@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "audit.h"
+#include "audit_engine.h"
 #include "audit_trace.h"
 #include "text.h"
 
@@ -115,13 +115,14 @@ static void reap_killed(struct audit *a, pid_t child)
 /* The signals that arrived.  COMMAND decides what the first SIGINT, SIGTERM
  * or SIGHUP means, and its end ends the run; one that ignores it is killed
  * at the second, and the run ends without waiting for it. */
-static int on_signals(struct audit *a, int sfd, pid_t child, unsigned *interrupts, bool *running)
+static int on_signals(struct audit *a, unsigned *interrupts, bool *running)
 {
+	pid_t child = a->child;
 	struct signalfd_siginfo si;
 	ssize_t n;
 	int status;
 
-	while ((n = read(sfd, &si, sizeof(si))) == sizeof(si)) {
+	while ((n = read(a->signal_fd, &si, sizeof(si))) == sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD) {
 			if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
 				record_status(a, status);
@@ -148,12 +149,12 @@ static int on_signals(struct audit *a, int sfd, pid_t child, unsigned *interrupt
 
 /* New markers, then the events that may still add their files to the
  * table (audit_files_exclude). */
-static int read_markers(struct audit *a, struct audit_tracer *t, int markers)
+static int read_markers(struct audit *a)
 {
-	int ret = audit_markers_read(a, markers);
+	int ret = audit_markers_read(a, a->markers_fd);
 
 	if (ret == 0)
-		ret = audit_trace_consume(t);
+		ret = audit_trace_consume(a->tracer);
 	audit_files_end_exclusions(a->files);
 	return ret;
 }
@@ -166,8 +167,9 @@ static int watch(int ep, int fd, uint32_t what)
 }
 
 /* Turns until the run ends; -1 with errno when a descriptor fails. */
-static int turns(struct audit *a, struct audit_tracer *t, int ep, int markers, int sfd, pid_t child)
+static int turns(struct audit *a, int ep)
 {
+	struct audit_tracer *t = a->tracer;
 	bool tty = isatty(STDERR_FILENO), show = tty || a->o->interval > 0;
 	double next_progress = 0;
 	unsigned interrupts = 0;
@@ -186,10 +188,10 @@ static int turns(struct audit *a, struct audit_tracer *t, int ep, int markers, i
 				ret = audit_trace_consume(t);
 				break;
 			case FD_MARKERS:
-				ret = read_markers(a, t, markers);
+				ret = read_markers(a);
 				break;
 			case FD_SIGNALS:
-				ret = on_signals(a, sfd, child, &interrupts, &running);
+				ret = on_signals(a, &interrupts, &running);
 				break;
 			}
 			if (ret < 0)
@@ -209,19 +211,20 @@ static int turns(struct audit *a, struct audit_tracer *t, int ep, int markers, i
 	return 0;
 }
 
-int audit_loop_run(struct audit *a, struct audit_tracer *t, int markers, int sfd, pid_t child)
+int audit_loop_run(struct audit *a)
 {
+	struct audit_tracer *t = a->tracer;
 	int ep = epoll_create1(EPOLL_CLOEXEC), ret = -1, saved;
 
 	if (ep < 0)
 		return -1;
-	if (watch(ep, audit_trace_fd(t), FD_EVENTS) == 0 && watch(ep, markers, FD_MARKERS) == 0 &&
-	    watch(ep, sfd, FD_SIGNALS) == 0)
-		ret = turns(a, t, ep, markers, sfd, child);
+	if (watch(ep, audit_trace_fd(t), FD_EVENTS) == 0 && watch(ep, a->markers_fd, FD_MARKERS) == 0 &&
+	    watch(ep, a->signal_fd, FD_SIGNALS) == 0)
+		ret = turns(a, ep);
 	saved = errno;
 	/* What is still queued belongs to the run; aborts not yet due are
 	 * measured now (a run that ends sooner measures at its end). */
-	if (read_markers(a, t, markers) < 0) {
+	if (read_markers(a) < 0) {
 		saved = errno;
 		ret = -1;
 	}

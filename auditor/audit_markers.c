@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "audit.h"
+#include "audit_engine.h"
 #include "holders.h"
 #include "marker.h"
 #include "siphash.h"
@@ -133,14 +133,7 @@ struct audit_abort *audit_abort_of(const struct audit *a, const char *request)
 	return node ? sg_hnode_entry(node, struct audit_abort, node) : NULL;
 }
 
-/* A new abort: request's marker, if it is one (else counted as refused, if
- * count_refused: a rescan would count the same entries again).
- * False if it is no marker, or an abort already.  A file in the abort
- * directory is no file of a request: when it is on a shm device its inode
- * is excluded from the table.  The kernel side sends a file's creation before
- * inotify queues the marker, so the caller reads the events after the
- * markers, then ends the exclusions. */
-static bool add_abort(struct audit *a, const char *request, bool count_refused)
+bool audit_abort_add(struct audit *a, const char *request, bool count_refused)
 {
 	uint64_t h = sg_table_hash_str(request);
 	struct audit_abort *ab;
@@ -187,7 +180,7 @@ static int rescan(struct audit *a)
 		if (e->d_type != DT_DIR &&
 		    !(a->nmarkers_at_start &&
 		      bsearch(&name, a->markers_at_start, a->nmarkers_at_start, sizeof(char *), by_text)) &&
-		    add_abort(a, name, false))
+		    audit_abort_add(a, name, false))
 			a->markers_recovered++;
 	}
 	closedir(d);
@@ -208,7 +201,7 @@ int audit_markers_read(struct audit *a, int fd)
 				if (rescan(a) < 0)
 					return -1;
 			} else if (ev->len && !(ev->mask & IN_ISDIR)) {
-				add_abort(a, ev->name, true);
+				audit_abort_add(a, ev->name, true);
 			}
 			p += sizeof(*ev) + ev->len;
 		}

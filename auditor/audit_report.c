@@ -107,7 +107,7 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	char b1[32], b2[32], e1[SG_ESCAPED_MAX], e2[SG_ESCAPED_MAX];
 	double n = a->naborts ? a->naborts : 1;
 	/* A report written to stdout (--json -) keeps it to itself. */
-	FILE *out = a->o->report_on_stdout ? stderr : stdout;
+	FILE *out = a->report_on_stdout ? stderr : stdout;
 
 	fprintf(out, "aborts %u   leaked %s in %llu files   %.1f KiB/abort   ", a->naborts,
 	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)), (unsigned long long)s->leaked_files, s->kib_per_abort);
@@ -306,8 +306,8 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "top_shapes", groups_json(a, by_shape, false));
 	json_object_set_new(root, "aborted_requests", aborts_json(a));
 	/* A new, empty file made before the run (or stdout). */
-	ret = json_dumpfd(root, a->o->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS);
-	if (ret == 0 && write(a->o->json_fd, "\n", 1) != 1) /* a text file ends in one */
+	ret = json_dumpfd(root, a->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS);
+	if (ret == 0 && write(a->json_fd, "\n", 1) != 1) /* a text file ends in one */
 		ret = -1;
 	json_decref(root);
 	if (ret < 0)
@@ -335,7 +335,7 @@ static void gate_reason(const struct audit *a, struct summary *s)
 		s->reason[0] = '\0';
 }
 
-int audit_report(struct audit *a)
+int audit_report_write(struct audit *a)
 {
 	struct summary s = {.tracked = a->tracked, .unattributed = a->unattributed, .files_left = a->files_left,
 			    .live_pending = a->live_pending, .live_files = a->live_files};

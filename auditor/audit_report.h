@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "audit.h"
+#include "audit_engine.h"
 #include "config.h"
 
 /* A run shorter than this is not extrapolated to an hour: a few seconds

@@ -18,7 +18,8 @@ struct audit_tracer {
 	struct ring_buffer *rb; /* the links are the skeleton's own (skel->links) */
 	bool usdt;
 	const char *probe; /* the kind of programs that see files created */
-	struct audit *a;
+	audit_trace_event_fn *on_event;
+	void *ctx;
 };
 
 static bool verbose;
@@ -32,7 +33,10 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 
 static int on_event(void *ctx, void *data, size_t size)
 {
-	audit_on_event(ctx, data, size);
+	struct audit_tracer *t = ctx;
+
+	if (t->on_event)
+		t->on_event(t->ctx, data, size);
 	return 0;
 }
 
@@ -156,10 +160,9 @@ static void detach_all(struct audit_tracer *t)
 
 /* Opens, loads and attaches everything with probe k; on failure nothing is
  * left and why says what went wrong. */
-static int start_probe(struct audit_tracer *t, enum probe_kind k, bool follow_tree, struct btf *btf, char *why,
-		       size_t len)
+static int start_probe(struct audit_tracer *t, enum probe_kind k, const struct audit_trace_opts *o, struct btf *btf,
+		       char *why, size_t len)
 {
-	struct audit *a = t->a;
 	struct kind_program kp[NPROGRAMS];
 	unsigned ndevs = 0;
 	size_t n;
@@ -170,23 +173,23 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, bool follow_tr
 		snprintf(why, len, "cannot open the BPF object: %s", strerror(errno));
 		return -1;
 	}
-	for (unsigned i = 0; i < a->nroots; i++) {
+	for (unsigned i = 0; i < o->nroots; i++) {
 		bool dup = false;
 		for (unsigned d = 0; d < ndevs; d++)
-			dup |= t->skel->rodata->shm_devs[d] == a->roots[i].kdev;
+			dup |= t->skel->rodata->shm_devs[d] == o->roots[i].kdev;
 		if (!dup)
-			t->skel->rodata->shm_devs[ndevs++] = a->roots[i].kdev;
+			t->skel->rodata->shm_devs[ndevs++] = o->roots[i].kdev;
 	}
 	t->skel->rodata->n_shm_devs = ndevs;
-	for (unsigned i = 0; i < a->nroots; i++) {
-		t->skel->rodata->root_dir_devs[i] = a->roots[i].kdev;
-		t->skel->rodata->root_dir_inos[i] = a->roots[i].dir_ino;
+	for (unsigned i = 0; i < o->nroots; i++) {
+		t->skel->rodata->root_dir_devs[i] = o->roots[i].kdev;
+		t->skel->rodata->root_dir_inos[i] = o->roots[i].dir_ino;
 	}
-	t->skel->rodata->n_root_dirs = a->nroots;
-	t->skel->rodata->follow_tree = follow_tree;
+	t->skel->rodata->n_root_dirs = o->nroots;
+	t->skel->rodata->follow_tree = o->follow_tree;
 	set_syscalls(t->skel);
-	if (a->o->ring_kib && bpf_map__set_max_entries(t->skel->maps.events, a->o->ring_kib * 1024) < 0) {
-		snprintf(why, len, "cannot size the event buffer to %u KiB", a->o->ring_kib);
+	if (o->ring_kib && bpf_map__set_max_entries(t->skel->maps.events, o->ring_kib * 1024) < 0) {
+		snprintf(why, len, "cannot size the event buffer to %u KiB", o->ring_kib);
 		goto fail;
 	}
 	if (!choose_programs(t->skel, k, btf, why, len))
@@ -217,23 +220,23 @@ fail:
 	return -1;
 }
 
-struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const char *shim, char *err,
-				       size_t errlen)
+struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *err, size_t errlen)
 {
 	struct audit_tracer *t = calloc(1, sizeof(*t));
-	int forced = a->o->probe ? audit_probe_by_name(a->o->probe) : -1;
+	int forced = o->probe ? audit_probe_by_name(o->probe) : -1;
 	struct btf *btf = NULL;
 	size_t used = 0;
 
-	verbose = a->o->verbose;
+	verbose = o->verbose;
 	libbpf_set_print(print_libbpf);
 	if (!t) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	t->a = a;
-	if (a->o->probe && forced < 0) {
-		snprintf(err, errlen, "no probe is called '%s' (%s)", a->o->probe, audit_probe_list);
+	t->on_event = o->on_event;
+	t->ctx = o->ctx;
+	if (o->probe && forced < 0) {
+		snprintf(err, errlen, "no probe is called '%s' (%s)", o->probe, audit_probe_list);
 		goto fail;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0 || !(btf = btf__load_vmlinux_btf())) {
@@ -245,7 +248,7 @@ struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const 
 	for (int k = forced < 0 ? 0 : forced; k < (forced < 0 ? NPROBES : forced + 1); k++) {
 		char why[200];
 
-		if (start_probe(t, (enum probe_kind)k, follow_tree, btf, why, sizeof(why)) == 0)
+		if (start_probe(t, (enum probe_kind)k, o, btf, why, sizeof(why)) == 0)
 			break;
 		if (forced >= 0)
 			snprintf(err, errlen, "the probe '%s' is not available here: %s", probe_names[k], why);
@@ -257,13 +260,12 @@ struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const 
 	btf = NULL;
 	if (!t->skel)
 		goto fail;
-	a->probe = t->probe;
-	if (shim) {
+	if (o->shim) {
 		t->skel->links.shim_tag =
-			bpf_program__attach_usdt(t->skel->progs.shim_tag, -1, shim, "shmguard", "tag", NULL);
+			bpf_program__attach_usdt(t->skel->progs.shim_tag, -1, o->shim, "shmguard", "tag", NULL);
 		t->usdt = t->skel->links.shim_tag != NULL;
 	}
-	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_event, a, NULL);
+	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_event, t, NULL);
 	if (!t->rb) {
 		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
 		goto fail;

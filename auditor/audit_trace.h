@@ -1,14 +1,39 @@
-/* The auditor's BPF side from userspace: load, attach, read events. */
+/* The auditor's BPF side from userspace: load, attach, read events, as
+ * libbpf-tools' tools use their skeletons: options in, each event handed
+ * to the caller's callback with the caller's context. */
 #ifndef SHMGUARD_AUDIT_TRACE_H
 #define SHMGUARD_AUDIT_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "audit.h"
+#include "config.h"
 
 struct audit_tracer;
+
+/* A directory whose files are followed, by device (the kernel's encoding)
+ * and inode. */
+struct audit_trace_root {
+	uint32_t kdev;
+	uint64_t dir_ino;
+};
+
+/* One event from the ring buffer: size bytes of data, to check before use. */
+typedef void audit_trace_event_fn(void *ctx, const void *data, size_t size);
+
+struct audit_trace_opts {
+	struct audit_trace_root roots[SG_MAX_ROOTS];
+	unsigned nroots;
+	bool follow_tree;   /* only the processes audit_trace_follow() names, and theirs */
+	const char *shim;   /* the shim whose USDT tags to follow, or NULL */
+	const char *probe;  /* forced, or NULL: the best this kernel allows */
+	unsigned ring_kib;  /* the event buffer, a power of two; 0: the default */
+	bool verbose;       /* libbpf's messages on stderr */
+	audit_trace_event_fn *on_event; /* NULL: events are dropped (doctor's check) */
+	void *ctx;
+};
 
 /* The probes that can see files being created, best first, for messages. */
 extern const char *const audit_probe_list;
@@ -16,16 +41,15 @@ extern const char *const audit_probe_list;
 int audit_probe_by_name(const char *name);
 
 /* Loads and attaches everything before any traced program runs, with the
- * best probe this kernel allows (a->o->probe forces one) and sets
- * a->probe.  NULL with a message in err naming what is missing
- * (privileges, BTF, each probe's reason). */
-struct audit_tracer *audit_trace_start(struct audit *a, bool follow_tree, const char *shim, char *err,
-				       size_t errlen);
+ * best probe this kernel allows (o->probe forces one).  NULL with a message
+ * in err naming what is missing (privileges, BTF, each probe's reason).
+ * o is not kept. */
+struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *err, size_t errlen);
 
 /* Counts pid, and every process it starts from now on, as the traced tree. */
 int audit_trace_follow(struct audit_tracer *t, pid_t pid);
 
-/* Readable when events wait; audit_trace_consume() hands them to a. */
+/* Readable when events wait; audit_trace_consume() hands them to on_event. */
 int audit_trace_fd(struct audit_tracer *t);
 int audit_trace_consume(struct audit_tracer *t); /* -1 with errno on failure */
 

@@ -1,25 +1,14 @@
 /* shmguard audit: follows /dev/shm per request during a run and reports
  * the leak in KiB per abort; a budget makes it a CI gate. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "audit.h"
 #include "audit_trace.h"
-#include "clock.h"
-#include "holders.h"
-#include "metrics.h"
-#include "outfile.h"
-#include "text.h"
 #include "cli.h"
 #include "size.h"
 
@@ -121,8 +110,25 @@ static int parse_count(const char *s, unsigned long long min, unsigned long long
 /* About 250 bytes each: beyond this the table would not fit in memory. */
 #define MAX_FILES_LIMIT 100000000ull
 
+/* At most one report goes to stdout ("-"); -1 (reported) if two would. */
+static int check_stdout_reports(const struct audit_opts *o)
+{
+	const char *const options[] = {"--json", "--junit", "--plot"};
+	const char *paths[] = {o->json_path, o->junit_path, o->plot_path}, *first = NULL;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		if (!paths[i] || strcmp(paths[i], "-") != 0)
+			continue;
+		if (first)
+			return cli_usage_fail(-1, "audit", "%s - and %s -: only one report can go to stdout", first,
+					      options[i]);
+		first = options[i];
+	}
+	return 0;
+}
+
 /* Returns 0, 1 when --help was shown, or -1 on bad usage (reported). */
-static int parse_options(int argc, char **argv, struct audit_opts *o, const char **listen_addr)
+static int parse_options(int argc, char **argv, struct audit_opts *o, const char **lib)
 {
 	static const struct option opts[] = {
 		{"patterns", required_argument, NULL, 'p'},  {"abort-dir", required_argument, NULL, 'a'},
@@ -138,7 +144,6 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"min-aborts", required_argument, NULL, 'A'}, {0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
-	const char *listen_at = NULL;
 	bool min_aborts_given = false;
 	char err[200];
 	unsigned long long n;
@@ -183,7 +188,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 							     "it cannot be stdout (use --listen)");
 			o->metrics_path = optarg;
 			break;
-		case 'l': listen_at = optarg; break;
+		case 'l': o->listen_addr = optarg; break;
 		case 'd':
 			if (parse_duration(optarg, &o->duration) < 0 || o->duration == 0)
 				return cli_usage_fail(-1, "audit", "bad --duration '%s': expected a duration (90, 10m, 2h)",
@@ -194,7 +199,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 				return cli_usage_fail(-1, "audit", "bad --interval '%s': expected a duration (15, 30s, 1m)",
 						      optarg);
 			break;
-		case 'L': o->lib = optarg; break;
+		case 'L': *lib = optarg; break;
 		case 'M':
 			if (parse_count(optarg, 1, MAX_FILES_LIMIT, &n) < 0)
 				return cli_usage_fail(-1, "audit", "bad --max-files '%s': a number from 1 to %llu", optarg,
@@ -225,8 +230,9 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	}
 	if (optind < argc)
 		o->cmd = argv + optind;
-	*listen_addr = listen_at;
 	o->metrics_interval = o->interval ? o->interval : METRICS_INTERVAL_S;
+	if (check_stdout_reports(o) < 0)
+		return -1;
 	if (min_aborts_given && !o->have_budget)
 		return cli_usage_fail(-1, "audit", "--min-aborts is a floor of the gate: give --max-kib-per-abort too");
 	if (o->have_budget && !min_aborts_given)
@@ -245,219 +251,34 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	return 0;
 }
 
-/* Device and directory inode of each root, which must exist. */
-static int resolve_roots(struct audit *a, const struct audit_opts *o)
-{
-	struct stat st;
-
-	for (unsigned i = 0; i < o->roots.n; i++) {
-		if (stat(o->roots.dir[i], &st) < 0 || !S_ISDIR(st.st_mode))
-			return cli_fail(-1, "audit", "shm root %s is not a directory", o->roots.dir[i]);
-		a->roots[a->nroots++] = (struct audit_root){o->roots.dir[i], sg_kdev(st.st_dev), st.st_ino};
-	}
-	if (stat(o->abort_dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return cli_fail(-1, "audit",
-				"abort directory %s does not exist: create it with 'shmguard abort --init-dir %s' "
-				"(stamped as shmguard's, so that old markers expire; a directory made by mkdir keeps "
-				"them for ever)",
-				o->abort_dir, o->abort_dir);
-	return 0;
-}
-
-/* COMMAND, started but held until it is traced. */
-static pid_t spawn(char **cmd, const sigset_t *mask, int *go)
-{
-	int p[2];
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		char c;
-		close(p[1]);
-		sigprocmask(SIG_SETMASK, mask, NULL);
-		if (read(p[0], &c, 1) != 1)
-			_exit(127);
-		execvp(cmd[0], cmd);
-		fprintf(stderr, "shmguard audit: cannot run %s: %s\n", cmd[0], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
-	}
-	close(p[0]);
-	*go = p[1];
-	return pid;
-}
-
-/* A report file (--json, --junit, --plot), a new file beside its path from
- * before the run (common/outfile.h), so that a path it cannot write is
- * found at once; it replaces the path when the run has reported, and is
- * removed if it never did.  "-" is stdout. */
-struct report_file {
-	const char *option, *path;
-	int *fd;
-	struct sg_outfile out;
-};
-
-/* The reports' files, opened; -1 when one cannot be (said why). */
-static int open_reports(struct report_file *r, size_t n, bool *on_stdout)
-{
-	char err[SG_OUTFILE_ERR_MAX], shown[SG_ESCAPED_MAX];
-	const char *first_stdout = NULL;
-
-	for (size_t i = 0; i < n; i++) {
-		if (!r[i].path)
-			continue;
-		if (strcmp(r[i].path, "-") == 0 && first_stdout)
-			return cli_usage_fail(-1, "audit", "%s - and %s -: only one report can go to stdout", first_stdout,
-					r[i].option);
-		if (sg_outfile_open(&r[i].out, r[i].path, 0644, SG_OUTFILE_STDOUT, err, sizeof(err)) < 0)
-			return cli_fail(-1, "audit", "cannot write the %s report to %s: %s", r[i].option,
-					sg_text_escape(r[i].path, shown, sizeof(shown)), err);
-		*r[i].fd = r[i].out.fd;
-		if (r[i].out.to_stdout)
-			first_stdout = r[i].option;
-	}
-	*on_stdout = first_stdout != NULL;
-	return 0;
-}
-
-/* Each report written (reported) replaces its path; -1 if one could not. */
-static int close_reports(struct report_file *r, size_t n, bool reported)
-{
-	char err[SG_OUTFILE_ERR_MAX], shown[SG_ESCAPED_MAX];
-	int ret = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (!r[i].path || *r[i].fd < 0)
-			continue;
-		*r[i].fd = -1;
-		if (!reported) {
-			sg_outfile_discard(&r[i].out);
-		} else if (sg_outfile_commit(&r[i].out, SG_OUTFILE_FSYNC, err, sizeof(err)) < 0) {
-			fprintf(stderr, "shmguard audit: cannot write the %s report to %s: %s\n", r[i].option,
-				sg_text_escape(r[i].path, shown, sizeof(shown)), err);
-			ret = -1;
-		}
-	}
-	return ret;
-}
-
 int cmd_audit(int argc, char **argv)
 {
-	struct audit_opts o = {.json_fd = -1, .junit_fd = -1, .plot_fd = -1, .version = SHMGUARD_VERSION};
-	struct audit a = {.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1, .abort_dfd = -1};
-	struct report_file reports[] = {{"--json", NULL, &o.json_fd, {0}}, {"--junit", NULL, &o.junit_fd, {0}},
-					{"--plot", NULL, &o.plot_fd, {0}}};
-	const size_t nreports = sizeof(reports) / sizeof(reports[0]);
-	struct audit_tracer *t = NULL;
-	char shim[PATH_MAX], err[512];
-	const char *listen_addr = NULL;
-	sigset_t mask, old;
-	int markers = -1, sfd = -1, go = -1, status = AUDIT_USAGE;
-	bool reported = false, have_shim;
-	pid_t child = -1;
-	int parsed = parse_options(argc, argv, &o, &listen_addr);
+	struct audit_opts o = {.version = SHMGUARD_VERSION};
+	char shim[PATH_MAX], err[1024];
+	const char *lib = NULL;
+	struct audit *a;
+	int parsed = parse_options(argc, argv, &o, &lib), status;
 
 	if (parsed > 0)
 		return AUDIT_PASS; /* --help */
-	if (parsed < 0 || resolve_roots(&a, &o) < 0)
+	if (parsed < 0)
 		return AUDIT_USAGE;
-	if (o.lib && cli_find_shim(o.lib, shim) < 0)
-		return cli_fail(AUDIT_USAGE, "audit", "cannot use shim '%s': %s", o.lib, strerror(errno));
-	reports[0].path = o.json_path;
-	reports[1].path = o.junit_path;
-	reports[2].path = o.plot_path;
-	if (open_reports(reports, nreports, &o.report_on_stdout) < 0)
-		goto out;
-	/* Blocked before the /metrics server's thread starts: it inherits the
-	 * mask, so that the signals wait for the signalfd. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-		status = cli_fail(AUDIT_USAGE, "audit", "signalfd: %s", strerror(errno));
-		goto out;
-	}
-	if (listen_addr && !(o.metrics_server = metrics_serve(listen_addr, err, sizeof(err)))) {
-		status = cli_fail(AUDIT_USAGE, "audit", "--listen: %s", err);
-		goto out;
-	}
-	if (o.metrics_server) /* :0 is given a port: say which */
-		fprintf(stderr, "shmguard audit: serving metrics on http://%s/metrics\n",
-			metrics_address(o.metrics_server));
-	have_shim = o.lib || cli_find_shim(NULL, shim) == 0;
-	if (!(a.files = audit_files_new(o.max_files)) || !(a.review = audit_review_new()) ||
-	    ((o.metrics_path || o.metrics_server || o.plot_path) && !(a.live = audit_live_new()))) {
-		status = cli_fail(AUDIT_USAGE, "audit", "out of memory");
-		goto out;
-	}
-
-	/* The abort directory is checked before tracing starts: a refusal is
-	 * said at once. */
-	if ((markers = audit_markers_open(&a, err, sizeof(err))) < 0) {
-		status = cli_fail(AUDIT_USAGE, "audit", "%s", err);
-		goto out;
-	}
-	t = audit_trace_start(&a, o.cmd != NULL, have_shim ? shim : NULL, err, sizeof(err));
-	if (!t) {
-		status = cli_fail(AUDIT_NO_TRACING, "audit", "tracing is not possible: %s", err);
-		goto out;
-	}
-	if (!audit_trace_has_usdt(t))
-		fprintf(stderr, "shmguard audit: the shim's tags are not followed (%s); requests come from the "
-				"patterns and from tags already written on files\n",
-			have_shim ? "its USDT probe did not attach" : "libshmguard.so not found");
-	a.start_ns = sg_monotonic_ns();
-	/* The first figures: /metrics answers from now on, and a metrics file
-	 * that cannot be written is found before COMMAND starts. */
-	if (audit_live_flush(&a, 0) < 0) {
-		char shown[SG_ESCAPED_MAX];
-		status = cli_fail(AUDIT_USAGE, "audit", "cannot write the metrics to %s: %s",
-				  sg_text_escape(o.metrics_path, shown, sizeof(shown)), audit_live_why(&a));
-		goto out;
-	}
-	if (o.cmd) {
-		if ((child = spawn(o.cmd, &old, &go)) < 0 || audit_trace_follow(t, child) < 0) {
-			status = cli_fail(AUDIT_USAGE, "audit", "cannot start %s: %s", o.cmd[0], strerror(errno));
-			goto out;
-		}
-		if (write(go, "g", 1) != 1) {
-			status = cli_fail(AUDIT_USAGE, "audit", "cannot start %s", o.cmd[0]);
-			goto out;
-		}
-		close(go);
-		go = -1;
-	}
-	if (audit_loop_run(&a, t, markers, sfd, child) < 0) {
+	if (lib && cli_find_shim(lib, shim) < 0)
+		return cli_fail(AUDIT_USAGE, "audit", "cannot use shim '%s': %s", lib, strerror(errno));
+	o.shim = lib || cli_find_shim(NULL, shim) == 0 ? shim : NULL;
+	if (!(a = audit_new(&o, err, sizeof(err))))
+		return cli_fail(AUDIT_USAGE, "audit", "%s", err);
+	status = audit_run(a, err, sizeof(err));
+	if (status < 0) {
 		/* What was measured is still reported; the status says the run broke. */
-		fprintf(stderr, "shmguard audit: the run stopped early: %s\n", strerror(errno));
-		audit_report(&a);
+		cli_warn("audit", "%s", err);
+		audit_report(a);
 		status = AUDIT_NO_TRACING;
+	} else if (status > 0) {
+		cli_warn("audit", "%s", err);
 	} else {
-		status = audit_report(&a);
+		status = audit_report(a);
 	}
-	reported = true;
-out:
-	if (go >= 0)
-		close(go);
-	if (child > 0 && a.cmd_status < 0) {
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-	}
-	if (sfd >= 0)
-		close(sfd);
-	if (markers >= 0)
-		close(markers);
-	if (close_reports(reports, nreports, reported) < 0 && status != AUDIT_OVER_BUDGET)
-		status = AUDIT_USAGE;
-	audit_trace_stop(t);
-	metrics_stop(o.metrics_server);
-	audit_files_free(a.files);
-	audit_review_free(a.review);
-	audit_aborts_free(&a);
-	audit_live_free(a.live);
+	audit_free(a);
 	return status;
 }

@@ -6,22 +6,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "audit.h"
 #include "audit_trace.h"
 #include "holders.h"
 
 static int check_programs(const struct sg_roots *roots)
 {
-	struct audit_opts o = {0};
-	struct audit a = {.o = &o};
+	struct audit_trace_opts o = {0};
 	struct audit_tracer *t;
 	struct stat st;
 	char err[512];
 
 	for (unsigned i = 0; i < roots->n; i++)
 		if (stat(roots->dir[i], &st) == 0)
-			a.roots[a.nroots++] = (struct audit_root){roots->dir[i], sg_kdev(st.st_dev), st.st_ino};
-	t = audit_trace_start(&a, false, NULL, err, sizeof(err));
+			o.roots[o.nroots++] = (struct audit_trace_root){sg_kdev(st.st_dev), st.st_ino};
+	t = audit_trace_start(&o, err, sizeof(err));
 	if (!t)
 		return doctor_line("bpf", false, "shmguard audit cannot trace here: %s", err);
 	doctor_line("bpf", true, "the auditor's programs load and attach; it sees files created with the %s probe%s",

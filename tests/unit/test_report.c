@@ -5,7 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "audit.h"
+#include "audit_engine.h"
 
 static struct audit_leftover *leftover(struct audit_leftover *next, const char *comm, uint32_t pid, int shape,
 				       uint64_t bytes)
@@ -27,13 +27,13 @@ static json_t *report(struct audit_abort *aborts, unsigned naborts)
 	json_t *root;
 
 	cr_assert_eq(sg_patterns_parse(&o.patterns, "{req}_{int}_{int}", err, sizeof(err)), 0, "%s", err);
-	cr_assert_geq(o.json_fd = memfd_create("report", 0), 0);
+	cr_assert_geq(a.json_fd = memfd_create("report", 0), 0);
 	cr_assert_not_null(a.files = audit_files_new(10));
-	cr_assert_eq(audit_report(&a), AUDIT_PASS);
-	lseek(o.json_fd, 0, SEEK_SET);
-	root = json_loadfd(o.json_fd, 0, &jerr);
+	cr_assert_eq(audit_report_write(&a), AUDIT_PASS);
+	lseek(a.json_fd, 0, SEEK_SET);
+	root = json_loadfd(a.json_fd, 0, &jerr);
 	cr_assert_not_null(root, "%s", jerr.text);
-	close(o.json_fd);
+	close(a.json_fd);
 	audit_files_free(a.files);
 	return root;
 }

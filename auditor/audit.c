@@ -1,0 +1,274 @@
+/* The auditor's front door (audit.h): what a run needs is checked and
+ * opened before it starts, then the tracer, the markers' watch and COMMAND
+ * are started in the order that loses nothing, and the loop runs. */
+#include "audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "audit_engine.h"
+#include "audit_trace.h"
+#include "holders.h"
+#include "metrics.h"
+#include "outfile.h"
+#include "text.h"
+
+__attribute__((format(printf, 3, 4))) static int say(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Device and directory inode of each root, which must exist. */
+static int resolve_roots(struct audit *a, char *err, size_t errlen)
+{
+	const struct audit_opts *o = a->o;
+	struct stat st;
+
+	for (unsigned i = 0; i < o->roots.n; i++) {
+		if (stat(o->roots.dir[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			return say(err, errlen, "shm root %s is not a directory", o->roots.dir[i]);
+		a->roots[a->nroots++] = (struct audit_root){o->roots.dir[i], sg_kdev(st.st_dev), st.st_ino};
+	}
+	if (stat(o->abort_dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return say(err, errlen,
+			   "abort directory %s does not exist: create it with 'shmguard abort --init-dir %s' "
+			   "(stamped as shmguard's, so that old markers expire; a directory made by mkdir keeps "
+			   "them for ever)",
+			   o->abort_dir, o->abort_dir);
+	return 0;
+}
+
+/* The report files (--json, --junit, --plot): each a new file beside its
+ * path from before the run (common/outfile.h), so that a path it cannot
+ * write is found at once; it replaces the path once the run has reported
+ * (audit_report), and is removed if it never did (audit_free).  "-" is
+ * stdout (the command line lets one report at most go there). */
+static const char *const report_option[] = {"--json", "--junit", "--plot"};
+
+static const char *report_path(const struct audit *a, size_t i)
+{
+	return i == 0 ? a->o->json_path : i == 1 ? a->o->junit_path : a->o->plot_path;
+}
+
+static int *report_fd(struct audit *a, size_t i)
+{
+	return i == 0 ? &a->json_fd : i == 1 ? &a->junit_fd : &a->plot_fd;
+}
+
+static int open_reports(struct audit *a, char *err, size_t errlen)
+{
+	char why[SG_OUTFILE_ERR_MAX], shown[SG_ESCAPED_MAX];
+
+	for (size_t i = 0; i < sizeof(report_option) / sizeof(report_option[0]); i++) {
+		const char *path = report_path(a, i);
+
+		if (!path)
+			continue;
+		if (sg_outfile_open(&a->reports[i], path, 0644, SG_OUTFILE_STDOUT, why, sizeof(why)) < 0)
+			return say(err, errlen, "cannot write the %s report to %s: %s", report_option[i],
+				   sg_text_escape(path, shown, sizeof(shown)), why);
+		*report_fd(a, i) = a->reports[i].fd;
+		a->report_on_stdout |= a->reports[i].to_stdout;
+	}
+	return 0;
+}
+
+/* Each report file written replaces its path (reported), or is removed;
+ * -1 if one could not replace it (said why). */
+static int close_reports(struct audit *a, bool reported)
+{
+	char why[SG_OUTFILE_ERR_MAX], shown[SG_ESCAPED_MAX];
+	int ret = 0;
+
+	for (size_t i = 0; i < sizeof(report_option) / sizeof(report_option[0]); i++) {
+		int *fd = report_fd(a, i);
+
+		if (*fd < 0)
+			continue;
+		*fd = -1;
+		if (!reported) {
+			sg_outfile_discard(&a->reports[i]);
+		} else if (sg_outfile_commit(&a->reports[i], SG_OUTFILE_FSYNC, why, sizeof(why)) < 0) {
+			fprintf(stderr, "shmguard audit: cannot write the %s report to %s: %s\n", report_option[i],
+				sg_text_escape(report_path(a, i), shown, sizeof(shown)), why);
+			ret = -1;
+		}
+	}
+	return ret;
+}
+
+int audit_report(struct audit *a)
+{
+	int status = audit_report_write(a);
+
+	if (close_reports(a, true) < 0 && status != AUDIT_OVER_BUDGET)
+		status = AUDIT_USAGE;
+	return status;
+}
+
+/* Blocked before the /metrics server's thread starts: it inherits the
+ * mask, so that the signals wait for the signalfd. */
+static int block_signals(struct audit *a, char *err, size_t errlen)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &a->old_mask);
+	if ((a->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+		return say(err, errlen, "signalfd: %s", strerror(errno));
+	return 0;
+}
+
+struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
+{
+	struct audit *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		say(err, errlen, "out of memory");
+		return NULL;
+	}
+	*a = (struct audit){.o = o, .aborts_tail = &a->aborts, .cmd_status = -1, .child = -1, .markers_fd = -1,
+			    .abort_dfd = -1, .signal_fd = -1, .json_fd = -1, .junit_fd = -1, .plot_fd = -1};
+	if (resolve_roots(a, err, errlen) < 0 ||
+	    open_reports(a, err, errlen) < 0 ||
+	    block_signals(a, err, errlen) < 0)
+		goto fail;
+	if (o->listen_addr) {
+		char why[256];
+		if (!(a->metrics_server = metrics_serve(o->listen_addr, why, sizeof(why)))) {
+			say(err, errlen, "--listen: %s", why);
+			goto fail;
+		}
+		/* :0 is given a port: say which. */
+		fprintf(stderr, "shmguard audit: serving metrics on http://%s/metrics\n",
+			metrics_address(a->metrics_server));
+	}
+	if (!(a->files = audit_files_new(o->max_files)) || !(a->review = audit_review_new()) ||
+	    ((o->metrics_path || o->listen_addr || o->plot_path) && !(a->live = audit_live_new()))) {
+		say(err, errlen, "out of memory");
+		goto fail;
+	}
+	return a;
+fail:
+	audit_free(a);
+	return NULL;
+}
+
+static void on_event(void *ctx, const void *data, size_t size)
+{
+	audit_on_event(ctx, data, size);
+}
+
+static int start_tracer(struct audit *a, char *err, size_t errlen)
+{
+	struct audit_trace_opts t = {.follow_tree = a->o->cmd != NULL, .shim = a->o->shim, .probe = a->o->probe,
+				     .ring_kib = a->o->ring_kib, .verbose = a->o->verbose, .on_event = on_event,
+				     .ctx = a, .nroots = a->nroots};
+	char why[512];
+
+	for (unsigned i = 0; i < a->nroots; i++)
+		t.roots[i] = (struct audit_trace_root){a->roots[i].kdev, a->roots[i].dir_ino};
+	if (!(a->tracer = audit_trace_start(&t, why, sizeof(why))))
+		return say(err, errlen, "tracing is not possible: %s", why);
+	a->probe = audit_trace_probe(a->tracer);
+	if (!audit_trace_has_usdt(a->tracer))
+		fprintf(stderr, "shmguard audit: the shim's tags are not followed (%s); requests come from the "
+				"patterns and from tags already written on files\n",
+			a->o->shim ? "its USDT probe did not attach" : "libshmguard.so not found");
+	return 0;
+}
+
+/* COMMAND, started but held until it is traced, then let go. */
+static int start_command(struct audit *a, char *err, size_t errlen)
+{
+	char **cmd = a->o->cmd;
+	int p[2], saved;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return say(err, errlen, "cannot start %s: %s", cmd[0], strerror(errno));
+	a->child = fork();
+	if (a->child == 0) {
+		char c;
+		close(p[1]);
+		sigprocmask(SIG_SETMASK, &a->old_mask, NULL);
+		if (read(p[0], &c, 1) != 1)
+			_exit(127);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "shmguard audit: cannot run %s: %s\n", cmd[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	saved = errno;
+	close(p[0]);
+	if (a->child < 0 || audit_trace_follow(a->tracer, a->child) < 0 || write(p[1], "g", 1) != 1) {
+		errno = a->child < 0 ? saved : errno;
+		say(err, errlen, "cannot start %s: %s", cmd[0], strerror(errno));
+		close(p[1]);
+		return -1;
+	}
+	close(p[1]);
+	return 0;
+}
+
+int audit_run(struct audit *a, char *err, size_t errlen)
+{
+	/* The abort directory is checked before tracing starts: a refusal is
+	 * said at once. */
+	if ((a->markers_fd = audit_markers_open(a, err, errlen)) < 0)
+		return AUDIT_USAGE;
+	if (start_tracer(a, err, errlen) < 0)
+		return AUDIT_NO_TRACING;
+	a->start_ns = audit_clock_ns(a);
+	/* The first figures: /metrics answers from now on, and a metrics file
+	 * that cannot be written is found before COMMAND starts. */
+	if (audit_live_flush(a, 0) < 0) {
+		char shown[SG_ESCAPED_MAX];
+		say(err, errlen, "cannot write the metrics to %s: %s", sg_text_escape(a->o->metrics_path, shown, sizeof(shown)),
+		    audit_live_why(a));
+		return AUDIT_USAGE;
+	}
+	if (a->o->cmd && start_command(a, err, errlen) < 0)
+		return AUDIT_USAGE;
+	if (audit_loop_run(a) < 0)
+		return say(err, errlen, "the run stopped early: %s", strerror(errno));
+	return 0;
+}
+
+void audit_free(struct audit *a)
+{
+	if (!a)
+		return;
+	if (a->child > 0 && a->cmd_status < 0) {
+		kill(a->child, SIGKILL);
+		waitpid(a->child, NULL, 0);
+	}
+	if (a->signal_fd >= 0)
+		close(a->signal_fd);
+	if (a->markers_fd >= 0)
+		close(a->markers_fd);
+	close_reports(a, false);
+	audit_trace_stop(a->tracer);
+	metrics_stop(a->metrics_server);
+	audit_files_free(a->files);
+	audit_review_free(a->review);
+	audit_aborts_free(a);
+	audit_live_free(a->live);
+	free(a);
+}

@@ -1,0 +1,170 @@
+/* shmguard audit's parts, and what they share.  The run's state lives in
+ * one struct audit, private to auditor/: the tracer (audit_trace.c), the
+ * events' effect on the file table (audit_events.c), the abort markers
+ * (audit_markers.c), the review of what is left (audit_eval.c), the event
+ * loop that drives them (audit_loop.c), the live metrics (audit_live.c)
+ * and the reports (audit_report.c, audit_ci.c).  audit.c is the front
+ * door (audit.h). */
+#ifndef SHMGUARD_AUDIT_ENGINE_H
+#define SHMGUARD_AUDIT_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include "audit.h"
+#include "audit_clock.h"
+#include "audit_files.h"
+#include "htable.h"
+#include "outfile.h"
+
+struct metrics_server;
+struct audit_tracer;
+
+/* What the roots held when a review cycle ended (audit_live.c). */
+struct audit_root_bytes {
+	uint64_t tracked, unattributed;
+};
+
+struct audit_root {
+	const char *path;
+	uint32_t kdev;
+	uint64_t dir_ino;
+};
+
+/* A file of an aborted request that was still there when measured. */
+struct audit_leftover {
+	struct audit_leftover *next;
+	char *name; /* NULL if it has none any more and no holder showed it */
+	uint32_t kdev;
+	uint64_t ino;
+	uint64_t bytes;
+	bool linked;
+	uint32_t holder; /* a process still mapping or holding it (unlinked files) */
+	uint32_t creator;
+	char comm[16];
+	int shape;
+	bool segment; /* non-empty */
+};
+
+struct audit_abort {
+	struct audit_abort *next;
+	struct sg_hnode node; /* in the index by request */
+	char *request;
+	double marker_s; /* seconds since the run began */
+	uint64_t leaked_bytes;
+	unsigned leaked_files, leaked_segments;
+	struct audit_leftover *leftovers;
+};
+
+struct audit {
+	const struct audit_opts *o;
+	struct audit_clock clock; /* the events' clock (CLOCK_MONOTONIC), or a test's */
+	struct audit_root roots[SG_MAX_ROOTS];
+	unsigned nroots;
+	struct audit_files *files;
+	struct audit_abort *aborts, **aborts_tail; /* in marker order */
+	struct audit_abort *unmeasured; /* the first abort not measured yet */
+	unsigned naborts;
+	struct sg_htable abort_index; /* by request (audit_markers.c) */
+	char **markers_at_start; /* sorted */
+	size_t nmarkers_at_start;
+	uint64_t marker_overflows, markers_recovered; /* the inotify queue's */
+	uint64_t markers_refused; /* entries of the abort directory that are no markers (sg_marker_refusal) */
+	int abort_dfd;            /* the abort directory, checked; -1: none */
+	struct audit_review *review;
+	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
+	const char *probe; /* how the kernel side sees files created (audit_trace.c) */
+	double end_s;
+	uint64_t events, dropped, ambiguous;
+	uint64_t tracked, unattributed, files_left; /* as of the last review */
+	uint64_t aborted_held;  /* the part of tracked whose request is aborted */
+	uint64_t live_pending, live_files; /* the part whose request is not (yet) aborted */
+	struct audit_root_bytes root_bytes[SG_MAX_ROOTS];
+	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
+	uint32_t cycles;    /* review cycles ended */
+	double last_review_s, last_review_duration_s; /* when the last cycle ended (audit_now_s), how long it took */
+	uint64_t aborts_measured, leaked_measured; /* aborts measured so far, and the bytes they left */
+	struct audit_live *live; /* metrics and the plot's samples (audit_live.c) */
+	int cmd_status; /* -1: no COMMAND or still running */
+	int cmd_signal; /* the signal that ended COMMAND, or 0 */
+	bool interrupted; /* a second SIGINT (or SIGTERM, SIGHUP) ended the run */
+	/* What the run holds (audit.c): */
+	struct audit_tracer *tracer;
+	int markers_fd, signal_fd; /* inotify on the abort directory; SIGINT, SIGTERM, SIGHUP, SIGCHLD */
+	sigset_t old_mask; /* the mask before audit_new(): COMMAND's */
+	pid_t child; /* COMMAND, or -1 */
+	int json_fd, junit_fd, plot_fd; /* the report files, opened by audit_new(), or -1 */
+	struct sg_outfile reports[3];   /* --json, --junit, --plot (common/outfile.h) */
+	bool report_on_stdout;          /* one of them is stdout: the text report goes to stderr */
+	struct metrics_server *metrics_server; /* --listen */
+};
+
+/* audit_events.c: one event from the ring buffer (size bytes of data,
+ * checked before use) and its effect on the file table. */
+void audit_on_event(struct audit *a, const void *data, size_t size);
+/* Gives f a request from its name when it has none (patterns). */
+void audit_attribute_by_name(struct audit *a, struct audit_file *f);
+/* f is called name in root (-1: outside the roots).  renamed: that name is
+ * its newest (a rename or a link, seen by an event or by a pass), and its
+ * request follows it. */
+void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed);
+
+/* audit_markers.c: a marker appearing in the abort directory is an abort. */
+/* The inotify fd, or -1 with err set (the directory is refused, or cannot be watched). */
+int audit_markers_open(struct audit *a, char *err, size_t errlen);
+int audit_markers_read(struct audit *a, int fd); /* -1 with errno: the fd failed */
+/* A new abort: request's marker, if it is one (else counted as refused, if
+ * count_refused: a rescan would count the same entries again).
+ * False if it is no marker, or an abort already.  A file in the abort
+ * directory is no file of a request: when it is on a shm device its inode
+ * is excluded from the table.  The kernel side sends a file's creation before
+ * inotify queues the marker, so the caller reads the events after the
+ * markers, then ends the exclusions. */
+bool audit_abort_add(struct audit *a, const char *request, bool count_refused);
+/* The abort of request, or NULL if it has none (yet). */
+struct audit_abort *audit_abort_of(const struct audit *a, const char *request);
+void audit_aborts_free(struct audit *a);
+
+/* audit_eval.c: what is left of files.  The review forgets freed files,
+ * sums those that exist (a->tracked, unattributed, files_left) and
+ * measures the aborts whose grace is over, in cycles spread over steps. */
+struct audit_review *audit_review_new(void);
+void audit_review_free(struct audit_review *rv);
+/* When the next step has work (audit_now_s()'s clock). */
+double audit_review_due_s(const struct audit *a);
+/* A slice of the review, if one is due: a few milliseconds at most. */
+void audit_review_step(struct audit *a);
+/* At the end of the run: one whole cycle, then every abort is measured. */
+void audit_review_finish(struct audit *a);
+
+/* audit_loop.c: the run, until COMMAND ends (its status in a->cmd_status),
+ * --duration is over, or a signal arrives on a->signal_fd (SIGINT, SIGTERM,
+ * SIGHUP go to COMMAND first; a second one kills it and ends the run).
+ * Then the events still queued are read and the review finished.  -1 with
+ * errno when waiting or reading fails (what was measured is kept). */
+int audit_loop_run(struct audit *a);
+
+/* audit_live.c: what the run shows while it goes: the metrics (published
+ * to --listen after each review cycle, written to --metrics-file every
+ * --interval) and the plot's samples. */
+struct audit_live *audit_live_new(void);
+void audit_live_free(struct audit_live *l);
+/* After each turn of the loop: a review cycle that ended is published and
+ * sampled; the metrics file is rewritten when its interval is over. */
+void audit_live_update(struct audit *a, uint64_t dropped);
+/* The figures now, written once more (the end of the run, or its start). */
+int audit_live_flush(struct audit *a, uint64_t dropped);
+/* Why the metrics file could not be written (after a -1 from the above). */
+const char *audit_live_why(const struct audit *a);
+/* --plot: the timeline of the run, written to its fd, its title saying
+ * the leak per abort and the verdict.  0, or -1. */
+int audit_live_plot(const struct audit *a, double kib_per_abort, const char *verdict);
+
+/* audit_report.c: the report itself (audit_report() adds the report
+ * files' commit). */
+int audit_report_write(struct audit *a);
+
+#endif
