@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "audit_report.h"
+#include "audit_ci.h"
 #include "outfile.h"
 #include "text.h"
 

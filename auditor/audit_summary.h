@@ -1,8 +1,9 @@
 /* What the reports share (audit_report.c for people and --json,
  * audit_ci.c for --junit and GitHub Actions): the run's totals and its
- * leftovers grouped by creating process and by name shape. */
-#ifndef SHMGUARD_AUDIT_REPORT_H
-#define SHMGUARD_AUDIT_REPORT_H
+ * leftovers grouped by creating command and by name shape
+ * (audit_summary.c). */
+#ifndef SHMGUARD_AUDIT_SUMMARY_H
+#define SHMGUARD_AUDIT_SUMMARY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,11 +49,7 @@ struct groups {
 const char *audit_shape_text(const struct audit *a, int shape);
 /* Whether leftover l is one of group g of the processes' grouping. */
 bool audit_group_has(const struct group *g, const struct audit_leftover *l);
-
-/* audit_ci.c: --junit (0, or -1 when it cannot be written) and, under
- * GitHub Actions, annotations on stdout and a summary table appended to
- * $GITHUB_STEP_SUMMARY. */
-int audit_junit_write(const struct audit *a, const struct summary *s, const struct groups *by_proc);
-void audit_github_report(const struct audit *a, const struct summary *s, const struct groups *by_shape);
+/* Every abort's leftovers, grouped by process and by shape, largest first. */
+void audit_group_leftovers(const struct audit *a, struct groups *by_proc, struct groups *by_shape);
 
 #endif
