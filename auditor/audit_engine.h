@@ -22,6 +22,15 @@
 
 struct metrics_server;
 struct audit_tracer;
+struct sg_holders;
+
+/* Where the review learns which processes hold files unlinked from a root:
+ * /proc (sg_holders_scan) unless a test gives its own.  The roots' names
+ * are read from their directories, which a test makes itself. */
+struct audit_holders_view {
+	int (*scan)(void *ctx, struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs); /* NULL: /proc */
+	void *ctx;
+};
 
 /* What the roots held when a review cycle ended (audit_live.c). */
 struct audit_root_bytes {
@@ -62,6 +71,7 @@ struct audit_abort {
 struct audit {
 	const struct audit_opts *o;
 	struct audit_clock clock; /* the events' clock (CLOCK_MONOTONIC), or a test's */
+	struct audit_holders_view holders; /* /proc, or a test's */
 	struct audit_root roots[SG_MAX_ROOTS];
 	unsigned nroots;
 	struct audit_files *files;

@@ -139,7 +139,10 @@ static const struct sg_holder *holder_in_root(struct pass *p, uint32_t kdev, uin
 		uint32_t kdevs[SG_MAX_ROOTS];
 		for (unsigned r = 0; r < p->a->nroots; r++)
 			kdevs[r] = p->a->roots[r].kdev;
-		sg_holders_scan(&p->holders, kdevs, p->a->nroots, true);
+		if (p->a->holders.scan)
+			p->a->holders.scan(p->a->holders.ctx, &p->holders, kdevs, p->a->nroots);
+		else
+			sg_holders_scan(&p->holders, kdevs, p->a->nroots, true);
 		p->holders_read = true;
 	}
 	h = sg_holders_find(&p->holders, kdev, ino, &n);

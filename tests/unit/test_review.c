@@ -1,0 +1,282 @@
+/* The review (audit_eval.c) on a clock and a view of the holders the test
+ * gives: its pacing, an abort's grace and the rule that forgets a file
+ * never named only after two cycles missed it.  The root is a directory
+ * of the test's own; no BPF, no root, no wall clock. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit_engine.h"
+#include "holders.h"
+
+#define S 1000000000ull
+
+/* Time stands still unless the test moves it, or advances per_read on
+ * each reading (time that a directory read takes). */
+struct fake_clock {
+	uint64_t now, per_read;
+};
+
+static uint64_t fake_now(void *ctx)
+{
+	struct fake_clock *c = ctx;
+
+	c->now += c->per_read;
+	return c->now;
+}
+
+/* No process holds anything. */
+static int no_holders(void *ctx, struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs)
+{
+	(void)ctx, (void)kdevs, (void)ndevs;
+	memset(hs, 0, sizeof(*hs));
+	return 0;
+}
+
+static char root[64], abort_dir[80];
+static struct audit_opts o;
+static struct audit a;
+static struct fake_clock clk;
+
+static void setup(void)
+{
+	struct stat st;
+
+	snprintf(root, sizeof(root), "/tmp/sgt-%d-review-XXXXXX", (int)getpid());
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(abort_dir, sizeof(abort_dir), "%s/aborts", root);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	cr_assert_eq(stat(root, &st), 0);
+	o = (struct audit_opts){.grace = 2, .max_files = 1000};
+	snprintf(o.abort_dir, sizeof(o.abort_dir), "%s", abort_dir);
+	clk = (struct fake_clock){.now = 1 * S};
+	a = (struct audit){.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1, .start_ns = 1 * S,
+			   .clock = {fake_now, &clk}, .holders = {no_holders, NULL}, .nroots = 1};
+	a.roots[0] = (struct audit_root){root, sg_kdev(st.st_dev), st.st_ino};
+	cr_assert_geq(a.abort_dfd = open(abort_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), 0);
+	cr_assert_not_null(a.files = audit_files_new(o.max_files));
+	cr_assert_not_null(a.review = audit_review_new());
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	audit_review_free(a.review);
+	audit_files_free(a.files);
+	audit_aborts_free(&a);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(review, .init = setup, .fini = teardown, .timeout = 30);
+
+static void at(double s)
+{
+	clk.now = a.start_ns + (uint64_t)(s * S);
+}
+
+/* A file of bytes in the root, followed as the tracer would (created now,
+ * under its name, of request), or only its inode when name is NULL. */
+static struct audit_file *follow(const char *name, size_t bytes, const char *request, uint64_t *ino)
+{
+	struct audit_file *f;
+	struct stat st;
+	uint64_t n;
+
+	if (name) {
+		char path[128], buf[4096] = {1};
+		int fd;
+		snprintf(path, sizeof(path), "%s/%s", root, name);
+		cr_assert_geq(fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600), 0);
+		for (size_t done = 0; done < bytes; done += sizeof(buf))
+			cr_assert_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+		close(fd);
+		cr_assert_eq(lstat(path, &st), 0);
+		n = st.st_ino;
+	} else {
+		n = *ino; /* an inode no entry names */
+	}
+	cr_assert_not_null(f = audit_files_add(a.files, a.roots[0].kdev, n));
+	f->created_ns = clk.now;
+	if (name)
+		audit_file_named(&a, f, 0, name, false);
+	if (request)
+		audit_files_attribute(a.files, f, request, REQ_TAG, -1);
+	if (ino)
+		*ino = n;
+	return f;
+}
+
+/* request's abort marker, appearing now. */
+static struct audit_abort *mark(const char *request)
+{
+	int fd = openat(a.abort_dfd, request, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert(audit_abort_add(&a, request, true));
+	return audit_abort_of(&a, request);
+}
+
+/* One step of the review at time s (it does what is due, if anything). */
+static void step_at(double s)
+{
+	at(s);
+	audit_review_step(&a);
+}
+
+/* Steps at s until the cycle under way (if one started) ends. */
+static void cycle_at(double s)
+{
+	uint32_t before = a.cycles;
+
+	step_at(s);
+	for (int i = 0; i < 100 && a.cycles == before && audit_review_due_s(&a) <= s + 1; i++) {
+		clk.per_read = 0;
+		audit_review_step(&a);
+	}
+}
+
+Test(review, a_cycle_comes_a_second_after_the_last_when_reading_is_cheap)
+{
+	follow("a", 4096, "r1", NULL);
+	cycle_at(1.0);
+	cr_assert_eq(a.cycles, 1);
+	cr_expect_eq(a.files_left, 1);
+	cycle_at(1.9);
+	cr_expect_eq(a.cycles, 1, "a cycle before REVIEW_S was over");
+	cycle_at(2.1);
+	cr_expect_eq(a.cycles, 2);
+}
+
+/* The directory reads hold the root's lock: a cycle whose reads took 0.1 s
+ * is followed by the next only after 0.1 s / 1.5% = 6.7 s, not 1 s. */
+Test(review, directory_reads_are_paced_to_their_share_of_the_time)
+{
+	follow("a", 4096, "r1", NULL);
+	at(1.0);
+	clk.per_read = S / 10; /* each reading of the clock: 0.1 s later */
+	audit_review_step(&a);
+	clk.per_read = 0;
+	cycle_at(audit_now_s(&a));
+	cr_assert_eq(a.cycles, 1);
+	double ended = audit_now_s(&a);
+	cycle_at(ended + 2);
+	cr_expect_eq(a.cycles, 1, "the next cycle came 2 s after a cycle that read for 0.1 s");
+	cycle_at(ended + 5);
+	cr_expect_eq(a.cycles, 1, "the next cycle came 5 s after a cycle that read for 0.1 s");
+	cycle_at(ended + 10);
+	cr_expect_eq(a.cycles, 2, "no cycle 10 s after");
+}
+
+/* An abort is measured only once its grace is over, by a cycle that began
+ * after that: its files are what the request left behind. */
+Test(review, an_abort_is_measured_when_its_grace_is_over)
+{
+	struct audit_abort *ab;
+	struct stat st;
+	char path[128];
+
+	follow("r1-seg", 8192, "r1", NULL);
+	follow("r2-seg", 4096, "r2", NULL);
+	at(10.0);
+	cr_assert_not_null(ab = mark("r1"));
+	cycle_at(11.0);
+	cr_expect_geq(a.cycles, 1);
+	cr_expect_eq(a.unmeasured, ab, "measured within its grace");
+	cr_expect_eq(ab->leaked_files, 0);
+	cr_expect_float_eq(audit_review_due_s(&a), 12.0, 1e-9, "the review does not wait for the end of the grace");
+	cycle_at(12.0);
+	cr_expect_null(a.unmeasured, "not measured at the end of its grace");
+	cr_expect_eq(ab->leaked_files, 1, "only r1's file is r1's leftover");
+	snprintf(path, sizeof(path), "%s/r1-seg", root);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_expect_eq(ab->leaked_bytes, (uint64_t)st.st_blocks * 512);
+}
+
+/* A file that was freed before the grace ended is no leftover. */
+Test(review, a_file_removed_within_the_grace_is_not_a_leftover)
+{
+	struct audit_abort *ab;
+	char path[128];
+
+	follow("r1-seg", 8192, "r1", NULL);
+	at(10.0);
+	cr_assert_not_null(ab = mark("r1"));
+	snprintf(path, sizeof(path), "%s/r1-seg", root);
+	cr_assert_eq(unlink(path), 0);
+	cycle_at(12.5);
+	cr_expect_null(a.unmeasured);
+	cr_expect_eq(ab->leaked_files, 0);
+	cr_expect_eq(ab->leaked_bytes, 0);
+}
+
+/* A file no entry ever named may have been passed over by a directory read
+ * racing with other entries: one missed cycle keeps it, the second forgets
+ * it.  A named file whose name is gone (and nobody holds) goes at once. */
+Test(review, a_file_never_named_is_forgotten_after_two_missed_cycles)
+{
+	uint64_t unnamed = 0x7fffffff01ull, named;
+	char path[128];
+
+	follow(NULL, 0, "r1", &unnamed);
+	follow("gone", 4096, "r2", &named);
+	snprintf(path, sizeof(path), "%s/gone", root);
+	cr_assert_eq(unlink(path), 0);
+	cycle_at(1.0);
+	cr_assert_eq(a.cycles, 1);
+	cr_expect_not_null(audit_files_find(a.files, a.roots[0].kdev, unnamed), "forgotten after one missed cycle");
+	cr_expect_null(audit_files_find(a.files, a.roots[0].kdev, named), "a named file gone was kept");
+	cycle_at(2.5);
+	cr_assert_eq(a.cycles, 2);
+	cr_expect_null(audit_files_find(a.files, a.roots[0].kdev, unnamed), "kept after two missed cycles");
+}
+
+/* The holder the test's view shows: a process holding the file unlinked
+ * from the root as name, reachable (as /proc/PID/fd/N would be) through
+ * stat_path. */
+static struct {
+	uint64_t ino;
+	char path[128], stat_path[128];
+} held;
+
+static int one_holder(void *ctx, struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs)
+{
+	(void)ctx, (void)ndevs;
+	*hs = (struct sg_holders){.n = 1, .cap = 1};
+	cr_assert_not_null(hs->h = calloc(1, sizeof(*hs->h)));
+	hs->h[0] = (struct sg_holder){.kdev = kdevs[0], .ino = held.ino, .pid = 4242, .stat_path = strdup(held.stat_path),
+				      .path = strdup(held.path)};
+	hs->h[0].name = strrchr(hs->h[0].path, '/') + 1;
+	return 0;
+}
+
+/* A file unlinked from the root but still held is still there (it uses
+ * RAM): counted every cycle, never forgotten, with the name it had. */
+Test(review, a_file_unlinked_but_held_is_counted_and_kept)
+{
+	struct audit_file *f;
+	struct stat st;
+
+	f = follow("held", 8192, "r1", &held.ino);
+	free(f->name);
+	f->name = NULL; /* as for a creation event that carried no name */
+	f->root = -1;
+	snprintf(held.path, sizeof(held.path), "%s/held", root);
+	snprintf(held.stat_path, sizeof(held.stat_path), "%s/held", abort_dir);
+	cr_assert_eq(rename(held.path, held.stat_path), 0); /* gone from the root, still reachable */
+	cr_assert_eq(lstat(held.stat_path, &st), 0);
+	a.holders.scan = one_holder;
+	for (int i = 0; i < 3; i++)
+		cycle_at(1.0 + 1.5 * i);
+	cr_assert_eq(a.cycles, 3);
+	cr_expect_not_null(audit_files_find(a.files, a.roots[0].kdev, held.ino));
+	cr_expect_eq(a.files_left, 1);
+	cr_expect_eq(a.tracked, (uint64_t)st.st_blocks * 512);
+	cr_expect_str_eq(f->name, "held");
+}
