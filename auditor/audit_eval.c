@@ -36,13 +36,11 @@
 #define REVIEW_S 1.0
 /* But never sooner than the time its directory reads took, divided by this
  * share.  Reading a root's directory holds its lock, which every creation
- * and unlink there waits for: a lifecycle workload on the same root slowed
- * by about as much as the share of the time the directory was being read in
- * slices (twice that when read in one go).  The reads took about twice
- * their system time (the entries are looked up in the table as they come),
- * so this keeps the lock held under 1% of the time.  Large tables are
- * reviewed less often (a million files: about every 40 s; a few thousand:
- * every second), and their aborts measured that much later. */
+ * and unlink there waits for: a workload on the same root slows by about
+ * the share of the time the directory is being read, so the reads are
+ * kept to a small share of it.  Large tables are therefore reviewed less
+ * often, and their aborts measured that much later.  (The figures behind
+ * the value: docs/performance-notes.md.) */
 #define READ_SHARE 0.015
 /* While a cycle is under way: this much of it per step, then this long for
  * the events before the next slice (half a CPU at most), unless an abort
@@ -50,9 +48,7 @@
 #define SLICE_S 0.005
 #define PAUSE_S 0.005
 /* Reading the directories, shorter slices and longer pauses: a creation
- * that meets the lock held waits for the rest of the slice's reads, and a
- * loop reading /dev/shm slowed a lifecycle workload by about its share of
- * the time in 1 ms slices, by 1.8 times its share in 5 ms ones. */
+ * that meets the lock held waits for the rest of the slice's reads. */
 #define NAMING_SLICE_S 0.001
 #define NAMING_PAUSE_S 0.009
 /* The clock is read every this many files or directory entries. */

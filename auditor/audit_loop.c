@@ -18,7 +18,8 @@
 #include "text.h"
 
 /* The kernel side wakes the reader only when its buffer fills up: poll it
- * this often (the 8 MiB buffer holds well over a second of events). */
+ * this often, far less time than the buffer takes to fill (the burst
+ * figures: docs/performance-notes.md). */
 #define POLL_S 0.02
 
 enum { FD_EVENTS, FD_MARKERS, FD_SIGNALS };
