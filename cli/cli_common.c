@@ -39,15 +39,17 @@ int cli_find_shim(const char *given, char *out)
 
 int cli_add_root(const char *sub, struct sg_roots *roots, const char *dir)
 {
-	const char *why = sg_roots_add(roots, dir);
+	const char *why;
 
-	return why ? cli_usage_fail(-1, sub, "bad root '%s': %s", dir, why) : 0;
+	return sg_roots_add(roots, dir, &why) < 0 ? cli_usage_fail(-1, sub, "bad root '%s': %s", dir, why) : 0;
 }
 
 void cli_default_root(struct sg_roots *roots)
 {
+	const char *why;
+
 	if (!roots->n)
-		sg_roots_add(roots, SG_DEFAULT_ROOT);
+		sg_roots_add(roots, SG_DEFAULT_ROOT, &why);
 }
 
 void cli_json_set_text(json_t *o, const char *key, const char *s)

@@ -351,13 +351,13 @@ int cmd_abort(int argc, char **argv)
 		return cli_usage_fail(EXIT_USAGE, "abort", "%s", why);
 	if (format_given && !follow.file)
 		return cli_usage_fail(EXIT_USAGE, "abort", "--format goes with --follow");
-	if ((why = sg_config_check_dir(dir_arg && *dir_arg ? dir_arg : SG_DEFAULT_ABORT_DIR, dir)))
+	if (sg_config_check_dir(dir_arg && *dir_arg ? dir_arg : SG_DEFAULT_ABORT_DIR, dir, &why) < 0)
 		return cli_usage_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir_arg, why);
 	/* The roots the shims see: theirs are the default and SHMGUARD_SHM_ROOTS. */
-	sg_roots_add(&roots, SG_DEFAULT_ROOT);
-	if (roots_arg && *roots_arg && (why = sg_roots_add_list(&roots, roots_arg)))
+	sg_roots_add(&roots, SG_DEFAULT_ROOT, &why);
+	if (roots_arg && *roots_arg && sg_roots_add_list(&roots, roots_arg, &why) < 0)
 		return cli_usage_fail(EXIT_USAGE, "abort", "bad SHMGUARD_SHM_ROOTS '%s': %s", roots_arg, why);
-	if ((why = sg_roots_check_abort_dir(&roots, dir)))
+	if (sg_roots_check_abort_dir(&roots, dir, &why) < 0)
 		return cli_usage_fail(EXIT_USAGE, "abort", "bad abort directory '%s': %s", dir, why);
 	if (ttl_arg && sg_config_parse_ttl(ttl_arg, &ttl) < 0)
 		return cli_usage_fail(EXIT_USAGE, "abort", "bad TTL '%s': expected a duration of whole seconds from 1 to %d (600, 10m, 1h)", ttl_arg,

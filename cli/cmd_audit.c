@@ -243,10 +243,10 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		o->patterns.count = 0;
 	else if (sg_patterns_parse(&o->patterns, patterns, err, sizeof(err)) < 0)
 		return cli_usage_fail(-1, "audit", "bad patterns: %s", err);
-	const char *why = sg_config_check_dir(abort_dir && *abort_dir ? abort_dir : SG_DEFAULT_ABORT_DIR, o->abort_dir);
-	if (why)
+	const char *why;
+	if (sg_config_check_dir(abort_dir && *abort_dir ? abort_dir : SG_DEFAULT_ABORT_DIR, o->abort_dir, &why) < 0)
 		return cli_usage_fail(-1, "audit", "bad abort directory '%s': %s", abort_dir, why);
-	if ((why = sg_roots_check_abort_dir(&o->roots, o->abort_dir)))
+	if (sg_roots_check_abort_dir(&o->roots, o->abort_dir, &why) < 0)
 		return cli_usage_fail(-1, "audit", "bad abort directory '%s': %s", o->abort_dir, why);
 	return 0;
 }

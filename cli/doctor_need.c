@@ -67,9 +67,9 @@ static void explain(const char *root)
 	size_t ngroups = 0;
 	uint64_t dead = 0, held = 0;
 	char err[256], b[16];
-	const char *why = sg_roots_add(&l.roots, root);
+	const char *why = NULL;
 
-	if (!why && sg_shm_list(&l, err, sizeof(err)) < 0)
+	if (sg_roots_add(&l.roots, root, &why) == 0 && sg_shm_list(&l, err, sizeof(err)) < 0)
 		why = err;
 	if (why) {
 		printf("             cannot tell what holds it: %s\n", why);

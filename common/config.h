@@ -41,7 +41,7 @@ struct sg_config {
 	bool tag_xattr;   /* write the user.shmguard tag onto each segment */
 };
 
-/* Fill c from the environment.  On a bad value returns -1 with err naming the
+/* Fill c from the environment.  On a bad value returns -EINVAL with err naming the
  * variable and the fault; c->log_level is still set when SHMGUARD_LOG itself
  * was readable, so the fault can be reported at the level the user asked for. */
 int sg_config_from_env(struct sg_config *c, char *err, size_t errlen);
@@ -51,21 +51,24 @@ int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, voi
 		   size_t errlen);
 
 /* Normalise an absolute directory path (no trailing '/', no '.', '..' or
- * empty components) into out; returns NULL or why it is unusable. */
-const char *sg_config_check_dir(const char *path, char *out);
+ * empty components) into out.  Returns 0, or -EINVAL with *why saying why
+ * it is unusable. */
+int sg_config_check_dir(const char *path, char *out, const char **why);
 
 /* Adds dir, normalised, to r unless it is there already ("/a/" is "/a").
- * Returns NULL, or why it cannot (r is then unchanged). */
-const char *sg_roots_add(struct sg_roots *r, const char *dir);
+ * Returns 0, or a negative errno with *why saying why it cannot (r is then
+ * unchanged): -EINVAL, or -E2BIG beyond SG_MAX_ROOTS. */
+int sg_roots_add(struct sg_roots *r, const char *dir, const char **why);
 
-/* Adds each directory of a ':'-separated list; NULL or why one cannot be. */
-const char *sg_roots_add_list(struct sg_roots *r, const char *list);
+/* Adds each directory of a ':'-separated list; 0, or as sg_roots_add(). */
+int sg_roots_add_list(struct sg_roots *r, const char *list, const char **why);
 
-/* NULL, or why the (normalised) abort directory cannot be used with these
- * roots: markers among the segments would make every segment a marker. */
-const char *sg_roots_check_abort_dir(const struct sg_roots *r, const char *abort_dir);
+/* 0, or -EINVAL with *why when the (normalised) abort directory cannot be
+ * used with these roots: markers among the segments would make every
+ * segment a marker. */
+int sg_roots_check_abort_dir(const struct sg_roots *r, const char *abort_dir, const char **why);
 
-/* Marker lifetime in whole seconds, 1 to SG_MAX_ABORT_TTL.  Returns 0 or -1. */
+/* Marker lifetime in whole seconds, 1 to SG_MAX_ABORT_TTL.  Returns 0 or -EINVAL. */
 int sg_config_parse_ttl(const char *v, unsigned *ttl);
 
 #endif

@@ -206,7 +206,7 @@ int sg_holders_scan(struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs
 
 	*hs = (struct sg_holders){0};
 	if (!d)
-		return -1;
+		return -errno;
 	while ((e = readdir(d))) {
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;

@@ -26,8 +26,8 @@ struct sg_holders {
 };
 
 /* Scans every process, through every thread, for files on the given
- * devices (unlinked ones only, when unlinked_only).  Returns 0, or -1 when
- * /proc cannot be read. */
+ * devices (unlinked ones only, when unlinked_only).  Returns 0, or a
+ * negative errno when /proc cannot be read. */
 int sg_holders_scan(struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs, bool unlinked_only);
 
 /* The holders of (kdev, ino): a pointer to the first and their number. */

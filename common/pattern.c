@@ -2,6 +2,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 
 static const struct {
@@ -19,11 +20,11 @@ static int parse_one(struct sg_pattern *p, const char *text, size_t len, char *e
 
 	if (len == 0) {
 		snprintf(err, errlen, "empty pattern (two ';' in a row, or a leading/trailing ';')");
-		return -1;
+		return -EINVAL;
 	}
 	if (len > SG_NAME_MAX) {
 		snprintf(err, errlen, "pattern '%.40s...' is longer than %d bytes", text, SG_NAME_MAX);
-		return -1;
+		return -EINVAL;
 	}
 	memcpy(p->text, text, len);
 	p->text[len] = '\0';
@@ -42,7 +43,7 @@ static int parse_one(struct sg_pattern *p, const char *text, size_t len, char *e
 			if (k == sizeof(placeholders) / sizeof(placeholders[0])) {
 				snprintf(err, errlen, "pattern '%s': unknown placeholder at '%.16s' (known: {req} {int} {any})",
 					 p->text, p->text + i);
-				return -1;
+				return -EINVAL;
 			}
 			tok.kind = placeholders[k].kind;
 			tok.len = strlen(placeholders[k].text);
@@ -51,12 +52,12 @@ static int parse_one(struct sg_pattern *p, const char *text, size_t len, char *e
 				tok.len++;
 			if (memchr(p->text + i, '}', tok.len)) {
 				snprintf(err, errlen, "pattern '%s': stray '}'", p->text);
-				return -1;
+				return -EINVAL;
 			}
 		}
 		if (p->ntokens == SG_MAX_PATTERN_TOKENS) {
 			snprintf(err, errlen, "pattern '%s' has more than %d parts", p->text, SG_MAX_PATTERN_TOKENS);
-			return -1;
+			return -EINVAL;
 		}
 		if (tok.kind == SG_TOK_REQ) {
 			nreq++;
@@ -67,7 +68,7 @@ static int parse_one(struct sg_pattern *p, const char *text, size_t len, char *e
 	}
 	if (nreq != 1) {
 		snprintf(err, errlen, "pattern '%s' must contain {req} exactly once (found %u)", p->text, nreq);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -81,10 +82,10 @@ int sg_patterns_parse(struct sg_pattern_set *set, const char *spec, char *err, s
 
 		if (set->count == SG_MAX_PATTERNS) {
 			snprintf(err, errlen, "more than %d patterns", SG_MAX_PATTERNS);
-			return -1;
+			return -EINVAL;
 		}
 		if (parse_one(&set->patterns[set->count], start, len, err, errlen) < 0)
-			return -1;
+			return -EINVAL;
 		set->count++;
 		if (!end)
 			return 0;

@@ -43,8 +43,8 @@ enum sg_match_result {
 	SG_MATCH_AMBIGUOUS, /* two different request IDs: written to req and other */
 };
 
-/* Parse a ';'-separated pattern list.  Returns 0, or -1 with a message
- * naming the fault in err. */
+/* Parse a ';'-separated pattern list.  Returns 0, or -EINVAL with a
+ * message naming the fault in err. */
 int sg_patterns_parse(struct sg_pattern_set *set, const char *spec, char *err, size_t errlen);
 
 /* Match name (not NUL-terminated: len bytes) against the set.  req and other

@@ -10,17 +10,15 @@
 #include "sys.h"
 
 /* The numeric field after p (which points at a field's start); moves p to
- * the next field.  -1 with errno EIO on a malformed line. */
+ * the next field.  -EIO on a malformed line. */
 static int number(char **p, unsigned long long *v)
 {
 	char *end;
 
 	errno = 0;
 	*v = strtoull(*p, &end, 10);
-	if (end == *p || errno || (*end != ' ' && *end != '\n' && *end)) {
-		errno = EIO;
-		return -1;
-	}
+	if (end == *p || errno || (*end != ' ' && *end != '\n' && *end))
+		return -EIO;
 	*p = *end ? end + 1 : end;
 	return 0;
 }
@@ -30,7 +28,7 @@ int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps)
 	char path[32], buf[1024];
 	unsigned long long v;
 	ssize_t n;
-	int fd;
+	int fd, r;
 
 	if (pid)
 		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -38,40 +36,35 @@ int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps)
 		strcpy(path, "/proc/self/stat");
 	fd = sg_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	n = read(fd, buf, sizeof(buf) - 1);
+	r = n < 0 ? -errno : -EIO;
 	sg_sys_close(fd);
-	if (n <= 0) {
-		errno = n < 0 ? errno : EIO;
-		return -1;
-	}
+	if (n <= 0)
+		return r;
 	buf[n] = '\0';
 
 	/* comm (field 2) may hold spaces and parentheses: fields resume after the last ')'. */
 	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2]) {
-		errno = EIO;
-		return -1;
-	}
+	if (!p || p[1] != ' ' || !p[2])
+		return -EIO;
 	ps->state = p[2];
 	p += 2;
 	/* From field 3, the state, to field 22, skipping all but 20. */
 	for (int field = 3; field < 22; field++) {
 		if (field == 20) {
-			if (number(&p, &v) < 0)
-				return -1;
+			if ((r = number(&p, &v)) < 0)
+				return r;
 			ps->threads = (unsigned)v;
 			continue;
 		}
 		p = strchr(p, ' ');
-		if (!p) {
-			errno = EIO;
-			return -1;
-		}
+		if (!p)
+			return -EIO;
 		p++;
 	}
-	if (number(&p, &v) < 0)
-		return -1;
+	if ((r = number(&p, &v)) < 0)
+		return r;
 	ps->start_ticks = v;
 	return 0;
 }
@@ -84,9 +77,10 @@ bool sg_proc_exited(const struct sg_proc_stat *ps)
 int sg_proc_start_ticks(pid_t pid, uint64_t *ticks)
 {
 	struct sg_proc_stat ps;
+	int r = sg_proc_stat(pid, &ps);
 
-	if (sg_proc_stat(pid, &ps) < 0)
-		return -1;
+	if (r < 0)
+		return r;
 	*ticks = ps.start_ticks;
 	return 0;
 }

@@ -12,8 +12,8 @@ struct sg_proc_stat {
 	uint64_t start_ticks; /* field 22 */
 };
 
-/* Reads /proc/PID/stat.  Returns 0, or -1 with errno set (ENOENT: no such
- * process). */
+/* Reads /proc/PID/stat.  Returns 0, or a negative errno (-ENOENT: no such
+ * process; -EIO: a line it cannot parse). */
 int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps);
 
 /* Whether the process has exited and only waits to be reaped: a zombie
@@ -24,8 +24,8 @@ bool sg_proc_exited(const struct sg_proc_stat *ps);
 /* Start time of pid in clock ticks since boot (/proc/PID/stat field 22):
  * with the pid, it names one process even after the pid is reused.  pid 0
  * is this process (/proc/self: right even where /proc belongs to another
- * pid namespace than the process's own).  Returns 0, or -1 with errno set
- * (ENOENT: no such process). */
+ * pid namespace than the process's own).  Returns 0, or a negative errno
+ * (-ENOENT: no such process). */
 int sg_proc_start_ticks(pid_t pid, uint64_t *ticks);
 
 /* Whether /proc shows this process's own pid namespace: /proc/self names

@@ -68,8 +68,10 @@ enum sg_creator_state sg_creator_state(const struct sg_tag *tag)
 	check_proc();
 	if (proc_foreign || !self_pidns || !tag->start_ticks || !tag->pidns || tag->pidns != self_pidns)
 		return CREATOR_UNKNOWN;
-	if (sg_proc_stat(tag->pid, &ps) < 0)
-		return errno == ENOENT || errno == ESRCH ? CREATOR_DEAD : CREATOR_UNKNOWN;
+	int r = sg_proc_stat(tag->pid, &ps);
+
+	if (r < 0)
+		return r == -ENOENT || r == -ESRCH ? CREATOR_DEAD : CREATOR_UNKNOWN;
 	return ps.start_ticks == tag->start_ticks && !sg_proc_exited(&ps) ? CREATOR_ALIVE : CREATOR_DEAD;
 }
 
@@ -196,7 +198,7 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 	int ret = 0;
 
 	if (!d)
-		return -1;
+		return -errno;
 	while ((e = readdir(d))) {
 		struct stat st;
 		ssize_t vlen = -1;
@@ -290,14 +292,14 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 	double now = sg_realtime_ns() / 1e9;
 	size_t cap = 0;
 	struct stat st;
+	int ret;
 
 	for (unsigned r = 0; r < l->roots.n; r++) {
 		bool again = false;
 
-		errno = 0;
-		if (stat(l->roots.dir[r], &st) < 0 || !S_ISDIR(st.st_mode)) {
-			snprintf(err, errlen, "cannot read %s: %s", l->roots.dir[r], strerror(errno ? errno : ENOTDIR));
-			return -1;
+		if ((ret = stat(l->roots.dir[r], &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? 0 : -ENOTDIR) < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", l->roots.dir[r], strerror(-ret));
+			return ret;
 		}
 		kdevs[r] = sg_kdev(st.st_dev);
 		inos[r] = st.st_ino;
@@ -310,14 +312,14 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 			mount_point[r] = false;
 			continue;
 		}
-		if (read_root(l, r, &cap, now) < 0) {
-			snprintf(err, errlen, "cannot read %s: %s", l->roots.dir[r], strerror(errno));
-			return -1;
+		if ((ret = read_root(l, r, &cap, now)) < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", l->roots.dir[r], strerror(-ret));
+			return ret;
 		}
 	}
-	if (sg_holders_scan(&l->holders, kdevs, l->roots.n, false) < 0) {
-		snprintf(err, errlen, "cannot read /proc: %s", strerror(errno));
-		return -1;
+	if ((ret = sg_holders_scan(&l->holders, kdevs, l->roots.n, false)) < 0) {
+		snprintf(err, errlen, "cannot read /proc: %s", strerror(-ret));
+		return ret;
 	}
 	for (size_t i = 0; i < l->n; i++)
 		l->files[i].holders = sg_holders_find(&l->holders, l->files[i].kdev, l->files[i].ino, &l->files[i].nholders);

@@ -61,7 +61,8 @@ struct sg_shm_listing {
 	unsigned journals_foreign, journals_unread;
 };
 
-/* Reads the roots and /proc.  Returns 0, or -1 with err set. */
+/* Reads the roots and /proc.  Returns 0, or a negative errno with err saying
+ * what could not be read. */
 int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen);
 void sg_shm_listing_free(struct sg_shm_listing *l);
 

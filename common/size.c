@@ -1,6 +1,7 @@
 #include "size.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
@@ -20,21 +21,21 @@ int sg_parse_size(const char *s, uint64_t *out)
 
 	v = strtod(s, &end);
 	if (!digits || end != s + digits || !isfinite(v))
-		return -1;
+		return -EINVAL;
 	if (*end) {
 		for (u = units; *u && toupper((unsigned char)*end) != *u; u++)
 			scale *= 1024;
 		if (!*u)
-			return -1;
+			return -EINVAL;
 		end++;
 		if (*u != 'B' && (strcasecmp(end, "iB") == 0 || strcasecmp(end, "B") == 0))
 			end += strlen(end);
 		if (*end)
-			return -1;
+			return -EINVAL;
 	}
 	v *= scale;
 	if (v >= 18446744073709551616.0) /* 2^64 */
-		return -1;
+		return -EINVAL;
 	*out = (uint64_t)v;
 	return 0;
 }
@@ -61,11 +62,11 @@ int sg_parse_duration(const char *s, double *out)
 			v = v * 10 + (*s - '0');
 	}
 	if (!digits || !isfinite(v))
-		return -1;
+		return -EINVAL;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
 		if (strcmp(s, units[i].name) == 0) {
 			*out = v * units[i].seconds;
-			return isfinite(*out) ? 0 : -1;
+			return isfinite(*out) ? 0 : -EINVAL;
 		}
-	return -1;
+	return -EINVAL;
 }

@@ -1,5 +1,6 @@
 #include "tag.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "reqid.h"
@@ -55,7 +56,7 @@ int sg_tag_encode_with(const struct sg_tag_head *head, uint64_t created_ns, cons
 	memcpy(p, "req=", 4);
 	mlen = (size_t)(p + 4 - mid);
 	if (head->len + mlen + rlen > buflen)
-		return -1;
+		return -ENOBUFS;
 	memcpy(buf, head->text, head->len);
 	memcpy(buf + head->len, mid, mlen);
 	memcpy(buf + head->len + mlen, req, rlen);
@@ -78,17 +79,17 @@ static int read_field(const char **p, const char *end, const char *key, uint64_t
 	const char *s = *p;
 
 	if ((size_t)(end - s) < klen + 2 || memcmp(s, key, klen) != 0 || s[klen] != '=')
-		return -1;
+		return -EINVAL;
 	s += klen + 1;
 	if (s == end || *s < '0' || *s > '9')
-		return -1;
+		return -EINVAL;
 	for (; s < end && *s >= '0' && *s <= '9'; s++) {
 		if (v > (max - (uint64_t)(*s - '0')) / 10)
-			return -1;
+			return -EINVAL;
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
 	if (s == end || *s != ' ')
-		return -1;
+		return -EINVAL;
 	*p = s + 1;
 	*out = v;
 	return 0;
@@ -101,23 +102,23 @@ int sg_tag_decode(struct sg_tag *tag, const char *buf, size_t len)
 	size_t rlen;
 
 	if (len < sizeof(TAG_MAGIC) - 1 || memcmp(p, TAG_MAGIC, sizeof(TAG_MAGIC) - 1) != 0)
-		return -1;
+		return -EINVAL;
 	p += sizeof(TAG_MAGIC) - 1;
 	if (read_field(&p, end, "pid", 0x7fffffff, &pid) < 0 || pid == 0 ||
 	    read_field(&p, end, "start", UINT64_MAX, &start) < 0 ||
 	    (end - p >= 3 && memcmp(p, "ns=", 3) == 0 && (read_field(&p, end, "ns", UINT64_MAX, &ns) < 0 || ns == 0)) ||
 	    read_field(&p, end, "created", UINT64_MAX, &created) < 0)
-		return -1;
+		return -EINVAL;
 	if ((size_t)(end - p) < 4 || memcmp(p, "req=", 4) != 0)
-		return -1;
+		return -EINVAL;
 	p += 4;
 	rlen = (size_t)(end - p);
 	if (rlen == 0 || rlen > SG_NAME_MAX || memchr(p, '\0', rlen))
-		return -1;
+		return -EINVAL;
 	memcpy(tag->req, p, rlen);
 	tag->req[rlen] = '\0';
 	if (sg_reqid_invalid(tag->req))
-		return -1;
+		return -EINVAL;
 	tag->pid = (pid_t)pid;
 	tag->start_ticks = start;
 	tag->pidns = ns;

@@ -24,7 +24,7 @@ struct sg_tag {
 	char req[SG_NAME_MAX + 1];
 };
 
-/* Returns the value's length, or -1 if it does not fit in buflen. */
+/* Returns the value's length, or -ENOBUFS if it does not fit in buflen. */
 int sg_tag_encode(const struct sg_tag *tag, char *buf, size_t buflen);
 
 /* The same in two steps, for a creator that writes many tags: the part
@@ -38,7 +38,7 @@ void sg_tag_head_init(struct sg_tag_head *head, pid_t pid, uint64_t start_ticks,
 int sg_tag_encode_with(const struct sg_tag_head *head, uint64_t created_ns, const char *req, char *buf,
 		       size_t buflen);
 
-/* Returns 0, or -1 when buf is not a well-formed tag of this version. */
+/* Returns 0, or -EINVAL when buf is not a well-formed tag of this version. */
 int sg_tag_decode(struct sg_tag *tag, const char *buf, size_t len);
 
 /* Whether a tag read from a file with this mode can be believed: writing a

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,7 @@ static void rejects(const char *var, const char *value)
 {
 	clear_env();
 	setenv(var, value, 1);
-	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), -1, "%s='%s' should be rejected", var, value);
+	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), -EINVAL, "%s='%s' should be rejected", var, value);
 	cr_assert(strstr(err, var), "message '%s' names %s", err, var);
 }
 
@@ -110,7 +111,7 @@ Test(config, bad_value_keeps_the_requested_log_level)
 {
 	setenv("SHMGUARD_LOG", "off", 1);
 	setenv("SHMGUARD_PATTERNS", "{x}", 1);
-	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), -1);
+	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), -EINVAL);
 	cr_assert_eq(cfg.log_level, SG_LOG_OFF);
 }
 
@@ -135,38 +136,45 @@ Test(reqid, file_name_rules)
 Test(roots, normalised_and_kept_once)
 {
 	struct sg_roots r = {0};
+	const char *why = NULL;
 
-	cr_assert_null(sg_roots_add(&r, "/dev/shm"));
-	cr_assert_null(sg_roots_add(&r, "/dev/shm/"));
-	cr_assert_null(sg_roots_add(&r, "/dev/shm//"));
-	cr_assert_null(sg_roots_add_list(&r, "/run/shm2/:/dev/shm:/run/shm2"));
+	cr_assert_eq(sg_roots_add(&r, "/dev/shm", &why), 0);
+	cr_assert_eq(sg_roots_add(&r, "/dev/shm/", &why), 0);
+	cr_assert_eq(sg_roots_add(&r, "/dev/shm//", &why), 0);
+	cr_assert_eq(sg_roots_add_list(&r, "/run/shm2/:/dev/shm:/run/shm2", &why), 0);
 	cr_assert_eq(r.n, 2);
 	cr_assert_str_eq(r.dir[1], "/run/shm2");
 	cr_assert_eq(r.len[1], strlen("/run/shm2"));
-	cr_assert_not_null(sg_roots_add(&r, "relative"));
-	cr_assert_not_null(sg_roots_add_list(&r, "/a:/b/../c"));
+	cr_assert_lt(sg_roots_add(&r, "relative", &why), 0);
+	cr_assert_not_null(why);
+	cr_assert_lt(sg_roots_add_list(&r, "/a:/b/../c", &why), 0);
+	cr_assert_not_null(why);
 	cr_assert_eq(r.n, 3, "/a went in before /b/../c was refused");
 	for (int i = 0; i < 2 * SG_MAX_ROOTS && r.n < SG_MAX_ROOTS; i++) {
 		char dir[32];
 		snprintf(dir, sizeof(dir), "/x/%d", i / 2); /* each twice */
-		cr_assert_null(sg_roots_add(&r, dir));
+		cr_assert_eq(sg_roots_add(&r, dir, &why), 0);
 	}
 	cr_assert_eq(r.n, SG_MAX_ROOTS, "repeats took no room");
-	cr_assert_not_null(sg_roots_add(&r, "/one/more"));
-	cr_assert_null(sg_roots_add(&r, "/dev/shm/"), "a root already there is not one more");
+	cr_assert_eq(sg_roots_add(&r, "/one/more", &why), -E2BIG);
+	cr_assert_not_null(why);
+	cr_assert_eq(sg_roots_add(&r, "/dev/shm/", &why), 0, "a root already there is not one more");
 }
 
 Test(roots, the_abort_directory_is_no_root)
 {
 	struct sg_roots r = {0};
+	const char *why = NULL;
 
-	sg_roots_add_list(&r, "/dev/shm:/run/shm2/");
-	cr_assert_null(sg_roots_check_abort_dir(&r, "/dev/shm/shmguard-abort"));
-	cr_assert_not_null(sg_roots_check_abort_dir(&r, "/dev/shm"));
-	cr_assert_not_null(sg_roots_check_abort_dir(&r, "/run/shm2"));
+	sg_roots_add_list(&r, "/dev/shm:/run/shm2/", &why);
+	cr_assert_eq(sg_roots_check_abort_dir(&r, "/dev/shm/shmguard-abort", &why), 0);
+	cr_assert_lt(sg_roots_check_abort_dir(&r, "/dev/shm", &why), 0);
+	cr_assert_not_null(why);
+	cr_assert_lt(sg_roots_check_abort_dir(&r, "/run/shm2", &why), 0);
+	cr_assert_not_null(why);
 	clear_env();
 	setenv("SHMGUARD_SHM_ROOTS", "/run/shm2/", 1);
 	setenv("SHMGUARD_ABORT_DIR", "/run/shm2//", 1);
-	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), -1);
+	cr_assert_eq(sg_config_from_env(&cfg, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "must not be a shm root"), "%s", err);
 }

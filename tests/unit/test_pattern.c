@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <string.h>
 
 #include "pattern.h"
@@ -114,7 +115,7 @@ Test(pattern, overlong_names_never_match)
 static void parse_fails(const char *spec, const char *why)
 {
 	char err[200] = "";
-	cr_assert_eq(sg_patterns_parse(&set, spec, err, sizeof(err)), -1, "'%s' should be rejected", spec);
+	cr_assert_eq(sg_patterns_parse(&set, spec, err, sizeof(err)), -EINVAL, "'%s' should be rejected", spec);
 	cr_assert(strstr(err, why), "'%s': message '%s' should mention '%s'", spec, err, why);
 }
 

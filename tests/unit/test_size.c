@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <errno.h>
 
 #include "size.h"
 
@@ -31,7 +32,7 @@ Test(size, refuses_what_is_not_a_size)
 	uint64_t v;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_expect_eq(sg_parse_size(bad[i], &v), -1, "'%s' was accepted", bad[i]);
+		cr_expect_eq(sg_parse_size(bad[i], &v), -EINVAL, "'%s' was accepted", bad[i]);
 }
 
 static double seconds(const char *s)
@@ -62,5 +63,5 @@ Test(duration, refuses_what_is_not_a_duration)
 	double v;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_expect_eq(sg_parse_duration(bad[i], &v), -1, "'%s' was accepted", bad[i]);
+		cr_expect_eq(sg_parse_duration(bad[i], &v), -EINVAL, "'%s' was accepted", bad[i]);
 }

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,7 +59,7 @@ Test(tag, numbers_written_exactly)
 static void rejected(const char *text)
 {
 	struct sg_tag out;
-	cr_assert_eq(sg_tag_decode(&out, text, strlen(text)), -1, "'%s' should be rejected", text);
+	cr_assert_eq(sg_tag_decode(&out, text, strlen(text)), -EINVAL, "'%s' should be rejected", text);
 }
 
 Test(tag, malformed_values_are_rejected)
@@ -80,5 +81,5 @@ Test(tag, embedded_nul_is_rejected)
 {
 	struct sg_tag out;
 	const char text[] = "shmguard/1 pid=1 start=1 created=1 req=a\0b";
-	cr_assert_eq(sg_tag_decode(&out, text, sizeof(text) - 1), -1);
+	cr_assert_eq(sg_tag_decode(&out, text, sizeof(text) - 1), -EINVAL);
 }
