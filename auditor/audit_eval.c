@@ -40,7 +40,7 @@
  * the share of the time the directory is being read, so the reads are
  * kept to a small share of it.  Large tables are therefore reviewed less
  * often, and their aborts measured that much later.  (The figures behind
- * the value: docs/performance-notes.md.) */
+ * the value: docs/performance.md.) */
 #define READ_SHARE 0.015
 /* While a cycle is under way: this much of it per step, then this long for
  * the events before the next slice (half a CPU at most), unless an abort

@@ -19,7 +19,7 @@
 
 /* The kernel side wakes the reader only when its buffer fills up: poll it
  * this often, far less time than the buffer takes to fill (the burst
- * figures: docs/performance-notes.md). */
+ * figures: docs/performance.md). */
 #define POLL_S 0.02
 
 enum { FD_EVENTS, FD_MARKERS, FD_SIGNALS };

@@ -16,6 +16,9 @@ static const char absent[] =
 
 int cmd_audit(int argc, char **argv)
 {
+	if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+		return cli_version();
+	}
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		printf("Usage: shmguard audit [OPTIONS] [-- COMMAND [ARGS]...]\n\n%s.\n\n"
 		       "Exit status: always %d (tracing is not possible here), except for --help.\n",
