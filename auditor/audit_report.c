@@ -143,14 +143,14 @@ static json_t *aborts_json(const struct audit *a)
  * run's time on the monotonic one (the clock of a->start_ns). */
 static json_t *started_at(const struct audit *a)
 {
-	struct timespec wall, mono;
+	struct timespec wall;
 	char buf[40];
 	struct tm tm;
 
+	/* The wall clock now, less the run's time on its own clock (audit_clock). */
 	clock_gettime(CLOCK_REALTIME, &wall);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
 	int64_t ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec -
-		     ((int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec - (int64_t)a->start_ns);
+		     ((int64_t)audit_clock_ns(a) - (int64_t)a->start_ns);
 	time_t sec = (time_t)(ns / 1000000000);
 	if (!gmtime_r(&sec, &tm))
 		return json_null();
