@@ -73,11 +73,14 @@ bool h_wait_stderr(struct h_proc *p, const char *needle, int timeout_ms);
 /* Starts a process and waits for its "ready" line. */
 struct h_proc h_start_ready(const char *const *argv, const char *const *env);
 
+/* Whether this shmguard has audit (meson sets SG_AUDITOR). */
+bool h_have_auditor(void);
+
 /* Skips the running test after calling teardown (Criterion does not tear a
  * skipped test down). */
 void h_skip(void (*teardown)(void), const char *why);
 /* BPF needs root: without it the test is skipped (after teardown); in CI
- * (CI set) it fails instead. */
+ * (CI set) it fails instead.  In a build without the auditor it is skipped. */
 void h_need_bpf(void (*teardown)(void));
 /* A private mount namespace for this test process (mounts made in it stay
  * in it), or a skip (after teardown); in CI it fails instead. */
