@@ -238,7 +238,7 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 	}
 	size_t files_end = l->n;
 	if (read_journals(l, r, dirfd(d), names, nnames, first, cap, now) < 0)
-		ret = -1;
+		ret = -ENOMEM;
 	sg_journals_index(&l->journals[r]);
 	for (size_t i = first; i < files_end; i++)
 		from_journal(&l->files[i], &l->journals[r], dirfd(d), l->files[i].name, AT_SYMLINK_NOFOLLOW,
@@ -247,8 +247,6 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 		free(names[i]);
 	free(names);
 	closedir(d);
-	if (ret < 0)
-		errno = ENOMEM;
 	return ret;
 }
 
