@@ -53,7 +53,7 @@ static int resolve_roots(struct audit *a, char *err, size_t errlen)
 }
 
 /* The report files (--json, --junit, --plot): each a new file beside its
- * path from before the run (common/outfile.h), so that a path it cannot
+ * path from before the run (host/outfile.h), so that a path it cannot
  * write is found at once; it replaces the path once the run has reported
  * (audit_report), and is removed if it never did (audit_free).  "-" is
  * stdout (the command line lets one report at most go there). */

@@ -13,6 +13,8 @@
 #include "audit_ci.h"
 #include "outfile.h"
 #include "text.h"
+#include "encode.h"
+#include "size.h"
 
 /* A failing case lists this many requests, then how many more there are. */
 #define LISTED_REQUESTS 50
@@ -236,7 +238,7 @@ void audit_github_report(const struct audit *a, const struct summary *s, const s
 	if (!path || !*path)
 		return;
 	/* Appended: other steps of the job write to it too, and it stays the
-	 * runner's file (common/outfile.h checks what it is). */
+	 * runner's file (host/outfile.h checks what it is). */
 	fd = sg_outfile_append(path, err, sizeof(err));
 	if (fd < 0 || !(out = fdopen(fd, "a"))) {
 		fprintf(stderr, "shmguard audit: cannot append to $GITHUB_STEP_SUMMARY (%s): %s\n",

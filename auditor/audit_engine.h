@@ -107,7 +107,7 @@ struct audit {
 	sigset_t old_mask; /* the mask before audit_new(): COMMAND's */
 	pid_t child; /* COMMAND, or -1 */
 	int json_fd, junit_fd, plot_fd; /* the report files, opened by audit_new(), or -1 */
-	struct sg_outfile reports[3];   /* --json, --junit, --plot (common/outfile.h) */
+	struct sg_outfile reports[3];   /* --json, --junit, --plot (host/outfile.h) */
 	bool report_on_stdout;          /* one of them is stdout: the text report goes to stderr */
 	struct metrics_server *metrics_server; /* --listen */
 };

@@ -31,6 +31,7 @@
 #include "holders.h"
 #include "journal.h"
 #include "tag.h"
+#include "journal_read.h"
 
 /* A new cycle this long after the last one ended (sooner for an abort). */
 #define REVIEW_S 1.0

@@ -16,6 +16,7 @@
 #include "audit_engine.h"
 #include "audit_trace.h"
 #include "text.h"
+#include "size.h"
 
 /* The kernel side wakes the reader only when its buffer fills up: poll it
  * this often, far less time than the buffer takes to fill (the burst

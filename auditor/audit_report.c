@@ -12,6 +12,8 @@
 #include "audit_ci.h"
 #include "audit_summary.h"
 #include "text.h"
+#include "encode.h"
+#include "size.h"
 
 #define KIB 1024.0
 #define MIB (1024.0 * 1024.0)

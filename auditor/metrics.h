@@ -37,7 +37,7 @@ struct audit_metrics {
  * string; NULL when out of memory. */
 char *metrics_render(const struct audit_metrics *m, size_t *len);
 
-/* Replaces path with text atomically (common/outfile.h: a new file in the
+/* Replaces path with text atomically (host/outfile.h: a new file in the
  * same directory, then rename(2)), so a collector never reads half a file.
  * 0, or -1 with a reason in err. */
 int metrics_write_file(const char *path, const char *text, size_t len, char *err, size_t errlen);

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "text.h"
+#include "encode.h"
 
 /* The drawing area inside an 880 x 440 picture. */
 enum { WIDTH = 880, HEIGHT = 440, LEFT = 80, RIGHT = 20, TOP = 40, BOTTOM = 70 };

@@ -37,7 +37,7 @@ void cli_json_set_text(json_t *o, const char *key, const char *s);
 const char *cli_json_arg(int argc, char **argv);
 
 /* The --json output: stdout, or a new file beside FILE that replaces it
- * when written (common/outfile.h: never written through a symlink or a
+ * when written (host/outfile.h: never written through a symlink or a
  * file another user planted there). */
 struct cli_json_out {
 	const char *path;

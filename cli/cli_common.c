@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "config.h"
 #include "text.h"
+#include "encode.h"
 
 static int usable(const char *candidate, char *out)
 {

@@ -11,6 +11,7 @@
 #include "audit_trace.h"
 #include "cli.h"
 #include "size.h"
+#include "duration.h"
 
 static void usage(FILE *out)
 {

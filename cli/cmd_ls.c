@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "shm_files.h"
 #include "text.h"
+#include "size.h"
 
 static void usage(FILE *out)
 {

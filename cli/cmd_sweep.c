@@ -21,6 +21,7 @@
 #include "shm_files.h"
 #include "size.h"
 #include "text.h"
+#include "duration.h"
 
 /* A creator may sit between its O_EXCL create and its ftruncate. */
 #define YOUNG_EMPTY_S 5.0

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "shm_files.h"
 #include "text.h"
+#include "size.h"
 
 /* Holders shown when a root is too full. */
 #define TOP 5

@@ -1,4 +1,4 @@
-/* This process's ownership journals (common/journal.h): one per shm root it
+/* This process's ownership journals (core/journal.h): one per shm root it
  * creates files in, made on the first such file, mapped, and written
  * without a system call but when it must grow. */
 #ifndef SHMGUARD_JOURNAL_WRITER_H

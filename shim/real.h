@@ -1,7 +1,7 @@
 /* The libc functions the shim wraps, resolved once with dlsym(RTLD_NEXT).
  * The shim's own file work never calls its wrappers: in shim/ it calls
- * these (sg_real.open, not open), and the code in common/ that the shim
- * shares with the command makes system calls instead (common/sys.h), since
+ * these (sg_real.open, not open), and the core (core/) that the shim
+ * shares with the command makes system calls instead (core/sys.h), since
  * its plain open() would bind to the wrapper the shim exports.  The
  * re-entry guard (sg_enter() in shim.h) covers the rest: a signal handler,
  * or another library's code (a malloc, say), that calls a wrapper while the

@@ -1,5 +1,5 @@
 /* libFuzzer target: an ownership journal as another process reads it
- * (common/journal.h): as given, and behind a valid header with each record
+ * (core/journal.h): as given, and behind a valid header with each record
  * sealed as it stands, so that the checks on a record's contents are
  * reached.  Every record read must be one the shim could have written:
  * committed again, it reads back the same. */

@@ -2,7 +2,7 @@
 # glibc_floor.sh LIB [MAJOR.MINOR]: fails when LIB needs a glibc symbol
 # version newer than MAJOR.MINOR (default 2.31: Debian 11, Ubuntu 20.04),
 # or binds pthread_* or dl* functions without naming libpthread.so.0 and
-# libdl.so.2, where glibc before 2.34 has them (common/glibc_floor.h).
+# libdl.so.2, where glibc before 2.34 has them (core/glibc_floor.h).
 set -euo pipefail
 lib=$1
 floor=${2:-2.31}

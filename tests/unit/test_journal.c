@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "journal.h"
+#include "journal_read.h"
 
 #define NSLOTS (2 * SG_JOURNAL_BLOCK_SLOTS)
 #define NREC 4

@@ -1,4 +1,4 @@
-/* The marker rule (common/marker.c), the one the shim, `shmguard abort`,
+/* The marker rule (core/marker.c), the one the shim, `shmguard abort`,
  * --follow and the auditor share: which entries of an abort directory are
  * markers, for which euid. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* The output writer (common/outfile.c) in a directory of its own: what it
+/* The output writer (host/outfile.c) in a directory of its own: what it
  * replaces, what it refuses, and that nothing of it is left behind.  The
  * attack by another user is in tests/integration/test_hostile.c. */
 #include <criterion/criterion.h>

@@ -2,6 +2,7 @@
 #include <errno.h>
 
 #include "size.h"
+#include "duration.h"
 
 static uint64_t parsed(const char *s)
 {

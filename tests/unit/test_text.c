@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "text.h"
+#include "encode.h"
+#include "size.h"
 
 static const char *escape(const char *s)
 {

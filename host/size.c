@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <strings.h>
 
 int sg_parse_size(const char *s, uint64_t *out)
@@ -40,33 +41,18 @@ int sg_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-int sg_parse_duration(const char *s, double *out)
+const char *sg_human_bytes(uint64_t bytes, char *buf, size_t len)
 {
-	static const struct {
-		const char *name;
-		double seconds;
-	} units[] = {{"", 1}, {"s", 1}, {"ms", 0.001}, {"m", 60}, {"h", 3600}, {"d", 86400}};
-	double v = 0, scale = 1;
-	bool digits = false, point = false;
+	static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	unsigned u = 0;
 
-	/* By hand, not strtod: the program's locale may want a comma. */
-	for (; (*s >= '0' && *s <= '9') || (*s == '.' && !point); s++) {
-		if (*s == '.') {
-			point = true;
-			continue;
-		}
-		digits = true;
-		if (point)
-			v += (*s - '0') * (scale /= 10);
-		else
-			v = v * 10 + (*s - '0');
+	if (bytes < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+		return buf;
 	}
-	if (!digits || !isfinite(v))
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(s, units[i].name) == 0) {
-			*out = v * units[i].seconds;
-			return isfinite(*out) ? 0 : -EINVAL;
-		}
-	return -EINVAL;
+	for (v /= 1024; v >= 1024 && u < 3; v /= 1024)
+		u++;
+	snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
 }

@@ -1,3 +1,4 @@
+#include "core.h"
 #include "tag.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* A fixed, unkeyed hash, for what other processes must compute alike (the
  * journal's checksums).  It takes eight bytes per multiply.  Never for a
  * table keyed on input from outside: anyone can find keys that collide
- * under it (common/siphash.h is for those). */
+ * under it (core/siphash.h is for those). */
 #ifndef SHMGUARD_HASH_H
 #define SHMGUARD_HASH_H
 

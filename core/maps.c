@@ -1,3 +1,4 @@
+#include "core.h"
 #include "maps.h"
 
 #include <stdlib.h>

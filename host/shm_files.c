@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "procstat.h"
+#include "journal_read.h"
 
 const char *sg_creator_state_name(enum sg_creator_state s)
 {

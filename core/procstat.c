@@ -1,3 +1,4 @@
+#include "core.h"
 #include "procstat.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+#include "core.h"
 #include "config.h"
 
 #include <errno.h>
@@ -6,7 +7,7 @@
 #include <string.h>
 
 #include "reqid.h"
-#include "size.h"
+#include "duration.h"
 
 int sg_config_check_dir(const char *path, char *out, const char **why)
 {

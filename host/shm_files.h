@@ -15,6 +15,7 @@
 #include "holders.h"
 #include "journal.h"
 #include "tag.h"
+#include "journal_read.h"
 
 enum sg_creator_state {
 	CREATOR_NONE,    /* untagged */

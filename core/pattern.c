@@ -1,3 +1,4 @@
+#include "core.h"
 #include "pattern.h"
 
 #include <stdbool.h>

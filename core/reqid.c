@@ -1,3 +1,4 @@
+#include "core.h"
 #include "reqid.h"
 
 #include <string.h>

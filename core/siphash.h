@@ -3,7 +3,7 @@
  * 2012) under a key drawn at random once per process, so that nobody can
  * choose keys that share a chain, and make every lookup under the table's
  * lock walk all of them.  The tables use SipHash-1-3, as Rust's HashMap does:
- * half the rounds of SipHash-2-4, on the shim's creation path.  (common/hash.h remains for checksums, which other
+ * half the rounds of SipHash-2-4, on the shim's creation path.  (core/hash.h remains for checksums, which other
  * processes must compute alike.) */
 #ifndef SHMGUARD_SIPHASH_H
 #define SHMGUARD_SIPHASH_H

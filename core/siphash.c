@@ -1,3 +1,4 @@
+#include "core.h"
 #include "siphash.h"
 
 #include <endian.h>

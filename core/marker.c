@@ -1,3 +1,4 @@
+#include "core.h"
 #include "marker.h"
 
 #include <dirent.h>

@@ -1,0 +1,231 @@
+#include "journal_read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct adding {
+	struct sg_journals *js;
+	bool nomem;
+};
+
+static int add_claim(const struct sg_journal_entry *e, void *opaque)
+{
+	struct adding *a = opaque;
+	struct sg_journals *js = a->js;
+	struct sg_journal_claim *c;
+
+	if (js->nclaims == js->claims_cap) {
+		size_t cap = js->claims_cap ? js->claims_cap * 2 : 64;
+		if (!(c = realloc(js->claims, cap * sizeof(*c))))
+			goto nomem;
+		js->claims = c;
+		js->claims_cap = cap;
+	}
+	c = &js->claims[js->nclaims];
+	*c = (struct sg_journal_claim){e->ino, e->created_ns, js->nfiles, strdup(e->req), strdup(e->name)};
+	if (!c->req || !c->name) {
+		free(c->req);
+		free(c->name);
+		goto nomem;
+	}
+	js->nclaims++;
+	return 0;
+nomem:
+	a->nomem = true;
+	return -1;
+}
+
+/* Reads len bytes from off: the file may change while read, which the
+ * header's and the records' seals take care of.  Returns the bytes read. */
+static size_t read_at(int fd, char *buf, size_t len, size_t off)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+int sg_journals_add_bounded(struct sg_journals *js, int dirfd, const char *name, size_t max_bytes, size_t *read)
+{
+	struct adding a = {js, false};
+	struct sg_journal_head head;
+	struct sg_journal_file *f;
+	struct stat lst, st;
+	char *buf = NULL, first[sizeof(head)];
+	size_t len = 0, got = 0;
+	int fd = -1, ret = SG_JOURNAL_FOREIGN;
+
+	/* Nobody but its owner may have written it, and no second name may be
+	 * a way for anybody else to have done so. */
+	if (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
+		ret = SG_JOURNAL_GONE;
+		goto cleanup;
+	}
+	if (!S_ISREG(lst.st_mode) || lst.st_nlink != 1 || (lst.st_mode & (S_IWGRP | S_IWOTH)))
+		goto cleanup;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		ret = SG_JOURNAL_GONE;
+		goto cleanup;
+	}
+	if (st.st_ino != lst.st_ino || st.st_dev != lst.st_dev || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size < (off_t)sizeof(head) ||
+	    st.st_size > (off_t)SG_JOURNAL_MAX_BYTES)
+		goto cleanup;
+	/* The header first: the rest is read only for an intact one, and only
+	 * as far as its slots in use go. */
+	got = read_at(fd, first, sizeof(first), 0);
+	if (!sg_journal_head_ok(first, got, &head))
+		goto cleanup;
+	len = (size_t)head.slots_used * SG_JOURNAL_SLOT;
+	if (len > (size_t)st.st_size)
+		len = (size_t)st.st_size;
+	if (len > max_bytes || js->bytes_read + len > SG_JOURNALS_READ_MAX) {
+		js->over_budget++;
+		ret = SG_JOURNAL_OVER_BUDGET;
+		goto cleanup;
+	}
+	if (!(buf = malloc(len ? len : 1))) {
+		ret = -1;
+		goto cleanup;
+	}
+	len = read_at(fd, buf, len, 0);
+	got += len;
+	if (!(f = realloc(js->files, (js->nfiles + 1) * sizeof(*f)))) {
+		ret = -1;
+		goto cleanup;
+	}
+	js->files = f;
+	f = &js->files[js->nfiles];
+	memset(f, 0, sizeof(*f));
+	f->first = js->nclaims;
+	if (sg_journal_parse(buf, len, &head, add_claim, &a) < 0)
+		goto cleanup; /* changed since its header was read */
+	if (a.nomem || !(f->name = strdup(name))) {
+		ret = -1;
+		goto drop;
+	}
+	f->ino = st.st_ino;
+	f->uid = st.st_uid;
+	f->creator.pid = (pid_t)head.pid;
+	f->creator.start_ticks = head.start_ticks;
+	f->creator.pidns = head.pidns;
+	f->creator.created_ns = head.created_ns;
+	f->count = js->nclaims - f->first;
+	js->nfiles++;
+	ret = SG_JOURNAL_READ;
+	goto cleanup;
+drop:
+	for (size_t i = f->first; i < js->nclaims; i++) {
+		free(js->claims[i].req);
+		free(js->claims[i].name);
+	}
+	js->nclaims = f->first;
+cleanup:
+	js->bytes_read += got;
+	if (read)
+		*read = got;
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+int sg_journals_add(struct sg_journals *js, int dirfd, const char *name)
+{
+	return sg_journals_add_bounded(js, dirfd, name, SIZE_MAX, NULL);
+}
+
+static int by_ino(const void *x, const void *y)
+{
+	const struct sg_journal_claim *a = x, *b = y;
+	return (a->ino > b->ino) - (a->ino < b->ino);
+}
+
+void sg_journals_index(struct sg_journals *js)
+{
+	if (js->nclaims)
+		qsort(js->claims, js->nclaims, sizeof(*js->claims), by_ino);
+	js->indexed = true;
+}
+
+void sg_journals_free(struct sg_journals *js)
+{
+	for (size_t i = 0; i < js->nclaims; i++) {
+		free(js->claims[i].req);
+		free(js->claims[i].name);
+	}
+	for (size_t i = 0; i < js->nfiles; i++)
+		free(js->files[i].name);
+	free(js->claims);
+	free(js->files);
+	memset(js, 0, sizeof(*js));
+}
+
+/* The first claim on ino, or NULL. */
+static const struct sg_journal_claim *first_claim(const struct sg_journals *js, uint64_t ino)
+{
+	size_t lo = 0, hi = js->nclaims;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (js->claims[mid].ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < js->nclaims && js->claims[lo].ino == ino ? &js->claims[lo] : NULL;
+}
+
+bool sg_journals_claim_any(const struct sg_journals *js, uint64_t ino)
+{
+	return js->indexed && first_claim(js, ino);
+}
+
+/* The creator reads the coarse clock after the file exists, and the kernel
+ * stamps a birth time from the same coarse clock: a file born after its
+ * claim by more than a tick of slack is another, later file. */
+#define BIRTH_SLACK_NS 20000000ull
+
+bool sg_journals_find(const struct sg_journals *js, uint64_t ino, uid_t uid, const char *name, uint64_t btime_ns,
+		      struct sg_tag *tag)
+{
+	const struct sg_journal_claim *c = js->indexed ? first_claim(js, ino) : NULL, *best = NULL;
+
+	if (!name && !btime_ns)
+		return false;
+	for (; c && c < js->claims + js->nclaims && c->ino == ino; c++) {
+		if (js->files[c->journal].uid != uid || (name && strcmp(c->name, name) != 0))
+			continue;
+		if (btime_ns && btime_ns > c->created_ns + BIRTH_SLACK_NS)
+			continue;
+		if (!best || c->created_ns > best->created_ns)
+			best = c;
+	}
+	if (!best)
+		return false;
+	*tag = js->files[best->journal].creator;
+	tag->created_ns = best->created_ns;
+	strcpy(tag->req, best->req);
+	return true;
+}
+
+uint64_t sg_birth_ns(int dirfd, const char *path, int flags)
+{
+	struct statx stx;
+
+	if (statx(dirfd, path, flags | AT_STATX_DONT_SYNC, STATX_BTIME, &stx) < 0 || !(stx.stx_mask & STATX_BTIME))
+		return 0;
+	return (uint64_t)stx.stx_btime.tv_sec * 1000000000ull + stx.stx_btime.tv_nsec;
+}
