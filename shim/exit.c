@@ -7,7 +7,7 @@
 
 #include "journal_writer.h"
 #include "real.h"
-#include "shim.h"
+#include "state.h"
 
 SG_EXPORT void _exit(int status)
 {

@@ -20,7 +20,7 @@
 #include "registry.h"
 #include "reqid.h"
 #include "roots.h"
-#include "shim.h"
+#include "state.h"
 #include "shmguard.h"
 #include "track.h"
 

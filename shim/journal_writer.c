@@ -16,7 +16,7 @@
 #include "log.h"
 #include "real.h"
 #include "roots.h"
-#include "shim.h"
+#include "state.h"
 
 /* A slot names a root, the writer's generation and a record's first slot:
  * (root + 1) << 28 | epoch << 21 | index.  A record of a journal this

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "real.h"
-#include "shim.h"
+#include "state.h"
 #include "text.h"
 
 enum sg_log_level sg_log_level = SG_LOG_WARN;

@@ -10,7 +10,7 @@
 
 #include "maps.h"
 #include "real.h"
-#include "shim.h"
+#include "state.h"
 
 /* Identity of the segment each tracked fd refers to, indexed by fd; ino 0
  * means untracked.  The close() wrapper clears a slot before the number can

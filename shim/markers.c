@@ -23,7 +23,7 @@
 #include "real.h"
 #include "registry.h"
 #include "roots.h"
-#include "shim.h"
+#include "state.h"
 #include "sweep.h"
 
 #define RETRY_MS 500        /* abort directory missing or gone: look again */

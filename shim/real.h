@@ -3,7 +3,7 @@
  * these (sg_real.open, not open), and the core (core/) that the shim
  * shares with the command makes system calls instead (core/sys.h), since
  * its plain open() would bind to the wrapper the shim exports.  The
- * re-entry guard (sg_enter() in shim.h) covers the rest: a signal handler,
+ * re-entry guard (sg_enter() in state.h) covers the rest: a signal handler,
  * or another library's code (a malloc, say), that calls a wrapper while the
  * shim works on the same thread. */
 #ifndef SHMGUARD_REAL_H

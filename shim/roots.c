@@ -6,7 +6,7 @@
 #include <sys/sysmacros.h>
 
 #include "real.h"
-#include "shim.h"
+#include "state.h"
 
 /* Each root's directory as stat(2) names it, learnt on first need (a root
  * made after the process started is learnt once it exists).  Atomics: two

@@ -1,12 +1,12 @@
 /* The program's signal handlers, run through a trampoline that marks the
- * thread as running one (sg_in_handler in shim.h). */
+ * thread as running one (sg_in_handler in state.h). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <pthread.h>
 #include <string.h>
 
-#include "shim.h"
+#include "state.h"
 
 /* Not instrumented by ThreadSanitizer: its runtime installs its own
  * handlers through sigaction() (this one, via RTLD_NEXT) before it is ready

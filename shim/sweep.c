@@ -13,7 +13,7 @@
 #include "real.h"
 #include "registry.h"
 #include "roots.h"
-#include "shim.h"
+#include "state.h"
 
 /* What seg's name refers to now, relative to its root's descriptor in the
  * watcher (sg_root_file).  Returns 0, or -1 with errno. */

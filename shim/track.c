@@ -16,7 +16,7 @@
 #include "real.h"
 #include "registry.h"
 #include "roots.h"
-#include "shim.h"
+#include "state.h"
 #include "sweep.h"
 #include "tag.h"
 

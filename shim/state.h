@@ -1,7 +1,8 @@
-/* State shared by the shim's parts: configuration, whether the shim is
- * active, the re-entry guard and the counters reported at exit. */
-#ifndef SHMGUARD_SHIM_H
-#define SHMGUARD_SHIM_H
+/* State shared by the shim's parts (state.c): configuration, whether the
+ * shim is active (init.c), the re-entry guard, this process's identity and
+ * the counters reported at exit. */
+#ifndef SHMGUARD_STATE_H
+#define SHMGUARD_STATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -81,6 +82,10 @@ struct sg_self {
  * server never tag a file, and the reads cost more than the fork. */
 extern struct sg_self sg_self;
 const struct sg_self *sg_self_known(void);
+/* At start-up: the pid, and a page that tells a child no fork handler saw. */
+void sg_self_init(void);
+/* In a fork child (a fork handler): counters zeroed, the identity learnt anew. */
+void sg_state_after_fork_child(void);
 
 struct sg_stats {
 	uint64_t tagged;          /* segments recorded at creation */
