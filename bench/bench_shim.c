@@ -2,6 +2,9 @@
  * LD_PRELOAD by scripts/bench.sh; each prints one result line.
  *
  *   bench_shim open-close N PATH          ns per open+close of PATH (not under a shm root)
+ *   bench_shim map N PATH                 ns per mmap+munmap of a 4 KiB shared mapping of PATH
+ *                                         (a file outside the roots): what the shim's mapping
+ *                                         wrappers cost every mapping of the program
  *   bench_shim creat-close N PATH         the same with O_CREAT|O_WRONLY (PATH exists after the
  *                                         first): what deciding that PATH is in no root costs
  *   bench_shim lifecycle N PREFIX         ns per segment lifecycle: shm_open create,
@@ -87,6 +90,30 @@ static int open_close(long n, const char *path, bool create)
 		close(fd);
 	}
 	printf("%s %.1f ns/op\n", create ? "creat-close" : "open-close", (now_ns() - t0) / n);
+	return 0;
+}
+
+static int map_unmap(long n, const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	double t0;
+
+	if (fd < 0 || ftruncate(fd, 4096) < 0) {
+		perror(path);
+		return 1;
+	}
+	t0 = now_ns();
+	for (long i = 0; i < n; i++) {
+		void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED) {
+			perror("mmap");
+			close(fd);
+			return 1;
+		}
+		munmap(p, 4096);
+	}
+	printf("map %.1f ns/op\n", (now_ns() - t0) / n);
+	close(fd);
 	return 0;
 }
 
@@ -500,6 +527,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "open-close") == 0)
 		return open_close(atol(argv[2]), argv[3], false);
+	if (argc == 4 && strcmp(argv[1], "map") == 0)
+		return map_unmap(atol(argv[2]), argv[3]);
 	if (argc == 4 && strcmp(argv[1], "creat-close") == 0)
 		return open_close(atol(argv[2]), argv[3], true);
 	if (argc == 4 && strcmp(argv[1], "lifecycle") == 0)

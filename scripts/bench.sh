@@ -42,6 +42,7 @@ compare() {
 echo "shmguard shim benchmarks: $rounds alternating runs a side, medians ($(nproc) CPUs, $(uname -r))"
 printf '%-34s %13s %13s %8s\n' workload "without shim" "with shim" ratio
 compare "open+close, path outside /dev/shm" open-close 300000 /etc/hostname
+compare "mmap+munmap of a file outside /dev/shm" map 200000 "$other_abort_dir.map"
 compare "O_CREAT open+close outside /dev/shm" creat-close 300000 "$other_abort_dir.creat"
 compare "segment lifecycle (journal)" lifecycle 20000 "$prefix"
 compare "fork, exit and wait" fork 3000
