@@ -17,6 +17,7 @@
 #include "reqid.h"
 #include "request_sweep.h"
 #include "text.h"
+#include "size.h"
 
 static void usage(FILE *out)
 {

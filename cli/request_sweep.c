@@ -15,6 +15,7 @@
 #include "journal.h"
 #include "shm_files.h"
 #include "text.h"
+#include "journal_read.h"
 
 static bool wanted(const char *req, const char *const *reqs, unsigned n)
 {

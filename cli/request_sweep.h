@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "journal.h"
+#include "journal_read.h"
 
 struct request_swept {
 	unsigned files;    /* unlinked */
