@@ -87,8 +87,9 @@ static int open_reports(struct audit *a, char *err, size_t errlen)
 	return 0;
 }
 
-/* Each report file written replaces its path (reported), or is removed;
- * -1 if one could not replace it (said why). */
+/* Each report file written whole replaces its path (reported), or is
+ * removed: a report cut short (a full filesystem) never takes the place of
+ * the one there before.  -1 if one could not replace it (said why). */
 static int close_reports(struct audit *a, bool reported)
 {
 	char why[SG_OUTFILE_ERR_MAX], shown[SG_ESCAPED_MAX];
@@ -100,7 +101,7 @@ static int close_reports(struct audit *a, bool reported)
 		if (*fd < 0)
 			continue;
 		*fd = -1;
-		if (!reported) {
+		if (!reported || a->report_failed[i]) {
 			sg_outfile_discard(&a->reports[i]);
 		} else if (sg_outfile_commit(&a->reports[i], SG_OUTFILE_FSYNC, why, sizeof(why)) < 0) {
 			fprintf(stderr, "shmguard audit: cannot write the %s report to %s: %s\n", report_option[i],

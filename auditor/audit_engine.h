@@ -108,6 +108,7 @@ struct audit {
 	pid_t child; /* COMMAND, or -1 */
 	int json_fd, junit_fd, plot_fd; /* the report files, opened by audit_new(), or -1 */
 	struct sg_outfile reports[3];   /* --json, --junit, --plot (host/outfile.h) */
+	bool report_failed[3];          /* its writing failed: not put in place */
 	bool report_on_stdout;          /* one of them is stdout: the text report goes to stderr */
 	struct metrics_server *metrics_server; /* --listen */
 };

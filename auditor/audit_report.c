@@ -278,11 +278,14 @@ int audit_report_write(struct audit *a)
 	/* The files first: they are written even if stdout is gone. */
 	status = AUDIT_PASS;
 	if (a->o->json_path && write_json(a, &s, &by_proc, &by_shape) < 0)
-		status = AUDIT_USAGE;
+		a->report_failed[0] = true;
 	if (a->o->junit_path && audit_junit_write(a, &s, &by_proc) < 0)
-		status = AUDIT_USAGE;
+		a->report_failed[1] = true;
 	if (a->o->plot_path && audit_live_plot(a, s.kib_per_abort, s.verdict) < 0)
-		status = AUDIT_USAGE;
+		a->report_failed[2] = true;
+	for (size_t i = 0; i < sizeof(a->report_failed) / sizeof(a->report_failed[0]); i++)
+		if (a->report_failed[i])
+			status = AUDIT_USAGE;
 	print_text(a, &s, &by_proc, &by_shape);
 	audit_github_report(a, &s, &by_shape);
 	free(by_proc.g);

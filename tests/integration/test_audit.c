@@ -2,6 +2,7 @@
  * per abort, measured by the test itself from st_blocks. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -850,4 +852,42 @@ Test(audit, the_progress_line_fits_the_terminal)
 		lines++;
 	}
 	cr_expect_gt(lines, 0, "no progress line on the terminal: %s", buf);
+}
+
+/* A report cut short (its filesystem full) never takes the place of the one
+ * there before: the old file stays whole, no half-written file is left
+ * beside it, and the exit status says a report could not be written. */
+Test(audit, a_report_that_cannot_be_written_whole_leaves_the_old_one)
+{
+	need_bpf();
+	h_private_mounts(teardown);
+	char dir[] = "/tmp/sgt-full-XXXXXX", *err;
+	const char *cmd[] = {"/bin/true", NULL}, *options[] = {NULL};
+
+	cr_assert(mkdtemp(dir));
+	/* Two pages: the old report takes one, a filler the other. */
+	cr_assert_eq(mount("tmpfs", dir, "tmpfs", 0, "size=8k"), 0, "%s", strerror(errno));
+	char *target = h_str("%s/report.json", dir), *filler = h_str("%s/filler", dir), old[64] = "";
+	FILE *f = fopen(target, "w");
+	cr_assert(f && fputs("previous\n", f) >= 0 && fclose(f) == 0);
+	int fd = open(filler, O_WRONLY | O_CREAT, 0600);
+	for (char page[4096] = {0}; write(fd, page, sizeof(page)) > 0;)
+		;
+	close(fd);
+
+	int status = h_run(h_audit_argv(abort_dir, PATTERNS, target, options, cmd), NULL, &err);
+	cr_expect_eq(status, 2, "exit %d: %s", status, err);
+	cr_expect(strstr(err, "cannot write"), "%s", err);
+	f = fopen(target, "r");
+	cr_expect(f && fgets(old, sizeof(old), f) && strcmp(old, "previous\n") == 0, "the old report: %s", old);
+	if (f)
+		fclose(f);
+	DIR *d = opendir(dir);
+	unsigned entries = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		entries += e->d_name[0] != '.';
+	closedir(d);
+	cr_expect_eq(entries, 2, "a half-written report was left beside the old one");
+	umount2(dir, MNT_DETACH);
+	rmdir(dir);
 }
