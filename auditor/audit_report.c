@@ -18,6 +18,12 @@
 #define KIB 1024.0
 #define MIB (1024.0 * 1024.0)
 
+/* "s" unless n is one: "1 file", "2 files". */
+static const char *plural(unsigned long long n)
+{
+	return n == 1 ? "" : "s";
+}
+
 static void print_text(const struct audit *a, const struct summary *s, const struct groups *by_proc,
 		       const struct groups *by_shape)
 {
@@ -26,8 +32,9 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	/* A report written to stdout (--json -) keeps it to itself. */
 	FILE *out = a->report_on_stdout ? stderr : stdout;
 
-	fprintf(out, "aborts %u   leaked %s in %llu files   %.1f KiB/abort   ", a->naborts,
-	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)), (unsigned long long)s->leaked_files, s->kib_per_abort);
+	fprintf(out, "aborts %u   leaked %s in %llu file%s   %.1f KiB/abort   ", a->naborts,
+	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)), (unsigned long long)s->leaked_files,
+	       plural(s->leaked_files), s->kib_per_abort);
 	if (s->leak_growth_mib_per_hour >= 0)
 		fprintf(out, "leak growth %.1f MiB/h\n", s->leak_growth_mib_per_hour);
 	else
@@ -35,26 +42,29 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	if (!a->naborts)
 		fprintf(out, "no abort markers appeared in %s: nothing to measure per abort\n",
 			sg_text_escape(a->o->abort_dir, e1, sizeof(e1)));
-	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s)   tracked at end %s in %llu files   "
+	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s)   tracked at end %s in %llu file%s   "
 	       "unattributed %s\n",
 	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->probe,
-	       sg_human_bytes(s->tracked, b1, sizeof(b1)), (unsigned long long)s->files_left,
+	       sg_human_bytes(s->tracked, b1, sizeof(b1)), (unsigned long long)s->files_left, plural(s->files_left),
 	       sg_human_bytes(s->unattributed, b2, sizeof(b2)));
-	fprintf(out, "live requests pending at end: %s in %llu files (not aborted: no leak)\n",
-	       sg_human_bytes(s->live_pending, b1, sizeof(b1)), (unsigned long long)s->live_files);
+	fprintf(out, "live requests pending at end: %s in %llu file%s (not aborted: no leak)\n",
+	       sg_human_bytes(s->live_pending, b1, sizeof(b1)), (unsigned long long)s->live_files,
+	       plural(s->live_files));
 	/* A process names itself (prctl): its name may hold a newline and a
 	 * workflow command, or a terminal's escape sequences. */
 	for (size_t i = 0; i < by_proc->n && i < 3; i++) {
 		const struct group *g = &by_proc->g[i];
 		char proc[sizeof(g->key)];
 		snprintf(proc, sizeof(proc), "%.*s", (int)strcspn(g->key, "\t"), g->key);
-		fprintf(out, "top: %s  %s  %llu files, %llu segments  %s\n", sg_text_escape(proc, e1, sizeof(e1)),
+		fprintf(out, "top: %s  %s  %llu file%s, %llu segment%s  %s\n", sg_text_escape(proc, e1, sizeof(e1)),
 			sg_text_escape(audit_shape_text(a, g->shape), e2, sizeof(e2)), (unsigned long long)g->files,
-			(unsigned long long)g->segments, sg_human_bytes(g->bytes, b1, sizeof(b1)));
+			plural(g->files), (unsigned long long)g->segments, plural(g->segments),
+			sg_human_bytes(g->bytes, b1, sizeof(b1)));
 	}
 	for (size_t i = 0; i < by_shape->n && i < 3; i++)
-		fprintf(out, "shape: %s  %llu files  %s\n", sg_text_escape(by_shape->g[i].key, e1, sizeof(e1)),
-			(unsigned long long)by_shape->g[i].files, sg_human_bytes(by_shape->g[i].bytes, b1, sizeof(b1)));
+		fprintf(out, "shape: %s  %llu file%s  %s\n", sg_text_escape(by_shape->g[i].key, e1, sizeof(e1)),
+			(unsigned long long)by_shape->g[i].files, plural(by_shape->g[i].files),
+			sg_human_bytes(by_shape->g[i].bytes, b1, sizeof(b1)));
 	if (a->ambiguous)
 		fprintf(out, "ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->ambiguous);
 	if (a->dropped || audit_files_over_limit(a->files))

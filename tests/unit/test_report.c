@@ -87,3 +87,21 @@ Test(report, no_leftovers_no_groups, .init = cr_redirect_stdout)
 	cr_expect_eq(json_integer_value(json_object_get(root, "aborts")), 1);
 	json_decref(root);
 }
+
+/* One file is "1 file", not "1 files", in every line that counts them. */
+Test(report, counts_of_one_are_singular, .init = cr_redirect_stdout)
+{
+	struct audit_abort only = {.request = "r1", .leaked_bytes = 4096, .leaked_files = 1, .leaked_segments = 1,
+				   .leftovers = leftover(NULL, "stage1", 10, 0, 4096)};
+	char text[4096] = "";
+
+	json_decref(report(&only, 1));
+	fflush(stdout);
+	FILE *out = cr_get_redirected_stdout();
+	size_t n = fread(text, 1, sizeof(text) - 1, out);
+	text[n] = '\0';
+	cr_expect(strstr(text, "leaked 4.0 KiB in 1 file   "), "%s", text);
+	cr_expect(strstr(text, "  1 file, 1 segment  "), "%s", text);
+	cr_expect(strstr(text, "shape: {req}_{int}_{int}  1 file  "), "%s", text);
+	cr_expect(!strstr(text, " 1 files") && !strstr(text, " 1 segments"), "%s", text);
+}
