@@ -487,6 +487,13 @@ void h_private_mounts(void (*teardown)(void))
 	h_skip(teardown, "needs CAP_SYS_ADMIN for a private mount namespace");
 }
 
+void h_mount_root(const char *dir, const char *type, const char *options, void (*teardown)(void))
+{
+	h_private_mounts(teardown);
+	cr_assert_eq(mkdir(dir, 0755), 0, "mkdir %s: %s", dir, strerror(errno));
+	cr_assert_eq(mount("none", dir, type, 0, options), 0, "mount %s: %s", type, strerror(errno));
+}
+
 static struct h_user hostile;
 
 static void remove_hostile_user(void)

@@ -85,6 +85,9 @@ void h_need_bpf(void (*teardown)(void));
 /* A private mount namespace for this test process (mounts made in it stay
  * in it), or a skip (after teardown); in CI it fails instead. */
 void h_private_mounts(void (*teardown)(void));
+/* dir made and a filesystem of type (ramfs, tmpfs) with options mounted on
+ * it, in the test's private mount namespace (h_private_mounts). */
+void h_mount_root(const char *dir, const char *type, const char *options, void (*teardown)(void));
 
 /* A second, unprivileged user for hostile tests, made with useradd (no home,
  * no login) as "sgt<pid>" on first use and removed with userdel at exit.

@@ -38,9 +38,7 @@ TestSuite(journal_space, .init = setup, .fini = teardown, .timeout = 120);
 
 static void mount_root(const char *type, const char *options)
 {
-	h_private_mounts(teardown);
-	cr_assert_eq(mkdir(root, 0755), 0);
-	cr_assert_eq(mount("none", root, type, 0, options), 0, "mount %s: %s", type, strerror(errno));
+	h_mount_root(root, type, options, teardown);
 }
 
 static const char *in_root(const char *name)

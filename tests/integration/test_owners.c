@@ -40,9 +40,7 @@ TestSuite(owners, .init = setup, .fini = teardown, .timeout = 60);
  * this test, or a skip (never in CI). */
 static void ramfs_root(void)
 {
-	h_private_mounts(teardown);
-	cr_assert_eq(mkdir(root, 0755), 0);
-	cr_assert_eq(mount("none", root, "ramfs", 0, "mode=1777"), 0, "mount ramfs: %s", strerror(errno));
+	h_mount_root(root, "ramfs", "mode=1777", teardown);
 }
 
 static const char *in_root(const char *name)
