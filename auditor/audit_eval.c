@@ -246,8 +246,8 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
  * shim's ownership journals are its own bookkeeping: they do not count. */
 static void count(struct pass *p, struct audit_review *rv, struct audit_file *f, const struct measured *m)
 {
-	if (!f->name && m->name && (f->name = strdup(m->name)))
-		f->root = m->root;
+	if (!f->name && m->name)
+		audit_files_name(f, m->root, m->name);
 	f->bytes = m->bytes;
 	f->measured = true;
 	if (f->name && sg_journal_name(f->name))

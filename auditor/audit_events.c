@@ -56,23 +56,21 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f)
  * and stays. */
 void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed)
 {
-	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1], *old = f->name, *copy;
+	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
+	bool had_name = f->name;
 	int shape;
 
-	if (old && !renamed) {
+	if (had_name && !renamed) {
 		attribute_by(a, f, name);
 		return;
 	}
-	if (old && f->root == root && strcmp(old, name) == 0)
+	if (had_name && f->root == root && strcmp(f->name, name) == 0)
 		return;
-	if (!(copy = strdup(name)))
+	if (had_name && !f->indexed)
+		audit_attribute_by_name(a, f); /* before the old name is overwritten */
+	if (!audit_files_name(f, root, name))
 		return;
-	if (old && !f->indexed)
-		audit_attribute_by_name(a, f);
-	f->name = copy;
-	f->root = root;
-	free(old);
-	if (!old || f->source == REQ_TAG ||
+	if (!had_name || f->source == REQ_TAG ||
 	    sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &shape) != SG_MATCH_ONE ||
 	    (f->indexed && strcmp(f->request, req) == 0))
 		return;
@@ -89,9 +87,11 @@ static int root_of_dir(const struct audit *a, uint32_t kdev, uint64_t dir_ino)
 	return -1;
 }
 
-static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino)
+/* name: the one it is about to be given, or NULL. */
+static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino,
+			      const char *name)
 {
-	struct audit_file *f = audit_files_add(a->files, kdev, ino);
+	struct audit_file *f = audit_files_add(a->files, kdev, ino, name ? strlen(name) : 0);
 
 	if (!f)
 		return NULL;
@@ -115,9 +115,11 @@ static void on_create(struct audit *a, const struct sg_audit_create *e, size_t s
 {
 	struct audit_file *f;
 
+	bool named = has_name(e->name, size - offsetof(struct sg_audit_create, name));
+
 	a->events++;
-	f = add(a, &e->h, e->dev, e->ino);
-	if (f && has_name(e->name, size - offsetof(struct sg_audit_create, name)))
+	f = add(a, &e->h, e->dev, e->ino, named ? e->name : NULL);
+	if (f && named)
 		audit_file_named(a, f, root_of_dir(a, e->dev, e->dir_ino), e->name, false);
 }
 
@@ -162,7 +164,7 @@ static void on_name(struct audit *a, const struct sg_audit_name *e, size_t size)
 		name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
 	}
 	f = audit_files_find(a->files, kdev, ino);
-	if (!f && (root_of_dir(a, kdev, from) >= 0 || !(f = add(a, &e->h, kdev, ino))))
+	if (!f && (root_of_dir(a, kdev, from) >= 0 || !(f = add(a, &e->h, kdev, ino, name))))
 		return;
 	audit_file_named(a, f, root_of_dir(a, kdev, dir_ino), name, e->renamed);
 }

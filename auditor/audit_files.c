@@ -5,8 +5,13 @@
 
 #include "siphash.h"
 #include "htable.h"
+#include "config.h"
+#include "pattern.h"
 
-/* A request's files. */
+_Static_assert(SG_MAX_ROOTS <= INT8_MAX && SG_MAX_PATTERNS <= INT8_MAX, "a root and a pattern index fit a record's int8_t");
+
+/* A request's files, and its one copy of the request: freed with its last
+ * file. */
 struct req_chain {
 	struct sg_hnode node;
 	struct audit_file *files;
@@ -69,13 +74,34 @@ struct audit_files *audit_files_new(size_t max_files)
 	return t;
 }
 
+static void free_name(struct audit_file *f)
+{
+	if (f->name != f->inline_name)
+		free(f->name);
+	f->name = NULL;
+}
+
 static void free_file(struct sg_hnode *node)
 {
 	struct audit_file *f = sg_hnode_entry(node, struct audit_file, node);
 
-	free(f->name);
-	free(f->request);
+	free_name(f);
 	free(f);
+}
+
+bool audit_files_name(struct audit_file *f, int root, const char *name)
+{
+	size_t len = name ? strlen(name) + 1 : 0;
+	char *heap = NULL;
+
+	if (len > f->name_room && !(heap = malloc(len)))
+		return false;
+	if (name)
+		memmove(heap ? heap : f->inline_name, name, len); /* name may be f's own */
+	free_name(f);
+	f->name = !name ? NULL : heap ? heap : f->inline_name;
+	f->root = (int8_t)root;
+	return true;
 }
 
 static void free_request(struct sg_hnode *node)
@@ -149,9 +175,10 @@ void audit_files_end_exclusions(struct audit_files *t)
 	t->nexcluded = 0;
 }
 
-struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino)
+struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, size_t name_len)
 {
 	struct audit_file *old = audit_files_find(t, kdev, ino), *f;
+	size_t room = name_len < UINT8_MAX ? name_len + 1 : 0; /* longer ones: on the heap */
 
 	if (is_excluded(t, kdev, ino))
 		return NULL;
@@ -159,7 +186,7 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 		t->over_limit++;
 		return NULL;
 	}
-	if (!(f = calloc(1, sizeof(*f)))) {
+	if (!(f = calloc(1, offsetof(struct audit_file, inline_name) + room))) {
 		t->over_limit++;
 		return NULL;
 	}
@@ -170,6 +197,7 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 	f->ino = ino;
 	f->root = -1;
 	f->shape = -1;
+	f->name_room = (uint8_t)room;
 	f->node.hash = hash_key(kdev, ino);
 	sg_htable_insert_at(&t->files, sg_htable_slot(&t->files, f->node.hash, is_file, &(struct file_key){kdev, ino}),
 			    &f->node);
@@ -186,17 +214,21 @@ static struct req_chain *find_req(struct audit_files *t, const char *request)
 	return node ? sg_hnode_entry(node, struct req_chain, node) : NULL;
 }
 
-/* Takes f off its request's chain. */
+/* Takes f off its request's chain, and the chain away with its last file. */
 static void unindex(struct audit_files *t, struct audit_file *f)
 {
-	struct req_chain *r = find_req(t, f->request);
-	struct audit_file **p = r ? &r->files : NULL;
+	/* f->request is the chain's own copy. */
+	struct req_chain *r = (struct req_chain *)(uintptr_t)(f->request - offsetof(struct req_chain, request));
+	struct audit_file **p = &r->files;
 
-	while (p && *p && *p != f)
+	while (*p && *p != f)
 		p = &(*p)->next_of_req;
-	if (p && *p)
+	if (*p)
 		*p = f->next_of_req;
-	free(f->request);
+	if (!r->files) {
+		sg_htable_remove(&t->requests, &r->node);
+		free(r);
+	}
 	f->request = NULL;
 	f->indexed = false;
 }
@@ -212,10 +244,8 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 	/* A tag beats patterns, whichever came first. */
 	if (f->indexed && f->source == REQ_PATTERN && source == REQ_TAG)
 		unindex(t, f);
-	if (f->indexed || !(f->request = strdup(request)))
+	if (f->indexed)
 		return;
-	f->source = source;
-	f->shape = shape;
 	sg_htable_reserve(&t->requests, 256);
 	slot = sg_htable_slot(&t->requests, h, is_request, request);
 	if (*slot) {
@@ -228,6 +258,9 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 		memcpy(r->request, request, len);
 		sg_htable_insert_at(&t->requests, slot, &r->node);
 	}
+	f->request = r->request;
+	f->source = (uint8_t)source;
+	f->shape = (int8_t)shape;
 	f->next_of_req = r->files;
 	r->files = f;
 	f->indexed = true;
@@ -250,7 +283,7 @@ void audit_files_remove(struct audit_files *t, struct audit_file *f)
 	*(f->next_all ? &f->next_all->prev_all : &t->newest) = f->prev_all;
 	if (f->indexed)
 		unindex(t, f);
-	free(f->name);
+	free_name(f);
 	free(f);
 }
 

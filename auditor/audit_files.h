@@ -17,26 +17,32 @@ enum audit_req_source {
 	REQ_AMBIGUOUS, /* the patterns give two requests: attributed to none */
 };
 
+/* Packed: the auditor follows up to a million of these (docs/performance.md
+ * has the bytes per file).  The name is kept in the record's own tail when it
+ * fits the room the record was made with, and the request points at its
+ * chain's copy, shared by all of the request's files. */
 struct audit_file {
 	struct sg_hnode node;         /* in the table, by (kdev, ino) */
 	struct audit_file *next_of_req; /* request index chain */
 	struct audit_file *prev_all, *next_all; /* every file, oldest first (the review's walk) */
-	uint32_t kdev;                /* kernel encoding, major << 20 | minor */
+	char *name;                   /* name in its root, NULL unknown (audit_files_name) */
+	const char *request;          /* set by audit_files_attribute, NULL none */
 	uint64_t ino;
-	int root;                     /* index of the shm root holding the name, -1 unknown */
-	char *name;                   /* name in that root, NULL unknown */
-	uint32_t creator;             /* tgid */
-	char comm[16];
 	uint64_t created_ns;          /* monotonic */
-	enum audit_req_source source;
-	int shape;                    /* pattern index for REQ_PATTERN */
-	char *request;
+	uint64_t bytes;               /* allocated, when last measured */
+	uint32_t kdev;                /* kernel encoding, major << 20 | minor */
+	uint32_t creator;             /* tgid */
+	uint32_t seen;                /* the review cycle that last found it in a root */
+	uint32_t missed;              /* the review cycle that last found it nowhere (unnamed) */
+	char comm[16];
+	int8_t root;                  /* index of the shm root holding the name, -1 unknown */
+	int8_t shape;                 /* pattern index for REQ_PATTERN */
+	uint8_t source;               /* enum audit_req_source */
 	bool indexed;                 /* on its request's chain */
 	bool measured;                /* bytes is known */
 	bool looked_up;               /* its request was looked for under its name */
-	uint32_t seen;                /* the review cycle that last found it in a root */
-	uint32_t missed;              /* the review cycle that last found it nowhere (unnamed) */
-	uint64_t bytes;               /* allocated, when last measured */
+	uint8_t name_room;            /* bytes of inline_name */
+	char inline_name[];           /* the name, when it fits */
 };
 
 struct audit_files;
@@ -49,10 +55,15 @@ struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64
 
 /* A new record (a reused inode number removes the old one first), or NULL
  * when the table is full (counted: audit_files_over_limit) or the inode is
- * excluded. */
-struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino);
+ * excluded.  name_len: the length of the name it is about to be given (its
+ * room in the record), 0 if none is known. */
+struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, size_t name_len);
 
-/* Sets f's request (taking a copy) and puts it on that request's chain; a
+/* f is called name (a copy) in root (-1: outside the roots), or has no name
+ * when name is NULL.  False when out of memory: f is as it was. */
+bool audit_files_name(struct audit_file *f, int root, const char *name);
+
+/* Sets f's request (its chain's copy) and puts it on that request's chain; a
  * file keeps its first request, except that a tag replaces a pattern's. */
 void audit_files_attribute(struct audit_files *t, struct audit_file *f, const char *request,
 			   enum audit_req_source source, int shape);

@@ -101,7 +101,7 @@ static struct audit_file *follow(const char *name, size_t bytes, const char *req
 	} else {
 		n = *ino; /* an inode no entry names */
 	}
-	cr_assert_not_null(f = audit_files_add(a.files, a.roots[0].kdev, n));
+	cr_assert_not_null(f = audit_files_add(a.files, a.roots[0].kdev, n, name ? strlen(name) : 0));
 	f->created_ns = clk.now;
 	if (name)
 		audit_file_named(&a, f, 0, name, false);
@@ -264,8 +264,7 @@ Test(review, a_file_unlinked_but_held_is_counted_and_kept)
 	struct stat st;
 
 	f = follow("held", 8192, "r1", &held.ino);
-	free(f->name);
-	f->name = NULL; /* as for a creation event that carried no name */
+	audit_files_name(f, f->root, NULL); /* as for a creation event that carried no name */
 	f->root = -1;
 	snprintf(held.path, sizeof(held.path), "%s/held", root);
 	snprintf(held.stat_path, sizeof(held.stat_path), "%s/held", abort_dir);
