@@ -402,8 +402,8 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 	l->bytes = m.bytes;
 	l->linked = m.linked;
 	l->holder = m.holder;
-	l->creator = f->creator;
-	memcpy(l->comm, f->comm, sizeof(l->comm));
+	l->creator = f->creator->tgid;
+	memcpy(l->comm, f->creator->comm, sizeof(l->comm));
 	l->shape = f->shape;
 	l->segment = m.size > 0;
 	l->next = c->ab->leftovers;

@@ -14,7 +14,7 @@
 #include "reqid.h"
 
 /* The kernel side's limits and the records they fill here. */
-_Static_assert(sizeof(((struct audit_file *)0)->comm) == SG_AUDIT_COMM_LEN &&
+_Static_assert(sizeof(((struct audit_creator *)0)->comm) == SG_AUDIT_COMM_LEN &&
 		       sizeof(((struct audit_leftover *)0)->comm) == SG_AUDIT_COMM_LEN,
 	       "a file keeps the whole command name an event gives");
 _Static_assert(SG_AUDIT_NAME_MAX >= NAME_MAX + 1 && SG_AUDIT_NAME_MAX >= SG_NAME_MAX + 1,
@@ -91,13 +91,13 @@ static int root_of_dir(const struct audit *a, uint32_t kdev, uint64_t dir_ino)
 static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino,
 			      const char *name)
 {
-	struct audit_file *f = audit_files_add(a->files, kdev, ino, name ? strlen(name) : 0);
+	char comm[SG_AUDIT_COMM_LEN];
+	struct audit_file *f;
 
-	if (!f)
+	memcpy(comm, h->comm, sizeof(comm));
+	comm[sizeof(comm) - 1] = '\0';
+	if (!(f = audit_files_add(a->files, kdev, ino, h->tgid, comm, name ? strlen(name) : 0)))
 		return NULL;
-	f->creator = h->tgid;
-	memcpy(f->comm, h->comm, sizeof(f->comm));
-	f->comm[sizeof(f->comm) - 1] = '\0';
 	f->created_ns = h->ts_ns;
 	return f;
 }

@@ -19,7 +19,7 @@ struct req_chain {
 };
 
 struct audit_files {
-	struct sg_htable files, requests;
+	struct sg_htable files, requests, creators;
 	size_t max_files;
 	uint64_t over_limit;
 	struct audit_file *oldest, *newest, *walk;
@@ -55,6 +55,57 @@ static bool is_file(const struct sg_hnode *node, const void *key)
 	return f->kdev == k->kdev && f->ino == k->ino;
 }
 
+struct creator_key {
+	uint32_t tgid;
+	char comm[16];
+};
+
+static bool is_creator(const struct sg_hnode *node, const void *key)
+{
+	const struct audit_creator *c = sg_hnode_entry(node, struct audit_creator, node);
+	const struct creator_key *k = key;
+
+	return c->tgid == k->tgid && memcmp(c->comm, k->comm, sizeof(c->comm)) == 0;
+}
+
+/* The creator (tgid, comm), one more file of it; NULL when memory is short. */
+static const struct audit_creator *hold_creator(struct audit_files *t, uint32_t tgid, const char *comm)
+{
+	struct creator_key k = {.tgid = tgid};
+	struct sg_hnode **slot;
+	struct audit_creator *c;
+	uint64_t h;
+
+	if (comm)
+		strncpy(k.comm, comm, sizeof(k.comm) - 1);
+	h = sg_table_hash(&k, sizeof(k));
+	if (sg_htable_reserve(&t->creators, 64) < 0)
+		return NULL;
+	slot = sg_htable_slot(&t->creators, h, is_creator, &k);
+	if (*slot) {
+		c = sg_hnode_entry(*slot, struct audit_creator, node);
+	} else {
+		if (!(c = calloc(1, sizeof(*c))))
+			return NULL;
+		c->node.hash = h;
+		c->tgid = tgid;
+		memcpy(c->comm, k.comm, sizeof(c->comm));
+		sg_htable_insert_at(&t->creators, slot, &c->node);
+	}
+	c->files++;
+	return c;
+}
+
+static void release_creator(struct audit_files *t, const struct audit_creator *creator)
+{
+	struct audit_creator *c = (struct audit_creator *)(uintptr_t)creator;
+
+	if (c && !--c->files) {
+		sg_htable_remove(&t->creators, &c->node);
+		free(c);
+	}
+}
+
 static bool is_request(const struct sg_hnode *node, const void *request)
 {
 	return strcmp(sg_hnode_entry(node, struct req_chain, node)->request, request) == 0;
@@ -67,7 +118,8 @@ struct audit_files *audit_files_new(size_t max_files)
 	if (!t)
 		return NULL;
 	t->max_files = max_files;
-	if (sg_htable_grow(&t->files, 1024) < 0 || sg_htable_grow(&t->requests, 256) < 0) {
+	if (sg_htable_grow(&t->files, 1024) < 0 || sg_htable_grow(&t->requests, 256) < 0 ||
+	    sg_htable_grow(&t->creators, 64) < 0) {
 		audit_files_free(t);
 		return NULL;
 	}
@@ -109,12 +161,18 @@ static void free_request(struct sg_hnode *node)
 	free(sg_hnode_entry(node, struct req_chain, node));
 }
 
+static void free_creator(struct sg_hnode *node)
+{
+	free(sg_hnode_entry(node, struct audit_creator, node));
+}
+
 void audit_files_free(struct audit_files *t)
 {
 	if (!t)
 		return;
 	sg_htable_clear(&t->files, free_file);
 	sg_htable_clear(&t->requests, free_request);
+	sg_htable_clear(&t->creators, free_creator);
 	free(t->excluded);
 	free(t);
 }
@@ -175,7 +233,8 @@ void audit_files_end_exclusions(struct audit_files *t)
 	t->nexcluded = 0;
 }
 
-struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, size_t name_len)
+struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, uint32_t tgid,
+				   const char *comm, size_t name_len)
 {
 	struct audit_file *old = audit_files_find(t, kdev, ino), *f;
 	size_t room = name_len < UINT8_MAX ? name_len + 1 : 0; /* longer ones: on the heap */
@@ -186,7 +245,9 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 		t->over_limit++;
 		return NULL;
 	}
-	if (!(f = calloc(1, offsetof(struct audit_file, inline_name) + room))) {
+	if (!(f = calloc(1, offsetof(struct audit_file, inline_name) + room)) ||
+	    !(f->creator = hold_creator(t, tgid, comm))) {
+		free(f);
 		t->over_limit++;
 		return NULL;
 	}
@@ -283,6 +344,7 @@ void audit_files_remove(struct audit_files *t, struct audit_file *f)
 	*(f->next_all ? &f->next_all->prev_all : &t->newest) = f->prev_all;
 	if (f->indexed)
 		unindex(t, f);
+	release_creator(t, f->creator);
 	free_name(f);
 	free(f);
 }

@@ -17,24 +17,31 @@ enum audit_req_source {
 	REQ_AMBIGUOUS, /* the patterns give two requests: attributed to none */
 };
 
+/* A process that created followed files: one record however many it made. */
+struct audit_creator {
+	struct sg_hnode node; /* by (tgid, comm) */
+	size_t files;         /* it goes with the last */
+	uint32_t tgid;
+	char comm[16];
+};
+
 /* Packed: the auditor follows up to a million of these (docs/performance.md
  * has the bytes per file).  The name is kept in the record's own tail when it
- * fits the room the record was made with, and the request points at its
- * chain's copy, shared by all of the request's files. */
+ * fits the room the record was made with; the request points at its
+ * chain's copy, the creator at its record, each shared by their files. */
 struct audit_file {
 	struct sg_hnode node;         /* in the table, by (kdev, ino) */
 	struct audit_file *next_of_req; /* request index chain */
 	struct audit_file *prev_all, *next_all; /* every file, oldest first (the review's walk) */
 	char *name;                   /* name in its root, NULL unknown (audit_files_name) */
 	const char *request;          /* set by audit_files_attribute, NULL none */
+	const struct audit_creator *creator;
 	uint64_t ino;
 	uint64_t created_ns;          /* monotonic */
 	uint64_t bytes;               /* allocated, when last measured */
 	uint32_t kdev;                /* kernel encoding, major << 20 | minor */
-	uint32_t creator;             /* tgid */
 	uint32_t seen;                /* the review cycle that last found it in a root */
 	uint32_t missed;              /* the review cycle that last found it nowhere (unnamed) */
-	char comm[16];
 	int8_t root;                  /* index of the shm root holding the name, -1 unknown */
 	int8_t shape;                 /* pattern index for REQ_PATTERN */
 	uint8_t source;               /* enum audit_req_source */
@@ -55,9 +62,12 @@ struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64
 
 /* A new record (a reused inode number removes the old one first), or NULL
  * when the table is full (counted: audit_files_over_limit) or the inode is
- * excluded.  name_len: the length of the name it is about to be given (its
- * room in the record), 0 if none is known. */
-struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, size_t name_len);
+ * excluded (or memory is short).  Its creator: tgid, whose command name is
+ * comm (NUL-terminated within 16 bytes; NULL: none).  name_len: the length
+ * of the name it is about to be given (its room in the record), 0 if none is
+ * known. */
+struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, uint32_t tgid,
+				   const char *comm, size_t name_len);
 
 /* f is called name (a copy) in root (-1: outside the roots), or has no name
  * when name is NULL.  False when out of memory: f is as it was. */
