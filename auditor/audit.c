@@ -178,6 +178,41 @@ static void on_event(void *ctx, const void *data, size_t size)
 	audit_on_event(ctx, data, size);
 }
 
+/* The first pid namespace's inode (the kernel's PROC_PID_INIT_INO). */
+#define INIT_PIDNS_INO 0xEFFFFFFCu
+
+/* Whether the processes the run must see are there to be seen.  The kernel
+ * side numbers them as the auditor's pid namespace does; /proc must be
+ * that namespace's own (nsenter -p without -m keeps another's: its pids
+ * are not the ones the kernel side sends), and a run of the whole system
+ * must be in the first namespace, the only one that sees every process
+ * (the creators and holders of the files it measures). */
+static int check_pidns(struct audit *a, char *err, size_t errlen)
+{
+	char self[32];
+	ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+	struct stat st;
+
+	if (n > 0)
+		self[n] = '\0';
+	if (n <= 0 || strtol(self, NULL, 10) != (long)getpid())
+		return say(err, errlen,
+			   "/proc is not this pid namespace's own (this process is %d here, %s in /proc): the "
+			   "processes in /proc are not the ones the kernel side numbers; mount the namespace's "
+			   "/proc (nsenter -m -p, unshare --pid --fork --mount-proc)",
+			   (int)getpid(), n > 0 ? self : "unknown");
+	if (stat("/proc/self/ns/pid", &st) < 0)
+		return say(err, errlen, "cannot read this process's pid namespace (/proc/self/ns/pid): %s",
+			   strerror(errno));
+	if (!a->o->cmd && st.st_ino != INIT_PIDNS_INO)
+		return say(err, errlen,
+			   "this auditor runs in a pid namespace of its own, and the whole system's files are "
+			   "made and held by processes it cannot see; run it in the host's pid namespace "
+			   "(docker run --pid=host, hostPID: true), or audit one command: shmguard audit -- "
+			   "COMMAND");
+	return 0;
+}
+
 static int start_tracer(struct audit *a, char *err, size_t errlen)
 {
 	struct audit_trace_opts t = {.follow_tree = a->o->cmd != NULL, .shim = a->o->shim, .probe = a->o->probe,
@@ -185,6 +220,8 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 				     .ctx = a, .nroots = a->nroots};
 	char why[512];
 
+	if (check_pidns(a, why, sizeof(why)) < 0)
+		return say(err, errlen, "tracing is not possible: %s", why);
 	for (unsigned i = 0; i < a->nroots; i++)
 		t.roots[i] = (struct audit_trace_root){a->roots[i].kdev, a->roots[i].dir_ino};
 	if (!(a->tracer = audit_trace_start(&t, why, sizeof(why))))

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -152,6 +153,20 @@ static int attach(struct bpf_program *prog, struct bpf_link **link, char *why, s
 	return 0;
 }
 
+/* The pid namespace the auditor runs in: the kernel side numbers
+ * processes as it does (audit.bpf.c's seen_tgid). */
+static int own_pidns(uint32_t *ino, char *why, size_t len)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) < 0) {
+		snprintf(why, len, "cannot read this process's pid namespace (/proc/self/ns/pid): %s", strerror(errno));
+		return -1;
+	}
+	*ino = (uint32_t)st.st_ino;
+	return 0;
+}
+
 static void detach_all(struct audit_tracer *t)
 {
 	audit_bpf__destroy(t->skel);
@@ -187,6 +202,8 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, const struct a
 	}
 	t->skel->rodata->n_root_dirs = o->nroots;
 	t->skel->rodata->follow_tree = o->follow_tree;
+	if (own_pidns(&t->skel->rodata->pidns_ino, why, len) < 0)
+		goto fail;
 	set_syscalls(t->skel);
 	if (o->ring_kib && bpf_map__set_max_entries(t->skel->maps.events, o->ring_kib * 1024) < 0) {
 		snprintf(why, len, "cannot size the event buffer to %u KiB", o->ring_kib);

@@ -26,6 +26,10 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 shm_devs[SG_AUDIT_MAX_DEVS] = {};
 const volatile __u32 n_shm_devs = 0;
 const volatile bool follow_tree = false; /* only count creations by the traced tree */
+/* The auditor's pid namespace (its nsfs inode): every process id this side
+ * uses or sends is the one that namespace gives, so that it matches what
+ * the auditor forks and sees in its /proc; 0 for a process outside it. */
+const volatile __u32 pidns_ino = 0;
 /* The roots' directories (device, inode), for the ctime probe. */
 const volatile __u32 root_dir_devs[SG_AUDIT_MAX_DEVS] = {};
 const volatile __u64 root_dir_inos[SG_AUDIT_MAX_DEVS] = {};
@@ -63,6 +67,31 @@ static __always_inline bool on_shm_dev(__u32 dev)
 	return false;
 }
 
+/* Pid namespaces nest at most this deep (the kernel's MAX_PID_NS_LEVEL). */
+#define MAX_PIDNS_LEVEL 32
+
+/* task's process id in the auditor's pid namespace, as task_tgid_nr_ns()
+ * finds it: the number its thread group's pid has at the level of that
+ * namespace; 0 when the task is not in it or a namespace below it. */
+static __always_inline __u32 seen_tgid(struct task_struct *task)
+{
+	struct pid *pid = BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]);
+	unsigned int level;
+
+	if (!pid)
+		return 0;
+	level = BPF_CORE_READ(pid, level);
+	for (unsigned int i = 0; i <= MAX_PIDNS_LEVEL && i <= level; i++)
+		if (BPF_CORE_READ(pid, numbers[i].ns, ns.inum) == pidns_ino)
+			return BPF_CORE_READ(pid, numbers[i].nr);
+	return 0;
+}
+
+static __always_inline __u32 current_tgid(void)
+{
+	return seen_tgid((struct task_struct *)bpf_get_current_task());
+}
+
 static __always_inline bool in_tree(__u32 tgid)
 {
 	return !follow_tree || bpf_map_lookup_elem(&tree, &tgid);
@@ -72,13 +101,13 @@ static __always_inline bool in_tree(__u32 tgid)
 static __always_inline bool followed(struct inode *inode)
 {
 	return inode && on_shm_dev(BPF_CORE_READ(inode, i_sb, s_dev)) &&
-	       (BPF_CORE_READ(inode, i_mode) & S_IFMT) == S_IFREG && in_tree(bpf_get_current_pid_tgid() >> 32);
+	       (BPF_CORE_READ(inode, i_mode) & S_IFMT) == S_IFREG && in_tree(current_tgid());
 }
 
 static __always_inline void fill_header(struct sg_audit_header *h, __u32 type)
 {
 	h->type = type;
-	h->tgid = bpf_get_current_pid_tgid() >> 32;
+	h->tgid = current_tgid();
 	h->ts_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
@@ -337,7 +366,7 @@ static __always_inline void on_renamed(const char *path)
 	union named_event *u;
 	struct sg_audit_name *e;
 
-	if (!in_tree(bpf_get_current_pid_tgid() >> 32) || !(u = build()))
+	if (!in_tree(current_tgid()) || !(u = build()))
 		return;
 	e = &u->name;
 	fill_header(&e->h, SG_AUDIT_NAME);
@@ -369,10 +398,15 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	__u32 ptgid, ctgid;
 	__u8 one = 1;
 
-	if (follow_tree && ptgid != ctgid && bpf_map_lookup_elem(&tree, &ptgid))
+	/* A new thread has its process's tgid: only new processes count. */
+	if (!follow_tree || BPF_CORE_READ(parent, tgid) == BPF_CORE_READ(child, tgid))
+		return 0;
+	ptgid = seen_tgid(parent);
+	ctgid = seen_tgid(child);
+	if (ptgid && ctgid && bpf_map_lookup_elem(&tree, &ptgid))
 		bpf_map_update_elem(&tree, &ctgid, &one, BPF_ANY);
 	return 0;
 }
@@ -383,10 +417,11 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(sched_process_exit, struct task_struct *task)
 {
-	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 tgid;
 
-	if (follow_tree && !BPF_CORE_READ(task, signal, live.counter))
-		bpf_map_delete_elem(&tree, &tgid);
+	if (!follow_tree || BPF_CORE_READ(task, signal, live.counter) || !(tgid = seen_tgid(task)))
+		return 0;
+	bpf_map_delete_elem(&tree, &tgid);
 	return 0;
 }
 

@@ -118,7 +118,26 @@ static uint64_t linked_bytes(int i)
 
 enum { REQUESTS = 12, ABORT_EVERY = 3, ABORTS = REQUESTS / ABORT_EVERY };
 
-static struct h_proc start_leakgen(bool shimmed, bool mapped, const char *probe)
+/* argv run by wrap (a command that runs what follows it: unshare ...), or
+ * as it is. */
+static const char **wrapped(const char *const *wrap, const char **argv)
+{
+	const char **out = calloc(96, sizeof(*out));
+	size_t n = 0;
+
+	for (size_t i = 0; wrap && wrap[i]; i++)
+		out[n++] = wrap[i];
+	for (size_t i = 0; argv[i]; i++)
+		out[n++] = argv[i];
+	return out;
+}
+
+/* The auditor in a pid namespace of its own, with that namespace's /proc,
+ * as in a CI job's container. */
+static const char *const own_pidns[] = {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", NULL};
+
+/* leakgen audited, the auditor run by wrap (NULL: as it is). */
+static struct h_proc start_leakgen_in(const char *const *wrap, bool shimmed, bool mapped, const char *probe)
 {
 	const char *leakgen[] = {h_bin("SG_LEAKGEN"), "--prefix", prefix, "--requests", h_str("%d", REQUESTS),
 				 "--abort-every", h_str("%d", ABORT_EVERY), "--abort-dir", abort_dir,
@@ -133,16 +152,23 @@ static struct h_proc start_leakgen(bool shimmed, bool mapped, const char *probe)
 	for (size_t i = 0; leakgen[i]; i++)
 		cmd[n++] = leakgen[i];
 	cmd[n] = NULL;
-	struct h_proc p = h_spawn(with_options(audit_argv("0", cmd), probe ? "--probe" : NULL, probe, NULL), NULL);
+	struct h_proc p =
+		h_spawn(wrapped(wrap, with_options(audit_argv("0", cmd), probe ? "--probe" : NULL, probe, NULL)), NULL);
 	char *line = h_read_line(&p, 30000);
 	cr_assert_str_eq(line ? line : "(nothing)", "done");
 	return p;
 }
 
-/* The leak measured with PROBE (NULL: the best here) is the truth. */
-static void ground_truth_within_one_percent_with(const char *probe)
+static struct h_proc start_leakgen(bool shimmed, bool mapped, const char *probe)
 {
-	struct h_proc p = start_leakgen(false, true, probe);
+	return start_leakgen_in(NULL, shimmed, mapped, probe);
+}
+
+/* The leak measured with PROBE (NULL: the best here), the auditor run by
+ * wrap (NULL: as it is), is the truth. */
+static void ground_truth_within_one_percent_in(const char *const *wrap, const char *probe)
+{
+	struct h_proc p = start_leakgen_in(wrap, false, true, probe);
 	uint64_t truth = 0;
 	char *err;
 
@@ -169,14 +195,47 @@ static void ground_truth_within_one_percent_with(const char *probe)
 Test(audit, ground_truth_within_one_percent)
 {
 	need_bpf();
-	ground_truth_within_one_percent_with(NULL);
+	ground_truth_within_one_percent_in(NULL, NULL);
 }
 
 /* The fallback every kernel has measures the same. */
 Test(audit, the_syscalls_probe_finds_the_same_ground_truth)
 {
 	need_bpf();
-	ground_truth_within_one_percent_with("syscalls");
+	ground_truth_within_one_percent_in(NULL, "syscalls");
+}
+
+/* The kernel side numbers processes as the auditor's namespace does (it
+ * saw none of the command's tree, and passed with 0 bytes, before). */
+Test(audit, in_a_pid_namespace_of_its_own_the_command_is_measured)
+{
+	need_bpf();
+	ground_truth_within_one_percent_in(own_pidns, NULL);
+}
+
+Test(audit, in_a_pid_namespace_of_its_own_the_syscalls_probe_measures_the_command)
+{
+	need_bpf();
+	ground_truth_within_one_percent_in(own_pidns, "syscalls");
+}
+
+/* What it cannot see is refused, exit 3, with the reason: the whole
+ * system from inside a pid namespace, and a /proc that is another
+ * namespace's (unshare without --mount-proc keeps the host's). */
+Test(audit, in_a_pid_namespace_what_it_cannot_see_is_refused)
+{
+	const char *leak[] = {h_bin("SG_LEAKGEN"), "--prefix", prefix, "--requests", "2", "--abort-every", "1",
+			      "--abort-dir", abort_dir, NULL};
+	const char *whole[] = {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", h_bin("SG_CLI"), "audit", "--abort-dir",
+			       abort_dir, "--duration", "1", NULL};
+	const char *host_proc[] = {"/usr/bin/unshare", "--pid", "--fork", NULL};
+	char *err;
+
+	need_bpf();
+	cr_assert_eq(h_run(whole, NULL, &err), 3, "%s", err);
+	cr_expect(strstr(err, "pid namespace of its own"), "%s", err);
+	cr_assert_eq(h_run(wrapped(host_proc, audit_argv("0", leak)), NULL, &err), 3, "%s", err);
+	cr_expect(strstr(err, "/proc is not this pid namespace's own"), "%s", err);
 }
 
 Test(audit, the_same_pipeline_under_the_shim_reports_zero)
