@@ -57,9 +57,10 @@ static void usage(FILE *out)
 		"$GITHUB_STEP_SUMMARY.\n\n"
 		"Exit status: 0 pass (or no budget given); 1 over budget, fewer aborts measured than\n"
 		"--min-aborts, or events, files or markers lost without --allow-drops; 2 bad usage or\n"
-		"input, found before COMMAND runs; 3 tracing not possible here, or it failed during the\n"
-		"run; 4 the gate passed but COMMAND failed or was killed. The report is printed in every\n"
-		"case but 2.\n",
+		"input, found before COMMAND runs; 3 tracing not possible here (in a pid namespace of its\n"
+		"own: without COMMAND, or with another namespace's /proc), or it failed during the run;\n"
+		"4 the gate passed but COMMAND failed or was killed. The report is printed in every case\n"
+		"but 2.\n",
 		SG_DEFAULT_ABORT_DIR);
 }
 

@@ -13,6 +13,7 @@ PATH=/bin:/sg/cli:/sg/tests:/sg/examples:/sg
 export PATH
 SGK_CHECKS="facts abort ls dead audit gate"
 SGK_AUDIT_ARGS=
+audit_in=
 # shellcheck disable=SC1091 # written by kernels.sh
 [ -r /sgk.env ] && . /sgk.env
 
@@ -219,15 +220,15 @@ check_dead() {
 }
 
 # audit_leakgen NAME BUDGET [shmguard run ...]: leakgen (6 requests, every
-# third aborted) under `shmguard audit`; the truth is what the aborted
-# requests' files hold (st_blocks) once it is done.  Sets status, truth,
-# leaked, aborts.
+# third aborted) under `shmguard audit` (run by $audit_in if set); the truth
+# is what the aborted requests' files hold (st_blocks) once it is done.
+# Sets status, truth, leaked, aborts.
 audit_leakgen() {
 	name=$1 budget=$2
 	shift 2
 	lp=sgk-$name-
-	# shellcheck disable=SC2086 # SGK_AUDIT_ARGS is a list of options
-	start "$name" shmguard audit --patterns "$PATTERNS" --abort-dir "$AD" --grace 0.3 \
+	# shellcheck disable=SC2086 # SGK_AUDIT_ARGS is a list of options, audit_in a command and its own
+	start "$name" $audit_in shmguard audit --patterns "$PATTERNS" --abort-dir "$AD" --grace 0.3 \
 		--json "$W/$name.json" --max-kib-per-abort "$budget" $SGK_AUDIT_ARGS -- \
 		"$@" leakgen --prefix "$lp" --requests 6 --abort-every 3 --abort-dir "$AD" --wait-stdin
 	truth=
@@ -287,6 +288,16 @@ check_probe() {
 	judge "$1"
 }
 
+# The auditor in a pid namespace of its own, with its own /proc (a
+# container's, a CI job's): the kernel side must number the command's
+# processes as that namespace does.
+check_pidns() {
+	audit_in='unshare -p -f --mount-proc'
+	audit_leakgen pidns 0
+	audit_in=
+	judge pidns
+}
+
 # The gate: the leaking pipeline over a budget of 0 KiB/abort exits 1; the
 # same pipeline under the shim is within it and exits 0.
 check_gate() {
@@ -303,7 +314,7 @@ mounts
 for c in $SGK_CHECKS; do
 	case $c in
 	facts) facts ;;
-	abort | ls | dead | audit | gate) "check_$c" ;;
+	abort | ls | dead | audit | gate | pidns) "check_$c" ;;
 	probe-fentry | probe-kprobe | probe-syscalls) check_probe "$c" ;;
 	*) result "$c" SKIP "no such check" ;;
 	esac

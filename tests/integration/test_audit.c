@@ -136,8 +136,10 @@ static const char **wrapped(const char *const *wrap, const char **argv)
  * as in a CI job's container. */
 static const char *const own_pidns[] = {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", NULL};
 
-/* leakgen audited, the auditor run by wrap (NULL: as it is). */
-static struct h_proc start_leakgen_in(const char *const *wrap, bool shimmed, bool mapped, const char *probe)
+/* leakgen audited, the auditor run by wrap and leakgen by cmd_wrap (NULL:
+ * as they are). */
+static struct h_proc start_leakgen_in(const char *const *wrap, const char *const *cmd_wrap, bool shimmed, bool mapped,
+				      const char *probe)
 {
 	const char *leakgen[] = {h_bin("SG_LEAKGEN"), "--prefix", prefix, "--requests", h_str("%d", REQUESTS),
 				 "--abort-every", h_str("%d", ABORT_EVERY), "--abort-dir", abort_dir,
@@ -149,6 +151,8 @@ static struct h_proc start_leakgen_in(const char *const *wrap, bool shimmed, boo
 
 	for (size_t i = 0; shimmed && run[i]; i++)
 		cmd[n++] = run[i];
+	for (size_t i = 0; cmd_wrap && cmd_wrap[i]; i++)
+		cmd[n++] = cmd_wrap[i];
 	for (size_t i = 0; leakgen[i]; i++)
 		cmd[n++] = leakgen[i];
 	cmd[n] = NULL;
@@ -161,14 +165,14 @@ static struct h_proc start_leakgen_in(const char *const *wrap, bool shimmed, boo
 
 static struct h_proc start_leakgen(bool shimmed, bool mapped, const char *probe)
 {
-	return start_leakgen_in(NULL, shimmed, mapped, probe);
+	return start_leakgen_in(NULL, NULL, shimmed, mapped, probe);
 }
 
 /* The leak measured with PROBE (NULL: the best here), the auditor run by
- * wrap (NULL: as it is), is the truth. */
-static void ground_truth_within_one_percent_in(const char *const *wrap, const char *probe)
+ * wrap and the pipeline by cmd_wrap (NULL: as they are), is the truth. */
+static void ground_truth_within_one_percent_in(const char *const *wrap, const char *const *cmd_wrap, const char *probe)
 {
-	struct h_proc p = start_leakgen_in(wrap, false, true, probe);
+	struct h_proc p = start_leakgen_in(wrap, cmd_wrap, false, true, probe);
 	uint64_t truth = 0;
 	char *err;
 
@@ -195,14 +199,14 @@ static void ground_truth_within_one_percent_in(const char *const *wrap, const ch
 Test(audit, ground_truth_within_one_percent)
 {
 	need_bpf();
-	ground_truth_within_one_percent_in(NULL, NULL);
+	ground_truth_within_one_percent_in(NULL, NULL, NULL);
 }
 
 /* The fallback every kernel has measures the same. */
 Test(audit, the_syscalls_probe_finds_the_same_ground_truth)
 {
 	need_bpf();
-	ground_truth_within_one_percent_in(NULL, "syscalls");
+	ground_truth_within_one_percent_in(NULL, NULL, "syscalls");
 }
 
 /* The kernel side numbers processes as the auditor's namespace does (it
@@ -210,13 +214,22 @@ Test(audit, the_syscalls_probe_finds_the_same_ground_truth)
 Test(audit, in_a_pid_namespace_of_its_own_the_command_is_measured)
 {
 	need_bpf();
-	ground_truth_within_one_percent_in(own_pidns, NULL);
+	ground_truth_within_one_percent_in(own_pidns, NULL, NULL);
 }
 
 Test(audit, in_a_pid_namespace_of_its_own_the_syscalls_probe_measures_the_command)
 {
 	need_bpf();
-	ground_truth_within_one_percent_in(own_pidns, "syscalls");
+	ground_truth_within_one_percent_in(own_pidns, NULL, "syscalls");
+}
+
+/* A pipeline in a pid namespace below the auditor's is its tree too. */
+Test(audit, in_a_pid_namespace_of_its_own_a_command_in_a_nested_one_is_measured)
+{
+	const char *const nested[] = {"/usr/bin/unshare", "--pid", "--fork", NULL};
+
+	need_bpf();
+	ground_truth_within_one_percent_in(own_pidns, nested, NULL);
 }
 
 /* What it cannot see is refused, exit 3, with the reason: the whole
