@@ -128,9 +128,7 @@ static void on_marker(int dfd, const char *request)
 		sg_sweep(request);
 }
 
-/* Acts on every marker in dfd changed at since_ns or later (0: all).
- * Returns how many entries were read. */
-static unsigned scan_markers(int dfd, long long since_ns)
+unsigned sg_markers_scan(int dfd, long long since_ns)
 {
 	int fd = sg_real.openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -290,7 +288,7 @@ static void read_events(void)
 			p += sizeof(*ev) + ev->len;
 			if (ev->mask & IN_Q_OVERFLOW) {
 				if (dir_fd >= 0)
-					scan_markers(dir_fd, 0);
+					sg_markers_scan(dir_fd, 0);
 			} else if (ev->wd != watch_wd) {
 				continue; /* a watch already given up (its IN_IGNORED) */
 			} else if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)) {
@@ -371,7 +369,7 @@ static void *watcher(void *arg)
 	}
 	watch_is_placed();
 	if (dir_fd >= 0) {
-		unsigned seen = scan_markers(dir_fd, 0);
+		unsigned seen = sg_markers_scan(dir_fd, 0);
 
 		sg_log(SG_LOG_INFO, "abort directory %s: first look done, %u entries", sg_cfg.abort_dir, seen);
 	}
@@ -398,7 +396,7 @@ static void *watcher(void *arg)
 		if (dir_fd < 0 && now >= next_retry) {
 			pthread_mutex_lock(&events_lock);
 			if (attach(false))
-				scan_markers(dir_fd, 0); /* markers that appeared before the watch */
+				sg_markers_scan(dir_fd, 0); /* markers that appeared before the watch */
 			pthread_mutex_unlock(&events_lock);
 			next_retry = now + RETRY_MS;
 		}
@@ -529,7 +527,7 @@ void sg_markers_drain(void)
 	 * changed since the watcher's last read (and a margin) are acted on. */
 	fd = have_dir ? open_watched(dir_fd, dir_dev, dir_ino) : -1;
 	if (fd >= 0) {
-		scan_markers(fd, read_upto_ns - DRAIN_SLACK_NS);
+		sg_markers_scan(fd, read_upto_ns - DRAIN_SLACK_NS);
 		sg_real.close(fd);
 	}
 	pthread_mutex_unlock(&events_lock);

@@ -18,6 +18,11 @@ void sg_markers_start(void);
  * late put is swept at once without waiting for that reading. */
 bool sg_markers_aborted(const char *request);
 
+/* Acts on every marker in the abort directory dfd changed at since_ns or
+ * later (0: all): sweeps the request of each acceptable one.  Returns how
+ * many entries were read. */
+unsigned sg_markers_scan(int dfd, long long since_ns);
+
 /* At exit: finishes a sweep under way and acts on the markers already
  * queued, so that an abort that came while the process lived is honoured
  * even when it exits right after.  (Exit itself never sweeps.) */
