@@ -73,7 +73,7 @@ static void on_id(const char *id, size_t len, bool ambiguous, void *ctx)
 				 s->ambiguous == MAX_REPORTED ? " (more are only counted)" : "");
 		return;
 	}
-	why = sg_reqid_invalid(id);
+	sg_reqid_check(id, &why);
 
 	/* The rules plain `shmguard abort` applies, and a NUL byte, which no
 	 * argument can hold. */

@@ -84,7 +84,7 @@ static int open_dir(const char *dir)
 		return fd;
 	if (!why)
 		return cli_fail(-1, "abort", "cannot open abort directory %s: %s", dir,
-				errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+				fd == -ELOOP ? "it is a symbolic link" : strerror(-fd));
 	return cli_fail(-1, "abort", "abort directory %s %s (uid %u, mode %04o), so the shims ignore its markers; %s",
 			dir, why, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777, sg_abort_dir_remedy(&st, geteuid()));
 }
@@ -370,7 +370,7 @@ int cmd_abort(int argc, char **argv)
 		return follow_and_sweep(&follow, dir, ttl);
 	/* All IDs are checked before any marker is written. */
 	for (int i = optind; i < argc; i++)
-		if ((why = sg_reqid_invalid(argv[i])) ||
+		if (sg_reqid_check(argv[i], &why) < 0 ||
 		    (strcmp(argv[i], SG_ABORT_DIR_STAMP) == 0 && (why = "the name of the abort directory's stamp"))) {
 			char shown[SG_ESCAPED_MAX];
 

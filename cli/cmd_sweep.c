@@ -270,7 +270,7 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 		switch (c) {
 		case 'D': o->dead = true; break;
 		case 'r':
-			if ((why = sg_reqid_invalid(optarg)))
+			if (sg_reqid_check(optarg, &why) < 0)
 				return cli_usage_fail(-1, "sweep", "bad request ID '%s': %s", optarg, why);
 			o->requests[o->nrequests++] = optarg;
 			break;

@@ -136,7 +136,7 @@ int sg_config_from(struct sg_config *c, const char *(*get)(const char *name, voi
 	if ((v = get("SHMGUARD_ABORT_DIR", ctx)) && sg_config_check_dir(v, c->abort_dir, &why) < 0)
 		return bad(err, errlen, "SHMGUARD_ABORT_DIR", v, why);
 	if ((v = get("SHMGUARD_REQUEST_ID", ctx)) && *v) {
-		if ((why = sg_reqid_invalid(v)))
+		if (sg_reqid_check(v, &why) < 0)
 			return bad(err, errlen, "SHMGUARD_REQUEST_ID", v, why);
 		strcpy(c->request_id, v);
 	}

@@ -1,6 +1,7 @@
 #include "core.h"
 #include "journal.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -112,7 +113,7 @@ uint64_t sg_journal_rec_seal(const void *at, unsigned avail_slots)
 	return rec_seal_flat(at, text, len);
 }
 
-unsigned sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const char *req, const char *name)
+int sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const char *req, const char *name)
 {
 	struct sg_journal_rec *r = at;
 	size_t rlen = strlen(req), nlen = strlen(name), req_at, len;
@@ -120,7 +121,7 @@ unsigned sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, cons
 	char text[2 * SG_NAME_MAX];
 
 	if (!rlen || !nlen || rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
-		return 0;
+		return -EINVAL;
 	req_at = req_in(req, name);
 	memcpy(text, req, rlen);
 	if (req_at == SG_JOURNAL_NO_REQ) {
@@ -142,7 +143,7 @@ unsigned sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, cons
 		((struct sg_journal_cont *)at)[i].zero = 0;
 	text_copy(at, 0, text, len, true);
 	__atomic_store_n(&r->seal, rec_seal_flat(at, text, len), __ATOMIC_RELEASE);
-	return span;
+	return (int)span;
 }
 
 bool sg_journal_head_ok(const void *buf, size_t len, struct sg_journal_head *head)
@@ -199,7 +200,7 @@ int sg_journal_parse(const void *buf, size_t len, struct sg_journal_head *head,
 	int n = 0;
 
 	if (!sg_journal_head_ok(buf, len, head))
-		return -1;
+		return -EBADMSG;
 	if (head->slots_used < slots)
 		slots = head->slots_used;
 	for (size_t i = SG_JOURNAL_HEAD_SLOTS; i < slots;) {

@@ -93,8 +93,8 @@ void sg_journal_head_init(struct sg_journal_head *h, pid_t pid, uint64_t start_t
 unsigned sg_journal_span(const char *req, const char *name);
 /* Fills the free slots at (sg_journal_span() of them) with a record and
  * commits it (the seal stored last, with release order).  Returns the span,
- * or 0, writing nothing, when req or name does not fit. */
-unsigned sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const char *req, const char *name);
+ * or -EINVAL, writing nothing, when req or name is empty or does not fit. */
+int sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const char *req, const char *name);
 /* The seal the record at (span slots of it readable) calls for, 0 when its
  * fields are out of range: what a reader compares with the stored one. */
 uint64_t sg_journal_rec_seal(const void *at, unsigned avail_slots);
@@ -108,7 +108,7 @@ bool sg_journal_head_ok(const void *buf, size_t len, struct sg_journal_head *hea
 
 /* Reading a journal's bytes (pure: the unit tests and the fuzzer call it).
  * Returns the number of intact records passed to each (which returns 0 to
- * go on), or -1 when the header is not an intact journal header. */
+ * go on), or -EBADMSG when the header is not an intact journal header. */
 struct sg_journal_entry {
 	uint64_t ino;
 	uint64_t created_ns;

@@ -54,37 +54,35 @@ static bool dir_empty(int dfd)
 int sg_abort_dir_open(const char *path, bool create)
 {
 	bool made = create && mkdir(path, 0755) == 0;
-	int fd = sg_sys_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = sg_sys_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), err;
 	struct stat st;
 
+	if (fd < 0) {
+		err = errno;
+		/* With O_DIRECTORY a symlink fails as ENOTDIR: say what it is. */
+		return err == ENOTDIR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? -ELOOP : -err;
+	}
 	/* Stamped only if what was opened is the empty directory of ours just
 	 * made, not one swapped in for it since. */
-	if (fd >= 0 && made && fstat(fd, &st) == 0 && st.st_uid == geteuid() && dir_empty(fd))
+	if (made && fstat(fd, &st) == 0 && st.st_uid == geteuid() && dir_empty(fd))
 		(void)mknodat(fd, SG_ABORT_DIR_STAMP, S_IFREG | 0444, 0);
-	/* With O_DIRECTORY a symlink fails as ENOTDIR: say what it is. */
-	if (fd < 0 && errno == ENOTDIR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-		errno = ELOOP;
 	return fd;
 }
 
 int sg_abort_dir_open_trusted(const char *path, bool create, uid_t euid, struct stat *dir, const char **why)
 {
-	int fd = sg_abort_dir_open(path, create), saved;
+	int fd = sg_abort_dir_open(path, create), ret = fd;
 
 	*why = NULL;
 	if (fd < 0)
-		return -1;
-	if (fstat(fd, dir) < 0) {
-		saved = errno;
+		return fd;
+	if (fstat(fd, dir) < 0)
+		ret = -errno;
+	else if ((*why = sg_abort_dir_refusal(dir, euid)))
+		ret = -EACCES;
+	if (ret < 0)
 		sg_sys_close(fd);
-		errno = saved;
-		return -1;
-	}
-	if ((*why = sg_abort_dir_refusal(dir, euid))) {
-		sg_sys_close(fd);
-		return -1;
-	}
-	return fd;
+	return ret;
 }
 
 const char *sg_marker_file_refusal(const struct stat *st, uid_t euid)

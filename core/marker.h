@@ -22,8 +22,9 @@ const char *sg_abort_dir_refusal(const struct stat *dir, uid_t euid);
 const char *sg_abort_dir_remedy(const struct stat *dir, uid_t euid);
 
 /* Opens path as an abort directory, O_CLOEXEC, never through a symbolic
- * link (errno ELOOP when path is one).  With create, a missing directory is
- * made (one level, mode 0755) and stamped.  Returns the descriptor or -1. */
+ * link.  With create, a missing directory is made (one level, mode 0755)
+ * and stamped.  Returns the descriptor, or a negative errno (-ELOOP when
+ * path is a symbolic link). */
 int sg_abort_dir_open(const char *path, bool create);
 
 /* Whether the abort directory dfd carries shmguard's stamp (a file that
@@ -34,8 +35,8 @@ bool sg_abort_dir_stamped(int dfd, uid_t euid);
 /* Opens path as an abort directory (sg_abort_dir_open) and checks it for
  * euid (sg_abort_dir_refusal): the one check `shmguard abort`, --follow and
  * the auditor make before they use a directory.  Returns the descriptor; or
- * -1 with errno (it cannot be opened), or -1 with *why set (it is refused;
- * *dir says what it is, for sg_abort_dir_remedy). */
+ * a negative errno with *why NULL (it cannot be opened), or -EACCES with
+ * *why set (it is refused; *dir says what it is, for sg_abort_dir_remedy). */
 int sg_abort_dir_open_trusted(const char *path, bool create, uid_t euid, struct stat *dir, const char **why);
 
 /* The marker rule, the one the shim, `shmguard abort`, --follow and the

@@ -1,11 +1,12 @@
 #include "core.h"
 #include "reqid.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "pattern.h"
 
-const char *sg_reqid_invalid(const char *id)
+static const char *refusal(const char *id)
 {
 	size_t len = strlen(id);
 
@@ -18,4 +19,10 @@ const char *sg_reqid_invalid(const char *id)
 	if (strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
 		return "'.' and '..' are not request IDs";
 	return NULL;
+}
+
+int sg_reqid_check(const char *id, const char **why)
+{
+	*why = refusal(id);
+	return *why ? -EINVAL : 0;
 }

@@ -2,9 +2,19 @@
 #ifndef SHMGUARD_REQID_H
 #define SHMGUARD_REQID_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
-/* NULL when id is a usable request ID; otherwise why it is not. */
-const char *sg_reqid_invalid(const char *id);
+/* 0 when id is a usable request ID; otherwise -EINVAL with *why saying why
+ * it is not. */
+int sg_reqid_check(const char *id, const char **why);
+
+/* Whether id is no usable request ID, for callers that need no reason. */
+static inline bool sg_reqid_invalid(const char *id)
+{
+	const char *why;
+
+	return sg_reqid_check(id, &why) < 0;
+}
 
 #endif

@@ -84,8 +84,9 @@ static void *slot_at(struct writer *w, size_t idx)
 
 /* Gives bytes from..to of the journal their pages before the mapping
  * touches them: a write into a page a full tmpfs cannot supply would be
- * SIGBUS in the program, where this returns ENOSPC.  (ramfs has no
- * fallocate, and no size limit either: writing zeros does.) */
+ * SIGBUS in the program, where this returns -ENOSPC.  (ramfs has no
+ * fallocate, and no size limit either: writing zeros does.)  0 or a
+ * negative errno. */
 static int reserve(int fd, size_t from, size_t to)
 {
 	static const char zeros[4096];
@@ -93,15 +94,13 @@ static int reserve(int fd, size_t from, size_t to)
 	if (fallocate(fd, 0, (off_t)from, (off_t)(to - from)) == 0)
 		return 0;
 	if (errno != EOPNOTSUPP)
-		return -1;
+		return -errno;
 	while (from < to) {
 		ssize_t n = pwrite(fd, zeros, to - from < sizeof(zeros) ? to - from : sizeof(zeros), (off_t)from);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			errno = n < 0 ? errno : EIO;
-			return -1;
-		}
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
 		from += (size_t)n;
 	}
 	return 0;
@@ -126,34 +125,35 @@ static void back_off(struct writer *w)
 	w->retry_in = w->backoff;
 }
 
-static void fail(struct writer *w, unsigned k, const char *what)
+/* err: a negative errno. */
+static void fail(struct writer *w, unsigned k, const char *what, int err)
 {
 	back_off(w);
 	sg_log_once(&said_failed, SG_LOG_WARN,
 		    "cannot keep an ownership journal in %s (%s: %s); tried again at later creations, until then "
 		    "this process sweeps its own segments, but other processes, shmguard ls and sweep do not know "
 		    "whose they are",
-		    sg_cfg.roots.dir[k], what, strerror(errno));
+		    sg_cfg.roots.dir[k], what, strerror(-err));
 }
 
-/* The journal by name, if it still is ours; -1 with errno set. */
+/* The journal by name, if it still is ours; else a negative errno (-ESTALE:
+ * the name is no longer our journal). */
 static int reopen(struct writer *w)
 {
 	struct stat st;
 	int fd = sg_real.open(w->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
-		return -1;
+		return -errno;
 	if (fstat(fd, &st) < 0 || st.st_dev != w->dev || st.st_ino != w->ino) {
 		sg_real.close(fd);
-		errno = ESTALE; /* the name is no longer our journal */
-		return -1;
+		return -ESTALE;
 	}
 	return fd;
 }
 
 /* Room in the bookkeeping for blocks blocks (anonymous memory, no malloc:
- * this runs in the program's creating call). */
+ * this runs in the program's creating call).  0 or a negative errno. */
 static int book_room(struct writer *w, size_t blocks)
 {
 	size_t cap = w->map_cap ? w->map_cap : 64;
@@ -165,7 +165,7 @@ static int book_room(struct writer *w, size_t blocks)
 		cap *= 2;
 	mem = sg_real.mmap(NULL, cap * 9, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
-		return -1;
+		return -errno;
 	if (w->taken) {
 		memcpy(mem, w->taken, w->map_cap * 8);
 		memcpy((char *)mem + cap * 8, w->hole, w->map_cap);
@@ -184,14 +184,15 @@ static void set_top(struct writer *w, size_t top)
 }
 
 /* Creates the journal: a new file of our own (O_EXCL, never through a
- * symlink), readable by all and writable by us alone, header first. */
+ * symlink), readable by all and writable by us alone, header first.
+ * 0, or a negative errno (said once). */
 static int open_writer(struct writer *w, unsigned k, const struct sg_self *self)
 {
 	struct sg_journal_head head;
 	struct timespec now;
 	struct stat st;
 	void *base;
-	int fd = -1;
+	int fd = -1, err;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	/* A random part, so that nobody can take the name beforehand. */
@@ -206,18 +207,25 @@ static int open_writer(struct writer *w, unsigned k, const struct sg_self *self)
 			break;
 	}
 	if (fd < 0) {
-		fail(w, k, "create");
-		return -1;
+		err = -errno;
+		fail(w, k, "create", err);
+		return err;
 	}
 	if (!may_take(fd, 0, PAGE)) {
-		errno = ENOSPC;
+		err = -ENOSPC;
 		goto undo;
 	}
-	if (fchmod(fd, 0644) < 0 || fstat(fd, &st) < 0 || reserve(fd, 0, PAGE) < 0 || book_room(w, PAGE_BLOCKS) < 0)
+	if (fchmod(fd, 0644) < 0 || fstat(fd, &st) < 0) {
+		err = -errno;
+		goto undo;
+	}
+	if ((err = reserve(fd, 0, PAGE)) < 0 || (err = book_room(w, PAGE_BLOCKS)) < 0)
 		goto undo;
 	base = sg_real.mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED)
+	if (base == MAP_FAILED) {
+		err = -errno;
 		goto undo;
+	}
 	sg_journal_head_init(&head, self->pid, self->start_ticks, self->pidns,
 			     (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
 	memcpy(base, &head, sizeof(head));
@@ -237,29 +245,30 @@ static int open_writer(struct writer *w, unsigned k, const struct sg_self *self)
 	w->backoff = 0;
 	return 0;
 undo:
-	fail(w, k, "set up");
+	fail(w, k, "set up", err);
 	sg_real.unlink(w->path); /* ours: made with O_EXCL a moment ago */
 	sg_real.close(fd);
-	return -1;
+	return err;
 }
 
 /* More pages at the end: an eighth more (at least a page), or one where
  * the root's share allows no more.  An eighth: 100,000 live records leave
- * at most 12% of the journal unused. */
+ * at most 12% of the journal unused.  0, or a negative errno (said once;
+ * -ENOSPC when the root's share allows no more). */
 static int grow(struct writer *w, unsigned k)
 {
 	size_t old = w->blocks * SG_JOURNAL_BLOCK, more = (old / 8 + PAGE - 1) / PAGE * PAGE, blocks;
 	bool refused = false;
 	void *base;
-	int fd = -1, ret = -1;
+	int fd = -1, ret;
 
 	if (old + more > SG_JOURNAL_MAX_BYTES)
 		more = SG_JOURNAL_MAX_BYTES - old;
 	if (!more) {
-		errno = EFBIG;
+		ret = -EFBIG;
 		goto cleanup;
 	}
-	if ((fd = reopen(w)) < 0)
+	if ((ret = fd = reopen(w)) < 0)
 		goto cleanup;
 	if (!may_take(fd, old, more)) {
 		more = PAGE;
@@ -270,14 +279,16 @@ static int grow(struct writer *w, unsigned k)
 				    "not recorded in it until some are gone",
 				    sg_cfg.roots.dir[k], old >> 10, ROOT_SHARE);
 			refused = true;
+			ret = -ENOSPC;
 			goto cleanup;
 		}
 	}
 	blocks = (old + more) / SG_JOURNAL_BLOCK;
-	if (book_room(w, blocks) < 0 || reserve(fd, old, old + more) < 0)
+	if ((ret = book_room(w, blocks)) < 0 || (ret = reserve(fd, old, old + more)) < 0)
 		goto cleanup;
 	base = mremap(w->base, old, old + more, MREMAP_MAYMOVE);
 	if (base == MAP_FAILED) {
+		ret = -errno;
 		if (ftruncate(fd, (off_t)old) < 0) /* the pages back to the root */
 			(void)0;
 		goto cleanup;
@@ -291,7 +302,7 @@ static int grow(struct writer *w, unsigned k)
 cleanup:
 	if (ret < 0 && !refused)
 		sg_log_once(&said_failed, SG_LOG_WARN, "the ownership journal in %s cannot grow (%s): later files are not "
-			    "recorded in it", sg_cfg.roots.dir[k], strerror(errno));
+			    "recorded in it", sg_cfg.roots.dir[k], strerror(-ret));
 	if (fd >= 0)
 		sg_real.close(fd);
 	return ret;

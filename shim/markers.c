@@ -204,13 +204,18 @@ static bool attach(bool create)
 {
 	char proc_path[64];
 	struct stat st;
-	int fd, wd;
+	int fd, wd, err;
 
-	fd = move_high(sg_abort_dir_open(sg_cfg.abort_dir, create));
-	if (fd < 0)
+	fd = sg_abort_dir_open(sg_cfg.abort_dir, create);
+	if (fd < 0) {
+		err = -fd;
 		goto fail;
-	if (fstat(fd, &st) < 0)
+	}
+	fd = move_high(fd);
+	if (fstat(fd, &st) < 0) {
+		err = errno;
 		goto fail;
+	}
 	/* The watch is placed on the directory that was opened and checked,
 	 * through this thread's own table, not through the path again. */
 	snprintf(proc_path, sizeof(proc_path), "/proc/thread-self/fd/%d", fd);
@@ -225,8 +230,10 @@ static bool attach(bool create)
 			wd = -1;
 		}
 	}
-	if (wd < 0)
+	if (wd < 0) {
+		err = errno;
 		goto fail;
+	}
 	if (lost)
 		sg_log_once(&said_back, SG_LOG_INFO, "abort directory %s is there again; watching it", sg_cfg.abort_dir);
 	lost = false;
@@ -242,12 +249,12 @@ static bool attach(bool create)
 			    "old markers are not removed from it", sg_cfg.abort_dir, SG_ABORT_DIR_STAMP);
 	return true;
 fail:
-	if (errno == ELOOP)
+	if (err == ELOOP)
 		sg_log_once(&said_symlink, SG_LOG_WARN, "abort directory %s is a symbolic link, which is never "
 			    "followed: no marker is read until a directory is there (remove the link)", sg_cfg.abort_dir);
-	else if (errno != ENOENT)
+	else if (err != ENOENT)
 		sg_log_once(&said_unusable, SG_LOG_WARN, "abort directory %s cannot be watched (%s); looking again "
-			    "every %d ms", sg_cfg.abort_dir, strerror(errno), RETRY_MS);
+			    "every %d ms", sg_cfg.abort_dir, strerror(err), RETRY_MS);
 	else if (!lost) /* a loss was said already */
 		sg_log_once(&said_missing, SG_LOG_INFO, "abort directory %s is missing; looking for it every %d ms",
 			    sg_cfg.abort_dir, RETRY_MS);
@@ -476,7 +483,7 @@ out:
 /* The watcher's directory (its descriptor watched, of identity dev and ino)
  * opened in the calling thread's table: through the watcher's descriptor
  * (/proc/self/task/TID/fd/N), or through the path where there is no /proc.
- * -1 unless what was opened is that very directory. */
+ * negative unless what was opened is that very directory. */
 static int open_watched(int watched, dev_t dev, ino_t ino)
 {
 	char path[64];

@@ -42,7 +42,7 @@ static int check(const struct sg_journal_entry *e, void *ctx)
 		abort();
 	memset(&img, 0, sizeof(img));
 	sg_journal_head_init(&img.head, 1, 2, 3, 4);
-	if (!sg_journal_rec_commit(img.slot[SG_JOURNAL_HEAD_SLOTS], e->ino, e->created_ns, e->req, e->name))
+	if (sg_journal_rec_commit(img.slot[SG_JOURNAL_HEAD_SLOTS], e->ino, e->created_ns, e->req, e->name) < 0)
 		abort();
 	if (sg_journal_parse(&img, sizeof(img), &head, same, &a) != 1 || a.n != 1)
 		abort();

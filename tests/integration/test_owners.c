@@ -179,7 +179,7 @@ Test(owners, another_users_journal_or_tag_is_not_believed)
 	const struct h_user *u = h_hostile_user();
 	struct sg_journal_head head;
 	char rec[SG_JOURNAL_MAX_SPAN * SG_JOURNAL_SLOT];
-	unsigned span;
+	int span;
 	const char *victim = in_root("victim_0_0"), *control = in_root("control_0_0");
 	struct stat vst, cst;
 	struct timespec now;

@@ -115,21 +115,32 @@ Test(config, bad_value_keeps_the_requested_log_level)
 	cr_assert_eq(cfg.log_level, SG_LOG_OFF);
 }
 
+static const char *reqid_refusal(const char *id)
+{
+	const char *why = "not set";
+	int ret = sg_reqid_check(id, &why);
+
+	cr_assert(ret == 0 || ret == -EINVAL, "%d", ret);
+	cr_assert_eq(ret < 0, why != NULL, "a reason exactly when refused");
+	cr_assert_eq(sg_reqid_invalid(id), ret < 0);
+	return why;
+}
+
 Test(reqid, file_name_rules)
 {
 	char longid[300];
 	memset(longid, 'x', sizeof(longid));
 	longid[256] = '\0';
-	cr_assert_not_null(sg_reqid_invalid(""));
-	cr_assert_not_null(sg_reqid_invalid("."));
-	cr_assert_not_null(sg_reqid_invalid(".."));
-	cr_assert_not_null(sg_reqid_invalid("a/b"));
-	cr_assert_not_null(sg_reqid_invalid(longid));
+	cr_expect_str_eq(reqid_refusal("") ?: "", "it is empty");
+	cr_assert_not_null(reqid_refusal("."));
+	cr_assert_not_null(reqid_refusal(".."));
+	cr_expect_str_eq(reqid_refusal("a/b") ?: "", "it contains '/'");
+	cr_assert_not_null(reqid_refusal(longid));
 	longid[255] = '\0';
-	cr_assert_null(sg_reqid_invalid(longid));
-	cr_assert_null(sg_reqid_invalid("0"));
-	cr_assert_null(sg_reqid_invalid("..."));
-	cr_assert_null(sg_reqid_invalid("chatcmpl-42"));
+	cr_assert_null(reqid_refusal(longid));
+	cr_assert_null(reqid_refusal("0"));
+	cr_assert_null(reqid_refusal("..."));
+	cr_assert_null(reqid_refusal("chatcmpl-42"));
 }
 
 /* One root-list parser for the shim, ls, sweep, doctor and audit (#12). */

@@ -1,6 +1,7 @@
 /* The ownership journal's format: records read back, torn or forged ones
  * ignored, and the reader's rules of trust. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,8 @@ Test(journal, too_long_is_not_written)
 
 	memset(over, 'x', sizeof(over) - 1);
 	over[sizeof(over) - 1] = '\0';
-	cr_assert_eq(sg_journal_rec_commit(rec(2), 1, 1, over, "n"), 0);
-	cr_assert_eq(sg_journal_rec_commit(rec(2), 1, 1, "r", over), 0);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 1, 1, over, "n"), -EINVAL);
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 1, 1, "r", over), -EINVAL);
 	cr_assert_eq(rec(2)->seal, 0);
 }
 
@@ -173,15 +174,15 @@ Test(journal, bad_headers_are_rejected)
 {
 	struct seen s;
 
-	cr_assert_eq(parse(&s, sizeof(img.head) - 1), -1, "short");
+	cr_assert_eq(parse(&s, sizeof(img.head) - 1), -EBADMSG, "short");
 	img.head.pid = 4343; /* torn or edited: the seal no longer matches */
-	cr_assert_eq(parse(&s, sizeof(img)), -1);
+	cr_assert_eq(parse(&s, sizeof(img)), -EBADMSG);
 	fresh();
 	img.head.magic[0] = 'x';
-	cr_assert_eq(parse(&s, sizeof(img)), -1);
+	cr_assert_eq(parse(&s, sizeof(img)), -EBADMSG);
 	fresh();
 	memset(&img.head, 0, sizeof(img.head)); /* created, killed before the header */
-	cr_assert_eq(parse(&s, sizeof(img)), -1);
+	cr_assert_eq(parse(&s, sizeof(img)), -EBADMSG);
 }
 
 Test(journal, invalid_contents_are_rejected)

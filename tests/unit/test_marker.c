@@ -2,6 +2,7 @@
  * --follow and the auditor share: which entries of an abort directory are
  * markers, for which euid. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +110,7 @@ Test(marker, nothing_counts_in_a_directory_the_shims_refuse)
 	cr_expect_str_eq(refusal("req-1", &st) ?: "", "its directory is not trusted");
 	cr_expect_eq(st.st_mode, 0);
 	fd = sg_abort_dir_open_trusted(dir, false, geteuid(), &st, &why);
-	cr_expect_eq(fd, -1);
+	cr_expect_eq(fd, -EACCES);
 	cr_expect_str_eq(why ?: "", "is world-writable without the sticky bit");
 	/* The sticky bit makes it one all may share. */
 	cr_assert_eq(chmod(dir, 01777), 0);
@@ -117,4 +118,20 @@ Test(marker, nothing_counts_in_a_directory_the_shims_refuse)
 	fd = sg_abort_dir_open_trusted(dir, false, geteuid(), &st, &why);
 	cr_expect_geq(fd, 0, "%s", why ?: "");
 	close(fd);
+}
+
+Test(marker, an_abort_directory_that_cannot_be_opened_says_why)
+{
+	char path[128];
+	struct stat st;
+	const char *why;
+
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	cr_expect_eq(sg_abort_dir_open(path, false), -ENOENT);
+	cr_expect_eq(sg_abort_dir_open_trusted(path, false, geteuid(), &st, &why), -ENOENT);
+	cr_expect_null(why, "not a refusal: nothing was there to refuse");
+	cr_assert_eq(symlinkat(".", dfd, "link"), 0);
+	snprintf(path, sizeof(path), "%s/link", dir);
+	cr_expect_eq(sg_abort_dir_open(path, false), -ELOOP, "a symbolic link is never followed, and said to be one");
+	cr_expect_eq(sg_abort_dir_open(path, true), -ELOOP);
 }
