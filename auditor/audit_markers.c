@@ -104,16 +104,21 @@ int audit_markers_open(struct audit *a, char *err, size_t errlen)
 
 	sg_text_escape(a->o->abort_dir, shown, sizeof(shown));
 	a->abort_dfd = sg_abort_dir_open_trusted(a->o->abort_dir, false, geteuid(), &st, &why);
-	if (a->abort_dfd < 0 && why) {
-		snprintf(err, errlen, "abort directory %s %s (uid %u, mode %04o): the shims ignore its markers, so "
-			 "it cannot show aborts; %s", shown, why, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777,
-			 sg_abort_dir_remedy(&st, geteuid()));
+	if (a->abort_dfd < 0) {
+		int e = -a->abort_dfd; /* a negative errno, with why where the check refused it */
+
+		a->abort_dfd = -1;
+		if (why)
+			snprintf(err, errlen, "abort directory %s %s (uid %u, mode %04o): the shims ignore its markers, "
+				 "so it cannot show aborts; %s", shown, why, (unsigned)st.st_uid,
+				 (unsigned)st.st_mode & 07777, sg_abort_dir_remedy(&st, geteuid()));
+		else
+			snprintf(err, errlen, "cannot watch %s: %s", shown,
+				 e == ELOOP ? "it is a symbolic link" : strerror(e));
 		return -1;
 	}
-	if (a->abort_dfd < 0 || (fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 || watch(a, fd) < 0 ||
-	    note_markers_at_start(a) < 0) {
-		snprintf(err, errlen, "cannot watch %s: %s", shown,
-			 errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+	if ((fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 || watch(a, fd) < 0 || note_markers_at_start(a) < 0) {
+		snprintf(err, errlen, "cannot watch %s: %s", shown, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;

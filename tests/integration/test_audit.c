@@ -855,6 +855,13 @@ Test(audit, an_abort_dir_the_shims_refuse_is_refused)
 	cr_assert_eq(chmod(abort_dir, 0777), 0);
 	cr_expect_eq(h_run(audit_argv(NULL, cmd), NULL, &err), 2, "%s", err);
 	cr_expect(strstr(err, "world-writable without the sticky bit"), "%s", err);
+	/* A symbolic link is never followed, and the reason says so. */
+	cr_assert_eq(rmdir(abort_dir), 0);
+	cr_assert_eq(symlink("/tmp", abort_dir), 0);
+	cr_expect_eq(h_run(audit_argv(NULL, cmd), NULL, &err), 2, "%s", err);
+	cr_expect(strstr(err, "it is a symbolic link"), "%s", err);
+	cr_assert_eq(unlink(abort_dir), 0);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
 }
 
 /* In a directory all may write to (root's, sticky), another user drops
