@@ -300,13 +300,21 @@ static int fork_exit(long n)
 	return 0;
 }
 
-static int churn(long n, const char *prefix, bool keep)
+/* Creates n empty files, unlinking each at once (churn) or leaving them
+ * (keep), named as the pipeline's chunks or, with offload, as vLLM's
+ * offload files vllm_offload_chatcmpl-<32 hex>.mmap (the hex from prefix
+ * and the count). */
+static int make_files(long n, const char *prefix, bool keep, bool offload)
 {
+	const char *what = offload ? "keep-offload" : keep ? "keep" : "churn";
 	char path[300];
 	double t0 = now_ns();
 
 	for (long i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "/dev/shm/%s%ld_0_0", prefix, i);
+		if (offload)
+			snprintf(path, sizeof(path), "/dev/shm/vllm_offload_chatcmpl-%.16s%016lx.mmap", prefix, i);
+		else
+			snprintf(path, sizeof(path), "/dev/shm/%s%ld_0_0", prefix, i);
 		int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
 		if (fd < 0) {
 			perror(path);
@@ -316,25 +324,7 @@ static int churn(long n, const char *prefix, bool keep)
 		if (!keep)
 			unlink(path);
 	}
-	printf("%s %.0f files/s\n", keep ? "keep" : "churn", n / ((now_ns() - t0) / 1e9));
-	return 0;
-}
-
-static int keep_offload(long n, const char *prefix)
-{
-	char path[300];
-	double t0 = now_ns();
-
-	for (long i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "/dev/shm/vllm_offload_chatcmpl-%.16s%016lx.mmap", prefix, i);
-		int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
-		if (fd < 0) {
-			perror(path);
-			return 1;
-		}
-		close(fd);
-	}
-	printf("keep-offload %.0f files/s\n", n / ((now_ns() - t0) / 1e9));
+	printf("%s %.0f files/s\n", what, n / ((now_ns() - t0) / 1e9));
 	return 0;
 }
 
@@ -542,11 +532,11 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "fork") == 0)
 		return fork_exit(atol(argv[2]));
 	if (argc == 4 && strcmp(argv[1], "churn") == 0)
-		return churn(atol(argv[2]), argv[3], false);
+		return make_files(atol(argv[2]), argv[3], false, false);
 	if (argc == 4 && strcmp(argv[1], "keep") == 0)
-		return churn(atol(argv[2]), argv[3], true);
+		return make_files(atol(argv[2]), argv[3], true, false);
 	if (argc == 4 && strcmp(argv[1], "keep-offload") == 0)
-		return keep_offload(atol(argv[2]), argv[3]);
+		return make_files(atol(argv[2]), argv[3], true, true);
 	if (argc >= 7 && argc <= 9 && strcmp(argv[1], "sweep") == 0)
 		return sweep(atoi(argv[2]), atoi(argv[3]), atol(argv[4]), argv[5], argv[6], argc > 7 ? atoi(argv[7]) : 0,
 			     argc > 8 ? argv[8] : NULL);
