@@ -98,6 +98,23 @@ static char *dev_shm_names(const char *start, bool starting)
 	return names;
 }
 
+/* The server's segments once they stop changing (5 s at most): a parallel
+ * query's segment goes a moment after its session ends, and must not be
+ * taken for one a sweep removed. */
+static char *settled_names(void)
+{
+	char *names = dev_shm_names("PostgreSQL.", true), *again;
+
+	for (int i = 0; i < 25; i++) {
+		usleep(200 * 1000);
+		again = dev_shm_names("PostgreSQL.", true);
+		if (strcmp(again, names) == 0)
+			break;
+		names = again;
+	}
+	return names;
+}
+
 static const struct h_user *pg_user;
 static const char *pg_bin;
 
@@ -243,7 +260,7 @@ Test(postgres, parallel_queries_survive_an_unrelated_abort)
 	/* An operator's sweep of dead creators' files, while the server runs,
 	 * leaves its segments alone, even the statistics area, whose creator
 	 * (the startup process) has exited: live processes map it. */
-	char *before = dev_shm_names("PostgreSQL.", true);
+	char *before = settled_names();
 	cr_expect_eq(h_output(sweep_dead, NULL, &out, &err), 0, "%s%s", out, err);
 	cr_expect(strstr(out, "removed 0 files") && strstr(out, "(postgres)"), "%s", out);
 	cr_expect_str_eq(dev_shm_names("PostgreSQL.", true), before);
