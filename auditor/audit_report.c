@@ -18,12 +18,6 @@
 #define KIB 1024.0
 #define MIB (1024.0 * 1024.0)
 
-/* "s" unless n is one: "1 file", "2 files". */
-static const char *plural(unsigned long long n)
-{
-	return n == 1 ? "" : "s";
-}
-
 static void print_text(const struct audit *a, const struct summary *s, const struct groups *by_proc,
 		       const struct groups *by_shape)
 {
@@ -32,9 +26,9 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	/* A report written to stdout (--json -) keeps it to itself. */
 	FILE *out = a->report_on_stdout ? stderr : stdout;
 
-	fprintf(out, "aborts %u   leaked %s in %llu file%s   %.1f KiB/abort   ", a->naborts,
-	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)), (unsigned long long)s->leaked_files,
-	       plural(s->leaked_files), s->kib_per_abort);
+	fprintf(out, "aborts %u   leaked %s in %llu %s   %.1f KiB/abort   ", a->naborts,
+	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)),
+	       SG_PLURAL((unsigned long long)s->leaked_files, "file", "files"), s->kib_per_abort);
 	if (s->leak_growth_mib_per_hour >= 0)
 		fprintf(out, "leak growth %.1f MiB/h\n", s->leak_growth_mib_per_hour);
 	else
@@ -42,28 +36,27 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	if (!a->naborts)
 		fprintf(out, "no abort markers appeared in %s: nothing to measure per abort\n",
 			sg_text_escape(a->o->abort_dir, e1, sizeof(e1)));
-	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s)   tracked at end %s in %llu file%s   "
+	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s)   tracked at end %s in %llu %s   "
 	       "unattributed %s\n",
 	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->probe,
-	       sg_human_bytes(s->tracked, b1, sizeof(b1)), (unsigned long long)s->files_left, plural(s->files_left),
+	       sg_human_bytes(s->tracked, b1, sizeof(b1)), SG_PLURAL((unsigned long long)s->files_left, "file", "files"),
 	       sg_human_bytes(s->unattributed, b2, sizeof(b2)));
-	fprintf(out, "live requests pending at end: %s in %llu file%s (not aborted: no leak)\n",
-	       sg_human_bytes(s->live_pending, b1, sizeof(b1)), (unsigned long long)s->live_files,
-	       plural(s->live_files));
+	fprintf(out, "live requests pending at end: %s in %llu %s (not aborted: no leak)\n",
+	       sg_human_bytes(s->live_pending, b1, sizeof(b1)), SG_PLURAL((unsigned long long)s->live_files, "file", "files"));
 	/* A process names itself (prctl): its name may hold a newline and a
 	 * workflow command, or a terminal's escape sequences. */
 	for (size_t i = 0; i < by_proc->n && i < 3; i++) {
 		const struct group *g = &by_proc->g[i];
 		char proc[sizeof(g->key)];
 		snprintf(proc, sizeof(proc), "%.*s", (int)strcspn(g->key, "\t"), g->key);
-		fprintf(out, "top: %s  %s  %llu file%s, %llu segment%s  %s\n", sg_text_escape(proc, e1, sizeof(e1)),
-			sg_text_escape(audit_shape_text(a, g->shape), e2, sizeof(e2)), (unsigned long long)g->files,
-			plural(g->files), (unsigned long long)g->segments, plural(g->segments),
+		fprintf(out, "top: %s  %s  %llu %s, %llu %s  %s\n", sg_text_escape(proc, e1, sizeof(e1)),
+			sg_text_escape(audit_shape_text(a, g->shape), e2, sizeof(e2)), SG_PLURAL((unsigned long long)g->files, "file", "files"),
+			SG_PLURAL((unsigned long long)g->segments, "segment", "segments"),
 			sg_human_bytes(g->bytes, b1, sizeof(b1)));
 	}
 	for (size_t i = 0; i < by_shape->n && i < 3; i++)
-		fprintf(out, "shape: %s  %llu file%s  %s\n", sg_text_escape(by_shape->g[i].key, e1, sizeof(e1)),
-			(unsigned long long)by_shape->g[i].files, plural(by_shape->g[i].files),
+		fprintf(out, "shape: %s  %llu %s  %s\n", sg_text_escape(by_shape->g[i].key, e1, sizeof(e1)),
+			SG_PLURAL((unsigned long long)by_shape->g[i].files, "file", "files"),
 			sg_human_bytes(by_shape->g[i].bytes, b1, sizeof(b1)));
 	if (a->ambiguous)
 		fprintf(out, "ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->ambiguous);
@@ -251,8 +244,8 @@ static void gate_reason(const struct audit *a, struct summary *s)
 		snprintf(s->reason, sizeof(s->reason), "no abort marker seen in %s: is --abort-dir right?",
 			 sg_text_escape(a->o->abort_dir, dir, sizeof(dir)));
 	else if (s->too_few_aborts)
-		snprintf(s->reason, sizeof(s->reason), "%u abort%s measured, fewer than --min-aborts %u", a->naborts,
-			 a->naborts == 1 ? "" : "s", a->o->min_aborts);
+		snprintf(s->reason, sizeof(s->reason), "%u %s measured, fewer than --min-aborts %u",
+			 SG_PLURAL(a->naborts, "abort", "aborts"), a->o->min_aborts);
 	else if (s->over_budget)
 		snprintf(s->reason, sizeof(s->reason), "%.1f KiB/abort > budget %g KiB/abort", s->kib_per_abort,
 			 a->o->budget_kib);

@@ -80,9 +80,6 @@ int cli_try_help(int code, const char *sub);
 /* -V, --version: prints "shmguard VERSION" on stdout; returns EXIT_OK. */
 int cli_version(void);
 
-/* n and the noun, singular or plural: "1 file", "2 files". */
-#define CLI_PLURAL(n, one, many) (n), ((n) == 1 ? (one) : (many))
-
 /* The same for what does not fail the command (a skipped input, say). */
 __attribute__((format(printf, 2, 3))) void cli_warn(const char *sub, const char *fmt, ...);
 

@@ -152,12 +152,12 @@ static void say_swept(const struct request_swept *out, const struct request_swee
 
 	if (out->replaced)
 		snprintf(left, sizeof(left), "; left %u recorded %s alone (now another file's)",
-			 CLI_PLURAL(out->replaced, "name", "names"));
+			 SG_PLURAL(out->replaced, "name", "names"));
 	if (rs->left)
 		snprintf(big, sizeof(big), "; %s left to the shims (over %d entries or %u MiB of journal records)",
 			 sg_text_escape(rs->left_root, shown, sizeof(shown)), REQUEST_SWEEP_MAX_ENTRIES,
 			 REQUEST_SWEEP_MAX_JOURNAL_BYTES >> 20);
-	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s\n", CLI_PLURAL(out->files, "file", "files"),
+	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s\n", SG_PLURAL(out->files, "file", "files"),
 	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, left, big);
 }
 
@@ -217,9 +217,9 @@ static int follow_and_sweep(const struct abort_follow_opts *o, const char *dir, 
 	if (!sweep_roots)
 		return status;
 	fprintf(stderr, "shmguard abort: swept %u %s, %llu bytes (%s), of %u %s marked%s%s\n",
-		CLI_PLURAL(followed.files, "file", "files"), (unsigned long long)followed.bytes,
+		SG_PLURAL(followed.files, "file", "files"), (unsigned long long)followed.bytes,
 		sg_human_bytes(followed.bytes, human, sizeof(human)),
-		CLI_PLURAL(followed_requests, "request", "requests"),
+		SG_PLURAL(followed_requests, "request", "requests"),
 		followed.replaced ? "; some recorded names now another file's, left alone" : "",
 		followed_left ? "; some roots too large to read quickly, left to the shims" : "");
 	return follow_sweep_failed && status == EXIT_OK ? EXIT_FAIL : status;
@@ -252,7 +252,7 @@ static int init_dir(const char *dir)
 		status = cli_fail(EXIT_FAIL, "abort",
 				  "abort directory %s was not made by shmguard (no %s) and holds %u %s: markers would "
 				  "never expire there; empty or remove it, then run --init-dir again",
-				  dir, SG_ABORT_DIR_STAMP, CLI_PLURAL(entries, "file", "files"));
+				  dir, SG_ABORT_DIR_STAMP, SG_PLURAL(entries, "file", "files"));
 	else if (mknodat(dfd, SG_ABORT_DIR_STAMP, S_IFREG | 0444, 0) < 0)
 		status = cli_fail(EXIT_FAIL, "abort", "cannot stamp abort directory %s: %s", dir, strerror(errno));
 cleanup:

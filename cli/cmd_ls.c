@@ -82,20 +82,20 @@ static void print_text(const struct sg_shm_listing *l)
 		total += f->bytes;
 		held += f->linked ? 0 : f->bytes;
 	}
-	printf("total: %zu %s, %s allocated", CLI_PLURAL(l->n, "file", "files"), sg_human_bytes(total, b1, sizeof(b1)));
+	printf("total: %zu %s, %s allocated", SG_PLURAL(l->n, "file", "files"), sg_human_bytes(total, b1, sizeof(b1)));
 	printf(", %s of it unlinked but still held\n", sg_human_bytes(held, b1, sizeof(b1)));
 	if (l->holders.unreadable)
 		printf("unknown: %u %s could not be read, e.g. %u (%s): what they hold is not shown\n",
-		       CLI_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
+		       SG_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
 		       sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
 	if (l->journals_foreign)
 		printf("foreign: %u %s named like shmguard's ownership journals, not journals it wrote: "
 		       "listed, never swept\n",
-		       CLI_PLURAL(l->journals_foreign, "file", "files"));
+		       SG_PLURAL(l->journals_foreign, "file", "files"));
 	if (l->journals_unread)
 		printf("unknown: %u ownership %s not read: more to read than their owner's files in the "
 		       "root could need (what they claim shows as untagged)\n",
-		       CLI_PLURAL(l->journals_unread, "journal", "journals"));
+		       SG_PLURAL(l->journals_unread, "journal", "journals"));
 	if (sg_proc_foreign())
 		printf("unknown: /proc shows another pid namespace than this process's (/proc/self is not pid %d): "
 		       "every creator is shown as unknown\n",

@@ -113,7 +113,7 @@ static const char *judge(const struct sweep_opts *o, const struct sg_shm_listing
 	}
 	if (l->holders.unreadable && !o->ignore_unreadable) {
 		snprintf(buf, len, "%u %s cannot be read, e.g. %u (%s), and could be using it",
-			 CLI_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
+			 SG_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
 			 sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
 		return buf;
 	}
@@ -360,7 +360,7 @@ int cmd_sweep(int argc, char **argv)
 		json_decref(root);
 	} else {
 		printf("%s %u %s, %llu bytes (%s)%s; kept %u\n", o.dry_run ? "would remove" : "removed",
-		       CLI_PLURAL(out.removed, "file", "files"), (unsigned long long)out.bytes,
+		       SG_PLURAL(out.removed, "file", "files"), (unsigned long long)out.bytes,
 		       sg_human_bytes(out.bytes, b1, sizeof(b1)), o.dry_run ? " would be reclaimed" : " reclaimed",
 		       out.kept);
 	}

@@ -50,14 +50,14 @@ static void print_group(const struct group *g)
 	if (f->journal_like)
 		printf("             %10s  %zu %s of uid %u named like shmguard's journals but not its own (never "
 		       "swept)\n",
-		       sg_human_bytes(g->bytes, b, sizeof(b)), CLI_PLURAL(g->files, "file", "files"), (unsigned)f->uid);
+		       sg_human_bytes(g->bytes, b, sizeof(b)), SG_PLURAL(g->files, "file", "files"), (unsigned)f->uid);
 	else if (f->tagged)
 		printf("             %10s  %zu %s of request %s, creator %u (%s)\n",
-		       sg_human_bytes(g->bytes, b, sizeof(b)), CLI_PLURAL(g->files, "file", "files"), sg_text_escape(f->tag.req, req, sizeof(req)),
+		       sg_human_bytes(g->bytes, b, sizeof(b)), SG_PLURAL(g->files, "file", "files"), sg_text_escape(f->tag.req, req, sizeof(req)),
 		       f->tag.pid, sg_creator_state_name(f->creator));
 	else
 		printf("             %10s  %zu untagged %s of uid %u\n", sg_human_bytes(g->bytes, b, sizeof(b)),
-		       CLI_PLURAL(g->files, "file", "files"), (unsigned)f->uid);
+		       SG_PLURAL(g->files, "file", "files"), (unsigned)f->uid);
 }
 
 /* Why the root is full: its largest holders, and what sweep --dead frees. */
@@ -108,7 +108,7 @@ static void explain(const char *root)
 	if (l.holders.unreadable)
 		printf("             (%u %s cannot be read, such as %u: sweep keeps files they might use "
 		       "unless --ignore-unreadable)\n",
-		       CLI_PLURAL(l.holders.unreadable, "process", "processes"), l.holders.first_unreadable);
+		       SG_PLURAL(l.holders.unreadable, "process", "processes"), l.holders.first_unreadable);
 cleanup:
 	free(groups);
 	sg_shm_listing_free(&l);

@@ -7,6 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* n and the noun for printf's "%llu %s": "1 file", "2 files". */
+#define SG_PLURAL(n, one, many) (n), ((n) == 1 ? (one) : (many))
+
 /* Room for a root's path and a file name with every byte escaped. */
 #define SG_ESCAPED_MAX 2048
 
