@@ -3,7 +3,6 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <sys/random.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include "holders.h"
 #include "size.h"
 #include "text.h"
+#include "outfile.h"
 
 #define TMPFS_MAGIC 0x01021994
 
@@ -58,24 +58,18 @@ int doctor_line(const char *what, bool ok, const char *fmt, ...)
 	return ok ? 0 : 1;
 }
 
-/* Names tried: 64 random bits each, so only a squatter makes one taken. */
-#define PROBE_TRIES 10
-
-/* A new file of ours in root (O_EXCL, no symlink followed), its path in
- * path; the fd, or -1 with errno. */
+/* A new file of ours in root with a name nobody can take first, its path
+ * in path; the fd, or -1 with errno. */
 static int probe_file(const char *root, char *path, size_t len)
 {
-	int fd = -1;
+	char stem[SG_PATH_MAX + 32];
+	int fd;
 
-	for (int i = 0; i < PROBE_TRIES; i++) {
-		unsigned long long r;
-
-		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-			return -1;
-		snprintf(path, len, "%s/.shmguard-doctor-%016llx", root, r);
-		fd = open(path, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0600);
-		if (fd >= 0 || errno != EEXIST)
-			break;
+	snprintf(stem, sizeof(stem), "%s/.shmguard-doctor-", root);
+	fd = sg_open_new_random(AT_FDCWD, stem, path, len, 0600);
+	if (fd < 0) {
+		errno = -fd;
+		return -1;
 	}
 	return fd;
 }

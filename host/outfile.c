@@ -40,6 +40,23 @@ static int check_target(int dirfd, const char *name, char *err, size_t errlen)
 					   : "a device or socket");
 }
 
+int sg_open_new_random(int dirfd, const char *stem, char *name, size_t len, mode_t mode)
+{
+	for (int i = 0; i < TMP_TRIES; i++) {
+		unsigned long long r;
+		int fd;
+
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			return -errno;
+		if (snprintf(name, len, "%s%016llx", stem, r) >= (int)len)
+			return -ENAMETOOLONG;
+		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd : -errno;
+	}
+	return -EEXIST;
+}
+
 int sg_outfile_open_at(struct sg_outfile *f, int dirfd, const char *name, mode_t mode, int flags, char *err,
 		       size_t errlen)
 {
@@ -55,24 +72,13 @@ int sg_outfile_open_at(struct sg_outfile *f, int dirfd, const char *name, mode_t
 	}
 	if (check_target(dirfd, name, err, errlen) < 0)
 		return -1;
-	for (int i = 0; i < TMP_TRIES; i++) {
-		unsigned long long r;
-
-		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-			return fail(err, errlen, "no random bytes: %s", strerror(errno));
-		/* Hidden, and not *.prom: a textfile collector never reads it. */
-		snprintf(f->tmp, sizeof(f->tmp), ".shmguard-new-%016llx", r);
-		f->fd = openat(dirfd, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
-		if (f->fd >= 0)
-			break;
-		if (errno != EEXIST) {
-			f->tmp[0] = '\0';
-			return fail(err, errlen, "cannot create a file in its directory: %s", strerror(errno));
-		}
-	}
+	/* Hidden, and not *.prom: a textfile collector never reads it. */
+	f->fd = sg_open_new_random(dirfd, ".shmguard-new-", f->tmp, sizeof(f->tmp), mode);
 	if (f->fd < 0) {
 		f->tmp[0] = '\0';
-		return fail(err, errlen, "%s", "cannot create a file in its directory: every name tried was taken");
+		if (f->fd == -EEXIST)
+			return fail(err, errlen, "%s", "cannot create a file in its directory: every name tried was taken");
+		return fail(err, errlen, "cannot create a file in its directory: %s", strerror(-f->fd));
 	}
 	/* The mode asked for, whatever the umask: a collector must read it. */
 	if (fchmod(f->fd, mode) < 0) {

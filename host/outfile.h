@@ -37,6 +37,12 @@ enum {
 /* Starts writing path (created with mode): f->fd is an empty new file.
  * 0, or -1 with a one-line reason in err (SG_OUTFILE_ERR_MAX bytes). */
 int sg_outfile_open(struct sg_outfile *f, const char *path, mode_t mode, int flags, char *err, size_t errlen);
+/* A new file in dirfd named stem and 64 random bits in hex (name, len),
+ * made with O_EXCL|O_NOFOLLOW and retried while a name is taken: no name
+ * another user can guess and take first.  The fd, or a negative errno
+ * (-EEXIST: every name tried was taken). */
+int sg_open_new_random(int dirfd, const char *stem, char *name, size_t len, mode_t mode);
+
 /* The same for name in the directory dirfd, which the caller opened and
  * checked (it stays the caller's); name holds no '/'. */
 int sg_outfile_open_at(struct sg_outfile *f, int dirfd, const char *name, mode_t mode, int flags, char *err,
