@@ -8,19 +8,25 @@
 
 #include "cli.h"
 #include "shm_files.h"
+#include "shm_mounts.h"
 #include "text.h"
 #include "size.h"
 
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: shmguard ls [--json [FILE]] [--root DIR]...\n\n"
+		"Usage: shmguard ls [--json [FILE]] [--root DIR... | --node]\n\n"
 		"Lists every file under the shm roots (default /dev/shm), and every unlinked file a\n"
 		"process still holds open or mapped there, largest first: allocated bytes, size, owner,\n"
 		"age, the shim's tag (request, creator and whether it still runs) and the processes\n"
 		"that have it open or mapped.  Processes whose /proc cannot be read (others' when not\n"
 		"root) are counted as unknown, never taken as not using a file.\n\n"
 		"  --root DIR       a shm root to list instead of /dev/shm (repeatable)\n"
+		"  --node           every tmpfs mounted at /dev/shm in any mount namespace of the\n"
+		"                   machine, each named by a process that reaches it:\n"
+		"                   [pid P mnt:N]/dev/shm/NAME (largest first within each group of\n"
+		"                   8 roots); creators of other pid namespaces are judged only\n"
+		"                   from the initial pid namespace\n"
 		"  --json [FILE]    the same as JSON, into FILE (--json=FILE too; none or -: stdout)\n"
 		"  -h, --help       show this help\n"
 		"  -V, --version    print the version\n\n"
@@ -36,9 +42,9 @@ static int by_bytes(const void *x, const void *y)
 /* root/name, escaped for a terminal, then " (deleted)" for an unlinked file. */
 static const char *display_name(const struct sg_shm_listing *l, const struct sg_shm_file *f, char *buf, size_t len)
 {
-	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
+	char path[SG_PATH_MAX + SG_NAME_MAX + 64];
 
-	snprintf(path, sizeof(path), "%s/%s", f->root >= 0 ? l->roots.dir[f->root] : "?", f->name ? f->name : "?");
+	snprintf(path, sizeof(path), "%s/%s", f->root >= 0 ? l->shown[f->root] : "?", f->name ? f->name : "?");
 	sg_text_escape(path, buf, len);
 	if (!f->linked)
 		strncat(buf, " (deleted)", len - strlen(buf) - 1);
@@ -50,13 +56,44 @@ static const char *journal_like_name(enum sg_journal_like j)
 	return j == JOURNAL_LIKE_FOREIGN ? "foreign" : j == JOURNAL_LIKE_UNREAD ? "journal-unread" : NULL;
 }
 
-static void print_text(const struct sg_shm_listing *l)
+/* What the listings shown so far add up to. */
+struct shown {
+	size_t files;
+	uint64_t total, held;
+	unsigned unreadable, journals_foreign, journals_unread;
+	uint32_t first_unreadable;
+	bool proc_foreign, header;
+	unsigned ns_read, ns_unreadable; /* --node: mount namespaces */
+	pid_t ns_first_unreadable;
+	json_t *json; /* the files, for --json */
+};
+
+static void add_up(struct shown *t, struct sg_shm_listing *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		t->total += l->files[i].bytes;
+		t->held += l->files[i].linked ? 0 : l->files[i].bytes;
+	}
+	t->files += l->n;
+	/* The same /proc each time: its most unreadable processes. */
+	if (l->holders.unreadable > t->unreadable) {
+		t->unreadable = l->holders.unreadable;
+		t->first_unreadable = l->holders.first_unreadable;
+	}
+	t->journals_foreign += l->journals_foreign;
+	t->journals_unread += l->journals_unread;
+	t->proc_foreign |= sg_creators_proc_foreign(&l->creators);
+}
+
+static void print_rows(struct shown *t, const struct sg_shm_listing *l)
 {
 	char b1[16], name[SG_ESCAPED_MAX], holders[128], comm[32], esc[SG_ESCAPED_MAX];
-	uint64_t total = 0, held = 0;
 
-	printf("%10s %10s %6s %8s  %-24s %-16s %-22s %s\n", "BYTES", "SIZE", "UID", "AGE", "REQUEST", "CREATOR",
-	       "HOLDERS", "NAME");
+	if (!t->header)
+		printf("%10s %10s %6s %8s  %-24s %-16s %-22s %s\n", "BYTES", "SIZE", "UID", "AGE", "REQUEST",
+		       "CREATOR", "HOLDERS", "NAME");
+	t->header = true;
+
 	for (size_t i = 0; i < l->n; i++) {
 		const struct sg_shm_file *f = &l->files[i];
 		char creator[32] = "-", req[SG_ESCAPED_MAX] = "-";
@@ -79,24 +116,34 @@ static void print_text(const struct sg_shm_listing *l)
 		printf("%10s %10lld %6u %7.0fs  %-24s %-16s %-22s %s\n", sg_human_bytes(f->bytes, b1, sizeof(b1)),
 		       (long long)f->size, (unsigned)f->uid, f->age_s, req, creator, off ? holders : "-",
 		       display_name(l, f, name, sizeof(name)));
-		total += f->bytes;
-		held += f->linked ? 0 : f->bytes;
 	}
-	printf("total: %zu %s, %s allocated", SG_PLURAL(l->n, "file", "files"), sg_human_bytes(total, b1, sizeof(b1)));
-	printf(", %s of it unlinked but still held\n", sg_human_bytes(held, b1, sizeof(b1)));
-	if (l->holders.unreadable)
+}
+
+static void print_summary(const struct shown *t)
+{
+	char b1[16], comm[32], esc[SG_ESCAPED_MAX];
+
+	printf("total: %zu %s, %s allocated", SG_PLURAL(t->files, "file", "files"),
+	       sg_human_bytes(t->total, b1, sizeof(b1)));
+	printf(", %s of it unlinked but still held\n", sg_human_bytes(t->held, b1, sizeof(b1)));
+	if (t->unreadable)
 		printf("unknown: %u %s could not be read, e.g. %u (%s): what they hold is not shown\n",
-		       SG_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
-		       sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
-	if (l->journals_foreign)
+		       SG_PLURAL(t->unreadable, "process", "processes"), t->first_unreadable,
+		       sg_text_escape(sg_comm(t->first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
+	if (t->ns_unreadable)
+		printf("unknown: %u of %u mount %s could not be read, e.g. pid %d's (%s): their /dev/shm is not "
+		       "shown\n",
+		       t->ns_unreadable, SG_PLURAL(t->ns_read, "namespace", "namespaces"), (int)t->ns_first_unreadable,
+		       sg_text_escape(sg_comm((uint32_t)t->ns_first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
+	if (t->journals_foreign)
 		printf("foreign: %u %s named like shmguard's ownership journals, not journals it wrote: "
 		       "listed, never swept\n",
-		       SG_PLURAL(l->journals_foreign, "file", "files"));
-	if (l->journals_unread)
+		       SG_PLURAL(t->journals_foreign, "file", "files"));
+	if (t->journals_unread)
 		printf("unknown: %u ownership %s not read: more to read than their owner's files in the "
 		       "root could need (what they claim shows as untagged)\n",
-		       SG_PLURAL(l->journals_unread, "journal", "journals"));
-	if (sg_proc_foreign())
+		       SG_PLURAL(t->journals_unread, "journal", "journals"));
+	if (t->proc_foreign)
 		printf("unknown: /proc shows another pid namespace than this process's (/proc/self is not pid %d): "
 		       "every creator is shown as unknown\n",
 		       (int)getpid());
@@ -105,7 +152,8 @@ static void print_text(const struct sg_shm_listing *l)
 static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_file *f)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 16], comm[32];
-	json_t *holders = json_array(), *o, *tag = json_null();
+	json_t *holders = json_array(), *o, *tag = json_null(), *root = json_null();
+	const struct sg_shm_mount *m = f->root >= 0 ? l->mount[f->root] : NULL;
 
 	for (size_t k = 0; k < f->nholders; k++) {
 		json_t *h = json_pack("{s:i, s:s}", "pid", (int)f->holders[k].pid, "via",
@@ -115,17 +163,27 @@ static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_fil
 	}
 	if (f->tagged) {
 		/* creator_* fields mean the same in ls, sweep and audit: the
-		 * process that created the file (its pid, its state here). */
-		tag = json_pack("{s:i, s:s}", "creator_pid", (int)f->tag.pid, "creator_state",
-				sg_creator_state_name(f->creator));
+		 * process that created the file (its pid, its state here), and
+		 * how that state was found (creator_proof). */
+		tag = json_pack("{s:i, s:I, s:I, s:s, s:s}", "creator_pid", (int)f->tag.pid, "creator_pid_namespace",
+				(json_int_t)f->tag.pidns, "creator_start_ticks", (json_int_t)f->tag.start_ticks,
+				"creator_state", sg_creator_state_name(f->creator), "creator_proof",
+				sg_creator_proof_name(f->creator_proof));
 		cli_json_set_text(tag, "request", f->tag.req);
 	}
-	/* Only a path: an unlinked file's is the name it had, and "linked"
-	 * says it is gone (the text listing shows "(deleted)"). */
-	snprintf(path, sizeof(path), "%s/%s", f->root >= 0 ? l->roots.dir[f->root] : "?", f->name ? f->name : "?");
-	o = json_pack("{s:b, s:I, s:I, s:i, s:f, s:o, s:o}", "linked", f->linked, "size", (json_int_t)f->size,
+	if (m) {
+		root = json_pack("{s:i, s:I, s:b}", "pid", (int)m->pid, "mount_namespace", (json_int_t)m->mntns,
+				 "this_namespace", m->own_ns);
+		cli_json_set_text(root, "mount_point", m->point);
+	}
+	/* Only a path (as the file's mount namespace sees it): an unlinked
+	 * file's is the name it had, and "linked" says it is gone (the text
+	 * listing shows "(deleted)"). */
+	snprintf(path, sizeof(path), "%s/%s", m ? m->point : f->root >= 0 ? l->roots.dir[f->root] : "?",
+		 f->name ? f->name : "?");
+	o = json_pack("{s:b, s:I, s:I, s:i, s:f, s:o, s:o, s:o}", "linked", f->linked, "size", (json_int_t)f->size,
 		      "allocated_bytes", (json_int_t)f->bytes, "uid", (int)f->uid, "age_s", f->age_s, "holders", holders,
-		      "tag", tag);
+		      "tag", tag, "root", root);
 	cli_json_set_text(o, "path", path);
 	cli_json_set_text(o, "name", f->name);
 	json_object_set_new(o, "journal_like",
@@ -133,23 +191,67 @@ static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_fil
 	return o;
 }
 
-static int print_json(const struct sg_shm_listing *l, struct cli_json_out *out)
+static int print_json(const struct shown *t, bool node, struct cli_json_out *out)
 {
 	int ret;
-	json_t *files = json_array(), *root;
-	uint64_t total = 0;
+	json_t *root;
 
-	for (size_t i = 0; i < l->n; i++) {
-		json_array_append_new(files, file_json(l, &l->files[i]));
-		total += l->files[i].bytes;
+	root = json_pack("{s:i, s:s, s:O, s:I, s:I, s:i, s:b, s:b}", "schema", 2, "shmguard_version",
+			 SHMGUARD_VERSION, "files", t->json, "total_files", (json_int_t)t->files,
+			 "total_allocated_bytes", (json_int_t)t->total, "unreadable_processes", (int)t->unreadable,
+			 "proc_of_another_pid_namespace", t->proc_foreign, "node", node);
+	if (node) {
+		json_object_set_new(root, "mount_namespaces", json_integer(t->ns_read));
+		json_object_set_new(root, "unreadable_mount_namespaces", json_integer(t->ns_unreadable));
 	}
-	root = json_pack("{s:i, s:s, s:o, s:I, s:I, s:i, s:b}", "schema", 2, "shmguard_version", SHMGUARD_VERSION,
-			 "files", files, "total_files", (json_int_t)l->n, "total_allocated_bytes", (json_int_t)total,
-			 "unreadable_processes", (int)l->holders.unreadable, "proc_of_another_pid_namespace",
-			 sg_proc_foreign());
 	ret = cli_json_write("ls", root, out);
 	json_decref(root);
 	return ret < 0 ? EXIT_FAIL : EXIT_OK;
+}
+
+/* Lists l (its roots set), shows its rows (sorted) and adds it up.
+ * EXIT_OK, or EXIT_FAIL (said). */
+static int show(struct shown *t, struct sg_shm_listing *l)
+{
+	char err[SG_PATH_MAX + 160], esc[SG_ESCAPED_MAX];
+
+	if (sg_shm_list(l, err, sizeof(err)) < 0)
+		return cli_fail(EXIT_FAIL, "ls", "%s", sg_text_escape(err, esc, sizeof(esc)));
+	if (l->n)
+		qsort(l->files, l->n, sizeof(*l->files), by_bytes);
+	/* Holder pointers survive the sort: they point into the holder list. */
+	if (t->json)
+		for (size_t i = 0; i < l->n; i++)
+			json_array_append_new(t->json, file_json(l, &l->files[i]));
+	else
+		print_rows(t, l);
+	add_up(t, l);
+	return EXIT_OK;
+}
+
+/* --node: every /dev/shm of the machine, SG_MAX_ROOTS roots at a time. */
+static int show_node(struct shown *t)
+{
+	struct sg_shm_mounts ms;
+	int status = EXIT_OK, ret = sg_shm_mounts_scan(&ms, NULL, 0);
+
+	if (ret < 0)
+		return cli_fail(EXIT_FAIL, "ls", "cannot read /proc: %s", strerror(-ret));
+	t->ns_read = ms.namespaces;
+	t->ns_unreadable = ms.unreadable;
+	t->ns_first_unreadable = ms.first_unreadable;
+	for (size_t next = 0; next < ms.n;) {
+		struct sg_shm_listing l = {0};
+
+		sg_shm_listing_add_mounts(&l, &ms, &next, NULL, 0);
+		if (!l.roots.n)
+			continue;
+		if (show(t, &l) != EXIT_OK)
+			status = EXIT_FAIL;
+		sg_shm_listing_free(&l);
+	}
+	sg_shm_mounts_free(&ms);
+	return status;
 }
 
 int cmd_ls(int argc, char **argv)
@@ -157,13 +259,15 @@ int cmd_ls(int argc, char **argv)
 	static const struct option opts[] = {
 		{"json", optional_argument, NULL, 'j'}, {"root", required_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'},       {"version", no_argument, NULL, 'V'},
+		{"node", no_argument, NULL, 'N'},
 		{0},
 	};
 	struct sg_shm_listing l = {0};
+	struct shown t = {0};
 	int c, status;
 	const char *json = NULL;
 	struct cli_json_out json_out;
-	char err[256];
+	bool node = false;
 
 	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -172,6 +276,7 @@ int cmd_ls(int argc, char **argv)
 			if (cli_add_root("ls", &l.roots, optarg) < 0)
 				return EXIT_USAGE;
 			break;
+		case 'N': node = true; break;
 		case 'h': usage(stdout); return EXIT_OK;
 		case 'V': return cli_version();
 		default: return cli_try_help(EXIT_USAGE, "ls");
@@ -179,19 +284,28 @@ int cmd_ls(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_unexpected(EXIT_USAGE, "ls", argv[optind]);
+	if (node && l.roots.n)
+		return cli_usage_fail(EXIT_USAGE, "ls", "--node lists every /dev/shm of the machine: no --root with it");
 	if (json && cli_json_open("ls", json, &json_out) < 0)
 		return EXIT_USAGE;
 	cli_default_root(&l.roots);
-	if (sg_shm_list(&l, err, sizeof(err)) < 0) {
-		sg_shm_listing_free(&l);
+	if (json)
+		t.json = json_array();
+	status = node ? show_node(&t) : show(&t, &l);
+	sg_shm_listing_free(&l);
+	if (status != EXIT_OK && !node) {
+		/* Nothing listed: no report, as before. */
 		if (json)
 			cli_json_discard(&json_out);
-		return cli_fail(EXIT_FAIL, "ls", "%s", err);
+		json_decref(t.json);
+		return status;
 	}
-	if (l.n)
-		qsort(l.files, l.n, sizeof(*l.files), by_bytes);
-	/* Holder pointers survive the sort: they point into the holder list. */
-	status = json ? print_json(&l, &json_out) : (print_text(&l), EXIT_OK);
-	sg_shm_listing_free(&l);
+	if (json) {
+		if (print_json(&t, node, &json_out) != EXIT_OK)
+			status = EXIT_FAIL;
+	} else {
+		print_summary(&t);
+	}
+	json_decref(t.json);
 	return status;
 }

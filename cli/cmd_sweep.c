@@ -18,21 +18,17 @@
 #include "clock.h"
 #include "cli.h"
 #include "reqid.h"
+#include "reclaim.h"
 #include "shm_files.h"
+#include "shm_mounts.h"
 #include "size.h"
 #include "text.h"
 #include "duration.h"
 
-/* A creator may sit between its O_EXCL create and its ftruncate. */
-#define YOUNG_EMPTY_S 5.0
-
-/* Anyone who can open a root can hold a lock on it: a sweep waits for
- * another sweep this long at most, trying every LOCK_RETRY_MS. */
-#define LOCK_WAIT_MS 2000
-#define LOCK_RETRY_MS 50
-
 struct sweep_opts {
-	bool dead, dry_run, ignore_unreadable;
+	bool dead, dry_run, ignore_unreadable, node;
+	uint64_t *pods; /* --pod's mount namespaces */
+	unsigned npods;
 	const char *json; /* --json's FILE, "-" for stdout; NULL: text */
 	const char **requests;
 	unsigned nrequests;
@@ -45,7 +41,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: shmguard sweep [--dead] [--request ID]... [--glob GLOB --older-than DURATION]\n"
-		"                      [--root DIR]... [--ignore-unreadable] [--dry-run] [--json [FILE]]\n\n"
+		"                      [--root DIR... | --node | --pod PID...]\n"
+		"                      [--ignore-unreadable] [--dry-run] [--json [FILE]]\n\n"
 		"Unlinks files under the shm roots that nobody will unlink:\n"
 		"  --dead              tagged files whose creator is gone (a reused pid does not count as\n"
 		"                      alive) and that no live process has open or mapped\n"
@@ -56,6 +53,13 @@ static void usage(FILE *out)
 		"                      than DURATION (e.g. 90, 30s, 10m, 2h, 1d), when nobody uses them\n"
 		"                      (--match GLOB is the old, deprecated name of --glob)\n"
 		"  --root DIR          a shm root to sweep instead of /dev/shm (repeatable)\n"
+		"  --node              every tmpfs mounted at /dev/shm in any mount namespace of the\n"
+		"                      machine (every pod's and container's), each named by a process\n"
+		"                      that reaches it: [pid P mnt:N]/dev/shm/NAME.  Run it as root in\n"
+		"                      the initial pid namespace (a node agent's hostPID): creators of\n"
+		"                      other pid namespaces are judged only from there\n"
+		"  --pod PID           as --node, only the /dev/shm of PID's mount namespace (a\n"
+		"                      process of one pod, by its pid here; repeatable)\n"
 		"  --ignore-unreadable sweep even though some processes' files cannot be read (not\n"
 		"                      root, or a process more privileged than this one): their use\n"
 		"                      of a file is then not seen\n"
@@ -70,181 +74,177 @@ static void usage(FILE *out)
 		"process keeps locked for %d s is not swept.\n\n"
 		"Exit status: 0; 1 a file could not be removed, or a root read; 2 bad usage; 3 a root\n"
 		"stayed locked by another process (the other roots are swept).\n",
-		YOUNG_EMPTY_S, LOCK_WAIT_MS / 1000);
-}
-
-/* Why f must be kept, or NULL when it may go; *why_go says why it may. */
-static const char *judge(const struct sweep_opts *o, const struct sg_shm_listing *l, const struct sg_shm_file *f,
-			 const char **why_go, char *buf, size_t len)
-{
-	bool wanted = false;
-	char comm[32], esc[sizeof(comm) * 4];
-
-	*why_go = NULL;
-	if (f->journal_like) /* never one shmguard made: sweep removes only journals it reads */
-		return o->glob && fnmatch(o->glob, f->name, FNM_PATHNAME) == 0
-			       ? "named like shmguard's ownership journal, but not one it wrote or reads: never removed"
-			       : NULL;
-	if (f->tagged) {
-		for (unsigned i = 0; i < o->nrequests && !wanted; i++)
-			if (strcmp(f->tag.req, o->requests[i]) == 0) {
-				wanted = true;
-				*why_go = "its request was swept";
-			}
-		if (!wanted && o->dead && f->creator == CREATOR_DEAD) {
-			wanted = true;
-			*why_go = "its creator is gone";
-		}
-		if (!wanted && o->dead && f->creator == CREATOR_UNKNOWN)
-			return sg_proc_foreign() ? "cannot tell whether its creator runs: /proc is another pid namespace's"
-						 : "cannot tell whether its creator runs";
-	} else if (o->glob && fnmatch(o->glob, f->name, FNM_PATHNAME) == 0) {
-		if (f->age_s < o->older_than)
-			return NULL; /* not a candidate: too young for --older-than */
-		wanted = true;
-		*why_go = "untagged, matches, old enough";
-	}
-	if (!wanted)
-		return NULL;
-	if (f->nholders) {
-		snprintf(buf, len, "in use by %u (%s)", f->holders[0].pid,
-			 sg_text_escape(sg_comm(f->holders[0].pid, comm, sizeof(comm)), esc, sizeof(esc)));
-		return buf;
-	}
-	if (l->holders.unreadable && !o->ignore_unreadable) {
-		snprintf(buf, len, "%u %s cannot be read, e.g. %u (%s), and could be using it",
-			 SG_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
-			 sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
-		return buf;
-	}
-	if (f->size == 0 && f->age_s < YOUNG_EMPTY_S)
-		return "empty and young: its creator may not have sized it yet";
-	return NULL;
+		SG_RECLAIM_YOUNG_EMPTY_S, SG_RECLAIM_LOCK_WAIT_MS / 1000);
 }
 
 struct outcome {
-	unsigned removed, kept, failed;
-	uint64_t bytes;
+	struct sg_reclaim_outcome n;
 	json_t *decisions;
 };
 
-/* path is the file's, as its bytes are (escaped here for a terminal, or
- * made JSON-safe); why is ours (with any outside string in it escaped). */
-static void say(struct outcome *out, const struct sweep_opts *o, const char *verdict, const char *path,
-		uint64_t bytes, const char *why)
-{
-	char esc[SG_ESCAPED_MAX];
-
-	if (o->json) {
-		json_t *d = json_pack("{s:s, s:I, s:s}", "decision", verdict, "allocated_bytes", (json_int_t)bytes,
-				      "reason", why);
-		cli_json_set_text(d, "path", path);
-		json_array_append_new(out->decisions, d);
-	} else {
-		printf("%-13s %s (%llu bytes): %s\n", verdict, sg_text_escape(path, esc, sizeof(esc)),
-		       (unsigned long long)bytes, why);
-	}
-}
-
-/* Unlinks f if its name still refers to the inode examined. */
-static void remove_file(struct outcome *out, const struct sweep_opts *o, int dfd, const char *path,
-			const struct sg_shm_file *f, const char *why)
-{
-	char msg[160];
-
-	switch (sg_shm_unlink_same(dfd, f->name, f->kdev, f->ino, o->dry_run)) {
-	case SG_UNLINK_GONE:
-		say(out, o, "gone", path, 0, "removed by someone else meanwhile");
-		return;
-	case SG_UNLINK_REPLACED:
-		out->kept++;
-		say(out, o, "kept", path, f->bytes, "the name now refers to another file");
-		return;
-	case SG_UNLINK_FAILED:
-		out->failed++;
-		snprintf(msg, sizeof(msg), "%s: %s", why, strerror(errno));
-		say(out, o, "failed", path, f->bytes, msg);
-		return;
-	case SG_UNLINK_DONE:
-		out->removed++;
-		out->bytes += f->bytes;
-		say(out, o, o->dry_run ? "would remove" : "removed", path, f->bytes, why);
-		return;
-	}
-}
-
-struct reaping {
+struct telling {
 	struct outcome *out;
 	const struct sweep_opts *o;
+	const struct sg_shm_listing *l;
 };
 
-static void journal_reaped(const char *root, const char *name, void *opaque)
+/* The root as JSON, for a root of another mount namespace: where it is
+ * mounted there, and through which process it was reached. */
+static json_t *root_json(const struct sg_shm_listing *l, unsigned r)
 {
-	struct reaping *g = opaque;
-	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
+	const struct sg_shm_mount *m = l->mount[r];
+	json_t *j;
 
-	snprintf(path, sizeof(path), "%s/%s", root, name);
-	say(g->out, g->o, g->o->dry_run ? "would remove" : "removed", path, 0,
-	    "ownership journal of a dead creator, none of its files left");
+	if (!m)
+		return json_null();
+	j = json_pack("{s:i, s:I, s:b}", "pid", (int)m->pid, "mount_namespace", (json_int_t)m->mntns, "this_namespace",
+		      m->own_ns);
+	cli_json_set_text(j, "mount_point", m->point);
+	return j;
 }
 
-/* An exclusive lock on dfd, waited for LOCK_WAIT_MS at most: never for
- * good, as a lock others can take is no lock to wait on.  Returns 0, or -1
- * with errno (EWOULDBLOCK: still held by someone else). */
-static int lock_root(int dfd)
+/* The decision's path is the file's, as its bytes are (escaped here for a
+ * terminal, or made JSON-safe); why is ours (with any outside string in it
+ * escaped).  In text, a root of another mount namespace is named by its
+ * "[pid P mnt:N]" before its path there; in JSON, by "root". */
+static void told(const struct sg_reclaim_decision *d, void *opaque)
 {
-	uint64_t until = sg_monotonic_ns() + LOCK_WAIT_MS * 1000000ull;
-	const struct timespec pause = {0, LOCK_RETRY_MS * 1000000L};
+	const struct telling *t = opaque;
+	char path[SG_PATH_MAX + SG_NAME_MAX + 64], esc[SG_ESCAPED_MAX];
+	const struct sg_shm_mount *m = t->l->mount[d->root];
 
-	for (;;) {
-		if (flock(dfd, LOCK_EX | LOCK_NB) == 0)
-			return 0;
-		if ((errno != EWOULDBLOCK && errno != EINTR) || sg_monotonic_ns() >= until)
-			return -1;
-		nanosleep(&pause, NULL);
+	if (t->o->json) {
+		json_t *j = json_pack("{s:s, s:I, s:s, s:o}", "decision", d->verdict, "allocated_bytes",
+				      (json_int_t)d->bytes, "reason", d->why, "root", root_json(t->l, d->root));
+		snprintf(path, sizeof(path), "%s/%s", m ? m->point : t->l->roots.dir[d->root], d->name);
+		cli_json_set_text(j, "path", path);
+		json_array_append_new(t->out->decisions, j);
+	} else {
+		snprintf(path, sizeof(path), "%s/%s", t->l->shown[d->root], d->name);
+		printf("%-13s %s (%llu bytes): %s\n", d->verdict, sg_text_escape(path, esc, sizeof(esc)),
+		       (unsigned long long)d->bytes, d->why);
 	}
 }
 
-/* Returns EXIT_OK, or EXIT_FAIL or EXIT_LOCKED (said). */
-static int sweep_root(struct outcome *out, const struct sweep_opts *o, const struct sg_shm_listing *l, unsigned r)
+/* Sweeps every root of l.  Returns EXIT_OK, or EXIT_FAIL or EXIT_LOCKED
+ * (said). */
+static int sweep_listing(struct outcome *out, const struct sweep_opts *o, struct sg_shm_listing *l)
 {
-	char path[SG_PATH_MAX + SG_NAME_MAX + 2], buf[192];
-	int dfd = open(l->roots.dir[r], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	const struct sg_reclaim_opts ro = {
+		.dead = o->dead,
+		.requests = o->requests,
+		.nrequests = o->nrequests,
+		.glob = o->glob,
+		.older_than = o->older_than,
+		.ignore_unreadable = o->ignore_unreadable,
+		.dry_run = o->dry_run,
+	};
+	struct telling t = {out, o, l};
+	int status = EXIT_OK;
+	char err[SG_PATH_MAX + 160];
 
-	if (dfd < 0)
-		return cli_fail(EXIT_FAIL, "sweep", "cannot open %s: %s", l->roots.dir[r], strerror(errno));
-	/* One sweep at a time per root: two never unlink the same name.
-	 * Without the lock, this root is not swept. */
-	if (lock_root(dfd) < 0) {
-		int ret = errno == EWOULDBLOCK
-				  ? cli_fail(EXIT_LOCKED, "sweep",
-					     "%s stayed locked by another process for %d s (another sweep, or anyone "
-					     "who can open it): not swept",
-					     l->roots.dir[r], LOCK_WAIT_MS / 1000)
-				  : cli_fail(EXIT_FAIL, "sweep", "cannot lock %s: %s", l->roots.dir[r], strerror(errno));
-		close(dfd);
-		return ret;
-	}
-	for (size_t i = 0; i < l->n; i++) {
-		const struct sg_shm_file *f = &l->files[i];
-		const char *why_go, *keep;
+	if (o->dead && sg_creators_proc_foreign(&l->creators))
+		fprintf(stderr, "shmguard sweep: /proc shows another pid namespace than this process's (/proc/self is "
+				"not pid %d): no creator can be judged, so no file is removed as a dead creator's; run "
+				"in the mount namespace too (nsenter -m -p), or mount this namespace's /proc\n",
+			(int)getpid());
+	for (unsigned r = 0; r < l->roots.n; r++) {
+		int ret = sg_reclaim_root(l, r, &ro, &out->n, told, &t, err, sizeof(err));
+		char esc[SG_ESCAPED_MAX];
 
-		if (f->root != (int)r || !f->linked)
+		if (ret == 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", l->roots.dir[r], f->name);
-		keep = judge(o, l, f, &why_go, buf, sizeof(buf));
-		if (keep) {
-			out->kept++;
-			say(out, o, "kept", path, f->bytes, keep);
-		} else if (why_go) {
-			remove_file(out, o, dfd, path, f, why_go);
+		sg_text_escape(err, esc, sizeof(esc));
+		if (ret == -EWOULDBLOCK) {
+			cli_fail(EXIT_LOCKED, "sweep", "%s", esc);
+			if (status == EXIT_OK)
+				status = EXIT_LOCKED;
+		} else {
+			status = cli_fail(EXIT_FAIL, "sweep", "%s", esc);
 		}
 	}
-	/* Whatever the mode: a dead creator's journal that names no file left
-	 * speaks for nothing. */
-	sg_shm_reap_journals(l, r, dfd, o->dry_run, journal_reaped, &(struct reaping){out, o});
-	close(dfd);
-	return EXIT_OK;
+	return status;
+}
+
+/* Lists and sweeps the roots given (or /dev/shm).  EXIT_OK, EXIT_FAIL or
+ * EXIT_LOCKED. */
+static int sweep_roots(struct outcome *out, const struct sweep_opts *o, const struct sg_roots *roots)
+{
+	struct sg_shm_listing l = {.roots = *roots};
+	char err[SG_PATH_MAX + 160];
+	int status;
+
+	if (sg_shm_list(&l, err, sizeof(err)) < 0)
+		status = cli_fail(EXIT_FAIL, "sweep", "%s", err);
+	else
+		status = sweep_listing(out, o, &l);
+	sg_shm_listing_free(&l);
+	return status;
+}
+
+/* --node: every tmpfs at /dev/shm in every mount namespace, SG_MAX_ROOTS
+ * at a time, each listed and swept through its descriptor. */
+static int sweep_node(struct outcome *out, const struct sweep_opts *o)
+{
+	struct sg_shm_mounts ms;
+	char err[SG_PATH_MAX + 160], comm[32], esc[SG_ESCAPED_MAX];
+	int status = EXIT_OK, ret = sg_shm_mounts_scan(&ms, NULL, 0);
+	size_t found = 0;
+
+	if (ret < 0)
+		return cli_fail(EXIT_FAIL, "sweep", "cannot read /proc: %s", strerror(-ret));
+	/* With --pod, the other namespaces are none of this sweep's business. */
+	if (ms.unreadable && !o->npods)
+		status = cli_fail(EXIT_FAIL, "sweep",
+				  "%u of %u mount %s could not be read, e.g. pid %d's (%s): "
+				  "their /dev/shm is not swept",
+				  ms.unreadable, SG_PLURAL(ms.namespaces, "namespace", "namespaces"), (int)ms.first_unreadable,
+				  sg_text_escape(sg_comm((uint32_t)ms.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
+	for (size_t next = 0; next < ms.n;) {
+		struct sg_shm_listing l = {0};
+		int swept;
+
+		sg_shm_listing_add_mounts(&l, &ms, &next, o->pods, o->npods);
+		if (!l.roots.n)
+			continue;
+		found += l.roots.n;
+		if (sg_shm_list(&l, err, sizeof(err)) < 0) {
+			swept = cli_fail(EXIT_FAIL, "sweep", "%s", sg_text_escape(err, esc, sizeof(esc)));
+		} else {
+			swept = sweep_listing(out, o, &l);
+		}
+		if (swept == EXIT_FAIL || (swept == EXIT_LOCKED && status == EXIT_OK))
+			status = swept;
+		sg_shm_listing_free(&l);
+	}
+	if (o->npods && found < o->npods)
+		status = cli_fail(EXIT_FAIL, "sweep",
+				  "found %zu tmpfs at /dev/shm for %u --pod %s (one whose /dev/shm is the node's, or "
+				  "another pod's, is swept as that one's)",
+				  found, SG_PLURAL(o->npods, "process", "processes"));
+	sg_shm_mounts_free(&ms);
+	return status;
+}
+
+/* --pod PID: the mount namespace of that process.  0, or -1 (said). */
+static int add_pod(struct sweep_opts *o, const char *arg, int argc)
+{
+	char path[48], *end;
+	struct stat st;
+	long pid;
+
+	errno = 0;
+	pid = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || pid <= 0 || pid > INT32_MAX)
+		return cli_usage_fail(-1, "sweep", "bad --pod '%s': a process id", arg);
+	snprintf(path, sizeof(path), "/proc/%ld/ns/mnt", pid);
+	if (stat(path, &st) < 0)
+		return cli_usage_fail(-1, "sweep", "--pod %ld: cannot read its mount namespace: %s", pid,
+				      strerror(errno));
+	if (!o->pods && !(o->pods = calloc((size_t)argc, sizeof(*o->pods))))
+		return cli_fail(-1, "sweep", "out of memory");
+	o->pods[o->npods++] = (uint64_t)st.st_ino;
+	return 0;
 }
 
 /* Returns 0, 1 when --help was shown, or -1 on bad usage (reported). */
@@ -257,6 +257,7 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 		{"root", required_argument, NULL, 'R'}, {"dry-run", no_argument, NULL, 'n'},
 		{"json", optional_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
 		{"ignore-unreadable", no_argument, NULL, 'I'}, {"version", no_argument, NULL, 'V'},
+		{"node", no_argument, NULL, 'N'},       {"pod", required_argument, NULL, 'P'},
 		{0},
 	};
 	int c;
@@ -296,6 +297,12 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 		case 'n': o->dry_run = true; break;
 		case 'j': o->json = cli_json_arg(argc, argv); break;
 		case 'I': o->ignore_unreadable = true; break;
+		case 'N': o->node = true; break;
+		case 'P':
+			if (add_pod(o, optarg, argc) < 0)
+				return -1;
+			o->node = true;
+			break;
 		case 'h': usage(stdout); return 1;
 		case 'V': cli_version(); return 1;
 		default: return cli_try_help(-1, "sweep");
@@ -308,6 +315,8 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 						   "--older-than DURATION");
 	if (!o->glob != !o->have_older_than)
 		return cli_usage_fail(-1, "sweep", "--glob and --older-than go together: untagged files need both");
+	if (o->node && roots->n)
+		return cli_usage_fail(-1, "sweep", "--node and --pod sweep pods' /dev/shm: no --root with them");
 	cli_default_root(roots);
 	return 0;
 }
@@ -315,61 +324,39 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 int cmd_sweep(int argc, char **argv)
 {
 	struct sweep_opts o = {0};
-	struct sg_shm_listing l = {0};
+	struct sg_roots roots = {0};
 	struct outcome out = {0};
-	char err[256], b1[16];
+	char b1[16];
 	struct cli_json_out json_out;
-	bool json_open = false;
-	int status = parse(argc, argv, &o, &l.roots);
+	int status = parse(argc, argv, &o, &roots);
 
-	if (status == 0 && o.json) {
-		if (cli_json_open("sweep", o.json, &json_out) < 0)
-			status = -1;
-		else
-			json_open = true;
-	}
+	if (status == 0 && o.json && cli_json_open("sweep", o.json, &json_out) < 0)
+		status = -1;
 	if (status != 0) {
 		free(o.requests);
+		free(o.pods);
 		return status > 0 ? EXIT_OK : EXIT_USAGE;
 	}
-	if (sg_shm_list(&l, err, sizeof(err)) < 0) {
-		status = cli_fail(EXIT_FAIL, "sweep", "%s", err);
-		goto out;
-	}
-	if (o.dead && sg_proc_foreign())
-		fprintf(stderr, "shmguard sweep: /proc shows another pid namespace than this process's (/proc/self is "
-				"not pid %d): no creator can be judged, so no file is removed as a dead creator's; run "
-				"in the mount namespace too (nsenter -m -p), or mount this namespace's /proc\n",
-			(int)getpid());
 	if (o.json)
 		out.decisions = json_array();
-	for (unsigned r = 0; r < l.roots.n; r++) {
-		int swept = sweep_root(&out, &o, &l, r);
-
-		if (swept == EXIT_FAIL || (swept == EXIT_LOCKED && status == EXIT_OK))
-			status = swept;
-	}
+	status = o.node ? sweep_node(&out, &o) : sweep_roots(&out, &o, &roots);
 	if (o.json) {
-		json_t *root = json_pack("{s:i, s:s, s:o, s:i, s:i, s:i, s:I, s:b}", "schema", 1, "shmguard_version",
-					 SHMGUARD_VERSION, "decisions", out.decisions, "removed",
-					 out.removed, "kept", out.kept, "failed", out.failed, "reclaimed_bytes",
-					 (json_int_t)out.bytes, "dry_run", o.dry_run);
+		json_t *root = json_pack("{s:i, s:s, s:o, s:i, s:i, s:i, s:I, s:b, s:b}", "schema", 1,
+					 "shmguard_version", SHMGUARD_VERSION, "decisions", out.decisions, "removed",
+					 out.n.removed, "kept", out.n.kept, "failed", out.n.failed, "reclaimed_bytes",
+					 (json_int_t)out.n.bytes, "dry_run", o.dry_run, "node", o.node);
 		if (cli_json_write("sweep", root, &json_out) < 0)
 			status = EXIT_FAIL;
-		json_open = false;
 		json_decref(root);
 	} else {
 		printf("%s %u %s, %llu bytes (%s)%s; kept %u\n", o.dry_run ? "would remove" : "removed",
-		       SG_PLURAL(out.removed, "file", "files"), (unsigned long long)out.bytes,
-		       sg_human_bytes(out.bytes, b1, sizeof(b1)), o.dry_run ? " would be reclaimed" : " reclaimed",
-		       out.kept);
+		       SG_PLURAL(out.n.removed, "file", "files"), (unsigned long long)out.n.bytes,
+		       sg_human_bytes(out.n.bytes, b1, sizeof(b1)), o.dry_run ? " would be reclaimed" : " reclaimed",
+		       out.n.kept);
 	}
-	if (out.failed)
+	if (out.n.failed)
 		status = EXIT_FAIL;
-out:
-	if (json_open)
-		cli_json_discard(&json_out);
-	sg_shm_listing_free(&l);
 	free(o.requests);
+	free(o.pods);
 	return status;
 }

@@ -24,22 +24,20 @@ static int number(char **p, unsigned long long *v)
 	return 0;
 }
 
-int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps)
+/* Reads and parses the stat file at (at, path). */
+static int stat_file(int at, const char *path, struct sg_proc_stat *ps)
 {
-	char path[32], buf[1024];
+	char buf[1024];
 	unsigned long long v;
 	ssize_t n;
 	int fd, r;
 
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	else
-		strcpy(path, "/proc/self/stat");
-	fd = sg_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	fd = sg_sys_openat(at, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	n = read(fd, buf, sizeof(buf) - 1);
-	r = n < 0 ? -errno : -EIO;
+	/* A process gone between the open and the read: ESRCH. */
+	r = n < 0 ? (errno == ESRCH ? -ENOENT : -errno) : -EIO;
 	sg_sys_close(fd);
 	if (n <= 0)
 		return r;
@@ -68,6 +66,22 @@ int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps)
 		return r;
 	ps->start_ticks = v;
 	return 0;
+}
+
+int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps)
+{
+	char path[32];
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	else
+		strcpy(path, "/proc/self/stat");
+	return stat_file(AT_FDCWD, path, ps);
+}
+
+int sg_proc_stat_at(int piddir, struct sg_proc_stat *ps)
+{
+	return stat_file(piddir, "stat", ps);
 }
 
 bool sg_proc_exited(const struct sg_proc_stat *ps)

@@ -15,6 +15,9 @@ struct sg_proc_stat {
 /* Reads /proc/PID/stat.  Returns 0, or a negative errno (-ENOENT: no such
  * process; -EIO: a line it cannot parse). */
 int sg_proc_stat(pid_t pid, struct sg_proc_stat *ps);
+/* The same through a /proc/PID directory's descriptor, which names one
+ * process even once its pid is reused. */
+int sg_proc_stat_at(int piddir, struct sg_proc_stat *ps);
 
 /* Whether the process has exited and only waits to be reaped: a zombie
  * holds no files and runs no code.  A main thread that called pthread_exit

@@ -14,12 +14,6 @@
 #include "procstat.h"
 #include "journal_read.h"
 
-const char *sg_creator_state_name(enum sg_creator_state s)
-{
-	static const char *names[] = {"-", "alive", "dead", "unknown"};
-	return names[s];
-}
-
 const char *sg_comm(uint32_t pid, char *buf, size_t len)
 {
 	char path[32];
@@ -35,45 +29,6 @@ const char *sg_comm(uint32_t pid, char *buf, size_t len)
 		return strncpy(buf, "?", len);
 	buf[n - (buf[n - 1] == '\n')] = '\0';
 	return buf;
-}
-
-/* What /proc can tell about creators: this process's pid namespace, and
- * whether /proc is that namespace's at all (read once). */
-static uint64_t self_pidns;
-static bool proc_foreign, proc_checked;
-
-static void check_proc(void)
-{
-	if (proc_checked)
-		return;
-	proc_checked = true;
-	self_pidns = sg_self_pidns();
-	proc_foreign = !sg_proc_is_own();
-}
-
-bool sg_proc_foreign(void)
-{
-	check_proc();
-	return proc_foreign;
-}
-
-/* A reused pid is not the creator: the start time must match too.  A
- * zombie (exited, not yet reaped: a container's PID 1 may never reap) is
- * dead.  A creator that could not read its own /proc recorded start time 0
- * or namespace 0: such an identity names nobody we can look for, so it is
- * unknown, never dead. */
-enum sg_creator_state sg_creator_state(const struct sg_tag *tag)
-{
-	struct sg_proc_stat ps;
-
-	check_proc();
-	if (proc_foreign || !self_pidns || !tag->start_ticks || !tag->pidns || tag->pidns != self_pidns)
-		return CREATOR_UNKNOWN;
-	int r = sg_proc_stat(tag->pid, &ps);
-
-	if (r < 0)
-		return r == -ENOENT || r == -ESRCH ? CREATOR_DEAD : CREATOR_UNKNOWN;
-	return ps.start_ticks == tag->start_ticks && !sg_proc_exited(&ps) ? CREATOR_ALIVE : CREATOR_DEAD;
 }
 
 static struct sg_shm_file *append(struct sg_shm_listing *l, size_t *cap)
@@ -93,8 +48,7 @@ static struct sg_shm_file *append(struct sg_shm_listing *l, size_t *cap)
 
 static void owned(struct sg_shm_file *f, double now)
 {
-	f->tagged = true;
-	f->creator = sg_creator_state(&f->tag);
+	f->tagged = true; /* judged once the roots are read (sg_shm_list) */
 	f->age_s = now - f->tag.created_ns / 1e9;
 }
 
@@ -283,6 +237,40 @@ static bool is_mount_point(const char *dir, const struct stat *st)
 	return stat(parent, &pst) < 0 || pst.st_dev != st->st_dev || pst.st_ino == st->st_ino;
 }
 
+int sg_shm_listing_add_mount(struct sg_shm_listing *l, const struct sg_shm_mount *m)
+{
+	unsigned r = (unsigned)l->roots.n;
+
+	if (r == SG_MAX_ROOTS)
+		return -E2BIG;
+	snprintf(l->roots.dir[r], sizeof(l->roots.dir[r]), "%s", m->path);
+	l->roots.len[r] = strlen(l->roots.dir[r]);
+	l->roots.n++;
+	l->mount[r] = m;
+	if (m->own_ns)
+		snprintf(l->shown[r], sizeof(l->shown[r]), "%s", m->point);
+	else
+		snprintf(l->shown[r], sizeof(l->shown[r]), "[pid %d mnt:%llu]%s", (int)m->pid,
+			 (unsigned long long)m->mntns, m->point);
+	return 0;
+}
+
+static bool among(uint64_t ns, const uint64_t *only, size_t nonly)
+{
+	for (size_t i = 0; i < nonly; i++)
+		if (only[i] == ns)
+			return true;
+	return !nonly;
+}
+
+void sg_shm_listing_add_mounts(struct sg_shm_listing *l, const struct sg_shm_mounts *ms, size_t *next,
+			       const uint64_t *only, size_t nonly)
+{
+	for (; *next < ms->n && l->roots.n < SG_MAX_ROOTS; ++*next)
+		if (among(ms->m[*next].mntns, only, nonly))
+			sg_shm_listing_add_mount(l, &ms->m[*next]);
+}
+
 int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 {
 	uint32_t kdevs[SG_MAX_ROOTS];
@@ -296,8 +284,11 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 	for (unsigned r = 0; r < l->roots.n; r++) {
 		bool again = false;
 
+		if (!l->mount[r])
+			snprintf(l->shown[r], sizeof(l->shown[r]), "%s", l->roots.dir[r]);
+
 		if ((ret = stat(l->roots.dir[r], &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? 0 : -ENOTDIR) < 0) {
-			snprintf(err, errlen, "cannot read %s: %s", l->roots.dir[r], strerror(-ret));
+			snprintf(err, errlen, "cannot read %s: %s", l->shown[r], strerror(-ret));
 			return ret;
 		}
 		kdevs[r] = sg_kdev(st.st_dev);
@@ -312,7 +303,7 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 			continue;
 		}
 		if ((ret = read_root(l, r, &cap, now)) < 0) {
-			snprintf(err, errlen, "cannot read %s: %s", l->roots.dir[r], strerror(-ret));
+			snprintf(err, errlen, "cannot read %s: %s", l->shown[r], strerror(-ret));
 			return ret;
 		}
 	}
@@ -320,6 +311,9 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read /proc: %s", strerror(-ret));
 		return ret;
 	}
+	for (size_t i = 0; i < l->n; i++)
+		if (l->files[i].tagged)
+			l->files[i].creator = sg_creators_judge(&l->creators, &l->files[i].tag, &l->files[i].creator_proof);
 	for (size_t i = 0; i < l->n; i++)
 		l->files[i].holders = sg_holders_find(&l->holders, l->files[i].kdev, l->files[i].ino, &l->files[i].nholders);
 
@@ -351,6 +345,8 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 		if (f->root >= 0)
 			from_journal(f, &l->journals[f->root], AT_FDCWD, h->stat_path, 0, NULL, now);
 		f->holders = sg_holders_find(&l->holders, h->kdev, h->ino, &f->nholders);
+		if (f->tagged)
+			f->creator = sg_creators_judge(&l->creators, &f->tag, &f->creator_proof);
 	}
 	return 0;
 }
@@ -363,6 +359,7 @@ void sg_shm_listing_free(struct sg_shm_listing *l)
 	sg_holders_free(&l->holders);
 	for (unsigned r = 0; r < SG_MAX_ROOTS; r++)
 		sg_journals_free(&l->journals[r]);
+	sg_creators_free(&l->creators);
 	l->files = NULL;
 	l->n = 0;
 }
@@ -397,8 +394,8 @@ static bool journal_speaks(const struct sg_journals *js, size_t j, int dfd)
 	return false;
 }
 
-size_t sg_shm_reap_journals(const struct sg_shm_listing *l, unsigned r, int dfd, bool dry_run,
-			    void (*said)(const char *root, const char *name, void *ctx), void *ctx)
+size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool dry_run,
+			    void (*said)(unsigned root, const char *name, void *ctx), void *ctx)
 {
 	const struct sg_journals *js = &l->journals[r];
 	size_t n = 0;
@@ -407,14 +404,14 @@ size_t sg_shm_reap_journals(const struct sg_shm_listing *l, unsigned r, int dfd,
 		const struct sg_journal_file *jf = &js->files[j];
 		struct stat st;
 
-		if (sg_creator_state(&jf->creator) != CREATOR_DEAD || journal_speaks(js, j, dfd))
+		if (sg_creators_judge(&l->creators, &jf->creator, NULL) != CREATOR_DEAD || journal_speaks(js, j, dfd))
 			continue;
 		/* Still the journal that was read, and no other file by now. */
 		if (fstatat(dfd, jf->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != jf->ino)
 			continue;
 		if (!dry_run && unlinkat(dfd, jf->name, 0) < 0)
 			continue;
-		said(l->roots.dir[r], jf->name, ctx);
+		said(r, jf->name, ctx);
 		n++;
 	}
 	return n;

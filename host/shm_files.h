@@ -12,19 +12,12 @@
 #include <time.h>
 
 #include "config.h"
+#include "creators.h"
 #include "holders.h"
 #include "journal.h"
 #include "tag.h"
 #include "journal_read.h"
-
-enum sg_creator_state {
-	CREATOR_NONE,    /* untagged */
-	CREATOR_ALIVE,   /* its pid runs, with the start time the tag names */
-	CREATOR_DEAD,    /* no such process, a zombie, or the pid was reused */
-	CREATOR_UNKNOWN, /* /proc would not say, it runs in another pid namespace, its identity was
-			    * not known to itself (start time or namespace 0), or /proc is another
-			    * namespace's */
-};
+#include "shm_mounts.h"
 
 /* A file named like an ownership journal that is not read as one. */
 enum sg_journal_like {
@@ -47,6 +40,7 @@ struct sg_shm_file {
 	bool tagged;    /* its owner is known: from a journal, else a trusted xattr tag */
 	struct sg_tag tag;
 	enum sg_creator_state creator;
+	enum sg_creator_proof creator_proof; /* how creator was found */
 	const struct sg_holder *holders;
 	size_t nholders;
 };
@@ -60,30 +54,37 @@ struct sg_shm_listing {
 	 * (names like theirs that are not read as journals are). */
 	struct sg_journals journals[SG_MAX_ROOTS];
 	unsigned journals_foreign, journals_unread;
+	struct sg_creators creators; /* who runs: every creator judged by it */
+	/* How each root is named to people: its directory, or for another
+	 * mount namespace's (mount[r], set by sg_shm_listing_add_mount) its
+	 * mount point there after "[pid P mnt:N]" (P, the process it was
+	 * reached through).  Ours only: no outside byte in it but the point,
+	 * which is escaped where it is shown. */
+	char shown[SG_MAX_ROOTS][SG_PATH_MAX + 48];
+	const struct sg_shm_mount *mount[SG_MAX_ROOTS];
 };
+
+/* Adds m (found by sg_shm_mounts_scan, which keeps it open for as long
+ * as the listing is used) as a root of l, through its descriptor's path:
+ * 0, or -E2BIG when l has SG_MAX_ROOTS roots. */
+int sg_shm_listing_add_mount(struct sg_shm_listing *l, const struct sg_shm_mount *m);
+
+/* Adds the mounts of ms from *next on, as many as l has room for, and
+ * moves *next past them: a node's mounts are listed SG_MAX_ROOTS at a time.
+ * With nonly, only those of the mount namespaces only[0..nonly). */
+void sg_shm_listing_add_mounts(struct sg_shm_listing *l, const struct sg_shm_mounts *ms, size_t *next,
+			       const uint64_t *only, size_t nonly);
 
 /* Reads the roots and /proc.  Returns 0, or a negative errno with err saying
  * what could not be read. */
 int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen);
 void sg_shm_listing_free(struct sg_shm_listing *l);
 
-const char *sg_creator_state_name(enum sg_creator_state s);
-
-/* Whether the process a tag or journal names still runs: a reused pid is not
- * the creator (the start time must match), and a creator in another pid
- * namespace than this process's cannot be judged (its pid means another
- * process here). */
-enum sg_creator_state sg_creator_state(const struct sg_tag *creator);
-
-/* Whether /proc belongs to another pid namespace than this process's (see
- * sg_proc_is_own): then every creator is unknown. */
-bool sg_proc_foreign(void);
-
 /* For `sweep`: removes each journal in root r (dfd, the root's directory)
  * whose creator is dead and none of whose records names a file still there,
  * calling said for each (dry_run: only calls it).  Returns how many. */
-size_t sg_shm_reap_journals(const struct sg_shm_listing *l, unsigned r, int dfd, bool dry_run,
-			    void (*said)(const char *root, const char *name, void *ctx), void *ctx);
+size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool dry_run,
+			    void (*said)(unsigned root, const char *name, void *ctx), void *ctx);
 
 /* What sg_shm_unlink_same() found and did. */
 enum sg_unlink_result {

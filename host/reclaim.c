@@ -1,0 +1,184 @@
+#include "reclaim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "text.h"
+
+#define LOCK_RETRY_MS 50
+
+/* Why f must be kept, or NULL when it may go; *why_go says why it may. */
+static const char *judge(const struct sg_reclaim_opts *o, struct sg_shm_listing *l, const struct sg_shm_file *f,
+			 const char **why_go, char *buf, size_t len)
+{
+	bool wanted = false;
+	char comm[32], esc[sizeof(comm) * 4];
+
+	*why_go = NULL;
+	if (f->journal_like) /* never one shmguard made: sweep removes only journals it reads */
+		return o->glob && fnmatch(o->glob, f->name, FNM_PATHNAME) == 0
+			       ? "named like shmguard's ownership journal, but not one it wrote or reads: never removed"
+			       : NULL;
+	if (f->tagged) {
+		for (unsigned i = 0; i < o->nrequests && !wanted; i++)
+			if (strcmp(f->tag.req, o->requests[i]) == 0) {
+				wanted = true;
+				*why_go = "its request was swept";
+			}
+		if (!wanted && o->dead && f->creator == CREATOR_DEAD) {
+			wanted = true;
+			*why_go = f->creator_proof == SG_PROOF_NAMESPACE_SCAN
+					  ? "its creator is gone (no process of its pid namespace has its pid and start time)"
+					  : "its creator is gone";
+		}
+		if (!wanted && o->dead && f->creator == CREATOR_UNKNOWN) {
+			snprintf(buf, len, "cannot tell whether its creator runs: %s",
+				 sg_creator_proof_why(f->creator_proof));
+			return buf;
+		}
+	} else if (o->glob && fnmatch(o->glob, f->name, FNM_PATHNAME) == 0) {
+		if (f->age_s < o->older_than)
+			return NULL; /* not a candidate: too young for --older-than */
+		wanted = true;
+		*why_go = "untagged, matches, old enough";
+	}
+	if (!wanted)
+		return NULL;
+	if (f->nholders) {
+		snprintf(buf, len, "in use by %u (%s)", f->holders[0].pid,
+			 sg_text_escape(sg_comm(f->holders[0].pid, comm, sizeof(comm)), esc, sizeof(esc)));
+		return buf;
+	}
+	if (l->holders.unreadable && !o->ignore_unreadable) {
+		snprintf(buf, len, "%u %s cannot be read, e.g. %u (%s), and could be using it",
+			 SG_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
+			 sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
+		return buf;
+	}
+	if (f->size == 0 && f->age_s < SG_RECLAIM_YOUNG_EMPTY_S)
+		return "empty and young: its creator may not have sized it yet";
+	return NULL;
+}
+
+struct run {
+	const struct sg_reclaim_opts *o;
+	struct sg_reclaim_outcome *out;
+	void (*said)(const struct sg_reclaim_decision *d, void *ctx);
+	void *ctx;
+	unsigned root;
+};
+
+static void say(const struct run *g, const char *verdict, const char *name, uint64_t bytes, const char *why,
+		const struct sg_shm_file *f)
+{
+	const struct sg_reclaim_decision d = {verdict, g->root, name, bytes, why, f};
+
+	g->said(&d, g->ctx);
+}
+
+/* Unlinks f if its name still refers to the inode examined. */
+static void remove_file(const struct run *g, int dfd, const struct sg_shm_file *f, const char *why)
+{
+	char msg[200];
+
+	switch (sg_shm_unlink_same(dfd, f->name, f->kdev, f->ino, g->o->dry_run)) {
+	case SG_UNLINK_GONE:
+		say(g, "gone", f->name, 0, "removed by someone else meanwhile", f);
+		return;
+	case SG_UNLINK_REPLACED:
+		g->out->kept++;
+		say(g, "kept", f->name, f->bytes, "the name now refers to another file", f);
+		return;
+	case SG_UNLINK_FAILED:
+		g->out->failed++;
+		snprintf(msg, sizeof(msg), "%s: %s", why, strerror(errno));
+		say(g, "failed", f->name, f->bytes, msg, f);
+		return;
+	case SG_UNLINK_DONE:
+		g->out->removed++;
+		g->out->bytes += f->bytes;
+		say(g, g->o->dry_run ? "would remove" : "removed", f->name, f->bytes, why, f);
+		return;
+	}
+}
+
+static void journal_reaped(unsigned root, const char *name, void *opaque)
+{
+	const struct run *g = opaque;
+
+	(void)root;
+	say(g, g->o->dry_run ? "would remove" : "removed", name, 0,
+	    "ownership journal of a dead creator, none of its files left", NULL);
+}
+
+/* An exclusive lock on dfd, waited for SG_RECLAIM_LOCK_WAIT_MS at most:
+ * never for good, as a lock others can take is no lock to wait on.
+ * Returns 0, or -1 with errno (EWOULDBLOCK: still held by someone else). */
+static int lock_root(int dfd)
+{
+	uint64_t until = sg_monotonic_ns() + SG_RECLAIM_LOCK_WAIT_MS * 1000000ull;
+	const struct timespec pause = {0, LOCK_RETRY_MS * 1000000L};
+
+	for (;;) {
+		if (flock(dfd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if ((errno != EWOULDBLOCK && errno != EINTR) || sg_monotonic_ns() >= until)
+			return -1;
+		nanosleep(&pause, NULL);
+	}
+}
+
+int sg_reclaim_root(struct sg_shm_listing *l, unsigned r, const struct sg_reclaim_opts *o,
+		    struct sg_reclaim_outcome *out, void (*said)(const struct sg_reclaim_decision *d, void *ctx),
+		    void *ctx, char *err, size_t errlen)
+{
+	const struct run g = {o, out, said, ctx, r};
+	char buf[320];
+	int ret = 0, dfd = open(l->roots.dir[r], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", l->shown[r], strerror(-ret));
+		return ret;
+	}
+	/* One sweep at a time per root: two never unlink the same name.
+	 * Without the lock, this root is not swept. */
+	if (lock_root(dfd) < 0) {
+		ret = -errno;
+		if (ret == -EWOULDBLOCK)
+			snprintf(err, errlen,
+				 "%s stayed locked by another process for %d s (another sweep, or anyone who can open "
+				 "it): not swept",
+				 l->shown[r], SG_RECLAIM_LOCK_WAIT_MS / 1000);
+		else
+			snprintf(err, errlen, "cannot lock %s: %s", l->shown[r], strerror(-ret));
+		goto cleanup;
+	}
+	for (size_t i = 0; i < l->n; i++) {
+		const struct sg_shm_file *f = &l->files[i];
+		const char *why_go, *keep;
+
+		if (f->root != (int)r || !f->linked)
+			continue;
+		keep = judge(o, l, f, &why_go, buf, sizeof(buf));
+		if (keep) {
+			out->kept++;
+			say(&g, "kept", f->name, f->bytes, keep, f);
+		} else if (why_go) {
+			remove_file(&g, dfd, f, why_go);
+		}
+	}
+	/* Whatever the mode: a dead creator's journal that names no file left
+	 * speaks for nothing. */
+	sg_shm_reap_journals(l, r, dfd, o->dry_run, journal_reaped, (void *)&g);
+cleanup:
+	close(dfd);
+	return ret;
+}
