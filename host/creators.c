@@ -98,15 +98,10 @@ static int nspid_at(int at, const char *path, uint32_t *pid, unsigned *levels)
 	return 0;
 }
 
-/* How many fields this process's NSpid has: 1 in the initial pid
- * namespace (with its own /proc); 0 when it cannot be told. */
-static unsigned self_levels(void)
-{
-	unsigned levels;
-	uint32_t pid;
-
-	return nspid_at(AT_FDCWD, "/proc/self/status", &pid, &levels) == 0 ? levels : 0;
-}
+/* The initial pid namespace's inode: fixed by the kernel (PROC_PID_INIT_INO
+ * since 3.8).  NSpid cannot tell it: it counts from the namespace of the
+ * /proc read, which may be a pod's own. */
+#define INITIAL_PIDNS_INO 0xEFFFFFFCu
 
 static void check(struct sg_creators *c)
 {
@@ -116,7 +111,7 @@ static void check(struct sg_creators *c)
 	c->proc_own = sg_proc_is_own();
 	c->self_pidns = sg_self_pidns();
 	c->self_timens = ns_inode(AT_FDCWD, "/proc/self/ns/time");
-	c->initial_pidns = c->proc_own && self_levels() == 1;
+	c->initial_pidns = c->proc_own && c->self_pidns == INITIAL_PIDNS_INO;
 }
 
 bool sg_creators_proc_foreign(struct sg_creators *c)

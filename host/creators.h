@@ -54,7 +54,7 @@ struct sg_proc_ident {
 struct sg_creators {
 	bool checked;
 	bool proc_own;      /* /proc is this process's pid namespace's (sg_proc_is_own) */
-	bool initial_pidns; /* this process is in the initial pid namespace (NSpid has one field) */
+	bool initial_pidns; /* this process is in the initial pid namespace, with its own /proc */
 	uint64_t self_pidns, self_timens;
 	bool indexed;       /* the index below was built (only once another namespace is asked about) */
 	struct sg_proc_ident *p; /* sorted by (pidns, nspid, start_ticks) */
