@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "audit_engine.h"
+#include "audit_reclaim.h"
 #include "audit_trace.h"
 #include "holders.h"
 #include "metrics.h"
@@ -284,7 +285,13 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 	}
 	if (a->o->cmd && start_command(a, err, errlen) < 0)
 		return AUDIT_USAGE;
-	if (audit_loop_run(a) < 0)
+	if (a->o->reclaim_dead &&
+	    !(a->reclaim = audit_reclaim_start(a->o->reclaim_dead, &a->o->roots, a->o->reclaim_ignore_unreadable,
+					       a->o->reclaim_dry_run, err, errlen)))
+		return AUDIT_USAGE;
+	int ret = audit_loop_run(a);
+	audit_reclaim_finish(a->reclaim); /* the report's totals are final */
+	if (ret < 0)
 		return say(err, errlen, "the run stopped early: %s", strerror(errno));
 	return 0;
 }
@@ -304,6 +311,7 @@ void audit_free(struct audit *a)
 	close_reports(a, false);
 	audit_trace_stop(a->tracer);
 	metrics_stop(a->metrics_server);
+	audit_reclaim_free(a->reclaim);
 	audit_files_free(a->files);
 	audit_review_free(a->review);
 	audit_aborts_free(a);

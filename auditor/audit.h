@@ -38,6 +38,8 @@ struct audit_opts {
 	size_t max_files;
 	unsigned ring_kib; /* the kernel side's event buffer, a power of two */
 	const char *probe; /* forced (--probe), or NULL: the best one here */
+	double reclaim_dead; /* --reclaim-dead's interval in seconds, 0: none (audit_reclaim.h) */
+	bool reclaim_ignore_unreadable, reclaim_dry_run;
 	char **cmd; /* NULL: the whole system */
 };
 

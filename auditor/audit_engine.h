@@ -111,6 +111,7 @@ struct audit {
 	bool report_failed[3];          /* its writing failed: not put in place */
 	bool report_on_stdout;          /* one of them is stdout: the text report goes to stderr */
 	struct metrics_server *metrics_server; /* --listen */
+	struct audit_reclaim *reclaim; /* --reclaim-dead, or NULL */
 };
 
 /* audit_events.c: one event from the ring buffer (size bytes of data,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "audit_engine.h"
+#include "audit_reclaim.h"
 #include "metrics.h"
 #include "outfile.h"
 #include "plot_svg.h"
@@ -70,6 +71,13 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 		.version = a->o->version,
 		.nroots = a->nroots,
 	};
+	if (a->reclaim) {
+		struct audit_reclaim_totals t;
+		audit_reclaim_totals(a->reclaim, &t);
+		m->dead_reclaim = true;
+		m->dead_reclaimed_bytes = t.bytes;
+		m->dead_reclaimed_files = t.files;
+	}
 	for (unsigned r = 0; r < a->nroots; r++) {
 		m->roots[r] = (struct metrics_root){a->roots[r].path, a->root_bytes[r].tracked,
 						    a->root_bytes[r].unattributed, 0, 0};

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "audit_ci.h"
+#include "audit_reclaim.h"
 #include "audit_summary.h"
 #include "text.h"
 #include "encode.h"
@@ -43,6 +44,14 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	       sg_human_bytes(s->unattributed, b2, sizeof(b2)));
 	fprintf(out, "live requests pending at end: %s in %llu %s (not aborted: no leak)\n",
 	       sg_human_bytes(s->live_pending, b1, sizeof(b1)), SG_PLURAL((unsigned long long)s->live_files, "file", "files"));
+	if (a->reclaim) {
+		struct audit_reclaim_totals t;
+		audit_reclaim_totals(a->reclaim, &t);
+		fprintf(out, "%s from dead creators: %s in %llu %s (%llu %s every %g s)%s\n",
+			a->o->reclaim_dry_run ? "would have reclaimed (--reclaim-dry-run)" : "reclaimed", sg_human_bytes(t.bytes, b1, sizeof(b1)), SG_PLURAL((unsigned long long)t.files, "file", "files"),
+			SG_PLURAL((unsigned long long)t.passes, "pass", "passes"), a->o->reclaim_dead,
+			t.failed ? ", some roots or files failed (said on stderr)" : "");
+	}
 	/* A process names itself (prctl): its name may hold a newline and a
 	 * workflow command, or a terminal's escape sequences. */
 	for (size_t i = 0; i < by_proc->n && i < 3; i++) {
@@ -171,6 +180,19 @@ static json_int_t max_rss_kib(void)
 	return getrusage(RUSAGE_SELF, &ru) == 0 ? (json_int_t)ru.ru_maxrss : -1;
 }
 
+/* --reclaim-dead's totals, or null without it. */
+static json_t *dead_reclaim_json(const struct audit *a)
+{
+	struct audit_reclaim_totals t;
+
+	if (!a->reclaim)
+		return json_null();
+	audit_reclaim_totals(a->reclaim, &t);
+	return json_pack("{s:f, s:I, s:I, s:I, s:I, s:b}", "interval_s", a->o->reclaim_dead, "passes",
+			 (json_int_t)t.passes, "files", (json_int_t)t.files, "bytes", (json_int_t)t.bytes, "failed",
+			 (json_int_t)t.failed, "dry_run", a->o->reclaim_dry_run);
+}
+
 static int write_json(const struct audit *a, const struct summary *s, const struct groups *by_proc,
 		      const struct groups *by_shape)
 {
@@ -196,6 +218,7 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 						   AUDIT_GROWTH_MIN_S));
 	json_object_set_new(root, "aborted_held_bytes_at_end", json_integer((json_int_t)a->aborted_held));
 	json_object_set_new(root, "reclaimed_bytes", json_integer((json_int_t)a->reclaimed));
+	json_object_set_new(root, "dead_reclaim", dead_reclaim_json(a));
 	json_object_set_new(root, "live_pending_bytes", json_integer((json_int_t)s->live_pending));
 	json_object_set_new(root, "live_pending_files", json_integer((json_int_t)s->live_files));
 	json_object_set_new(root, "unattributed_bytes", json_integer((json_int_t)s->unattributed));

@@ -65,6 +65,12 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	      "Bytes still held in the shm roots by files of aborted requests.", m->aborted_held_bytes);
 	plain(out, "shmguard_reclaimed_bytes_total", "counter",
 	      "Bytes of aborted requests' files that went after their abort marker.", m->reclaimed_bytes);
+	if (m->dead_reclaim) {
+		plain(out, "shmguard_dead_reclaimed_bytes_total", "counter",
+		      "Allocated bytes of dead creators' files that --reclaim-dead removed.", m->dead_reclaimed_bytes);
+		plain(out, "shmguard_dead_reclaimed_files_total", "counter",
+		      "Dead creators' files that --reclaim-dead removed.", m->dead_reclaimed_files);
+	}
 	plain(out, "shmguard_live_pending_bytes", "gauge",
 	      "Bytes held by files of requests not aborted (live, or finished and not yet read).",
 	      m->live_pending_bytes);

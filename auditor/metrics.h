@@ -27,6 +27,8 @@ struct audit_metrics {
 	double last_review_unix_s; /* when the last review cycle ended (the run's start before the first) */
 	double last_review_duration_s; /* how long it took (0 before the first) */
 	uint64_t events, dropped_events, files_over_limit, lost_markers;
+	bool dead_reclaim;        /* --reclaim-dead runs: the two below are shown */
+	uint64_t dead_reclaimed_bytes, dead_reclaimed_files; /* dead creators' files it removed */
 	const char *probe;        /* how the kernel side sees creations */
 	const char *version;
 	struct metrics_root roots[SG_MAX_ROOTS];

@@ -41,6 +41,16 @@ static void usage(FILE *out)
 		"                             or an address, [IPV6]; :PORT every IPv4 address; the address\n"
 		"                             bound is printed on stderr)\n"
 		"  -d, --duration DURATION    without COMMAND: stop after this long\n"
+		"      --reclaim-dead DURATION\n"
+		"                             without COMMAND: at the start and this often, remove the\n"
+		"                             files whose creator is proven gone from every /dev/shm of the\n"
+		"                             machine (every pod's) and the --shm-roots, as sweep --node\n"
+		"                             --dead does (the node agent: run it in the initial pid\n"
+		"                             namespace); each removal is said on stderr\n"
+		"      --reclaim-ignore-unreadable\n"
+		"                             reclaim even though some processes' files cannot be read, as\n"
+		"                             sweep's --ignore-unreadable\n"
+		"      --reclaim-dry-run      decide and say what --reclaim-dead would remove, remove nothing\n"
 		"  -i, --interval DURATION    a progress line this often when stderr is not a terminal\n"
 		"      --lib PATH             the shim whose tags to follow (default: found as by 'run')\n"
 		"      --max-files N          files followed at most (1 to 100000000, default 1000000);\n"
@@ -143,7 +153,9 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"junit", required_argument, NULL, 'U'},     {"plot", required_argument, NULL, 'G'},
 		{"metrics-file", required_argument, NULL, 'F'}, {"listen", required_argument, NULL, 'l'},
 		{"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
-		{"min-aborts", required_argument, NULL, 'A'}, {0},
+		{"min-aborts", required_argument, NULL, 'A'}, {"reclaim-dead", required_argument, NULL, 'C'},
+		{"reclaim-ignore-unreadable", no_argument, NULL, 'I'}, {"reclaim-dry-run", no_argument, NULL, 'N'},
+		{0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
 	bool min_aborts_given = false;
@@ -201,6 +213,14 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 				return cli_usage_fail(-1, "audit", "bad --interval '%s': expected a duration (15, 30s, 1m)",
 						      optarg);
 			break;
+		case 'C':
+			if (parse_duration(optarg, &o->reclaim_dead) < 0 || o->reclaim_dead < 1)
+				return cli_usage_fail(-1, "audit",
+						      "bad --reclaim-dead '%s': expected a duration of 1 s or more (10s, 1m)",
+						      optarg);
+			break;
+		case 'I': o->reclaim_ignore_unreadable = true; break;
+		case 'N': o->reclaim_dry_run = true; break;
 		case 'L': *lib = optarg; break;
 		case 'M':
 			if (parse_count(optarg, 1, MAX_FILES_LIMIT, &n) < 0)
@@ -241,6 +261,10 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		o->min_aborts = 1;
 	if (o->cmd && o->duration)
 		return cli_usage_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
+	if (o->cmd && o->reclaim_dead)
+		return cli_usage_fail(-1, "audit", "--reclaim-dead is for the node agent, a run without COMMAND");
+	if ((o->reclaim_ignore_unreadable || o->reclaim_dry_run) && !o->reclaim_dead)
+		return cli_usage_fail(-1, "audit", "--reclaim-ignore-unreadable and --reclaim-dry-run go with --reclaim-dead");
 	if (!patterns || !*patterns)
 		o->patterns.count = 0;
 	else if (sg_patterns_parse(&o->patterns, patterns, err, sizeof(err)) < 0)

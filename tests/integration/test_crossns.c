@@ -312,3 +312,46 @@ Test(crossns, a_reused_namespace_inode_neither_revives_nor_kills)
 	cr_expect(h_exists(in_pod(&a, runs)), "a running creator's file was removed: %s", out);
 	cr_assert_eq(h_finish(&a.p, NULL), 0);
 }
+
+/* The node agent: `audit --reclaim-dead` passes over every pod's /dev/shm
+ * at its start and on its schedule.  Dry, so that other pods of this
+ * machine lose nothing; what it decides is what sweep --node removes (the
+ * same host/reclaim.c, tested above for real). */
+Test(crossns, the_node_agent_decides_on_a_schedule_in_every_pod)
+{
+	const char *live = h_str("%slive_0_0", prefix), *killed = h_str("%skilled_0_0", prefix);
+	const char *json = h_str("/dev/shm/%saudit.json", prefix), *abort_dir = h_str("/dev/shm/%sabort", prefix);
+	struct pod a, b;
+	struct stat bns;
+	char *out, *err;
+	json_t *r, *dr;
+
+	need_root();
+	h_need_bpf(teardown);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	a = pod_start(NULL, live);
+	b = pod_start(NULL, killed);
+	kill_creator(&b);
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--reclaim-dead", "1",
+			      "--reclaim-dry-run", "--reclaim-ignore-unreadable", "--duration", "2.5", "--json", json,
+			      NULL};
+	cr_assert_eq(h_output(argv, NULL, &out, &err), 0, "%s%s", out, err);
+	cr_assert_eq(stat(h_str("/proc/%d/ns/mnt", (int)b.init), &bns), 0);
+	cr_expect(strstr(err, h_str("reclaim: would remove [pid %d mnt:%llu]/dev/shm/%s", (int)b.p.pid,
+				    (unsigned long long)bns.st_ino, killed)) ||
+			  strstr(err, h_str("reclaim: would remove [pid %d mnt:%llu]/dev/shm/%s", (int)b.init,
+					    (unsigned long long)bns.st_ino, killed)),
+		  "%s", err);
+	cr_expect(!strstr(err, live), "a live creator's file would go: %s", err);
+	cr_expect(h_exists(in_pod(&b, killed)), "a dry run removed a file");
+	r = h_json_load(json);
+	dr = json_object_get(r, "dead_reclaim");
+	cr_assert(json_is_object(dr), "%s", out);
+	cr_expect_geq(json_integer_value(json_object_get(dr, "passes")), 2, "at the start and a second later");
+	cr_expect_geq(json_integer_value(json_object_get(dr, "files")), 2);
+	cr_expect(json_is_true(json_object_get(dr, "dry_run")));
+	cr_expect(strstr(out, "would have reclaimed (--reclaim-dry-run) from dead creators:"), "%s", out);
+	json_decref(r);
+	cr_assert_eq(h_finish(&a.p, NULL), 0);
+	h_finish(&b.p, NULL);
+}

@@ -1,0 +1,197 @@
+#include "audit_reclaim.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reclaim.h"
+#include "shm_files.h"
+#include "shm_mounts.h"
+#include "text.h"
+
+struct audit_reclaim {
+	double interval;
+	struct sg_roots extra;
+	bool ignore_unreadable, dry_run;
+	int stop_fd; /* an eventfd: written to end the passes */
+	pthread_t thread;
+	bool finished;
+	pthread_mutex_t lock; /* guards totals */
+	struct audit_reclaim_totals totals;
+};
+
+/* Each file removed is said on stderr, as sweep says it; what is kept is
+ * not (every pass would repeat it): `shmguard sweep --node --dead
+ * --dry-run` shows why. */
+static void said(const struct sg_reclaim_decision *d, void *ctx)
+{
+	const struct sg_shm_listing *l = ctx;
+	char path[SG_PATH_MAX + SG_NAME_MAX + 64], esc[SG_ESCAPED_MAX];
+
+	if (strcmp(d->verdict, "removed") != 0 && strcmp(d->verdict, "would remove") != 0 &&
+	    strcmp(d->verdict, "failed") != 0)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", l->shown[d->root], d->name);
+	fprintf(stderr, "shmguard audit: reclaim: %s %s (%llu bytes): %s\n", d->verdict,
+		sg_text_escape(path, esc, sizeof(esc)), (unsigned long long)d->bytes, d->why);
+}
+
+/* Lists l's roots and reclaims in each; adds to the pass's figures. */
+static void reclaim_listing(const struct audit_reclaim *r, struct sg_shm_listing *l, struct audit_reclaim_totals *t)
+{
+	const struct sg_reclaim_opts o = {.dead = true, .ignore_unreadable = r->ignore_unreadable, .dry_run = r->dry_run};
+	char err[SG_PATH_MAX + 160], esc[SG_ESCAPED_MAX];
+	struct sg_reclaim_outcome out = {0};
+
+	if (sg_shm_list(l, err, sizeof(err)) < 0) {
+		fprintf(stderr, "shmguard audit: reclaim: %s\n", sg_text_escape(err, esc, sizeof(esc)));
+		t->failed++;
+		return;
+	}
+	for (unsigned k = 0; k < l->roots.n; k++)
+		if (sg_reclaim_root(l, k, &o, &out, said, l, err, sizeof(err)) < 0) {
+			fprintf(stderr, "shmguard audit: reclaim: %s\n", sg_text_escape(err, esc, sizeof(esc)));
+			t->failed++;
+		}
+	t->files += out.removed;
+	t->bytes += out.bytes;
+	t->failed += out.failed;
+}
+
+/* Whether dir is the directory of one of the mounts. */
+static bool among_mounts(const struct sg_shm_mounts *ms, const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0)
+		return false;
+	for (size_t i = 0; i < ms->n; i++)
+		if (ms->m[i].kdev == sg_kdev(st.st_dev) && ms->m[i].dir_ino == st.st_ino)
+			return true;
+	return false;
+}
+
+static void pass(struct audit_reclaim *r)
+{
+	struct audit_reclaim_totals t = {0};
+	struct sg_shm_listing l = {0};
+	struct sg_shm_mounts ms;
+	int ret = sg_shm_mounts_scan(&ms, NULL, 0);
+
+	if (ret < 0) {
+		fprintf(stderr, "shmguard audit: reclaim: cannot read /proc: %s\n", strerror(-ret));
+		t.failed++;
+		goto cleanup;
+	}
+	for (size_t next = 0; next < ms.n;) {
+		struct sg_shm_listing m = {0};
+
+		sg_shm_listing_add_mounts(&m, &ms, &next, NULL, 0);
+		reclaim_listing(r, &m, &t);
+		sg_shm_listing_free(&m);
+	}
+	for (unsigned k = 0; k < r->extra.n; k++)
+		if (!among_mounts(&ms, r->extra.dir[k])) {
+			strcpy(l.roots.dir[l.roots.n], r->extra.dir[k]);
+			l.roots.len[l.roots.n++] = r->extra.len[k];
+		}
+	if (l.roots.n)
+		reclaim_listing(r, &l, &t);
+	sg_shm_listing_free(&l);
+	sg_shm_mounts_free(&ms);
+cleanup:
+	pthread_mutex_lock(&r->lock);
+	r->totals.passes++;
+	r->totals.files += t.files;
+	r->totals.bytes += t.bytes;
+	r->totals.failed += t.failed;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void *passes(void *opaque)
+{
+	struct audit_reclaim *r = opaque;
+	struct pollfd p = {.fd = r->stop_fd, .events = POLLIN};
+	int ms = r->interval * 1000 > 86400000.0 ? 86400000 : (int)(r->interval * 1000), n;
+
+	for (;;) {
+		pass(r);
+		do
+			n = poll(&p, 1, ms);
+		while (n < 0 && errno == EINTR);
+		if (n != 0)
+			return NULL; /* stopped (or poll broke: no more passes) */
+	}
+}
+
+struct audit_reclaim *audit_reclaim_start(double interval, const struct sg_roots *extra, bool ignore_unreadable,
+					  bool dry_run, char *err, size_t errlen)
+{
+	struct audit_reclaim *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r) {
+		snprintf(err, errlen, "--reclaim-dead: out of memory");
+		return NULL;
+	}
+	r->interval = interval;
+	r->extra = *extra;
+	r->ignore_unreadable = ignore_unreadable;
+	r->dry_run = dry_run;
+	pthread_mutex_init(&r->lock, NULL);
+	if ((r->stop_fd = eventfd(0, EFD_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "--reclaim-dead: %s", strerror(errno));
+		goto fail;
+	}
+	if ((ret = pthread_create(&r->thread, NULL, passes, r)) != 0) {
+		snprintf(err, errlen, "--reclaim-dead: cannot start its thread: %s", strerror(ret));
+		close(r->stop_fd);
+		goto fail;
+	}
+	return r;
+fail:
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+	return NULL;
+}
+
+void audit_reclaim_totals(struct audit_reclaim *r, struct audit_reclaim_totals *t)
+{
+	if (!r) {
+		memset(t, 0, sizeof(*t));
+		return;
+	}
+	pthread_mutex_lock(&r->lock);
+	*t = r->totals;
+	pthread_mutex_unlock(&r->lock);
+}
+
+void audit_reclaim_finish(struct audit_reclaim *r)
+{
+	uint64_t one = 1;
+
+	if (!r || r->finished)
+		return;
+	r->finished = true;
+	/* Adding 1 to this eventfd cannot fail: it fails only past 2^64 - 2. */
+	ssize_t n = write(r->stop_fd, &one, sizeof(one));
+	(void)n;
+	pthread_join(r->thread, NULL);
+	close(r->stop_fd);
+}
+
+void audit_reclaim_free(struct audit_reclaim *r)
+{
+	if (!r)
+		return;
+	audit_reclaim_finish(r);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
