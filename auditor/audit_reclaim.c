@@ -20,6 +20,7 @@ struct audit_reclaim {
 	double interval;
 	struct sg_roots extra;
 	bool ignore_unreadable, dry_run;
+	bool said_unreadable; /* once: every pass would say it again */
 	int stop_fd; /* an eventfd: written to end the passes */
 	pthread_t thread;
 	bool finished;
@@ -44,7 +45,7 @@ static void said(const struct sg_reclaim_decision *d, void *ctx)
 }
 
 /* Lists l's roots and reclaims in each; adds to the pass's figures. */
-static void reclaim_listing(const struct audit_reclaim *r, struct sg_shm_listing *l, struct audit_reclaim_totals *t)
+static void reclaim_listing(struct audit_reclaim *r, struct sg_shm_listing *l, struct audit_reclaim_totals *t)
 {
 	const struct sg_reclaim_opts o = {.dead = true, .ignore_unreadable = r->ignore_unreadable, .dry_run = r->dry_run};
 	char err[SG_PATH_MAX + 160], esc[SG_ESCAPED_MAX];
@@ -54,6 +55,15 @@ static void reclaim_listing(const struct audit_reclaim *r, struct sg_shm_listing
 		fprintf(stderr, "shmguard audit: reclaim: %s\n", sg_text_escape(err, esc, sizeof(esc)));
 		t->failed++;
 		return;
+	}
+	if (l->holders.unreadable && !r->ignore_unreadable && !r->said_unreadable) {
+		char comm[32];
+		r->said_unreadable = true;
+		fprintf(stderr,
+			"shmguard audit: reclaim: %u %s cannot be read, e.g. %u (%s): nothing is reclaimed while "
+			"they could be using the files (--reclaim-ignore-unreadable: reclaim anyway); said once\n",
+			SG_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
+			sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
 	}
 	for (unsigned k = 0; k < l->roots.n; k++)
 		if (sg_reclaim_root(l, k, &o, &out, said, l, err, sizeof(err)) < 0) {

@@ -53,13 +53,14 @@ def check_node_agent(path):
     (agent,) = spec['containers']
     check(agent['args'][0] == 'audit', f"{path}: the agent runs `shmguard audit`")
     listen = agent['args'][agent['args'].index('--listen') + 1]
+    check('--reclaim-dead' in agent['args'], f"{path}: the agent does not reclaim dead creators' files")
     ports = {p['name']: p['containerPort'] for p in agent.get('ports', [])}
     check(ports.get('metrics') == int(listen.rsplit(':', 1)[1]), f"{path}: the metrics port is not --listen's")
     sc = agent['securityContext']
     check(sc.get('privileged') is False, f"{path}: privileged")
     check(sc['capabilities']['drop'] == ['ALL'], f"{path}: capabilities not dropped first")
     caps = set(sc['capabilities']['add'])
-    for cap in ('BPF', 'PERFMON', 'SYS_PTRACE', 'DAC_READ_SEARCH'):
+    for cap in ('BPF', 'PERFMON', 'SYS_PTRACE', 'DAC_READ_SEARCH', 'FOWNER'):
         check(cap in caps, f"{path}: CAP_{cap} missing")
     check('SYS_ADMIN' not in caps, f"{path}: CAP_SYS_ADMIN, which kernels from 5.9 do not demand")
     mounts = {m['mountPath']: m for m in agent['volumeMounts']}
