@@ -27,7 +27,8 @@
 
 struct sweep_opts {
 	bool dead, dry_run, ignore_unreadable, node;
-	uint64_t *pods; /* --pod's mount namespaces */
+	struct sg_dir_id *pods; /* --pod's /dev/shm */
+	long *pod_pids;
 	unsigned npods;
 	const char *json; /* --json's FILE, "-" for stdout; NULL: text */
 	const char **requests;
@@ -58,8 +59,8 @@ static void usage(FILE *out)
 		"                      that reaches it: [pid P mnt:N]/dev/shm/NAME.  Run it as root in\n"
 		"                      the initial pid namespace (a node agent's hostPID): creators of\n"
 		"                      other pid namespaces are judged only from there\n"
-		"  --pod PID           as --node, only the /dev/shm of PID's mount namespace (a\n"
-		"                      process of one pod, by its pid here; repeatable)\n"
+		"  --pod PID           as --node, only the /dev/shm that process PID sees (a process\n"
+		"                      of one pod, by its pid here; repeatable)\n"
 		"  --ignore-unreadable sweep even though some processes' files cannot be read (not\n"
 		"                      root, or a process more privileged than this one): their use\n"
 		"                      of a file is then not seen\n"
@@ -189,7 +190,6 @@ static int sweep_node(struct outcome *out, const struct sweep_opts *o)
 	struct sg_shm_mounts ms;
 	char err[SG_PATH_MAX + 160], comm[32], esc[SG_ESCAPED_MAX];
 	int status = EXIT_OK, ret = sg_shm_mounts_scan(&ms, NULL, 0);
-	size_t found = 0;
 
 	if (ret < 0)
 		return cli_fail(EXIT_FAIL, "sweep", "cannot read /proc: %s", strerror(-ret));
@@ -207,7 +207,6 @@ static int sweep_node(struct outcome *out, const struct sweep_opts *o)
 		sg_shm_listing_add_mounts(&l, &ms, &next, o->pods, o->npods);
 		if (!l.roots.n)
 			continue;
-		found += l.roots.n;
 		if (sg_shm_list(&l, err, sizeof(err)) < 0) {
 			swept = cli_fail(EXIT_FAIL, "sweep", "%s", sg_text_escape(err, esc, sizeof(esc)));
 		} else {
@@ -217,33 +216,38 @@ static int sweep_node(struct outcome *out, const struct sweep_opts *o)
 			status = swept;
 		sg_shm_listing_free(&l);
 	}
-	if (o->npods && found < o->npods)
-		status = cli_fail(EXIT_FAIL, "sweep",
-				  "found %zu tmpfs at /dev/shm for %u --pod %s (one whose /dev/shm is the node's, or "
-				  "another pod's, is swept as that one's)",
-				  found, SG_PLURAL(o->npods, "process", "processes"));
+	for (unsigned p = 0; p < o->npods; p++) {
+		bool found = false;
+		for (size_t i = 0; i < ms.n && !found; i++)
+			found = ms.m[i].kdev == o->pods[p].kdev && ms.m[i].dir_ino == o->pods[p].ino;
+		if (!found)
+			status = cli_fail(EXIT_FAIL, "sweep",
+					  "--pod %ld: its /dev/shm is no tmpfs mounted at /dev/shm that could be read: "
+					  "not swept",
+					  o->pod_pids[p]);
+	}
 	sg_shm_mounts_free(&ms);
 	return status;
 }
 
-/* --pod PID: the mount namespace of that process.  0, or -1 (said). */
+/* --pod PID: the /dev/shm of that process.  0, or -1 (said). */
 static int add_pod(struct sweep_opts *o, const char *arg, int argc)
 {
-	char path[48], *end;
-	struct stat st;
+	char *end;
 	long pid;
+	int ret;
 
 	errno = 0;
 	pid = strtol(arg, &end, 10);
 	if (errno || end == arg || *end || pid <= 0 || pid > INT32_MAX)
 		return cli_usage_fail(-1, "sweep", "bad --pod '%s': a process id", arg);
-	snprintf(path, sizeof(path), "/proc/%ld/ns/mnt", pid);
-	if (stat(path, &st) < 0)
-		return cli_usage_fail(-1, "sweep", "--pod %ld: cannot read its mount namespace: %s", pid,
-				      strerror(errno));
-	if (!o->pods && !(o->pods = calloc((size_t)argc, sizeof(*o->pods))))
+	if (!o->pods && (!(o->pods = calloc((size_t)argc, sizeof(*o->pods))) ||
+			 !(o->pod_pids = calloc((size_t)argc, sizeof(*o->pod_pids)))))
 		return cli_fail(-1, "sweep", "out of memory");
-	o->pods[o->npods++] = (uint64_t)st.st_ino;
+	o->pod_pids[o->npods] = pid;
+	if ((ret = sg_shm_dir_of((pid_t)pid, "/dev/shm", &o->pods[o->npods].kdev, &o->pods[o->npods].ino)) < 0)
+		return cli_usage_fail(-1, "sweep", "--pod %ld: cannot reach its /dev/shm: %s", pid, strerror(-ret));
+	o->npods++;
 	return 0;
 }
 
@@ -335,6 +339,7 @@ int cmd_sweep(int argc, char **argv)
 	if (status != 0) {
 		free(o.requests);
 		free(o.pods);
+		free(o.pod_pids);
 		return status > 0 ? EXIT_OK : EXIT_USAGE;
 	}
 	if (o.json)
@@ -358,5 +363,6 @@ int cmd_sweep(int argc, char **argv)
 		status = EXIT_FAIL;
 	free(o.requests);
 	free(o.pods);
+	free(o.pod_pids);
 	return status;
 }

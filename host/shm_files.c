@@ -255,19 +255,19 @@ int sg_shm_listing_add_mount(struct sg_shm_listing *l, const struct sg_shm_mount
 	return 0;
 }
 
-static bool among(uint64_t ns, const uint64_t *only, size_t nonly)
+static bool among(const struct sg_shm_mount *m, const struct sg_dir_id *only, size_t nonly)
 {
 	for (size_t i = 0; i < nonly; i++)
-		if (only[i] == ns)
+		if (only[i].kdev == m->kdev && only[i].ino == m->dir_ino)
 			return true;
 	return !nonly;
 }
 
 void sg_shm_listing_add_mounts(struct sg_shm_listing *l, const struct sg_shm_mounts *ms, size_t *next,
-			       const uint64_t *only, size_t nonly)
+			       const struct sg_dir_id *only, size_t nonly)
 {
 	for (; *next < ms->n && l->roots.n < SG_MAX_ROOTS; ++*next)
-		if (among(ms->m[*next].mntns, only, nonly))
+		if (among(&ms->m[*next], only, nonly))
 			sg_shm_listing_add_mount(l, &ms->m[*next]);
 }
 

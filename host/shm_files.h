@@ -69,11 +69,17 @@ struct sg_shm_listing {
  * 0, or -E2BIG when l has SG_MAX_ROOTS roots. */
 int sg_shm_listing_add_mount(struct sg_shm_listing *l, const struct sg_shm_mount *m);
 
+/* A directory by its device and inode. */
+struct sg_dir_id {
+	uint32_t kdev;
+	uint64_t ino;
+};
+
 /* Adds the mounts of ms from *next on, as many as l has room for, and
  * moves *next past them: a node's mounts are listed SG_MAX_ROOTS at a time.
- * With nonly, only those of the mount namespaces only[0..nonly). */
+ * With nonly, only the mounts whose directory is one of only[0..nonly). */
 void sg_shm_listing_add_mounts(struct sg_shm_listing *l, const struct sg_shm_mounts *ms, size_t *next,
-			       const uint64_t *only, size_t nonly);
+			       const struct sg_dir_id *only, size_t nonly);
 
 /* Reads the roots and /proc.  Returns 0, or a negative errno with err saying
  * what could not be read. */

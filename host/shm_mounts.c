@@ -382,3 +382,25 @@ void sg_shm_mounts_free(struct sg_shm_mounts *ms)
 	free(ms->m);
 	memset(ms, 0, sizeof(*ms));
 }
+
+int sg_shm_dir_of(pid_t pid, const char *point, uint32_t *kdev, uint64_t *ino)
+{
+	char path[48];
+	struct stat st;
+	int root, fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	if ((root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	fd = open_beneath(root, point);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		ret = -errno;
+	close(root);
+	if (fd >= 0)
+		close(fd);
+	if (ret == 0) {
+		*kdev = sg_kdev(st.st_dev);
+		*ino = st.st_ino;
+	}
+	return ret;
+}

@@ -55,4 +55,9 @@ int sg_shm_mounts_scan(struct sg_shm_mounts *out, const char *const *points, siz
 
 void sg_shm_mounts_free(struct sg_shm_mounts *ms);
 
+/* The device and inode of the directory at point in pid's view (through
+ * /proc/PID/root, no link of any kind followed): to pick that process's
+ * among the mounts found.  0, or a negative errno. */
+int sg_shm_dir_of(pid_t pid, const char *point, uint32_t *kdev, uint64_t *ino);
+
 #endif
