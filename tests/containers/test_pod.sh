@@ -11,7 +11,9 @@
 # 2. the server killed and restarted in place: the sidecar's sweep --dead
 #    reclaims what the dead server held, and keeps the new server's files;
 # 3. the sidecar follows the log directory as the kubelet lays it out
-#    (N.log per start), moving on to the next file.
+#    (N.log per start), moving on to the next file;
+# 4. the pod deleted and recreated with its volume kept: sweep --dead --pod
+#    on the node reclaims the old instance's files and keeps the new one's.
 # Per-pod figures from the node agent need the auditor's node mode, which
 # does not exist yet: not checked here.
 #
@@ -155,6 +157,34 @@ wait_for '[ "$(count "*sgc-s2-hold0_*")" = 0 ]' 20 ||
 	fail "the sidecar did not follow the next log file: $(pm logs "$sidecar_ctr" 2>&1 | grep -v "^removed 0 " | tail -8)"
 [ "$(count "*sgc-s2-hold1_*")" = 4 ] || fail "the abort of hold0 swept hold1"
 
+# 4. The pod deleted and recreated with its volume kept (the emptyDir of a
+# recreated sandbox): new pid namespaces.  Inside the new pod, the old
+# instance's creators are another namespace's, which it cannot see whole:
+# kept as unknown (or, if the kernel gave the new namespace the old one's
+# inode number, proven dead there by pid and start time).  From the node
+# (the initial pid namespace), sweep --dead --pod reclaims them whichever
+# happened, and keeps the new instance's files.
 pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
-[ "$failures" = 0 ] && echo "ok: markers from the container's log, in-place restart reclaim, the sidecar's log following"
+[ "$(count "*sgc-s2-hold1_*")" = 4 ] || fail "the volume did not keep the old instance's files: $(ls "$dshm")"
+if ! pm kube play --log-driver k8s-file "$PM_DIR/pod.yaml" >"$PM_DIR/play2.out" 2>&1; then
+	cat "$PM_DIR/play2.out" >&2
+	fail "podman kube play refused the manifest the second time"
+elif ! wait_for '[ "$(count "*sgc-s3-hold*")" = 8 ]' 30; then
+	fail "the recreated pod's server did not start: $(ls "$dshm")"
+else
+	before=$(sweeps)
+	wait_for '[ "$(sweeps)" -ge $((before + 2)) ]' 20 || fail "the new pod's sidecar does not sweep"
+	in_pod=$(count "*sgc-s2-hold1_*")
+	srv=$(pm inspect --format '{{.State.Pid}}' "$server_ctr")
+	"$build/cli/shmguard" sweep --dead --ignore-unreadable --pod "$srv" >"$PM_DIR/node-sweep.out" 2>&1 ||
+		fail "the node's sweep failed: $(cat "$PM_DIR/node-sweep.out")"
+	[ "$(count "*sgc-s2-hold*")" = 0 ] ||
+		fail "the old instance's files were kept: $(ls "$dshm"; cat "$PM_DIR/node-sweep.out")"
+	[ "$(count "*sgc-s3-hold*")" = 8 ] ||
+		fail "the new instance's files were swept: $(ls "$dshm"; cat "$PM_DIR/node-sweep.out")"
+	echo "recreated pod: of the old instance's 4 files, $((4 - in_pod)) reclaimed inside the new pod, the rest from the node"
+fi
+
+pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
+[ "$failures" = 0 ] && echo "ok: markers from the container's log, in-place restart reclaim, the sidecar's log following, a recreated pod's reclaim from the node"
 exit $((failures > 0))
