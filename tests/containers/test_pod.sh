@@ -53,6 +53,7 @@ fail() {
 cleanup() {
 	[ -n "$follower" ] && kill "$follower" 2>/dev/null && wait "$follower"
 	pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
+	umount "$PM_DIR/old-pidns" 2>/dev/null
 	umount "$dshm" 2>/dev/null
 	pm_cleanup
 }
@@ -158,12 +159,18 @@ wait_for '[ "$(count "*sgc-s2-hold0_*")" = 0 ]' 20 ||
 [ "$(count "*sgc-s2-hold1_*")" = 4 ] || fail "the abort of hold0 swept hold1"
 
 # 4. The pod deleted and recreated with its volume kept (the emptyDir of a
-# recreated sandbox): new pid namespaces.  Inside the new pod, the old
-# instance's creators are another namespace's, which it cannot see whole:
-# kept as unknown (or, if the kernel gave the new namespace the old one's
-# inode number, proven dead there by pid and start time).  From the node
-# (the initial pid namespace), sweep --dead --pod reclaims them whichever
-# happened, and keeps the new instance's files.
+# recreated sandbox): new pid namespaces.  The kernel hands out the lowest
+# free namespace inode, so the new pod's would mostly be the old one's, and
+# the new pod would prove the old creators dead by pid and start time
+# itself.  The old namespace is held (a bind mount of its nsfs file) so that
+# the new one's number differs: inside the new pod, the old instance's
+# creators are then another namespace's, which it cannot see whole, kept as
+# unknown; from the node (the initial pid namespace), sweep --dead --pod
+# proves them dead (a namespace without a process of that pid and start
+# time) and keeps the new instance's files.
+srv=$(pm inspect --format '{{.State.Pid}}' "$server_ctr")
+: >"$PM_DIR/old-pidns"
+mount --bind "/proc/$srv/ns/pid" "$PM_DIR/old-pidns" || fail "cannot hold the old pod's pid namespace"
 pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
 [ "$(count "*sgc-s2-hold1_*")" = 4 ] || fail "the volume did not keep the old instance's files: $(ls "$dshm")"
 if ! pm kube play --log-driver k8s-file "$PM_DIR/pod.yaml" >"$PM_DIR/play2.out" 2>&1; then
@@ -174,16 +181,19 @@ elif ! wait_for '[ "$(count "*sgc-s3-hold*")" = 8 ]' 30; then
 else
 	before=$(sweeps)
 	wait_for '[ "$(sweeps)" -ge $((before + 2)) ]' 20 || fail "the new pod's sidecar does not sweep"
-	in_pod=$(count "*sgc-s2-hold1_*")
+	[ "$(count "*sgc-s2-hold1_*")" = 4 ] ||
+		fail "the new pod judged the old instance's creators, whose namespace it cannot see: $(ls "$dshm")"
 	srv=$(pm inspect --format '{{.State.Pid}}' "$server_ctr")
+	[ "$(stat -L -c %i "/proc/$srv/ns/pid")" != "$(stat -L -c %i "$PM_DIR/old-pidns")" ] ||
+		fail "the new pod has the old pod's pid namespace"
 	"$build/cli/shmguard" sweep --dead --ignore-unreadable --pod "$srv" >"$PM_DIR/node-sweep.out" 2>&1 ||
 		fail "the node's sweep failed: $(cat "$PM_DIR/node-sweep.out")"
 	[ "$(count "*sgc-s2-hold*")" = 0 ] ||
 		fail "the old instance's files were kept: $(ls "$dshm"; cat "$PM_DIR/node-sweep.out")"
 	[ "$(count "*sgc-s3-hold*")" = 8 ] ||
 		fail "the new instance's files were swept: $(ls "$dshm"; cat "$PM_DIR/node-sweep.out")"
-	echo "recreated pod: of the old instance's 4 files, $((4 - in_pod)) reclaimed inside the new pod, the rest from the node"
 fi
+umount "$PM_DIR/old-pidns"
 
 pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
 [ "$failures" = 0 ] && echo "ok: markers from the container's log, in-place restart reclaim, the sidecar's log following, a recreated pod's reclaim from the node"
