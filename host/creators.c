@@ -30,6 +30,7 @@ const char *sg_creator_proof_name(enum sg_creator_proof p)
 		[SG_PROOF_NAMESPACE_UNSEEN] = "namespace_unseen",
 		[SG_PROOF_PROCESSES_UNREADABLE] = "processes_unreadable",
 		[SG_PROOF_OTHER_TIME_NAMESPACE] = "other_time_namespace",
+		[SG_PROOF_PROC_HIDES] = "proc_hides",
 	};
 	return names[p];
 }
@@ -45,6 +46,7 @@ const char *sg_creator_proof_why(enum sg_creator_proof p)
 		       "initial pid namespace)";
 	case SG_PROOF_PROCESSES_UNREADABLE:
 		return "it ran in another pid namespace, and some processes could not be read";
+	case SG_PROOF_PROC_HIDES: return "/proc hides other users' processes from this one (hidepid)";
 	case SG_PROOF_OTHER_TIME_NAMESPACE:
 		return "a process with its pid runs in another time namespace, whose start times differ";
 	default: return "no proof";
@@ -109,6 +111,10 @@ static void check(struct sg_creators *c)
 		return;
 	c->checked = true;
 	c->proc_own = sg_proc_is_own();
+	/* Every pid namespace has a pid 1, root's: a /proc mounted with
+	 * hidepid=invisible hides it, as it hides every process of others,
+	 * whose absence would prove nothing. */
+	c->proc_whole = access("/proc/1", F_OK) == 0;
 	c->self_pidns = sg_self_pidns();
 	c->self_timens = ns_inode(AT_FDCWD, "/proc/self/ns/time");
 	c->initial_pidns = c->proc_own && c->self_pidns == INITIAL_PIDNS_INO;
@@ -313,6 +319,8 @@ enum sg_creator_state sg_creators_judge(struct sg_creators *c, const struct sg_t
 		return *proof = SG_PROOF_PROC_FOREIGN, CREATOR_UNKNOWN;
 	if (!c->self_pidns || !t->start_ticks || !t->pidns || t->pid <= 0)
 		return *proof = SG_PROOF_NO_IDENTITY, CREATOR_UNKNOWN;
+	if (!c->proc_whole)
+		return *proof = SG_PROOF_PROC_HIDES, CREATOR_UNKNOWN;
 	if (t->pidns == c->self_pidns)
 		return judge_by_pid(c, t, proof);
 	return judge_by_index(c, t, proof);

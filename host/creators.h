@@ -39,6 +39,7 @@ enum sg_creator_proof {
 	SG_PROOF_NAMESPACE_UNSEEN,   /* another namespace that this process may not see whole */
 	SG_PROOF_PROCESSES_UNREADABLE, /* another namespace, and some process's identity could not be read */
 	SG_PROOF_OTHER_TIME_NAMESPACE, /* a process that may be it runs in another time namespace (other clock) */
+	SG_PROOF_PROC_HIDES,         /* /proc hides processes from this one (hidepid: pid 1 does not show) */
 };
 
 /* One process as the index knows it. */
@@ -54,6 +55,7 @@ struct sg_proc_ident {
 struct sg_creators {
 	bool checked;
 	bool proc_own;      /* /proc is this process's pid namespace's (sg_proc_is_own) */
+	bool proc_whole;    /* it shows pid 1: not mounted with hidepid against this process */
 	bool initial_pidns; /* this process is in the initial pid namespace, with its own /proc */
 	uint64_t self_pidns, self_timens;
 	bool indexed;       /* the index below was built (only once another namespace is asked about) */
