@@ -240,6 +240,8 @@ static int show_node(struct shown *t)
 	t->ns_read = ms.namespaces;
 	t->ns_unreadable = ms.unreadable;
 	t->ns_first_unreadable = ms.first_unreadable;
+	if (ms.unreadable)
+		status = EXIT_FAIL; /* said in the summary: a root not read */
 	for (size_t next = 0; next < ms.n;) {
 		struct sg_shm_listing l = {0};
 
