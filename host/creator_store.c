@@ -1,0 +1,193 @@
+#include "creator_store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "outfile.h"
+
+/* The file: this header, then n records as they are in memory (the
+ * store is read only by the machine that wrote it, within one boot). */
+#define STORE_MAGIC "SGCREC01"
+
+struct store_header {
+	char magic[8];
+	uint32_t rec_size; /* sizeof(struct sg_creator_rec): a build with another layout refuses it */
+	uint32_t n;
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *what, int e)
+{
+	snprintf(err, errlen, fmt, what, strerror(e));
+	errno = e;
+	return -1;
+}
+
+const char *sg_store_dir(void)
+{
+	const char *d = getenv("SHMGUARD_STORE_DIR");
+
+	return d && *d == '/' ? d : SG_STORE_DIR;
+}
+
+int sg_store_open_dir(bool make, char *err, size_t errlen)
+{
+	const char *dir = sg_store_dir();
+	struct stat st;
+	int fd;
+
+	if (make && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return fail(err, errlen, "cannot make %s: %s", dir, errno);
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return fail(err, errlen, "cannot open %s: %s", dir, errno);
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return fail(err, errlen, "cannot read %s: %s", dir, e);
+	}
+	/* Only its owner, root or whoever runs watch, may put records there. */
+	if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 077)) {
+		close(fd);
+		snprintf(err, errlen, "%s is not safe to trust (owner uid %u, mode %03o; wanted root's, 0700)", dir,
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+		errno = EPERM;
+		return -1;
+	}
+	return fd;
+}
+
+static void terminate(struct sg_creator_rec *r)
+{
+	r->comm[sizeof(r->comm) - 1] = '\0';
+	r->name[sizeof(r->name) - 1] = '\0';
+	r->cgroup[sizeof(r->cgroup) - 1] = '\0';
+}
+
+int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen)
+{
+	const char *dir = sg_store_dir();
+	struct store_header h;
+	struct stat st;
+	int fd = openat(dfd, SG_STORE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), ret = -1;
+
+	*s = (struct sg_creator_store){0};
+	if (fd < 0)
+		return errno == ENOENT ? 0 : fail(err, errlen, "cannot open the records in %s: %s", dir, errno);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022)) {
+		snprintf(err, errlen, "%s/%s is not a file watch wrote (type, links, owner or mode): not read", dir,
+			 SG_STORE_FILE);
+		goto cleanup;
+	}
+	if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || memcmp(h.magic, STORE_MAGIC, 8) != 0 ||
+	    h.rec_size != sizeof(struct sg_creator_rec) || h.n > SG_STORE_MAX ||
+	    (uint64_t)st.st_size != sizeof(h) + (uint64_t)h.n * sizeof(struct sg_creator_rec)) {
+		snprintf(err, errlen, "%s/%s is not a record file of this shmguard (header or size): not read", dir,
+			 SG_STORE_FILE);
+		goto cleanup;
+	}
+	if (h.n && !(s->recs = calloc(h.n, sizeof(*s->recs)))) {
+		snprintf(err, errlen, "out of memory");
+		goto cleanup;
+	}
+	s->cap = h.n;
+	size_t want = h.n * sizeof(*s->recs), got = 0;
+	while (got < want) {
+		ssize_t r = read(fd, (char *)s->recs + got, want - got);
+		if (r <= 0) {
+			snprintf(err, errlen, "%s/%s could not be read whole", dir, SG_STORE_FILE);
+			goto cleanup;
+		}
+		got += (size_t)r;
+	}
+	s->n = h.n;
+	for (size_t i = 0; i < s->n; i++)
+		terminate(&s->recs[i]);
+	sg_store_index(s);
+	ret = 0;
+cleanup:
+	close(fd);
+	if (ret < 0)
+		sg_store_free(s);
+	return ret;
+}
+
+int sg_store_save(const struct sg_creator_store *s, int dfd, char *err, size_t errlen)
+{
+	struct store_header h = {.rec_size = sizeof(struct sg_creator_rec), .n = (uint32_t)s->n};
+	struct sg_outfile out;
+	size_t len = s->n * sizeof(*s->recs), done = 0;
+
+	memcpy(h.magic, STORE_MAGIC, 8);
+	if (sg_outfile_open_at(&out, dfd, SG_STORE_FILE, 0600, 0, err, errlen) < 0)
+		return -1;
+	if (write(out.fd, &h, sizeof(h)) != (ssize_t)sizeof(h))
+		goto failed;
+	while (done < len) {
+		ssize_t w = write(out.fd, (const char *)s->recs + done, len - done);
+		if (w <= 0)
+			goto failed;
+		done += (size_t)w;
+	}
+	return sg_outfile_commit(&out, 0, err, errlen);
+failed:
+	snprintf(err, errlen, "cannot write the records in %s: %s", sg_store_dir(), strerror(errno));
+	sg_outfile_discard(&out);
+	return -1;
+}
+
+static int by_key(const void *x, const void *y)
+{
+	const struct sg_creator_rec *a = x, *b = y;
+
+	if (a->kdev != b->kdev)
+		return (a->kdev > b->kdev) - (a->kdev < b->kdev);
+	return (a->ino > b->ino) - (a->ino < b->ino);
+}
+
+void sg_store_index(struct sg_creator_store *s)
+{
+	if (s->n)
+		qsort(s->recs, s->n, sizeof(*s->recs), by_key);
+}
+
+const struct sg_creator_rec *sg_store_find(const struct sg_creator_store *s, uint32_t kdev, uint64_t ino)
+{
+	struct sg_creator_rec key = {.kdev = kdev, .ino = ino};
+
+	return s->n ? bsearch(&key, s->recs, s->n, sizeof(*s->recs), by_key) : NULL;
+}
+
+int sg_store_put(struct sg_creator_store *s, const struct sg_creator_rec *r)
+{
+	/* Unsorted while watch adds: a linear look for the same inode. */
+	for (size_t i = 0; i < s->n; i++)
+		if (s->recs[i].kdev == r->kdev && s->recs[i].ino == r->ino) {
+			s->recs[i] = *r;
+			terminate(&s->recs[i]);
+			return 0;
+		}
+	if (s->n >= SG_STORE_MAX)
+		return -1;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct sg_creator_rec *n = realloc(s->recs, cap * sizeof(*n));
+		if (!n)
+			return -1;
+		s->recs = n;
+		s->cap = cap;
+	}
+	s->recs[s->n] = *r;
+	terminate(&s->recs[s->n++]);
+	return 0;
+}
+
+void sg_store_free(struct sg_creator_store *s)
+{
+	free(s->recs);
+	*s = (struct sg_creator_store){0};
+}

@@ -1,0 +1,72 @@
+/* The creator records of `shmguard watch`: for every file created in a
+ * followed root, who made it as the kernel saw it.  Kept in one file of a
+ * directory only root may enter (/run/shmguard/creators: a restart of watch
+ * keeps them, a reboot forgets them), replaced whole on each write, read
+ * by `ls` and `sweep`.  The contents were chosen in part by others (file
+ * names, comm, cgroup names): every string is bounded and NUL-terminated on
+ * reading, and printed escaped. */
+#ifndef SHMGUARD_CREATOR_STORE_H
+#define SHMGUARD_CREATOR_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SG_STORE_DIR "/run/shmguard"
+#define SG_STORE_FILE "creators"
+/* At most this many records (about 600 bytes each): a file created past
+ * it has none, and is never proven an orphan. */
+#define SG_STORE_MAX 16384
+#define SG_REC_NAME_MAX 256
+#define SG_REC_CGROUP_MAX 256
+
+struct sg_creator_rec {
+	uint64_t ino;
+	uint64_t birth_ns;     /* the file's birth time (statx), 0 unknown */
+	uint64_t recorded_ns;  /* CLOCK_REALTIME when it was recorded */
+	uint64_t cgroup_id;    /* cgroup v2 id of the creator, 0 unknown */
+	uint64_t start_ticks;  /* the creator's start time (/proc/PID/stat field 22), 0 unknown */
+	uint64_t pidns;        /* the pid namespace pid is numbered in (watch's own) */
+	uint64_t creator_pidns; /* the pid namespace the creator runs in, 0 unknown */
+	uint64_t parent_start_ticks; /* its parent's, 0 unknown */
+	uint32_t kdev;
+	uint32_t pid;
+	uint32_t parent_pid; /* its parent when it created the file, 0 unknown */
+	uint32_t flags;      /* SG_REC_* */
+	char comm[16];
+	char name[SG_REC_NAME_MAX];      /* in its root; "" unknown */
+	char cgroup[SG_REC_CGROUP_MAX];  /* path below the cgroup2 root; "" unknown or too long */
+};
+
+struct sg_creator_store {
+	struct sg_creator_rec *recs; /* sorted by (kdev, ino) once indexed */
+	size_t n, cap;
+};
+
+/* The records' directory: SHMGUARD_STORE_DIR in the environment (tests),
+ * else SG_STORE_DIR. */
+const char *sg_store_dir(void);
+
+/* Opens the directory, made 0700 when make and it is missing; refused
+ * unless it is a real directory (no symlink anywhere in its last
+ * component) owned by root (or by this uid, for tests run by a user) that
+ * nobody else may enter.  Returns an O_DIRECTORY fd or -1 with a reason. */
+int sg_store_open_dir(bool make, char *err, size_t errlen);
+
+/* Reads the records (none when the file is missing).  Returns 0, or -1 with
+ * a reason: an unsafe or malformed file is refused whole. */
+int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen);
+
+/* Replaces the file with the records (written beside it, then renamed). */
+int sg_store_save(const struct sg_creator_store *s, int dfd, char *err, size_t errlen);
+
+/* Adds r, replacing an older record of the same (kdev, ino); -1 when full. */
+int sg_store_put(struct sg_creator_store *s, const struct sg_creator_rec *r);
+
+/* Sorts for sg_store_find(). */
+void sg_store_index(struct sg_creator_store *s);
+const struct sg_creator_rec *sg_store_find(const struct sg_creator_store *s, uint32_t kdev, uint64_t ino);
+
+void sg_store_free(struct sg_creator_store *s);
+
+#endif

@@ -1,0 +1,96 @@
+#include "orphan_proof.h"
+
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "holders.h"
+#include "journal_read.h"
+
+/* The last component of a cgroup path. */
+static const char *leaf(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+bool sg_cgroup_shared(const char *path)
+{
+	const char *name;
+
+	/* Unknown, not absolute, or with a component that is no name. */
+	if (path[0] != '/' || strstr(path, "//") || strstr(path, "/./") || strstr(path, "/../"))
+		return true;
+	name = leaf(path);
+	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return true; /* "/" is the root cgroup */
+	return fnmatch("*.slice", name, 0) == 0 || strcmp(name, "init.scope") == 0 ||
+	       fnmatch("session-*.scope", name, 0) == 0 || fnmatch("user@*.service", name, 0) == 0;
+}
+
+/* The host's PID 1 (systemd, or an init) never takes a name handed over. */
+static bool is_host_init(uint32_t pid)
+{
+	return pid == 1;
+}
+
+struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const struct sg_orphan_facts *f,
+					 bool ignore_unreadable)
+{
+	struct sg_orphan_verdict v = {.shared = sg_cgroup_shared(r->cgroup)};
+
+	if (!f->inode_same)
+		v.missing = "the name is not the file recorded any more";
+	else if (f->holders)
+		v.missing = "a live process has it open or mapped";
+	else if (f->unreadable && !ignore_unreadable)
+		v.missing = "some processes cannot be read, and could be using it";
+	else if (!r->cgroup_id)
+		v.missing = "its creator's cgroup is not known";
+	else if (f->cgroup == SG_CGROUP_GONE)
+		v.proof = "its instance is gone: its creator's cgroup no longer exists";
+	else if (f->cgroup == SG_CGROUP_UNKNOWN)
+		v.missing = "cannot tell whether its creator's cgroup exists";
+	else if (!v.shared)
+		v.missing = "its instance runs: its creator's cgroup exists";
+	else if (f->creator == CREATOR_ALIVE)
+		v.missing = "its creator runs (its cgroup is shared)";
+	else if (f->creator != CREATOR_DEAD)
+		v.missing = "cannot tell whether its creator runs (its cgroup is shared)";
+	else if (!is_host_init(r->parent_pid) && f->parent == CREATOR_ALIVE)
+		v.missing = "the process that started its creator runs, and may have been handed the name (its "
+			    "cgroup is shared)";
+	else if (!is_host_init(r->parent_pid) && f->parent != CREATOR_DEAD)
+		v.missing = "cannot tell whether the process that started its creator runs (its cgroup is shared)";
+	else
+		v.proof = "its creator and the process that started it are dead (its cgroup is shared)";
+	v.proven = v.proof != NULL;
+	return v;
+}
+
+static enum sg_creator_state process_state(uint32_t pid, uint64_t start_ticks, uint64_t pidns)
+{
+	struct sg_tag t = {.pid = (pid_t)pid, .start_ticks = start_ticks, .pidns = pidns};
+
+	return pid ? sg_creator_state(&t) : CREATOR_UNKNOWN;
+}
+
+void sg_orphan_gather(const struct sg_creator_rec *r, int dfd, const char *name, size_t nholders, unsigned unreadable,
+		      struct sg_orphan_facts *f)
+{
+	struct stat st;
+	uint64_t birth;
+
+	*f = (struct sg_orphan_facts){.holders = nholders, .unreadable = unreadable};
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && sg_kdev(st.st_dev) == r->kdev &&
+	    st.st_ino == r->ino) {
+		/* A birth time either side does not know proves nothing against it. */
+		birth = sg_birth_ns(dfd, name, AT_SYMLINK_NOFOLLOW);
+		f->inode_same = !birth || !r->birth_ns || birth == r->birth_ns;
+	}
+	f->cgroup = r->cgroup_id ? sg_cgroup_state(r->cgroup_id) : SG_CGROUP_UNKNOWN;
+	f->creator = process_state(r->pid, r->start_ticks, r->pidns);
+	f->parent = process_state(r->parent_pid, r->parent_start_ticks, r->pidns);
+}

@@ -1,0 +1,58 @@
+/* The proof that a file is an orphan of a program nobody preloaded: its
+ * instance is gone.  The creator is not the lifetime owner (a worker may
+ * create a segment and hand its name to its parent), so its death alone
+ * proves nothing; what proves it is
+ *   - the inode is still the one recorded (device, inode, birth time),
+ *   - no live process in any namespace has it open or mapped (/proc), and
+ *   - the instance proof: the creator's cgroup no longer exists (a
+ *     restarted service or container gets a new cgroup, so every process
+ *     that could have been handed the name is gone with it), or, where
+ *     that cgroup is shared with unrelated processes (sg_cgroup_shared),
+ *   - the shared-cgroup proof: the creator and the process that started
+ *     it are both dead (pid and start time; a reused pid is dead).
+ * Anything unknown (no cgroup id, no start time, another pid namespace,
+ * processes /proc would not show) is never taken as proof. */
+#ifndef SHMGUARD_ORPHAN_PROOF_H
+#define SHMGUARD_ORPHAN_PROOF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cgroup_ids.h"
+#include "creator_store.h"
+#include "shm_files.h"
+
+/* What the system says now about a record's file and creator. */
+struct sg_orphan_facts {
+	bool inode_same; /* the name still refers to the recorded inode, born when it was */
+	size_t holders;  /* live processes that have it open or mapped */
+	unsigned unreadable; /* processes whose files could not be read */
+	enum sg_cgroup_state cgroup;
+	enum sg_creator_state creator, parent;
+};
+
+struct sg_orphan_verdict {
+	bool proven;
+	bool shared;         /* the creator's cgroup is shared: the shared-cgroup proof applies */
+	const char *missing; /* what is not proven (NULL when proven) */
+	const char *proof;   /* what proved it (NULL when not proven) */
+};
+
+/* Whether a cgroup (its path below the cgroup2 root) holds unrelated
+ * processes, so that its lasting proves nothing about one program: the
+ * root cgroup, a slice (*.slice), init.scope (PID 1, and a user manager's
+ * own), a login session (session-*.scope), a user's service manager
+ * (user@*.service itself; its app and service cgroups below are their own)
+ * and any path not known. */
+bool sg_cgroup_shared(const char *path);
+
+/* The rules, on facts gathered (sg_orphan_gather) or given (tests). */
+struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const struct sg_orphan_facts *f,
+					 bool ignore_unreadable);
+
+/* The facts of record r for the file called name in the directory dfd,
+ * which nholders live processes hold and unreadable processes may. */
+void sg_orphan_gather(const struct sg_creator_rec *r, int dfd, const char *name, size_t nholders, unsigned unreadable,
+		      struct sg_orphan_facts *f);
+
+#endif
