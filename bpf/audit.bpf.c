@@ -110,6 +110,7 @@ static __always_inline void fill_header(struct sg_audit_header *h, __u32 type)
 	h->tgid = current_tgid();
 	h->ts_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
+	h->cgroup_id = bpf_get_current_cgroup_id();
 }
 
 /* Waking the reader for every event would cost the traced program an

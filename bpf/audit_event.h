@@ -19,6 +19,7 @@ struct sg_audit_header {
 	__u32 tgid; /* process of the current task */
 	__u64 ts_ns;
 	char comm[SG_AUDIT_COMM_LEN];
+	__u64 cgroup_id;
 };
 
 /* A new regular file, with its first name where the probe sees one (not the

@@ -16,6 +16,7 @@ int cmd_audit(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 
 #include <jansson.h>
 

@@ -16,6 +16,7 @@ static const struct {
 	{"audit", cmd_audit, "measure what aborted requests leave in /dev/shm (eBPF), gate CI on it"},
 	{"ls", cmd_ls, "list what /dev/shm holds: bytes, tags, creators, holders"},
 	{"sweep", cmd_sweep, "reclaim orphans: dead creators' files, a request's files"},
+	{"watch", cmd_watch, "record who creates each /dev/shm file (eBPF), for sweep --dead"},
 	{"doctor", cmd_doctor, "check whether shmguard can work here, and say why not"},
 };
 
