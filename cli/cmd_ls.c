@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "orphan_view.h"
 #include "shm_files.h"
 #include "shm_mounts.h"
 #include "text.h"
@@ -149,6 +150,9 @@ static void print_summary(const struct shown *t)
 		       (int)getpid());
 }
 
+/* The creator records of shmguard watch, read once. */
+static struct orphan_view records;
+
 static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_file *f)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 16], comm[32];
@@ -186,6 +190,7 @@ static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_fil
 		      "tag", tag, "root", root);
 	cli_json_set_text(o, "path", path);
 	cli_json_set_text(o, "name", f->name);
+	json_object_set_new(o, "creator_record", orphan_view_json(&records, l, f));
 	json_object_set_new(o, "journal_like",
 			    f->journal_like ? json_string(journal_like_name(f->journal_like)) : json_null());
 	return o;
@@ -223,8 +228,10 @@ static int show(struct shown *t, struct sg_shm_listing *l)
 	if (t->json)
 		for (size_t i = 0; i < l->n; i++)
 			json_array_append_new(t->json, file_json(l, &l->files[i]));
-	else
+	else {
 		print_rows(t, l);
+		orphan_view_print(&records, l);
+	}
 	add_up(t, l);
 	return EXIT_OK;
 }
@@ -293,8 +300,10 @@ int cmd_ls(int argc, char **argv)
 	cli_default_root(&l.roots);
 	if (json)
 		t.json = json_array();
+	orphan_view_load(&records);
 	status = node ? show_node(&t) : show(&t, &l);
 	sg_shm_listing_free(&l);
+	orphan_view_free(&records);
 	if (status != EXIT_OK && !node) {
 		/* Nothing listed: no report, as before. */
 		if (json)

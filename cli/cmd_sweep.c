@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "cli.h"
+#include "orphan_view.h"
 #include "reqid.h"
 #include "reclaim.h"
 #include "shm_files.h"
@@ -46,7 +47,10 @@ static void usage(FILE *out)
 		"                      [--ignore-unreadable] [--dry-run] [--json [FILE]]\n\n"
 		"Unlinks files under the shm roots that nobody will unlink:\n"
 		"  --dead              tagged files whose creator is gone (a reused pid does not count as\n"
-		"                      alive) and that no live process has open or mapped\n"
+		"                      alive), and untagged files that shmguard watch recorded whose\n"
+		"                      instance is gone (their creator's cgroup removed; in a shared\n"
+		"                      cgroup, their creator and its parent dead), when no live process\n"
+		"                      has them open or mapped\n"
 		"  --request ID        every file tagged with that request, whoever created it, unless a\n"
 		"                      live process has it open or mapped (repeatable)\n"
 		"  --glob GLOB --older-than DURATION\n"
@@ -127,6 +131,9 @@ static void told(const struct sg_reclaim_decision *d, void *opaque)
 	}
 }
 
+/* The creator records of shmguard watch, read once for --dead. */
+static struct orphan_view records;
+
 /* Sweeps every root of l.  Returns EXIT_OK, or EXIT_FAIL or EXIT_LOCKED
  * (said). */
 static int sweep_listing(struct outcome *out, const struct sweep_opts *o, struct sg_shm_listing *l)
@@ -139,6 +146,7 @@ static int sweep_listing(struct outcome *out, const struct sweep_opts *o, struct
 		.older_than = o->older_than,
 		.ignore_unreadable = o->ignore_unreadable,
 		.dry_run = o->dry_run,
+		.records = o->dead ? &records.store : NULL,
 	};
 	struct telling t = {out, o, l};
 	int status = EXIT_OK;
@@ -164,6 +172,8 @@ static int sweep_listing(struct outcome *out, const struct sweep_opts *o, struct
 			status = cli_fail(EXIT_FAIL, "sweep", "%s", esc);
 		}
 	}
+	if (o->dead)
+		orphan_view_untagged(&records, l, o->json ? stderr : stdout);
 	return status;
 }
 
@@ -344,7 +354,10 @@ int cmd_sweep(int argc, char **argv)
 	}
 	if (o.json)
 		out.decisions = json_array();
+	if (o.dead)
+		orphan_view_load(&records);
 	status = o.node ? sweep_node(&out, &o) : sweep_roots(&out, &o, &roots);
+	orphan_view_free(&records);
 	if (o.json) {
 		json_t *root = json_pack("{s:i, s:s, s:o, s:i, s:i, s:i, s:I, s:b, s:b}", "schema", 1,
 					 "shmguard_version", SHMGUARD_VERSION, "decisions", out.decisions, "removed",

@@ -99,8 +99,8 @@ enum sg_cgroup_state sg_cgroup_state(uint64_t id)
 int sg_cgroup_path(uint64_t id, char *buf, size_t len)
 {
 	char link[64], target[4096];
+	int fd = open_id(id); /* finds the mount first */
 	size_t mlen = strlen(mount_path);
-	int fd = open_id(id);
 	ssize_t n;
 
 	if (fd < 0)

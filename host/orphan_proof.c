@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -70,15 +71,16 @@ struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const s
 	return v;
 }
 
-static enum sg_creator_state process_state(uint32_t pid, uint64_t start_ticks, uint64_t pidns)
+static enum sg_creator_state process_state(struct sg_creators *c, uint32_t pid, uint64_t start_ticks,
+					   uint64_t pidns)
 {
 	struct sg_tag t = {.pid = (pid_t)pid, .start_ticks = start_ticks, .pidns = pidns};
 
-	return pid ? sg_creator_state(&t) : CREATOR_UNKNOWN;
+	return pid ? sg_creators_judge(c, &t, NULL) : CREATOR_UNKNOWN;
 }
 
-void sg_orphan_gather(const struct sg_creator_rec *r, int dfd, const char *name, size_t nholders, unsigned unreadable,
-		      struct sg_orphan_facts *f)
+void sg_orphan_gather(const struct sg_creator_rec *r, struct sg_creators *c, int dfd, const char *name,
+		      size_t nholders, unsigned unreadable, struct sg_orphan_facts *f)
 {
 	struct stat st;
 	uint64_t birth;
@@ -91,6 +93,25 @@ void sg_orphan_gather(const struct sg_creator_rec *r, int dfd, const char *name,
 		f->inode_same = !birth || !r->birth_ns || birth == r->birth_ns;
 	}
 	f->cgroup = r->cgroup_id ? sg_cgroup_state(r->cgroup_id) : SG_CGROUP_UNKNOWN;
-	f->creator = process_state(r->pid, r->start_ticks, r->pidns);
-	f->parent = process_state(r->parent_pid, r->parent_start_ticks, r->pidns);
+	f->creator = process_state(c, r->pid, r->start_ticks, r->pidns);
+	f->parent = process_state(c, r->parent_pid, r->parent_start_ticks, r->pidns);
+}
+
+const struct sg_creator_rec *sg_orphan_record(const struct sg_creator_store *s, const struct sg_shm_file *f)
+{
+	if (f->tagged || f->journal_like || !f->linked || !f->name || f->root < 0)
+		return NULL;
+	return sg_store_find(s, f->kdev, f->ino);
+}
+
+struct sg_orphan_verdict sg_orphan_of(const struct sg_shm_listing *l, const struct sg_shm_file *f,
+				      const struct sg_creator_rec *r, bool instance_only)
+{
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
+	struct sg_orphan_facts facts;
+
+	snprintf(path, sizeof(path), "%s/%s", l->roots.dir[f->root], f->name);
+	/* The listing's creators only cache what /proc says: asking changes nothing it shows. */
+	sg_orphan_gather(r, (struct sg_creators *)&l->creators, AT_FDCWD, path, instance_only ? 0 : f->nholders, l->holders.unreadable, &facts);
+	return sg_orphan_judge(r, &facts, instance_only);
 }

@@ -51,8 +51,18 @@ struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const s
 					 bool ignore_unreadable);
 
 /* The facts of record r for the file called name in the directory dfd,
- * which nholders live processes hold and unreadable processes may. */
-void sg_orphan_gather(const struct sg_creator_rec *r, int dfd, const char *name, size_t nholders, unsigned unreadable,
-		      struct sg_orphan_facts *f);
+ * which nholders live processes hold and unreadable processes may; c
+ * judges its creator and parent. */
+void sg_orphan_gather(const struct sg_creator_rec *r, struct sg_creators *c, int dfd, const char *name,
+		      size_t nholders, unsigned unreadable, struct sg_orphan_facts *f);
+
+/* The record of f in s: only for a linked file the shim did not tag (the
+ * shim's tag wins), else NULL. */
+const struct sg_creator_rec *sg_orphan_record(const struct sg_creator_store *s, const struct sg_shm_file *f);
+
+/* The proof for f of listing l and its record r, now; with instance_only,
+ * all but its holders (a reclaim says who they are itself). */
+struct sg_orphan_verdict sg_orphan_of(const struct sg_shm_listing *l, const struct sg_shm_file *f,
+				      const struct sg_creator_rec *r, bool instance_only);
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "orphan_proof.h"
 #include "text.h"
 
 #define LOCK_RETRY_MS 50
@@ -43,6 +44,13 @@ static const char *judge(const struct sg_reclaim_opts *o, struct sg_shm_listing 
 				 sg_creator_proof_why(f->creator_proof));
 			return buf;
 		}
+	} else if (o->dead && o->records && sg_orphan_record(o->records, f)) {
+		/* The holders are checked below, as for every file. */
+		struct sg_orphan_verdict v = sg_orphan_of(l, f, sg_orphan_record(o->records, f), true);
+		if (!v.proven)
+			return v.missing;
+		wanted = true;
+		*why_go = v.proof;
 	} else if (o->glob && fnmatch(o->glob, f->name, FNM_PATHNAME) == 0) {
 		if (f->age_s < o->older_than)
 			return NULL; /* not a candidate: too young for --older-than */

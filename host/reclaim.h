@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "creator_store.h"
 #include "shm_files.h"
 
 /* A creator may sit between its O_EXCL create and its ftruncate. */
@@ -25,6 +26,9 @@ struct sg_reclaim_opts {
 	const char *glob;       /* untagged files matching it (fnmatch)... */
 	double older_than;      /* ...older than this many seconds */
 	bool ignore_unreadable; /* even though some processes' files cannot be read */
+	/* With dead: shmguard watch's creator records, by which untagged files
+	 * whose instance is proven gone go too (host/orphan_proof.h); NULL: none. */
+	const struct sg_creator_store *records;
 	bool dry_run;
 };
 

@@ -172,6 +172,7 @@ static struct sg_creator_rec rec_of(const char *name)
 
 Test(orphan, gather_checks_the_inode_and_the_processes)
 {
+	struct sg_creators creators = {0};
 	struct sg_orphan_facts f;
 	struct sg_creator_rec r;
 
@@ -180,37 +181,38 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	r.pid = (uint32_t)getpid(); /* alive, with its true start time */
 	cr_assert_eq(sg_proc_start_ticks(0, &r.start_ticks), 0);
 	r.parent_pid = 0;
-	sg_orphan_gather(&r, dfd, "seg", 0, 0, &f);
+	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert(f.inode_same);
 	cr_assert_eq(f.creator, CREATOR_ALIVE);
 	cr_assert_eq(f.parent, CREATOR_UNKNOWN, "no parent recorded is unknown, never dead");
 	r.start_ticks += 1; /* a reused pid is not the creator */
-	sg_orphan_gather(&r, dfd, "seg", 0, 0, &f);
+	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_eq(f.creator, CREATOR_DEAD);
 	r.start_ticks = 0; /* a start time nobody knew names nobody */
-	sg_orphan_gather(&r, dfd, "seg", 0, 0, &f);
+	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_eq(f.creator, CREATOR_UNKNOWN);
 	r.pidns ^= 1; /* another namespace's pid */
-	sg_orphan_gather(&r, dfd, "seg", 0, 0, &f);
+	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_eq(f.creator, CREATOR_UNKNOWN);
 
 	/* The name given to another file: not the one recorded. */
 	cr_assert_eq(unlinkat(dfd, "seg", 0), 0);
 	make_file("other");
 	cr_assert_eq(renameat(dfd, "other", dfd, "seg"), 0);
-	sg_orphan_gather(&r, dfd, "seg", 0, 0, &f);
+	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_not(f.inode_same);
 	/* A symlink to the recorded file is not the file. */
 	r = rec_of("seg");
 	cr_assert_eq(symlinkat("seg", dfd, "link"), 0);
-	sg_orphan_gather(&r, dfd, "link", 0, 0, &f);
+	sg_orphan_gather(&r, &creators, dfd, "link", 0, 0, &f);
 	cr_assert_not(f.inode_same);
 	/* Same inode number, another birth: the number was reused. */
 	if (r.birth_ns) {
 		r.birth_ns += 1;
-		sg_orphan_gather(&r, dfd, "seg", 0, 0, &f);
+		sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 		cr_assert_not(f.inode_same);
 	}
+	sg_creators_free(&creators);
 }
 
 /* A cgroup of this test under the cgroup2 mount: alive, then gone. */

@@ -1,0 +1,118 @@
+#include "orphan_view.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "size.h"
+#include "text.h"
+
+void orphan_view_load(struct orphan_view *v)
+{
+	int sd;
+
+	*v = (struct orphan_view){0};
+	if ((sd = sg_store_open_dir(false, v->why, sizeof(v->why))) < 0) {
+		v->present = errno != ENOENT;
+		if (!v->present)
+			v->why[0] = '\0';
+		return;
+	}
+	v->present = true;
+	if (sg_store_load(&v->store, sd, v->why, sizeof(v->why)) == 0)
+		v->why[0] = '\0';
+	close(sd);
+}
+
+void orphan_view_free(struct orphan_view *v)
+{
+	sg_store_free(&v->store);
+}
+
+const struct sg_creator_rec *orphan_view_record(const struct orphan_view *v, const struct sg_shm_file *f)
+{
+	return sg_orphan_record(&v->store, f);
+}
+
+/* Whether the recorded process runs, as the listing's creators say (they
+ * only cache what /proc shows). */
+static const char *state_of(const struct sg_shm_listing *l, const struct sg_creator_rec *r)
+{
+	struct sg_tag t = {.pid = (pid_t)r->pid, .start_ticks = r->start_ticks, .pidns = r->pidns};
+
+	return r->pid ? sg_creator_state_name(sg_creators_judge((struct sg_creators *)&l->creators, &t, NULL))
+		      : "unknown";
+}
+
+void orphan_view_print(const struct orphan_view *v, const struct sg_shm_listing *l)
+{
+	char name[SG_ESCAPED_MAX], comm[SG_ESCAPED_MAX], cg[SG_ESCAPED_MAX];
+	bool header = false;
+
+	if (v->why[0])
+		printf("unknown: the creator records could not be read (%s)\n", v->why);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct sg_shm_file *f = &l->files[i];
+		const struct sg_creator_rec *r = orphan_view_record(v, f);
+
+		if (!r)
+			continue;
+		if (!header)
+			printf("creators recorded by shmguard watch (files the shim did not tag):\n");
+		header = true;
+		struct sg_orphan_verdict d = sg_orphan_of(l, f, r, false);
+		sg_text_escape(f->name, name, sizeof(name));
+		sg_text_escape(r->comm, comm, sizeof(comm));
+		sg_text_escape(r->cgroup[0] ? r->cgroup : "?", cg, sizeof(cg));
+		printf("  %s/%s: pid %u (%s, %s) in cgroup %s (%s, %s): %s: %s\n", l->roots.dir[f->root], name, r->pid,
+		       comm, state_of(l, r), cg, d.shared ? "shared" : "its own",
+		       !r->cgroup_id ? "unknown" : sg_cgroup_state(r->cgroup_id) == SG_CGROUP_GONE ? "gone"
+			: sg_cgroup_state(r->cgroup_id) == SG_CGROUP_ALIVE ? "exists" : "unknown",
+		       d.proven ? "orphan" : "kept", d.proven ? d.proof : d.missing);
+	}
+}
+
+json_t *orphan_view_json(const struct orphan_view *v, const struct sg_shm_listing *l, const struct sg_shm_file *f)
+{
+	const struct sg_creator_rec *r = orphan_view_record(v, f);
+	json_t *o;
+
+	if (!r)
+		return json_null();
+	struct sg_orphan_verdict d = sg_orphan_of(l, f, r, false);
+	o = json_pack("{s:i, s:s, s:I, s:b, s:b, s:s}", "creator_pid", (int)r->pid, "creator_state",
+		      state_of(l, r), "cgroup_id", (json_int_t)r->cgroup_id, "cgroup_shared",
+		      d.shared, "orphan", d.proven, "reason", d.proven ? d.proof : d.missing);
+	cli_json_set_text(o, "command", r->comm);
+	cli_json_set_text(o, "cgroup", r->cgroup[0] ? r->cgroup : NULL);
+	return o;
+}
+
+void orphan_view_untagged(const struct orphan_view *v, const struct sg_shm_listing *l, FILE *out)
+{
+	uint64_t bytes = 0;
+	size_t n = 0;
+	char b[16];
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct sg_shm_file *f = &l->files[i];
+		if (!f->tagged && !f->journal_like && f->linked && !orphan_view_record(v, f)) {
+			n++;
+			bytes += f->bytes;
+		}
+	}
+	if (!n)
+		return;
+	fprintf(out,
+		"untagged: %zu %s, %llu bytes (%s) with no owner record: neither the shim's tag nor a creator "
+		"record of shmguard watch, so --dead cannot prove them orphans.  %s; or preload the shim (shmguard "
+		"run); --glob GLOB --older-than DURATION removes untagged files by name and age\n",
+		SG_PLURAL(n, "file", "files"), (unsigned long long)bytes, sg_human_bytes(bytes, b, sizeof(b)),
+		v->why[0] ? "The creator records could not be read (see above)"
+		: v->present ? "Files created while shmguard watch ran have records: they were made before it, or past its "
+			     "bounds"
+			   : "Run shmguard watch (as root, before the programs start): every file created from then on "
+			     "gets a record");
+}
