@@ -176,6 +176,18 @@ static __always_inline long read_name(struct dentry *d, char *name)
 	return bpf_probe_read_kernel_str(name, SG_AUDIT_NAME_MAX, BPF_CORE_READ(d, d_name.name));
 }
 
+/* The creating process's start and its parent's, as /proc shows them. */
+static __always_inline void fill_creator(struct sg_audit_create *e)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
+	struct task_struct *parent = BPF_CORE_READ(leader, real_parent);
+
+	e->start_ns = BPF_CORE_READ(leader, start_boottime);
+	e->parent_tgid = parent ? seen_tgid(parent) : 0;
+	e->parent_start_ns = parent ? BPF_CORE_READ(parent, group_leader, start_boottime) : 0;
+}
+
 /* inode was created, and is called d where the probe knows (else NULL). */
 static __always_inline void report_create(struct inode *inode, struct dentry *d)
 {
@@ -190,6 +202,8 @@ static __always_inline void report_create(struct inode *inode, struct dentry *d)
 	e->ino = BPF_CORE_READ(inode, i_ino);
 	e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	e->pad = 0;
+	e->pad2 = 0;
+	fill_creator(e);
 	e->dir_ino = 0;
 	if (d) {
 		len = read_name(d, e->name);

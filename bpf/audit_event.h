@@ -31,6 +31,13 @@ struct sg_audit_create {
 	__u64 dir_ino; /* the name's directory, 0 with no name */
 	__u32 dev;     /* the kernel's encoding: major << 20 | minor */
 	__u32 pad;
+	/* Who created it, read as it happened (a creator may be gone before
+	 * userspace looks): its process's start and its parent's, in
+	 * CLOCK_BOOTTIME ns (what /proc/PID/stat's field 22 counts in ticks). */
+	__u64 start_ns;
+	__u64 parent_start_ns;
+	__u32 parent_tgid; /* 0: outside the auditor's pid namespace */
+	__u32 pad2;
 	char name[SG_AUDIT_NAME_MAX]; /* "" unknown; sent up to its NUL */
 };
 

@@ -122,7 +122,7 @@ static void on_create(struct watch *w, const struct sg_audit_create *e, size_t s
 {
 	size_t room = size - offsetof(struct sg_audit_create, name), len;
 	struct sg_creator_rec r = {.kdev = e->dev, .ino = e->ino};
-	char name[SG_AUDIT_NAME_MAX + 1], comm[SG_AUDIT_COMM_LEN + 1];
+	char name[SG_AUDIT_NAME_MAX + 1];
 	unsigned root;
 
 	for (root = 0; root < w->roots.n; root++)
@@ -133,10 +133,8 @@ static void on_create(struct watch *w, const struct sg_audit_create *e, size_t s
 	len = strnlen(e->name, room < SG_AUDIT_NAME_MAX ? room : SG_AUDIT_NAME_MAX);
 	memcpy(name, e->name, len);
 	name[len] = '\0';
-	memcpy(comm, e->h.comm, SG_AUDIT_COMM_LEN);
-	comm[SG_AUDIT_COMM_LEN] = '\0';
-	/* The creator now, while /proc still shows it. */
-	sg_watch_creator(&r, e->h.tgid, e->h.cgroup_id, comm, e->h.ts_ns);
+	/* What the event says of its creator. */
+	sg_watch_creator(&r, e);
 	if (len && !strchr(name, '/')) {
 		named(w, &r, root, name);
 		return;

@@ -1,8 +1,6 @@
 #include "watch_record.h"
 
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -12,81 +10,50 @@
 #include "journal.h"
 #include "procstat.h"
 
-/* The parent pid of pid (/proc/PID/stat field 4), 0 when unknown. */
-static uint32_t parent_of(uint32_t pid)
-{
-	char path[32], buf[1024];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* comm may hold spaces and parentheses: the fields go on after the last ')'. */
-	char *p = strrchr(buf, ')'), *end;
-	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
-		return 0;
-	unsigned long v = strtoul(p + 4, &end, 10);
-	return end != p + 4 && *end == ' ' && v <= UINT32_MAX ? (uint32_t)v : 0;
-}
-
-/* The start time of pid in ticks if it started no later than before_ns
- * (CLOCK_BOOTTIME): a process that started later only has the pid now.
- * 0 when it cannot be told. */
-static uint64_t started_before(uint32_t pid, uint64_t before_ns)
+/* CLOCK_BOOTTIME ns as /proc/PID/stat counts them (field 22): whole clock
+ * ticks, rounded down as the kernel does. */
+static uint64_t ticks_of(uint64_t ns)
 {
 	static long hz;
-	uint64_t ticks;
 
 	if (!hz && (hz = sysconf(_SC_CLK_TCK)) <= 0)
 		hz = 100;
-	if (!pid || sg_proc_start_ticks((pid_t)pid, &ticks) < 0 || !ticks)
-		return 0;
-	return ticks * (1000000000ull / (uint64_t)hz) <= before_ns ? ticks : 0;
+	return ns / (1000000000ull / (uint64_t)hz);
 }
 
-static uint64_t pidns_of(uint32_t pid)
+/* The pid namespace of pid, if pid is still the process that started at
+ * start_ticks; 0 otherwise. */
+static uint64_t pidns_of(uint32_t pid, uint64_t start_ticks)
 {
 	char path[48];
 	struct stat st;
+	uint64_t now;
 
 	snprintf(path, sizeof(path), "/proc/%u/ns/pid", pid);
-	return stat(path, &st) == 0 ? st.st_ino : 0;
+	if (stat(path, &st) < 0 || sg_proc_start_ticks((pid_t)pid, &now) < 0 || now != start_ticks)
+		return 0;
+	return st.st_ino;
 }
 
-void sg_watch_creator(struct sg_creator_rec *r, uint32_t pid, uint64_t cgroup_id, const char *comm, uint64_t ts_ns)
+void sg_watch_creator(struct sg_creator_rec *r, const struct sg_audit_create *e)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	r->recorded_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	r->pid = pid;
-	r->cgroup_id = cgroup_id;
-	snprintf(r->comm, sizeof(r->comm), "%.*s", (int)sizeof(r->comm) - 1, comm);
+	r->cgroup_id = e->h.cgroup_id;
+	memcpy(r->comm, e->h.comm, sizeof(r->comm) - 1);
+	r->comm[sizeof(r->comm) - 1] = '\0';
 	r->pidns = sg_self_pidns();
-	if (sg_cgroup_path(cgroup_id, r->cgroup, sizeof(r->cgroup)) < 0)
+	if (sg_cgroup_path(r->cgroup_id, r->cgroup, sizeof(r->cgroup)) < 0)
 		r->cgroup[0] = '\0';
-	if (!pid)
-		return;
-	/* The event's time is CLOCK_MONOTONIC, start times are counted in
-	 * CLOCK_BOOTTIME, which is never behind it: a creator that started
-	 * before the file can only look later after a suspend, and is then
-	 * unknown, never someone else. */
-	if (!(r->start_ticks = started_before(pid, ts_ns)))
-		return;
-	r->creator_pidns = pidns_of(pid);
-	r->parent_pid = parent_of(pid);
-	/* The parent started before the creator, or the pid is another's now. */
-	if (r->parent_pid && !(r->parent_start_ticks = started_before(r->parent_pid, ts_ns)))
+	/* A pid outside watch's namespace names nobody it can look for. */
+	if ((r->pid = e->h.tgid) && e->start_ns) {
+		r->start_ticks = ticks_of(e->start_ns);
+		r->creator_pidns = pidns_of(r->pid, r->start_ticks);
+	}
+	if ((r->parent_pid = e->parent_tgid) && e->parent_start_ns)
+		r->parent_start_ticks = ticks_of(e->parent_start_ns);
+	else
 		r->parent_pid = 0;
-	/* Both read after the fact: the creator must still be the one whose
-	 * parent was read (a reused pid in between would be another). */
-	uint64_t again;
-	if (sg_proc_start_ticks((pid_t)pid, &again) < 0 || again != r->start_ticks)
-		r->parent_pid = 0, r->parent_start_ticks = 0;
 }
