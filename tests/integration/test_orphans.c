@@ -103,14 +103,16 @@ static void cg_stop(const char *path)
 			made[i] = made[--nmade];
 }
 
-/* argv (up to 8 words) started inside cgroup cg. */
+/* argv (up to 11 words) started inside cgroup cg. */
 static struct h_proc spawn_in(const char *cg, const char *const *argv)
 {
-	const char *sh[12] = {"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", cg};
+	const char *sh[16] = {"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", cg};
 	size_t i;
 
-	for (i = 0; argv[i] && i < 8; i++)
+	for (i = 0; argv[i]; i++) {
+		cr_assert_lt(i, 11, "too many words");
 		sh[4 + i] = argv[i];
+	}
 	sh[4 + i] = NULL;
 	return h_spawn(sh, NULL);
 }
@@ -340,4 +342,86 @@ Test(orphans, nccl_like_attach_then_unlink)
 	out = sweep(false);
 	cr_expect(!h_exists(ring3), "%s", out);
 	cr_expect(strstr(out, "removed 1 file"), "%s", out);
+}
+
+/* A program this test runs that the test command installs: in CI it must
+ * be there, elsewhere the test is skipped without it. */
+static void need_program(const char *path)
+{
+	if (access(path, X_OK) == 0)
+		return;
+	cr_assert(!getenv("CI"), "%s is missing: scripts/deps.sh installs it", path);
+	h_skip(teardown, h_str("%s is not installed (scripts/deps.sh installs it)", path));
+}
+
+/* The file of this /dev/shm whose name starts with stem, waited for. */
+static const char *wait_file(const char *stem, struct h_proc *maker)
+{
+	long until = h_now_ms() + 20000;
+
+	for (;;) {
+		struct dirent **list;
+		int n = scandir("/dev/shm", &list, NULL, alphasort);
+		const char *found = NULL;
+		for (int i = 0; i < n; i++) {
+			if (!found && strncmp(list[i]->d_name, stem, strlen(stem)) == 0)
+				found = h_str("/dev/shm/%s", list[i]->d_name);
+			free(list[i]);
+		}
+		free(list);
+		if (found)
+			return found;
+		if (h_now_ms() > until) {
+			char *err;
+			kill(maker->pid, SIGKILL);
+			h_finish(maker, &err);
+			cr_assert_fail("no /dev/shm/%s... appeared; its maker said: %s", stem, err);
+		}
+		usleep(20000);
+	}
+}
+
+/* Whether process pid maps a file whose path holds needle. */
+static bool maps(pid_t pid, const char *needle)
+{
+	char *out = NULL;
+	const char *argv[] = {"/bin/cat", h_str("/proc/%d/maps", (int)pid), NULL};
+
+	return h_output(argv, NULL, &out, NULL) == 0 && strstr(out, needle);
+}
+
+Test(orphans, gstreamer_shmsink_killed_while_a_reader_maps_it)
+{
+	const char *gst = "/usr/bin/gst-launch-1.0", *sock = h_str("/tmp/%sgst.sock", prefix);
+
+	need_program(gst);
+	start_watch();
+	const char *prod_cg = cg_make("producer"), *read_cg = cg_make("reader");
+	struct h_proc producer = spawn_in(prod_cg, (const char *[]){gst, "-q", "videotestsrc", "is-live=true", "!",
+								      "video/x-raw,width=64,height=64", "!",
+								      "shmsink", h_str("socket-path=%s", sock),
+								      "shm-size=200000", "wait-for-connection=false", NULL});
+	const char *seg = wait_file("shmpipe.", &producer);
+	wait_recorded((const char *[]){seg, NULL});
+	struct h_proc reader = spawn_in(read_cg, (const char *[]){gst, "-q", "shmsrc", h_str("socket-path=%s", sock), "!",
+								    "fakesink", NULL});
+	long until = h_now_ms() + 20000;
+	while (!maps(reader.pid, "shmpipe.")) {
+		cr_assert_lt(h_now_ms(), until, "the reader never mapped %s", seg);
+		usleep(20000);
+	}
+	/* The reader keeps its mapping (stopped: it cannot see the producer go). */
+	kill(reader.pid, SIGSTOP);
+	cg_stop(prod_cg);
+	h_finish(&producer, NULL);
+	cr_assert(h_exists(seg), "the producer removed its segment: no leak to test");
+	char *out = sweep(false);
+	cr_expect(h_exists(seg), "a segment a reader maps was swept: %s", out);
+	cr_expect(strstr(out, "in use by"), "%s", out);
+	cg_stop(read_cg);
+	h_finish(&reader, NULL);
+	out = sweep(false);
+	cr_expect(!h_exists(seg), "the leaked segment stayed: %s", out);
+	cr_expect(strstr(out, "removed 1 file"), "%s", out);
+	unlink(sock);
 }
