@@ -30,6 +30,8 @@ test=(
 # The real-runtime tests (tests/containers): podman, with runc as its
 # runtime and catatonit for its pause image (tests/containers/containers.conf).
 test+=(podman runc catatonit)
+# The programs whose orphans sweep --dead reclaims (tests/integration/test_orphans.c).
+test+=(openmpi-bin python3-mpi4py gstreamer1.0-tools gstreamer1.0-plugins-bad)
 list=0
 if [ "${1:-}" = --list ]; then
 	list=1

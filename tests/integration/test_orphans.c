@@ -103,14 +103,14 @@ static void cg_stop(const char *path)
 			made[i] = made[--nmade];
 }
 
-/* argv (up to 11 words) started inside cgroup cg. */
+/* argv (up to 15 words) started inside cgroup cg. */
 static struct h_proc spawn_in(const char *cg, const char *const *argv)
 {
-	const char *sh[16] = {"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", cg};
+	const char *sh[20] = {"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", cg};
 	size_t i;
 
 	for (i = 0; argv[i]; i++) {
-		cr_assert_lt(i, 11, "too many words");
+		cr_assert_lt(i, 15, "too many words");
 		sh[4 + i] = argv[i];
 	}
 	sh[4 + i] = NULL;
@@ -424,4 +424,73 @@ Test(orphans, gstreamer_shmsink_killed_while_a_reader_maps_it)
 	cr_expect(!h_exists(seg), "the leaked segment stayed: %s", out);
 	cr_expect(strstr(out, "removed 1 file"), "%s", out);
 	unlink(sock);
+}
+
+/* The vader_segment files of this /dev/shm, sorted, one a line. */
+static char *vader_segments(void)
+{
+	struct dirent **list;
+	int n = scandir("/dev/shm", &list, NULL, alphasort);
+	char *all = "";
+
+	cr_assert_geq(n, 0);
+	for (int i = 0; i < n; i++) {
+		if (strncmp(list[i]->d_name, "vader_segment.", 14) == 0)
+			all = h_str("%s/dev/shm/%s\n", all, list[i]->d_name);
+		free(list[i]);
+	}
+	free(list);
+	return all;
+}
+
+/* An Open MPI job of two ranks over its shared-memory transport (vader),
+ * in cgroup cg: "ready" once both ranks are past a barrier. */
+static struct h_proc mpi_job(const char *cg, const char *tmp)
+{
+	static const char rank[] = "from mpi4py import MPI\n"
+				   "import time\n"
+				   "MPI.COMM_WORLD.Barrier()\n"
+				   "if MPI.COMM_WORLD.rank == 0: print('ready', flush=True)\n"
+				   "time.sleep(3600)\n";
+
+	return ready_in(cg, (const char *[]){"/usr/bin/mpirun", "--allow-run-as-root", "-np", "2", "--mca", "btl",
+					     "self,vader", "--mca", "orte_tmpdir_base", tmp, "/usr/bin/python3", "-c",
+					     rank, NULL});
+}
+
+Test(orphans, open_mpi_job_killed_is_reclaimed)
+{
+	const char *tmp = h_str("/tmp/%smpi", prefix);
+
+	need_program("/usr/bin/mpirun");
+	cr_assert_eq(system("/usr/bin/python3 -c 'import mpi4py' 2>/dev/null"), 0,
+		     "python3-mpi4py is missing: scripts/deps.sh installs it");
+	cr_assert_eq(mkdir(tmp, 0700), 0);
+	start_watch();
+	const char *dead_cg = cg_make("mpidead"), *live_cg = cg_make("mpilive");
+	struct h_proc dead = mpi_job(dead_cg, tmp);
+	char *dead_files = vader_segments();
+	cr_assert_eq(h_occurrences(dead_files, "\n"), 2, "not one segment per rank: %s", dead_files);
+	struct h_proc live = mpi_job(live_cg, tmp);
+	char *all = vader_segments(), *live_files = "";
+	for (char *line = strtok(h_str("%s", all), "\n"); line; line = strtok(NULL, "\n"))
+		if (!strstr(dead_files, line))
+			live_files = h_str("%s%s\n", live_files, line);
+	cr_assert_eq(h_occurrences(live_files, "\n"), 2, "%s", all);
+	char *names[5] = {0}, *copy = h_str("%s", all);
+	int k = 0;
+	for (char *line = strtok(copy, "\n"); line && k < 4; line = strtok(NULL, "\n"))
+		names[k++] = line;
+	wait_recorded((const char *const *)names);
+
+	/* kill -9 of the whole job: mpirun and its ranks. */
+	cg_stop(dead_cg);
+	h_finish(&dead, NULL);
+	cr_assert_str_eq(vader_segments(), all, "Open MPI removed its segments itself: no leak to test");
+	char *out = sweep(false);
+	cr_expect_str_eq(vader_segments(), live_files, "%s", out);
+	cr_expect(strstr(out, "removed 2 files"), "%s", out);
+	cg_stop(live_cg);
+	h_finish(&live, NULL);
+	h_run((const char *[]){"rm", "-rf", tmp, NULL}, NULL, NULL);
 }
