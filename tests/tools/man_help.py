@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 
-COMMANDS = ["run", "abort", "audit", "ls", "sweep", "doctor"]
+COMMANDS = ["run", "abort", "audit", "ls", "sweep", "watch", "doctor"]
 # Every command takes these; the page lists them once, in its own section.
 COMMON = {"-h", "--help", "-V", "--version"}
 OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
