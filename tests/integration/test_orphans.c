@@ -300,6 +300,26 @@ Test(orphans, an_instance_restarted_in_place_loses_only_its_old_files)
 	cr_expect_eq(h_finish(&now, NULL), 0);
 }
 
+Test(orphans, records_outlive_a_restart_of_watch)
+{
+	const char *py = h_bin("SG_PSM_POOL");
+
+	start_watch();
+	const char *job = cg_make("job");
+	struct h_proc pool = ready_in(job, (const char *[]){"python3", py, "pool", h_str("%spool", prefix), "1", NULL});
+	wait_recorded((const char *[]){shm("pool-main0"), NULL});
+	/* watch stops and starts again: what it recorded stays. */
+	kill(watch.pid, SIGTERM);
+	cr_assert_eq(h_finish(&watch, NULL), 0);
+	watch.pid = -1;
+	start_watch();
+	cg_stop(job);
+	h_finish(&pool, NULL);
+	char *out = sweep(false);
+	cr_expect_str_eq(remaining(), "", "%s", out);
+	cr_expect(strstr(out, "removed 3 files"), "%s", out);
+}
+
 Test(orphans, nccl_like_attach_then_unlink)
 {
 	const char *tool = h_bin("SG_NCCL_LIKE");
