@@ -313,11 +313,16 @@ Test(orphans, records_outlive_a_restart_of_watch)
 	cr_assert_eq(h_finish(&watch, NULL), 0);
 	watch.pid = -1;
 	start_watch();
+	/* A file recorded since: the new watch has written its records. */
+	const char *other = cg_make("other");
+	struct h_proc live = ready_in(other, (const char *[]){"python3", py, "live", h_str("%slive", prefix), "1", NULL});
+	wait_recorded((const char *[]){shm("live-live0"), NULL});
 	cg_stop(job);
 	h_finish(&pool, NULL);
 	char *out = sweep(false);
-	cr_expect_str_eq(remaining(), "", "%s", out);
+	cr_expect_str_eq(remaining(), "live-live0\n", "%s", out);
 	cr_expect(strstr(out, "removed 3 files"), "%s", out);
+	cr_expect_eq(h_finish(&live, NULL), 0);
 }
 
 Test(orphans, nccl_like_attach_then_unlink)
