@@ -40,7 +40,10 @@ static bool is_host_init(uint32_t pid)
 struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const struct sg_orphan_facts *f,
 					 bool ignore_unreadable)
 {
-	struct sg_orphan_verdict v = {.shared = sg_cgroup_shared(r->cgroup)};
+	/* A cgroup that cannot be asked about is no instance to rely on: the
+	 * creator and its parent must speak for it, as in a shared one. */
+	bool unchecked = !r->cgroup_id || f->cgroup == SG_CGROUP_UNKNOWN;
+	struct sg_orphan_verdict v = {.shared = unchecked || sg_cgroup_shared(r->cgroup)};
 
 	if (!f->inode_same)
 		v.missing = "the name is not the file recorded any more";
@@ -48,25 +51,24 @@ struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const s
 		v.missing = "a live process has it open or mapped";
 	else if (f->unreadable && !ignore_unreadable)
 		v.missing = "some processes cannot be read, and could be using it";
-	else if (!r->cgroup_id)
-		v.missing = "its creator's cgroup is not known";
-	else if (f->cgroup == SG_CGROUP_GONE)
+	else if (!unchecked && f->cgroup == SG_CGROUP_GONE)
 		v.proof = "its instance is gone: its creator's cgroup no longer exists";
-	else if (f->cgroup == SG_CGROUP_UNKNOWN)
-		v.missing = "cannot tell whether its creator's cgroup exists";
 	else if (!v.shared)
 		v.missing = "its instance runs: its creator's cgroup exists";
 	else if (f->creator == CREATOR_ALIVE)
-		v.missing = "its creator runs (its cgroup is shared)";
+		v.missing = unchecked ? "its creator runs (its cgroup cannot be checked)"
+				      : "its creator runs (its cgroup is shared)";
 	else if (f->creator != CREATOR_DEAD)
-		v.missing = "cannot tell whether its creator runs (its cgroup is shared)";
+		v.missing = "cannot tell whether its creator runs, and its cgroup is shared or cannot be checked";
 	else if (!is_host_init(r->parent_pid) && f->parent == CREATOR_ALIVE)
 		v.missing = "the process that started its creator runs, and may have been handed the name (its "
-			    "cgroup is shared)";
+			    "cgroup is shared or cannot be checked)";
 	else if (!is_host_init(r->parent_pid) && f->parent != CREATOR_DEAD)
-		v.missing = "cannot tell whether the process that started its creator runs (its cgroup is shared)";
+		v.missing = "cannot tell whether the process that started its creator runs (its cgroup is shared "
+			    "or cannot be checked)";
 	else
-		v.proof = "its creator and the process that started it are dead (its cgroup is shared)";
+		v.proof = "its creator and the process that started it are dead (its cgroup is shared or cannot "
+			  "be checked)";
 	v.proven = v.proof != NULL;
 	return v;
 }

@@ -7,7 +7,8 @@
  *   - the instance proof: the creator's cgroup no longer exists (a
  *     restarted service or container gets a new cgroup, so every process
  *     that could have been handed the name is gone with it), or, where
- *     that cgroup is shared with unrelated processes (sg_cgroup_shared),
+ *     that cgroup is shared with unrelated processes (sg_cgroup_shared) or
+ *     cannot be asked about (no id recorded, no cgroup2 mount, no privilege),
  *   - the shared-cgroup proof: the creator and the process that started
  *     it are both dead (pid and start time; a reused pid is dead).
  * Anything unknown (no cgroup id, no start time, another pid namespace,
@@ -33,7 +34,7 @@ struct sg_orphan_facts {
 
 struct sg_orphan_verdict {
 	bool proven;
-	bool shared;         /* the creator's cgroup is shared: the shared-cgroup proof applies */
+	bool shared;         /* the creator's cgroup is shared or unchecked: the shared-cgroup proof applies */
 	const char *missing; /* what is not proven (NULL when proven) */
 	const char *proof;   /* what proved it (NULL when not proven) */
 };

@@ -74,8 +74,15 @@ Test(orphan, own_cgroup_alive_keeps_even_with_creator_and_parent_dead)
 	struct sg_orphan_verdict v = sg_orphan_judge(&r, &f, false);
 	cr_assert_not(v.proven);
 	cr_assert_not_null(strstr(v.missing, "instance runs"));
+	/* A cgroup that cannot be checked: the creator and its parent must speak. */
 	f.cgroup = SG_CGROUP_UNKNOWN;
-	cr_assert_not(sg_orphan_judge(&r, &f, false).proven);
+	f.parent = CREATOR_ALIVE;
+	struct sg_orphan_verdict u = sg_orphan_judge(&r, &f, false);
+	cr_assert(u.shared);
+	cr_assert_not(u.proven);
+	cr_assert_not_null(strstr(u.missing, "handed the name"));
+	f.parent = CREATOR_DEAD;
+	cr_assert(sg_orphan_judge(&r, &f, false).proven);
 }
 
 Test(orphan, each_missing_fact_is_named)
@@ -92,9 +99,15 @@ Test(orphan, each_missing_fact_is_named)
 	f.unreadable = 3;
 	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "cannot be read"));
 	cr_assert(sg_orphan_judge(&r, &f, true).proven);
+	/* A record without a cgroup id names no instance: its "gone" cgroup
+	 * proves nothing, its creator and parent must be dead. */
 	f = gone;
-	r.cgroup_id = 0; /* a record without an id names no instance */
-	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "cgroup is not known"));
+	r.cgroup_id = 0;
+	f.creator = CREATOR_UNKNOWN;
+	struct sg_orphan_verdict v = sg_orphan_judge(&r, &f, false);
+	cr_assert_not(v.proven);
+	cr_assert(v.shared);
+	cr_assert_not_null(strstr(v.missing, "cannot tell whether its creator runs"));
 }
 
 Test(orphan, shared_cgroup_needs_creator_and_parent_dead)
@@ -118,7 +131,7 @@ Test(orphan, shared_cgroup_needs_creator_and_parent_dead)
 	f.creator = CREATOR_ALIVE;
 	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "its creator runs"));
 	f.creator = CREATOR_UNKNOWN;
-	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "cannot tell whether its creator"));
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "cannot tell whether its creator runs"));
 	f.creator = CREATOR_DEAD;
 	f.parent = CREATOR_ALIVE; /* a worker's segment, handed to its parent */
 	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "handed the name"));
