@@ -519,3 +519,75 @@ Test(orphans, open_mpi_job_killed_is_reclaimed)
 	h_finish(&live, NULL);
 	h_run((const char *[]){"rm", "-rf", tmp, NULL}, NULL, NULL);
 }
+
+/* Randomized: jobs in cgroups of their own make NCCL-like rings, peers in
+ * random jobs attach, some creators unlink after the attach, random jobs
+ * are killed; sweep --dead must remove exactly the rings whose job is gone
+ * and that no live peer maps: no wrong unlink, no orphan left. */
+#define JOBS 4
+#define RINGS_PER_JOB 2
+#define RINGS (JOBS * RINGS_PER_JOB)
+
+Test(orphans, randomized_jobs_and_peers_lose_exactly_their_orphans)
+{
+	const char *tool = h_bin("SG_NCCL_LIKE");
+	unsigned seed = (unsigned)h_now_ms();
+
+	srand(seed);
+	start_watch();
+	for (int round = 0; round < 3; round++) {
+		const char *cg[JOBS];
+		bool killed[JOBS];
+		struct h_proc creator[RINGS], peer[RINGS];
+		char *ring[RINGS];
+		int peer_job[RINGS];
+		bool unlinked[RINGS];
+		const char *recorded[RINGS + 1] = {0};
+		int nrec = 0;
+
+		for (int j = 0; j < JOBS; j++)
+			cg[j] = cg_make(h_str("r%dj%d", round, j));
+		for (int i = 0; i < RINGS; i++) {
+			creator[i] = spawn_in(cg[i / RINGS_PER_JOB], (const char *[]){tool, "create", "/dev/shm", NULL});
+			cr_assert_not_null(ring[i] = h_read_line(&creator[i], 10000));
+			peer_job[i] = rand() % 2 ? rand() % JOBS : -1;
+			if (peer_job[i] >= 0) {
+				peer[i] = spawn_in(cg[peer_job[i]], (const char *[]){tool, "attach", ring[i], NULL});
+				cr_assert_str_eq(h_read_line(&peer[i], 10000), "attached");
+			}
+			/* Attach-then-unlink, done by some: nothing left of those. */
+			unlinked[i] = peer_job[i] >= 0 && rand() % 3 == 0;
+			if (unlinked[i]) {
+				cr_assert_eq(write(creator[i].in, "unlink\n", 7), 7);
+				cr_assert_str_eq(h_read_line(&creator[i], 10000), "unlinked");
+			} else {
+				recorded[nrec++] = ring[i];
+			}
+		}
+		wait_recorded(recorded);
+		for (int j = 0; j < JOBS; j++)
+			if ((killed[j] = rand() % 2))
+				cg_stop(cg[j]);
+		char *out = sweep(false);
+		for (int i = 0; i < RINGS; i++) {
+			bool job_alive = !killed[i / RINGS_PER_JOB], peer_alive = peer_job[i] >= 0 && !killed[peer_job[i]];
+			bool stays = !unlinked[i] && (job_alive || peer_alive);
+			cr_expect_eq(h_exists(ring[i]), stays, "seed %u round %d: ring %d (job %s, peer %s) %s: %s", seed,
+				     round, i, job_alive ? "alive" : "killed",
+				     peer_job[i] < 0 ? "none" : peer_alive ? "alive" : "killed",
+				     stays ? "was swept" : "stayed", out);
+		}
+		for (int j = 0; j < JOBS; j++)
+			if (!killed[j])
+				cg_stop(cg[j]);
+		for (int i = 0; i < RINGS; i++) {
+			h_finish(&creator[i], NULL);
+			if (peer_job[i] >= 0)
+				h_finish(&peer[i], NULL);
+		}
+		out = sweep(false);
+		for (int i = 0; i < RINGS; i++)
+			cr_expect_not(h_exists(ring[i]), "seed %u round %d: ring %d stayed once all jobs ended: %s", seed,
+				      round, i, out);
+	}
+}
