@@ -40,7 +40,7 @@
 
 struct pending {
 	struct sg_creator_rec rec;
-	unsigned root;
+	int root; /* -1: any root on its device (the probe did not say which directory) */
 	uint64_t since_ms;
 };
 
@@ -54,8 +54,7 @@ struct watch {
 	bool dirty;
 	struct pending *pending;
 	size_t npending;
-	uint64_t unrecorded; /* files the store or the queue had no room for */
-	bool said_full;
+	bool said_full; /* that a file could not be recorded for want of room */
 };
 
 static volatile sig_atomic_t stop;
@@ -90,18 +89,22 @@ static uint64_t now_ms(void)
 	return sg_monotonic_ns() / 1000000u;
 }
 
+/* Said once: a file without a record is never proven an orphan. */
+static void no_room(struct watch *w, const char *what)
+{
+	if (!w->said_full)
+		fprintf(stderr, "shmguard watch: %s is full: files created from now on may have no record, and are "
+				"never removed by sweep --dead\n",
+			what);
+	w->said_full = true;
+}
+
 static void put(struct watch *w, const struct sg_creator_rec *r)
 {
-	if (sg_store_put(&w->store, r) == 0) {
+	if (sg_store_put(&w->store, r) == 0)
 		w->dirty = true;
-		return;
-	}
-	w->unrecorded++;
-	if (!w->said_full)
-		fprintf(stderr, "shmguard watch: %u records already: files created from now on have none, and are "
-				"never removed by sweep --dead\n",
-			SG_STORE_MAX);
-	w->said_full = true;
+	else
+		no_room(w, "the record store (" SG_STORE_MAX_TEXT " records)");
 }
 
 /* r's file is called name in its root: recorded if it is still the inode
@@ -130,20 +133,22 @@ static void on_create(struct watch *w, const struct sg_audit_create *e, size_t s
 			break;
 	if (root == w->roots.n)
 		return; /* elsewhere on the device, a subdirectory */
+	if (!e->dir_ino)
+		root = (unsigned)-1;
 	len = strnlen(e->name, room < SG_AUDIT_NAME_MAX ? room : SG_AUDIT_NAME_MAX);
 	memcpy(name, e->name, len);
 	name[len] = '\0';
 	/* What the event says of its creator. */
 	sg_watch_creator(&r, e);
-	if (len && !strchr(name, '/')) {
+	if (len && !strchr(name, '/') && root != (unsigned)-1) {
 		named(w, &r, root, name);
 		return;
 	}
 	if (w->npending == MAX_PENDING) {
-		w->unrecorded++;
+		no_room(w, "the queue of files whose names are looked for");
 		return;
 	}
-	w->pending[w->npending++] = (struct pending){r, root, now_ms()};
+	w->pending[w->npending++] = (struct pending){r, (int)root, now_ms()};
 }
 
 static void on_event(void *ctx, const void *data, size_t size)
@@ -152,6 +157,12 @@ static void on_event(void *ctx, const void *data, size_t size)
 
 	if (size >= offsetof(struct sg_audit_create, name) + 1 && h->type == SG_AUDIT_CREATE)
 		on_create(ctx, data, size);
+}
+
+/* Whether root r is where pending file p may be. */
+static bool in_root(const struct watch *w, const struct pending *p, unsigned r)
+{
+	return p->root < 0 ? w->kdev[r] == p->rec.kdev : p->root == (int)r;
 }
 
 /* The names of the files the probe reported without one: each root with
@@ -164,7 +175,7 @@ static void resolve_pending(struct watch *w)
 	for (unsigned r = 0; r < w->roots.n && w->npending; r++) {
 		bool any = false;
 		for (size_t i = 0; i < w->npending && !any; i++)
-			any = w->pending[i].root == r;
+			any = in_root(w, &w->pending[i], r);
 		if (!any)
 			continue;
 		int fd = openat(w->rootfd[r], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -177,7 +188,8 @@ static void resolve_pending(struct watch *w)
 		}
 		while ((e = readdir(d)))
 			for (size_t i = 0; i < w->npending; i++)
-				if (w->pending[i].root == r && !w->pending[i].rec.name[0] && e->d_ino == w->pending[i].rec.ino)
+				if (in_root(w, &w->pending[i], r) && !w->pending[i].rec.name[0] &&
+				    e->d_ino == w->pending[i].rec.ino)
 					named(w, &w->pending[i].rec, r, e->d_name);
 		closedir(d);
 	}

@@ -17,6 +17,7 @@
 /* At most this many records (about 600 bytes each): a file created past
  * it has none, and is never proven an orphan. */
 #define SG_STORE_MAX 16384
+#define SG_STORE_MAX_TEXT "16384"
 #define SG_REC_NAME_MAX 256
 #define SG_REC_CGROUP_MAX 256
 
