@@ -46,9 +46,17 @@ static const char *state_of(const struct sg_shm_listing *l, const struct sg_crea
 		      : "unknown";
 }
 
+static const char *cgroup_word(uint64_t id)
+{
+	static const char *words[] = {[SG_CGROUP_UNKNOWN] = "unknown", [SG_CGROUP_ALIVE] = "exists",
+				      [SG_CGROUP_GONE] = "gone"};
+
+	return words[id ? sg_cgroup_state(id) : SG_CGROUP_UNKNOWN];
+}
+
 void orphan_view_print(const struct orphan_view *v, const struct sg_shm_listing *l)
 {
-	char name[SG_ESCAPED_MAX], comm[SG_ESCAPED_MAX], cg[SG_ESCAPED_MAX];
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2], name[SG_ESCAPED_MAX], comm[SG_ESCAPED_MAX], cg[SG_ESCAPED_MAX];
 	bool header = false;
 
 	if (v->why[0])
@@ -63,14 +71,13 @@ void orphan_view_print(const struct orphan_view *v, const struct sg_shm_listing 
 			printf("creators recorded by shmguard watch (files the shim did not tag):\n");
 		header = true;
 		struct sg_orphan_verdict d = sg_orphan_of(l, f, r, false);
-		sg_text_escape(f->name, name, sizeof(name));
+		snprintf(path, sizeof(path), "%s/%s", l->roots.dir[f->root], f->name);
+		sg_text_escape(path, name, sizeof(name));
 		sg_text_escape(r->comm, comm, sizeof(comm));
 		sg_text_escape(r->cgroup[0] ? r->cgroup : "?", cg, sizeof(cg));
-		printf("  %s/%s: pid %u (%s, %s) in cgroup %s (%s, %s): %s: %s\n", l->roots.dir[f->root], name, r->pid,
-		       comm, state_of(l, r), cg, d.shared ? "shared" : "its own",
-		       !r->cgroup_id ? "unknown" : sg_cgroup_state(r->cgroup_id) == SG_CGROUP_GONE ? "gone"
-			: sg_cgroup_state(r->cgroup_id) == SG_CGROUP_ALIVE ? "exists" : "unknown",
-		       d.proven ? "orphan" : "kept", d.proven ? d.proof : d.missing);
+		printf("  %s: pid %u (%s, %s) in cgroup %s (%s, %s): %s: %s\n", name, r->pid, comm, state_of(l, r), cg,
+		       d.shared ? "shared" : "its own", cgroup_word(r->cgroup_id), d.proven ? "orphan" : "kept",
+		       d.proven ? d.proof : d.missing);
 	}
 }
 

@@ -45,12 +45,9 @@ struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const s
 	bool unchecked = !r->cgroup_id || f->cgroup == SG_CGROUP_UNKNOWN;
 	struct sg_orphan_verdict v = {.shared = unchecked || sg_cgroup_shared(r->cgroup)};
 
+	/* The instance first: what is missing there says the most. */
 	if (!f->inode_same)
 		v.missing = "the name is not the file recorded any more";
-	else if (f->holders)
-		v.missing = "a live process has it open or mapped";
-	else if (f->unreadable && !ignore_unreadable)
-		v.missing = "some processes cannot be read, and could be using it";
 	else if (!unchecked && f->cgroup == SG_CGROUP_GONE)
 		v.proof = "its instance is gone: its creator's cgroup no longer exists";
 	else if (!v.shared)
@@ -69,6 +66,12 @@ struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const s
 	else
 		v.proof = "its creator and the process that started it are dead (its cgroup is shared or cannot "
 			  "be checked)";
+	if (v.proof && f->holders)
+		v.missing = "a live process has it open or mapped";
+	else if (v.proof && f->unreadable && !ignore_unreadable)
+		v.missing = "some processes cannot be read, and could be using it";
+	if (v.missing)
+		v.proof = NULL;
 	v.proven = v.proof != NULL;
 	return v;
 }

@@ -265,7 +265,15 @@ Test(orphans, a_segment_handed_to_the_parent_is_kept)
 	const char *fa = shm("own-handoff"), *fb = shm("ses-handoff");
 	wait_recorded((const char *[]){fa, fb, NULL});
 
-	char *out = sweep(false);
+	/* ls says which proof applies and what is missing. */
+	char *out, *err;
+	cr_assert_eq(h_output((const char *[]){h_bin("SG_CLI"), "ls", NULL}, NULL, &out, &err), 0, "%s", err);
+	cr_expect(strstr(out, h_str("%s: pid ", fa)) && strstr(out, h_str("%sown (its own, exists): kept: its instance runs",
+									       prefix)),
+		  "%s", out);
+	cr_expect(strstr(out, "session-1.scope (shared, exists): kept: the process that started its creator runs"),
+		  "%s", out);
+	out = sweep(false);
 	cr_expect(h_exists(fa) && h_exists(fb), "a handed-over segment was swept: %s", out);
 	cr_expect(strstr(out, "its instance runs"), "%s", out);
 	cr_expect(strstr(out, "may have been handed the name"), "%s", out);
