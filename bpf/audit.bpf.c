@@ -183,6 +183,12 @@ static __always_inline void fill_creator(struct sg_audit_create *e)
 	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
 	struct task_struct *parent = BPF_CORE_READ(leader, real_parent);
 
+	/* start_boottime came with Linux 5.5: before, the start stays unknown. */
+	if (!bpf_core_field_exists(leader->start_boottime)) {
+		e->start_ns = e->parent_start_ns = 0;
+		e->parent_tgid = 0;
+		return;
+	}
 	e->start_ns = BPF_CORE_READ(leader, start_boottime);
 	e->parent_tgid = parent ? seen_tgid(parent) : 0;
 	e->parent_start_ns = parent ? BPF_CORE_READ(parent, group_leader, start_boottime) : 0;
