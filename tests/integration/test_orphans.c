@@ -20,7 +20,7 @@
 #include "cgroup_ids.h"
 #include "harness.h"
 
-static const char *prefix, *store, *cgroup2;
+static const char *prefix, *store, *mpi_tmp, *gst_sock, *cgroup2;
 static struct h_proc watch = {.pid = -1};
 static const char *made[16];
 static unsigned nmade;
@@ -60,7 +60,11 @@ static void teardown(void)
 	while (nmade)
 		cg_remove(made[--nmade]);
 	if (store)
-		h_run((const char *[]){"rm", "-rf", store, NULL}, NULL, NULL);
+		h_run((const char *[]){"/bin/rm", "-rf", store, NULL}, NULL, NULL);
+	if (mpi_tmp)
+		h_run((const char *[]){"/bin/rm", "-rf", mpi_tmp, NULL}, NULL, NULL);
+	if (gst_sock)
+		unlink(gst_sock);
 	h_cleanup(prefix);
 }
 
@@ -214,8 +218,8 @@ Test(orphans, python_pool_killed_in_its_cgroup_is_reclaimed_exactly)
 	close(fd);
 	start_watch();
 	const char *job = cg_make("job"), *other = cg_make("other");
-	struct h_proc pool = ready_in(job, (const char *[]){"python3", py, "pool", h_str("%spool", prefix), "3", NULL});
-	struct h_proc live = ready_in(other, (const char *[]){"python3", py, "live", h_str("%slive", prefix), "2", NULL});
+	struct h_proc pool = ready_in(job, (const char *[]){"/usr/bin/python3", py, "pool", h_str("%spool", prefix), "3", NULL});
+	struct h_proc live = ready_in(other, (const char *[]){"/usr/bin/python3", py, "live", h_str("%slive", prefix), "2", NULL});
 	char *before = remaining(), *out;
 
 	/* The parent's three, one of each of two workers, the other job's two. */
@@ -260,8 +264,8 @@ Test(orphans, a_segment_handed_to_the_parent_is_kept)
 	session = h_str("%s/session-1.scope", session);
 	cr_assert_eq(mkdir(session, 0755), 0, "%s", strerror(errno));
 	made[nmade++] = session;
-	struct h_proc a = ready_in(own, (const char *[]){"python3", py, "handoff", h_str("%sown", prefix), NULL});
-	struct h_proc b = ready_in(session, (const char *[]){"python3", py, "handoff", h_str("%sses", prefix), NULL});
+	struct h_proc a = ready_in(own, (const char *[]){"/usr/bin/python3", py, "handoff", h_str("%sown", prefix), NULL});
+	struct h_proc b = ready_in(session, (const char *[]){"/usr/bin/python3", py, "handoff", h_str("%sses", prefix), NULL});
 	const char *fa = shm("own-handoff"), *fb = shm("ses-handoff");
 	wait_recorded((const char *[]){fa, fb, NULL});
 
@@ -293,13 +297,13 @@ Test(orphans, an_instance_restarted_in_place_loses_only_its_old_files)
 
 	start_watch();
 	const char *svc = cg_make("svc");
-	struct h_proc old = ready_in(svc, (const char *[]){"python3", py, "pool", h_str("%sold", prefix), "2", NULL});
+	struct h_proc old = ready_in(svc, (const char *[]){"/usr/bin/python3", py, "pool", h_str("%sold", prefix), "2", NULL});
 	wait_recorded((const char *[]){shm("old-main0"), shm("old-main1"), NULL});
 	cg_stop(svc);
 	h_finish(&old, NULL);
 	/* The same cgroup path again: a new cgroup, a new id. */
 	svc = cg_make("svc");
-	struct h_proc now = ready_in(svc, (const char *[]){"python3", py, "live", h_str("%snew", prefix), "2", NULL});
+	struct h_proc now = ready_in(svc, (const char *[]){"/usr/bin/python3", py, "live", h_str("%snew", prefix), "2", NULL});
 	wait_recorded((const char *[]){shm("new-live0"), shm("new-live1"), NULL});
 
 	char *out = sweep(false);
@@ -314,7 +318,7 @@ Test(orphans, records_outlive_a_restart_of_watch)
 
 	start_watch();
 	const char *job = cg_make("job");
-	struct h_proc pool = ready_in(job, (const char *[]){"python3", py, "pool", h_str("%spool", prefix), "1", NULL});
+	struct h_proc pool = ready_in(job, (const char *[]){"/usr/bin/python3", py, "pool", h_str("%spool", prefix), "1", NULL});
 	wait_recorded((const char *[]){shm("pool-main0"), NULL});
 	/* watch stops and starts again: what it recorded stays. */
 	kill(watch.pid, SIGTERM);
@@ -323,7 +327,7 @@ Test(orphans, records_outlive_a_restart_of_watch)
 	start_watch();
 	/* A file recorded since: the new watch has written its records. */
 	const char *other = cg_make("other");
-	struct h_proc live = ready_in(other, (const char *[]){"python3", py, "live", h_str("%slive", prefix), "1", NULL});
+	struct h_proc live = ready_in(other, (const char *[]){"/usr/bin/python3", py, "live", h_str("%slive", prefix), "1", NULL});
 	wait_recorded((const char *[]){shm("live-live0"), NULL});
 	cg_stop(job);
 	h_finish(&pool, NULL);
@@ -425,7 +429,7 @@ static bool maps(pid_t pid, const char *needle)
 
 Test(orphans, gstreamer_shmsink_killed_while_a_reader_maps_it)
 {
-	const char *gst = "/usr/bin/gst-launch-1.0", *sock = h_str("/tmp/%sgst.sock", prefix);
+	const char *gst = "/usr/bin/gst-launch-1.0", *sock = gst_sock = h_str("/tmp/%sgst.sock", prefix);
 
 	need_program(gst);
 	start_watch();
@@ -456,7 +460,6 @@ Test(orphans, gstreamer_shmsink_killed_while_a_reader_maps_it)
 	out = sweep(false);
 	cr_expect(!h_exists(seg), "the leaked segment stayed: %s", out);
 	cr_expect(strstr(out, "removed 1 file"), "%s", out);
-	unlink(sock);
 }
 
 /* The vader_segment files of this /dev/shm, sorted, one a line. */
@@ -493,7 +496,7 @@ static struct h_proc mpi_job(const char *cg, const char *tmp)
 
 Test(orphans, open_mpi_job_killed_is_reclaimed)
 {
-	const char *tmp = h_str("/tmp/%smpi", prefix);
+	const char *tmp = mpi_tmp = h_str("/tmp/%smpi", prefix);
 
 	need_program("/usr/bin/mpirun");
 	cr_assert_eq(system("/usr/bin/python3 -c 'import mpi4py' 2>/dev/null"), 0,
@@ -525,7 +528,6 @@ Test(orphans, open_mpi_job_killed_is_reclaimed)
 	cr_expect(strstr(out, "removed 2 files"), "%s", out);
 	cg_stop(live_cg);
 	h_finish(&live, NULL);
-	h_run((const char *[]){"rm", "-rf", tmp, NULL}, NULL, NULL);
 }
 
 /* Randomized: jobs in cgroups of their own make NCCL-like rings, peers in
