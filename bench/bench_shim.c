@@ -51,9 +51,22 @@
  *                                         which sweeps itself: the time is then the one it
  *                                         prints (its first marker to its last unlink), and
  *                                         the command's start to its exit is printed too;
- *                                         its files must be gone when it exits */
+ *                                         its files must be gone when it exits.  The thread
+ *                                         that writes the marker and watches the names go is
+ *                                         real-time where it may be (observer=rt; see
+ *                                         observe_realtime), so that its own wait to run
+ *                                         among the busy threads is not measured
+ *   bench_shim sweep-floor ROUNDS K LIVE PREFIX THREADS [SLICE_NS]
+ *                                         the same load and rounds, but what no sweeper in
+ *                                         the same root can go below: instead of a marker, a
+ *                                         sleeping thread of this process is woken (a pipe) and
+ *                                         unlinks the K names by raw system calls; with
+ *                                         SLICE_NS it asks for that scheduling slice first
+ *                                         (Linux 6.12+; "sweep-floor-short-slice" when the
+ *                                         kernel took it) */
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <spawn.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -64,6 +77,7 @@
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -375,6 +389,8 @@ static double run_abort(const char *shmguard, const char *abort_dir, const char 
 {
 	char *argv[] = {(char *)shmguard, "abort", "-a", (char *)abort_dir, (char *)id, NULL}, *envp[256], line[512];
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t sa;
+	struct sched_param normal = {.sched_priority = 0};
 	double us = -1, t0;
 	int out[2], status;
 	size_t n = 0;
@@ -390,8 +406,13 @@ static double run_abort(const char *shmguard, const char *abort_dir, const char 
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	posix_spawn_file_actions_addclose(&fa, out[0]);
+	/* Scheduled as any program is, not as this real-time observer. */
+	posix_spawnattr_init(&sa);
+	posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSCHEDULER);
+	posix_spawnattr_setschedpolicy(&sa, SCHED_OTHER);
+	posix_spawnattr_setschedparam(&sa, &normal);
 	t0 = now_ns();
-	if (posix_spawn(&pid, shmguard, &fa, NULL, argv, envp) != 0) {
+	if (posix_spawn(&pid, shmguard, &fa, &sa, argv, envp) != 0) {
 		perror(shmguard);
 		return -1;
 	}
@@ -401,6 +422,7 @@ static double run_abort(const char *shmguard, const char *abort_dir, const char 
 	waitpid(pid, &status, 0);
 	*total_us = (now_ns() - t0) / 1e3;
 	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&sa);
 	if (len > 0) {
 		line[len] = '\0';
 		char *in = strstr(line, " in ");
@@ -415,16 +437,79 @@ static double run_abort(const char *shmguard, const char *abort_dir, const char 
 	return us;
 }
 
-static void report(const char *what, long live, int k, int threads, int rounds, double *lat)
+static void report(const char *what, long live, int k, int threads, int rounds, bool rt, double *lat)
 {
 	qsort(lat, (size_t)rounds, sizeof(*lat), cmp_double);
-	printf("%s live=%ld k=%d threads=%d rounds=%d median %.0f us p99 %.0f us\n", what, live, k, threads, rounds,
-	       lat[rounds / 2], lat[(int)(rounds * 0.99)]);
+	printf("%s live=%ld k=%d threads=%d rounds=%d observer=%s median %.0f us p99 %.0f us\n", what, live, k, threads,
+	       rounds, rt ? "rt" : "fair", lat[rounds / 2], lat[(int)(rounds * 0.99)]);
+}
+
+/* The measuring thread (it writes the marker and watches the names go) is
+ * made real-time where it may be, so that the time measured is the
+ * sweep's, not the wait of a measuring thread among the busy ones to be
+ * scheduled again: it sleeps OBSERVE_NS between looks, so it takes little
+ * CPU from the load.  Set after the load's threads and the shim's watcher
+ * were created (they would inherit it).  Whether it is: "observer=rt". */
+#define OBSERVE_NS 10000
+static bool observe_realtime(void)
+{
+	struct sched_param sp = {.sched_priority = 1};
+
+	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+}
+
+static void observe_pause(void)
+{
+	struct timespec ts = {0, OBSERVE_NS};
+
+	nanosleep(&ts, NULL);
+}
+
+/* The floor of any sweeper in the same root: a thread of this process,
+ * asleep as the shim's watcher is and woken through a pipe as inotify wakes
+ * the watcher, that unlinks the round's K names by raw system calls (no
+ * shim, no registry, no journal).  slice_ns > 0: it asks for that slice
+ * first (sched_setattr, Linux 6.12+). */
+struct floor_sweeper {
+	int wake[2];
+	const char *prefix;
+	int k;
+	unsigned long long slice_ns;
+	bool sliced; /* the kernel took the slice */
+};
+
+struct sched_attr_v1 {
+	unsigned size, policy;
+	unsigned long long flags;
+	int nice;
+	unsigned priority;
+	unsigned long long runtime, deadline, period;
+};
+
+static void *floor_sweep(void *arg)
+{
+	struct floor_sweeper *f = arg;
+	char path[300];
+	int r;
+
+	if (f->slice_ns) {
+		struct sched_attr_v1 a = {.size = sizeof(a), .runtime = f->slice_ns};
+		f->sliced = syscall(SYS_sched_setattr, 0, &a, 0) == 0 &&
+			    syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) == 0 && a.runtime == f->slice_ns;
+	}
+	while (read(f->wake[0], &r, sizeof(r)) == sizeof(r))
+		for (int c = 0; c < f->k; c++) {
+			snprintf(path, sizeof(path), "/dev/shm/%sr%d_0_%d", f->prefix, r, c);
+			syscall(SYS_unlink, path);
+		}
+	return NULL;
 }
 
 static int sweep(int rounds, int k, long live, const char *prefix, const char *abort_dir, int threads,
-		 const char *shmguard)
+		 const char *shmguard, long long floor_slice)
 {
+	struct floor_sweeper fs = {{-1, -1}, prefix, k, floor_slice > 0 ? (unsigned long long)floor_slice : 0, false};
+	pthread_t floor_tid;
 	double *lat = calloc((size_t)rounds, sizeof(*lat)), *total = calloc((size_t)rounds, sizeof(*total));
 	char name[256], path[512], marker[512], id[256];
 	pthread_t tids[64];
@@ -432,10 +517,12 @@ static int sweep(int rounds, int k, long live, const char *prefix, const char *a
 	volatile bool stop = false;
 	struct stat st;
 	int status = 0, left_rounds = 0;
+	bool rt;
 
 	if (threads > 64)
 		threads = 64;
-	mkdir(abort_dir, 0755);
+	if (abort_dir)
+		mkdir(abort_dir, 0755);
 	for (long i = 0; i < live; i++) {
 		snprintf(name, sizeof(name), "/%slive%ld_0_0", prefix, i);
 		if (make(name) < 0)
@@ -445,6 +532,9 @@ static int sweep(int rounds, int k, long live, const char *prefix, const char *a
 		loads[t] = (struct load){prefix, t, &stop};
 		pthread_create(&tids[t], NULL, churn_load, &loads[t]);
 	}
+	if (floor_slice >= 0 && (pipe(fs.wake) < 0 || pthread_create(&floor_tid, NULL, floor_sweep, &fs) != 0))
+		return 1;
+	rt = observe_realtime();
 	for (int r = 0; r < rounds && !status; r++) {
 		for (int c = 0; c < k; c++) {
 			snprintf(name, sizeof(name), "/%sr%d_0_%d", prefix, r, c);
@@ -452,7 +542,7 @@ static int sweep(int rounds, int k, long live, const char *prefix, const char *a
 				return 1;
 		}
 		snprintf(id, sizeof(id), "%sr%d", prefix, r);
-		snprintf(marker, sizeof(marker), "%s/%s", abort_dir, id);
+		snprintf(marker, sizeof(marker), "%s/%s", abort_dir ? abort_dir : ".", id);
 		double t0 = now_ns();
 		if (shmguard) {
 			bool left = false;
@@ -473,13 +563,20 @@ static int sweep(int rounds, int k, long live, const char *prefix, const char *a
 			unlink(marker);
 			continue;
 		}
-		int fd = open(marker, O_CREAT | O_WRONLY, 0644);
-		close(fd);
+		if (floor_slice >= 0) {
+			if (write(fs.wake[1], &r, sizeof(r)) != sizeof(r))
+				status = 1;
+		} else {
+			int fd = open(marker, O_CREAT | O_WRONLY, 0644);
+			close(fd);
+		}
 wait_swept:
 		/* The sweep unlinks in creation order, newest first: wait for all. */
 		for (int c = 0; c < k; c++) {
 			snprintf(path, sizeof(path), "/dev/shm/%sr%d_0_%d", prefix, r, c);
 			while (lstat(path, &st) == 0) {
+				if (rt)
+					observe_pause();
 				if (now_ns() - t0 > 5e9) {
 					fprintf(stderr, "bench_shim: %s not swept in 5 s (is the shim preloaded?)\n", path);
 					status = 1;
@@ -488,25 +585,34 @@ wait_swept:
 			}
 		}
 		lat[r] = (now_ns() - t0) / 1e3;
-		unlink(marker);
+		if (abort_dir)
+			unlink(marker);
 	}
 	stop = true;
 	for (int t = 0; t < threads; t++)
 		pthread_join(tids[t], NULL);
+	if (floor_slice >= 0) {
+		close(fs.wake[1]);
+		pthread_join(floor_tid, NULL);
+		close(fs.wake[0]);
+	}
 	for (long i = 0; i < live; i++) {
 		snprintf(name, sizeof(name), "/%slive%ld_0_0", prefix, i);
 		shm_unlink(name);
 	}
-	rmdir(abort_dir);
+	if (abort_dir)
+		rmdir(abort_dir);
 	if (!status && left_rounds) {
 		qsort(total, (size_t)rounds, sizeof(*total), cmp_double);
 		printf("sweep-by-abort live=%ld k=%d threads=%d rounds=%d: left to the shims in %d rounds (a root over "
 		       "abort's bounds); abort took median %.0f us to find that out\n",
 		       live, k, threads, rounds, left_rounds, total[rounds / 2]);
 	} else if (!status) {
-		report(shmguard ? "sweep-by-abort" : "sweep", live, k, threads, rounds, lat);
+		report(shmguard ? "sweep-by-abort" : floor_slice < 0 ? "sweep"
+				    : fs.sliced ? "sweep-floor-short-slice" : floor_slice ? "sweep-floor-no-custom-slice"
+				    : "sweep-floor", live, k, threads, rounds, rt, lat);
 		if (shmguard)
-			report("  abort-start-to-exit", live, k, threads, rounds, total);
+			report("  abort-start-to-exit", live, k, threads, rounds, rt, total);
 	}
 	free(lat);
 	free(total);
@@ -539,7 +645,10 @@ int main(int argc, char **argv)
 		return make_files(atol(argv[2]), argv[3], true, true);
 	if (argc >= 7 && argc <= 9 && strcmp(argv[1], "sweep") == 0)
 		return sweep(atoi(argv[2]), atoi(argv[3]), atol(argv[4]), argv[5], argv[6], argc > 7 ? atoi(argv[7]) : 0,
-			     argc > 8 ? argv[8] : NULL);
+			     argc > 8 ? argv[8] : NULL, -1);
+	if ((argc == 7 || argc == 8) && strcmp(argv[1], "sweep-floor") == 0)
+		return sweep(atoi(argv[2]), atoi(argv[3]), atol(argv[4]), argv[5], NULL, atoi(argv[6]), NULL,
+			     argc > 7 ? atoll(argv[7]) : 0);
 	fprintf(stderr, "usage: see the comment at the top of bench/bench_shim.c\n");
 	return 2;
 }
