@@ -19,8 +19,7 @@ if [ "${1:-}" = --probes ]; then
 	shift 2
 fi
 IFS=, read -ra probes <<<"$probes"
-scripts/deps.sh bpftrace strace
-scripts/build.sh
+SHMGUARD_DEPS=bench scripts/build.sh
 
 large_only=false
 if [ "${1:-}" = --large ]; then
@@ -34,6 +33,7 @@ prefix="benchaudit-$$-"
 abort_dir="/dev/shm/${prefix}abort"
 json="/tmp/${prefix}report.json"
 tracer_pid=
+mounted_tracefs=false
 # A glob, not find: find fails when other programs' files vanish meanwhile.
 remove_files() { (shopt -s nullglob && cd /dev/shm && printf '%s\0' "$1"* | xargs -0r rm -rf); }
 cleanup() {
@@ -42,11 +42,16 @@ cleanup() {
 	# The shim's journals of those files' creators, now orphans.
 	"$cli" sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true
 	rm -f "$json" "/tmp/${prefix}bpftrace.out"
+	! $mounted_tracefs || umount /sys/kernel/tracing || true
 }
 trap cleanup EXIT
 mkdir -p "$abort_dir"
-# bpftrace's syscall tracepoints are found through tracefs.
-[ -d /sys/kernel/tracing/events ] || mount -t tracefs none /sys/kernel/tracing
+# bpftrace's syscall tracepoints are found through tracefs: mounted if it is
+# not, and then unmounted at the end (cleanup).
+if ! mountpoint -q /sys/kernel/tracing; then
+	mount -t tracefs nodev /sys/kernel/tracing
+	mounted_tracefs=true
+fi
 
 # audited [--probe NAME] COMMAND...
 audited() {
@@ -81,6 +86,7 @@ under_bpftrace() {
 	tracer_pid=
 }
 
+. scripts/bench-common.sh # insn_method, insns, syscalls
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 mean() { awk '{ s += $1 } END { print s / NR }'; }
 ns_of() { awk '$3 == "ns/op" { print $2 }'; }
@@ -110,6 +116,41 @@ row() {
 	b=$(printf '%s\n' "${bpf[@]}" | median)
 	s=$(printf '%s\n' "${str[@]}" | median)
 	printf ' %9.0f ns %6.3f %10.0f ns %7.1f\n' "$b" "$(echo "$b / $p" | bc -l)" "$s" "$(echo "$s / $p" | bc -l)"
+	counts "$((n / 20))" "$w" "$@"
+}
+
+# counts N WORKLOAD ARGS...: per operation (runs of N and 2N, the
+# difference over N; bench-common.sh), the workload's system calls (strace
+# -f -c: none of the tracers adds one to it) and, where perf has an
+# instruction counter, the instructions (user and kernel) of the workload
+# plain, of the audit command and its workload, and of the workload while
+# bpftrace traces it.  (callgrind, which bench.sh falls back to, counts
+# user space only: the auditor's cost is in the kernel and the auditor.)
+counts() {
+	local n=$1 w=$2 s1 s2 k
+	shift 2
+	s1=$(syscalls "$bench" "$w" "$n" "$@")
+	s2=$(syscalls "$bench" "$w" $((2 * n)) "$@")
+	printf '  per op: %.1f system calls' "$(echo "($s2 - $s1) / $n" | bc -l)"
+	if [ "$insns_by" != perf ]; then
+		echo "; instructions: no counter for perf on this machine"
+		return
+	fi
+	per_insn() { # COMMAND-PREFIX...: instructions per op of PREFIX bench w N
+		local a b
+		a=$(insns "$@" "$bench" "$w" "$n" "${args[@]}")
+		b=$(insns "$@" "$bench" "$w" $((2 * n)) "${args[@]}")
+		echo $(((b - a) / n))
+	}
+	local args=("$@")
+	printf '; instructions: plain %s' "$(per_insn env)"
+	for k in "${probes[@]}"; do
+		local force=()
+		[ "$k" = default ] || force=(--probe "$k")
+		printf ', audited (%s) %s' "$k" "$(per_insn "$cli" audit --abort-dir "$abort_dir" --patterns \
+			'{req}_{int}_{int}' --json "$json" "${force[@]}" --)"
+	done
+	printf ', bpftrace %s\n' "$(under_bpftrace per_insn env)"
 }
 
 jq_get() { python3 -c "import json,sys; r=json.load(open('$json')); print(r['$1'])"; }
@@ -152,6 +193,7 @@ if $large_only; then
 	exit 0
 fi
 
+insns_by=$(insn_method)
 echo "shmguard audit benchmarks: $rounds runs each, medians ($(nproc) CPUs, $(uname -r))"
 printf '%-32s %12s' workload plain
 for k in "${probes[@]}"; do

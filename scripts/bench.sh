@@ -5,10 +5,12 @@
 # forced parallel queries, without and with the shim (scripts/bench-pgbench.sh,
 # its own rounds: 5 a side of 5 s).  Takes about two minutes.
 #   scripts/bench.sh [ROUNDS]     (default 11 runs a side)
+# Each row also counts instructions and system calls per operation, without
+# and with the shim (bench-common.sh: per_op); COUNTS=0 leaves them out.
 # MARKER_ROUNDS (default 300) sets the aborts of each marker-under-load row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
+SHMGUARD_DEPS=bench scripts/build.sh
 
 rounds=${1:-11}
 bench=build/bench/bench_shim
@@ -33,14 +35,26 @@ compare() {
 		without+=("$("$bench" "${FLOOR:-$workload}" "$@" ${FLOOR_ARGS:-} | awk '{ print $2 }')")
 		with+=("$(shimmed "$bench" "$workload" "$@" | awk '{ print $2 }')")
 	done
-	local a b
+	local a b wo=(- -) wi=(- -)
 	a=$(printf '%s\n' "${without[@]}" | median)
 	b=$(printf '%s\n' "${with[@]}" | median)
-	printf '%-34s %10.0f ns %10.0f ns %8.3f\n' "$name" "$a" "$b" "$(echo "$b / $a" | bc -l)"
+	if [ "$insns_by" != none ] && [ "${COUNTS:-1}" != 0 ]; then
+		read -ra wo <<<"$(per_op $(($1 / 20)) plain "${FLOOR:-$workload}" "${@:2}" ${FLOOR_ARGS:-})"
+		read -ra wi <<<"$(per_op $(($1 / 20)) shimmed "$workload" "${@:2}")"
+	fi
+	printf '%-34s %10.0f ns %10.0f ns %8.3f %9s %9s %7.1f %7.1f\n' "$name" "$a" "$b" "$(echo "$b / $a" | bc -l)" \
+		"${wo[0]}" "${wi[0]}" "${wo[1]}" "${wi[1]}"
 }
+plain() { "$@"; }
 
+insns_by=$(insn_method)
 echo "shmguard shim benchmarks: $rounds alternating runs a side, medians ($(nproc) CPUs, $(uname -r))"
-printf '%-34s %13s %13s %8s\n' workload "without shim" "with shim" ratio
+case $insns_by in
+perf) echo "per operation: instructions (perf, user and kernel) and system calls (strace -f -c), without / with" ;;
+callgrind) echo "per operation: user-space instructions (callgrind: this machine has no instruction counter for perf) and system calls (strace -f -c), without / with" ;;
+*) echo "per operation: no instruction count (neither perf's counter nor valgrind here)" ;;
+esac
+printf '%-34s %13s %13s %8s %19s %15s\n' workload "without shim" "with shim" ratio "instructions/op" "syscalls/op"
 compare "open+close, path outside /dev/shm" open-close 300000 /etc/hostname
 compare "mmap+munmap of a file outside /dev/shm" map 200000 "$other_abort_dir.map"
 compare "O_CREAT open+close outside /dev/shm" creat-close 300000 "$other_abort_dir.creat"
@@ -87,16 +101,31 @@ echo
 # unlinking segments; 100,000 live segments of other requests): (a) the
 # marker alone, as 'abort --no-sweep' or touch write it, swept by the shim's
 # watcher; (b) 'shmguard abort' sweeping itself (the time it prints, and its
-# start to exit; files must be gone when it exits).
+# start to exit; files must be gone when it exits); (c) the floor of any
+# sweeper in that root: a sleeping thread, woken, unlinks the 4 names by
+# raw system calls, with the kernel's slice and with a 0.1 ms one.
 marker_rounds=${MARKER_ROUNDS:-300}
-echo "marker_latency: marker to the last of 4 segments gone, $marker_rounds aborts a row (a: the shim's watcher, b: abort sweeping itself):"
+echo "marker_latency: marker to the last of 4 segments gone, $marker_rounds aborts a row (a: the shim's watcher, b: abort sweeping itself, c: the floor):"
 for live in 100 100000; do
 	for threads in 0 8; do
 		shimmed "$bench" sweep "$marker_rounds" 4 "$live" "$prefix" "$abort_dir" "$threads"
 		if [ -x build/cli/shmguard ]; then
 			shimmed "$bench" sweep "$marker_rounds" 4 "$live" "$prefix" "$abort_dir" "$threads" "$PWD/build/cli/shmguard"
 		fi
+		shimmed "$bench" sweep-floor "$marker_rounds" 4 "$live" "$prefix" "$threads"
+		shimmed "$bench" sweep-floor "$marker_rounds" 4 "$live" "$prefix" "$threads" 100000
 	done
 done
+# What one abort costs the machine, the same whatever the load: the system
+# calls of `shmguard abort` sweeping a request of 4 segments (strace -c).
+if [ -x build/cli/shmguard ]; then
+	for live in 100 100000; do
+		shimmed "$bench" keep "$live" "${prefix}sc${live}-" >/dev/null
+		SHMGUARD_REQUEST_ID="${prefix}scr${live}" shimmed "$bench" keep 4 "${prefix}scr${live}-" >/dev/null
+		printf 'system calls of one shmguard abort, %d live segments: %s\n' "$live" \
+			"$(syscalls build/cli/shmguard abort -a "$abort_dir" "${prefix}scr${live}")"
+		find /dev/shm -maxdepth 1 -name "${prefix}sc*" -delete
+	done
+fi
 echo
 scripts/bench-pgbench.sh

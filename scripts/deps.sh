@@ -2,7 +2,7 @@
 # Install the Debian 12 packages shmguard needs, but only those that are
 # missing: a machine that has them all is left alone.
 #
-#   scripts/deps.sh [--list] [demo|test] [PACKAGE]...
+#   scripts/deps.sh [--list] [demo|test|bench] [PACKAGE]...
 #
 # demo: what building shmguard and running scripts/demo.sh take, nothing
 #       more (no server is installed, let alone started);
@@ -10,6 +10,8 @@
 #       framework, the servers the integration tests drive (nginx,
 #       PostgreSQL, Prometheus), QEMU for the kernel matrix, the packaging
 #       tools of the install test.  The default.
+# bench: that, and what the benchmarks (scripts/bench.sh, bench-audit.sh)
+#       compare against or count with: bpftrace, perf, strace.
 # Extra package names (what a benchmark compares against) may follow.
 # --list prints the profile's packages, one a line, and installs nothing.
 set -euo pipefail
@@ -32,6 +34,9 @@ test=(
 test+=(podman runc catatonit)
 # The programs whose orphans sweep --dead reclaims (tests/integration/test_orphans.c).
 test+=(openmpi-bin python3-mpi4py gstreamer1.0-tools gstreamer1.0-plugins-bad)
+# The benchmarks' peers and counters (instructions: perf, or valgrind's
+# callgrind, which the tests install, where the machine has no counters).
+bench=(bpftrace linux-perf strace)
 list=0
 if [ "${1:-}" = --list ]; then
 	list=1
@@ -39,10 +44,11 @@ if [ "${1:-}" = --list ]; then
 fi
 profile=test
 case ${1:-} in
-demo | test) profile=$1; shift ;;
+demo | test | bench) profile=$1; shift ;;
 esac
 packages=("${build[@]}")
 [ "$profile" = demo ] || packages+=("${test[@]}")
+[ "$profile" != bench ] || packages+=("${bench[@]}")
 packages+=("$@")
 if [ $list = 1 ]; then
 	printf '%s\n' "${packages[@]}"
