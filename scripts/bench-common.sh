@@ -34,8 +34,9 @@ insn_method() {
 insns() {
 	case $insns_by in
 	perf) perf stat -x, -e instructions "$@" 2>&1 >/dev/null | awk -F, '$3 ~ /^instructions/ { print $1 }' ;;
-	callgrind) valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
-		awk '/Collected :/ { print $NF }' ;;
+	callgrind) # a line per process: fork children count too
+		valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
+			awk '/Collected :/ { s += $NF } END { print s + 0 }' ;;
 	*) echo 0 ;;
 	esac
 }

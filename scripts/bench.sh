@@ -24,6 +24,8 @@ trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir" "$other_abort_dir.creat"
 	build/cli/shmguard sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true' EXIT
 
 . scripts/bench-common.sh # shimmed, median
+# A glob, not find: find fails when other programs' files vanish meanwhile.
+remove_files() { (shopt -s nullglob && cd /dev/shm && printf '%s\0' "$1"* | xargs -0r rm -f); }
 
 # compare NAME WORKLOAD ARGS...: alternating runs of the workload without
 # and with the shim; prints medians and the ratio.  With FLOOR set, the
@@ -94,7 +96,7 @@ keeper=$(PATTERNS='vllm_offload_{req}.mmap' shimmed sh -c 'echo $$; exec "$0" "$
 jbytes=$(stat -c '%b %B' /dev/shm/.shmguard-journal-"$keeper"-* | awk '{ s += $1 * $2 } END { print s + 0 }')
 printf 'ownership journal, 100,000 live vLLM offload files: %d bytes, %.0f bytes per live file\n' "$jbytes" \
 	"$(echo "$jbytes / 100000" | bc -l)"
-find /dev/shm -maxdepth 1 -name "vllm_offload_chatcmpl-$hex*" -delete
+remove_files "vllm_offload_chatcmpl-$hex"
 rm -f /dev/shm/.shmguard-journal-"$keeper"-*
 echo
 # Marker to swept, without and with load (8 threads of the host creating and
@@ -124,7 +126,7 @@ if [ -x build/cli/shmguard ]; then
 		SHMGUARD_REQUEST_ID="${prefix}scr${live}" shimmed "$bench" keep 4 "${prefix}scr${live}-" >/dev/null
 		printf 'system calls of one shmguard abort, %d live segments: %s\n' "$live" \
 			"$(syscalls build/cli/shmguard abort -a "$abort_dir" "${prefix}scr${live}")"
-		find /dev/shm -maxdepth 1 -name "${prefix}sc*" -delete
+		remove_files "${prefix}sc"
 	done
 fi
 echo
