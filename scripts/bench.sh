@@ -3,7 +3,8 @@
 # alternately without and with libshmguard.so, several times; the median of
 # each side is reported with their ratio.  Then PostgreSQL's pgbench with
 # forced parallel queries, without and with the shim (scripts/bench-pgbench.sh,
-# its own rounds: 5 a side of 5 s).  Takes about two minutes.
+# its own rounds: 5 a side of 5 s).  Takes 10-20 minutes on 2 CPUs (the
+# counts below about three of them, the marker rows most of the rest).
 #   scripts/bench.sh [ROUNDS]     (default 11 runs a side)
 # Each row also counts instructions and system calls per operation, without
 # and with the shim (bench-common.sh: per_op); COUNTS=0 leaves them out.
