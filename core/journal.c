@@ -193,17 +193,13 @@ static unsigned read_rec(const char *buf, size_t i, size_t n, struct sg_journal_
 	return span;
 }
 
-int sg_journal_parse(const void *buf, size_t len, struct sg_journal_head *head,
-		     int (*each)(const struct sg_journal_entry *e, void *ctx), void *ctx)
+/* The records of slots [from, slots) of buf. */
+static int parse_slots(const char *buf, size_t from, size_t slots,
+		       int (*each)(const struct sg_journal_entry *e, void *ctx), void *ctx)
 {
-	size_t slots = len / SG_JOURNAL_SLOT;
 	int n = 0;
 
-	if (!sg_journal_head_ok(buf, len, head))
-		return -EBADMSG;
-	if (head->slots_used < slots)
-		slots = head->slots_used;
-	for (size_t i = SG_JOURNAL_HEAD_SLOTS; i < slots;) {
+	for (size_t i = from; i < slots;) {
 		char req[SG_NAME_MAX + 1], name[SG_NAME_MAX + 1];
 		struct sg_journal_entry e;
 		unsigned span = read_rec(buf, i, slots - i, &e, req, name);
@@ -218,6 +214,26 @@ int sg_journal_parse(const void *buf, size_t len, struct sg_journal_head *head,
 			break;
 	}
 	return n;
+}
+
+int sg_journal_parse(const void *buf, size_t len, struct sg_journal_head *head,
+		     int (*each)(const struct sg_journal_entry *e, void *ctx), void *ctx)
+{
+	size_t slots = len / SG_JOURNAL_SLOT;
+
+	if (!sg_journal_head_ok(buf, len, head))
+		return -EBADMSG;
+	if (head->slots_used < slots)
+		slots = head->slots_used;
+	return parse_slots(buf, SG_JOURNAL_HEAD_SLOTS, slots, each, ctx);
+}
+
+int sg_journal_parse_part(const void *buf, size_t len, size_t first,
+			  int (*each)(const struct sg_journal_entry *e, void *ctx), void *ctx)
+{
+	if (first % SG_JOURNAL_BLOCK_SLOTS || !first)
+		return -EINVAL;
+	return parse_slots(buf, 0, len / SG_JOURNAL_SLOT, each, ctx);
 }
 
 uint64_t sg_self_pidns(void)

@@ -117,6 +117,12 @@ struct sg_journal_entry {
 };
 int sg_journal_parse(const void *buf, size_t len, struct sg_journal_head *head,
 		     int (*each)(const struct sg_journal_entry *e, void *ctx), void *ctx);
+/* The same for a part of a journal read apart: buf holds its slots from
+ * first (the start of a block, never the header's) on, len bytes of them.
+ * Records never cross a block, so the parts of a journal read block by
+ * block give its records. */
+int sg_journal_parse_part(const void *buf, size_t len, size_t first,
+			  int (*each)(const struct sg_journal_entry *e, void *ctx), void *ctx);
 
 /* This process's pid namespace (inode of /proc/self/ns/pid), 0 if unknown. */
 uint64_t sg_self_pidns(void);

@@ -56,38 +56,60 @@ static size_t read_at(int fd, char *buf, size_t len, size_t off)
 	return got;
 }
 
+/* Opens the journal called name in dirfd if it can be trusted, and reads
+ * its header: the fd, or -1 with *verdict saying why not (gone, foreign).
+ * *got: the bytes read. */
+static int open_trusted(int dirfd, const char *name, struct stat *st, struct sg_journal_head *head, size_t *got,
+			int *verdict)
+{
+	char first[sizeof(*head)];
+	struct stat lst;
+	int fd;
+
+	*got = 0;
+	*verdict = SG_JOURNAL_GONE;
+	/* Nobody but its owner may have written it, and no second name may be
+	 * a way for anybody else to have done so. */
+	if (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	*verdict = SG_JOURNAL_FOREIGN;
+	if (!S_ISREG(lst.st_mode) || lst.st_nlink != 1 || (lst.st_mode & (S_IWGRP | S_IWOTH)))
+		return -1;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 || fstat(fd, st) < 0) {
+		*verdict = SG_JOURNAL_GONE;
+		goto refused;
+	}
+	if (st->st_ino != lst.st_ino || st->st_dev != lst.st_dev || !S_ISREG(st->st_mode) || st->st_nlink != 1 ||
+	    (st->st_mode & (S_IWGRP | S_IWOTH)) || st->st_size < (off_t)sizeof(*head) ||
+	    st->st_size > (off_t)SG_JOURNAL_MAX_BYTES)
+		goto refused;
+	/* The header first: the rest is read only for an intact one, and only
+	 * as far as its slots in use go. */
+	*got = read_at(fd, first, sizeof(first), 0);
+	if (!sg_journal_head_ok(first, *got, head))
+		goto refused;
+	return fd;
+refused:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
 int sg_journals_add_bounded(struct sg_journals *js, int dirfd, const char *name, size_t max_bytes, size_t *read)
 {
 	struct adding a = {js, false};
 	struct sg_journal_head head;
 	struct sg_journal_file *f;
-	struct stat lst, st;
-	char *buf = NULL, first[sizeof(head)];
+	struct stat st;
+	char *buf = NULL;
 	size_t len = 0, got = 0;
-	int fd = -1, ret = SG_JOURNAL_FOREIGN;
+	int fd, ret;
 
-	/* Nobody but its owner may have written it, and no second name may be
-	 * a way for anybody else to have done so. */
-	if (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
-		ret = SG_JOURNAL_GONE;
+	fd = open_trusted(dirfd, name, &st, &head, &got, &ret);
+	if (fd < 0)
 		goto cleanup;
-	}
-	if (!S_ISREG(lst.st_mode) || lst.st_nlink != 1 || (lst.st_mode & (S_IWGRP | S_IWOTH)))
-		goto cleanup;
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		ret = SG_JOURNAL_GONE;
-		goto cleanup;
-	}
-	if (st.st_ino != lst.st_ino || st.st_dev != lst.st_dev || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size < (off_t)sizeof(head) ||
-	    st.st_size > (off_t)SG_JOURNAL_MAX_BYTES)
-		goto cleanup;
-	/* The header first: the rest is read only for an intact one, and only
-	 * as far as its slots in use go. */
-	got = read_at(fd, first, sizeof(first), 0);
-	if (!sg_journal_head_ok(first, got, &head))
-		goto cleanup;
+	ret = SG_JOURNAL_FOREIGN;
 	len = (size_t)head.slots_used * SG_JOURNAL_SLOT;
 	if (len > (size_t)st.st_size)
 		len = (size_t)st.st_size;
@@ -145,6 +167,66 @@ cleanup:
 int sg_journals_add(struct sg_journals *js, int dirfd, const char *name)
 {
 	return sg_journals_add_bounded(js, dirfd, name, SIZE_MAX, NULL);
+}
+
+/* What a journal's records are checked against, block by block. */
+struct naming {
+	int dirfd;
+	bool names;
+};
+
+static int names_a_file(const struct sg_journal_entry *e, void *opaque)
+{
+	struct naming *n = opaque;
+	struct stat st;
+
+	if (fstatat(n->dirfd, e->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == e->ino) {
+		n->names = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* A part of a journal read at once: a whole number of blocks. */
+#define PART_BYTES (32u * SG_JOURNAL_BLOCK)
+
+int sg_journal_names_a_file(int dirfd, const char *name, uint64_t ino, struct sg_tag *creator)
+{
+	struct sg_journal_head head;
+	struct naming n = {dirfd, false};
+	struct stat st;
+	char *buf = NULL;
+	size_t got, len, off;
+	int fd, verdict, ret = -1;
+
+	fd = open_trusted(dirfd, name, &st, &head, &got, &verdict);
+	if (fd < 0 || st.st_ino != ino || !(buf = malloc(PART_BYTES)))
+		goto cleanup;
+	memset(creator, 0, sizeof(*creator));
+	creator->pid = (pid_t)head.pid;
+	creator->start_ticks = head.start_ticks;
+	creator->pidns = head.pidns;
+	creator->created_ns = head.created_ns;
+	len = (size_t)head.slots_used * SG_JOURNAL_SLOT;
+	if (len > (size_t)st.st_size)
+		len = (size_t)st.st_size;
+	/* The first block holds the header: parsed with it. */
+	got = read_at(fd, buf, len < SG_JOURNAL_BLOCK ? len : SG_JOURNAL_BLOCK, 0);
+	if (sg_journal_parse(buf, got, &head, names_a_file, &n) < 0)
+		goto cleanup;
+	for (off = SG_JOURNAL_BLOCK; !n.names && off < len; off += PART_BYTES) {
+		size_t want = len - off < PART_BYTES ? len - off : PART_BYTES;
+		got = read_at(fd, buf, want, off);
+		sg_journal_parse_part(buf, got, off / SG_JOURNAL_SLOT, names_a_file, &n);
+		if (got < want)
+			break;
+	}
+	ret = n.names;
+cleanup:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
 static int by_ino(const void *x, const void *y)

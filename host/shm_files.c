@@ -414,5 +414,24 @@ size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool 
 		said(r, jf->name, ctx);
 		n++;
 	}
+	/* A journal left unread, too big for its owner's files (a creator
+	 * killed with many records, their files removed by others), is read
+	 * here a few blocks at a time: else it would hold its RAM for good. */
+	for (size_t i = 0; i < l->n; i++) {
+		const struct sg_shm_file *f = &l->files[i];
+		struct sg_tag creator;
+		struct stat st;
+
+		if (f->root != (int)r || f->journal_like != JOURNAL_LIKE_UNREAD ||
+		    sg_journal_names_a_file(dfd, f->name, f->ino, &creator) != 0 ||
+		    sg_creators_judge(&l->creators, &creator, NULL) != CREATOR_DEAD)
+			continue;
+		if (fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != f->ino)
+			continue;
+		if (!dry_run && unlinkat(dfd, f->name, 0) < 0)
+			continue;
+		said(r, f->name, ctx);
+		n++;
+	}
 	return n;
 }

@@ -265,3 +265,35 @@ Test(journal_space, a_file_named_like_a_journal_is_shown_and_never_swept)
 	cr_expect(h_exists(cache), "a sweep removed it: %s", out);
 	cr_expect(strstr(out, "never removed"), "%s", out);
 }
+
+/* A creator killed with 1,500 records whose files others then removed
+ * leaves a journal bigger than its owner's budget (64 KiB and 1 KiB per
+ * file left): left unread, it used to stay in RAM for good.  It is read a
+ * few blocks at a time instead: kept while one of its records names a
+ * file still there, removed once none does. */
+Test(journal_space, a_dead_creators_journal_too_big_to_read_whole_goes_once_it_names_nothing)
+{
+	const char *files = in_root(h_str("%smany_0_", prefix));
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "files", files, "1500", "wait", NULL};
+	struct h_proc p;
+	long long bytes;
+	char *out;
+
+	mount_root("tmpfs", "size=64m");
+	p = h_start_ready(argv, env_for());
+	kill(p.pid, SIGKILL);
+	h_finish(&p, NULL);
+	/* Others remove all but the last file, without the shim. */
+	for (int i = 0; i < 1499; i++)
+		cr_assert_eq(unlink(h_str("%s%d", files, i)), 0);
+	cr_assert_eq(journals(&bytes), 1);
+	cr_assert_gt(bytes, 68 << 10, "the journal (%lld bytes) is within its owner's budget: nothing to show", bytes);
+	/* A sweep that removes nothing still reaps journals. */
+	cr_assert_eq(sweep(&out, "--request", "nobody's", NULL), 0, "%s", out);
+	cr_expect_eq(journals(&bytes), 1, "a journal naming a file still there was removed: %s", out);
+	cr_expect(h_exists(h_str("%s1499", files)));
+	cr_assert_eq(unlink(h_str("%s1499", files)), 0);
+	cr_assert_eq(sweep(&out, "--request", "nobody's", NULL), 0, "%s", out);
+	cr_expect_eq(journals(&bytes), 0, "the dead creator's journal names nothing, yet it stayed: %s", out);
+	cr_expect(strstr(out, "ownership journal of a dead creator"), "%s", out);
+}
