@@ -13,6 +13,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit_engine.h"
@@ -33,17 +34,15 @@ __attribute__((format(printf, 3, 4))) static int say(char *err, size_t errlen, c
 	return -1;
 }
 
-/* Device and directory inode of each root, which must exist. */
+/* Device and directory inode of each root, which must exist, and the
+ * abort directory. */
 static int resolve_roots(struct audit *a, char *err, size_t errlen)
 {
 	const struct audit_opts *o = a->o;
 	struct stat st;
 
-	for (unsigned i = 0; i < o->roots.n; i++) {
-		if (stat(o->roots.dir[i], &st) < 0 || !S_ISDIR(st.st_mode))
-			return say(err, errlen, "shm root %s is not a directory", o->roots.dir[i]);
-		a->roots[a->nroots++] = (struct audit_root){o->roots.dir[i], sg_kdev(st.st_dev), st.st_ino};
-	}
+	if (audit_roots_given(a, err, errlen) < 0)
+		return -1;
 	if (stat(o->abort_dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return say(err, errlen,
 			   "abort directory %s does not exist: create it with 'shmguard abort --init-dir %s' "
@@ -148,7 +147,7 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 		return NULL;
 	}
 	*a = (struct audit){.o = o, .aborts_tail = &a->aborts, .cmd_status = -1, .child = -1, .markers_fd = -1,
-			    .abort_dfd = -1, .signal_fd = -1, .json_fd = -1, .junit_fd = -1, .plot_fd = -1};
+			    .abort_dfd = -1, .abort_wd = -1, .pending_tail = &a->pending, .signal_fd = -1, .json_fd = -1, .junit_fd = -1, .plot_fd = -1};
 	if (resolve_roots(a, err, errlen) < 0 ||
 	    open_reports(a, err, errlen) < 0 ||
 	    block_signals(a, err, errlen) < 0)
@@ -218,14 +217,25 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 {
 	struct audit_trace_opts t = {.follow_tree = a->o->cmd != NULL, .shim = a->o->shim, .probe = a->o->probe,
 				     .ring_kib = a->o->ring_kib, .verbose = a->o->verbose, .on_event = on_event,
-				     .ctx = a, .nroots = a->nroots};
+				     .ctx = a, .discover = a->o->node_mode};
+	struct audit_trace_root *roots;
 	char why[512];
 
 	if (check_pidns(a, why, sizeof(why)) < 0)
 		return say(err, errlen, "tracing is not possible: %s", why);
+	/* The mounts of every namespace as the run begins, followed from the
+	 * start; then as they come and go (audit_roots.c). */
+	if (a->o->node_mode)
+		audit_roots_scan(a);
+	if (!(roots = calloc(a->nroots ? a->nroots : 1, sizeof(*roots))))
+		return say(err, errlen, "out of memory");
 	for (unsigned i = 0; i < a->nroots; i++)
-		t.roots[i] = (struct audit_trace_root){a->roots[i].kdev, a->roots[i].dir_ino};
-	if (!(a->tracer = audit_trace_start(&t, why, sizeof(why))))
+		if (a->roots[i].in_use)
+			roots[t.nroots++] = (struct audit_trace_root){a->roots[i].kdev, a->roots[i].dir_ino};
+	t.roots = roots;
+	a->tracer = audit_trace_start(&t, why, sizeof(why));
+	free(roots);
+	if (!a->tracer)
 		return say(err, errlen, "tracing is not possible: %s", why);
 	a->probe = audit_trace_probe(a->tracer);
 	if (!audit_trace_has_usdt(a->tracer))
@@ -270,6 +280,10 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 {
 	/* The abort directory is checked before tracing starts: a refusal is
 	 * said at once. */
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	a->start_unix_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	if ((a->markers_fd = audit_markers_open(a, err, errlen)) < 0)
 		return AUDIT_USAGE;
 	if (start_tracer(a, err, errlen) < 0)
@@ -306,15 +320,17 @@ void audit_free(struct audit *a)
 	}
 	if (a->signal_fd >= 0)
 		close(a->signal_fd);
-	if (a->markers_fd >= 0)
-		close(a->markers_fd);
 	close_reports(a, false);
 	audit_trace_stop(a->tracer);
 	metrics_stop(a->metrics_server);
 	audit_reclaim_free(a->reclaim);
 	audit_files_free(a->files);
 	audit_review_free(a->review);
+	audit_roots_free(a); /* with the markers' watches: before the inotify fd */
+	if (a->markers_fd >= 0)
+		close(a->markers_fd);
 	audit_aborts_free(a);
+	audit_tags_free(a);
 	audit_live_free(a->live);
 	free(a);
 }

@@ -41,6 +41,10 @@ struct audit_opts {
 	double reclaim_dead; /* --reclaim-dead's interval in seconds, 0: none (audit_reclaim.h) */
 	bool reclaim_ignore_unreadable, reclaim_dry_run;
 	char **cmd; /* NULL: the whole system */
+	/* Node mode: every tmpfs at /dev/shm of every mount namespace is a root
+	 * too, found and forgotten during the run (the default without COMMAND). */
+	bool node_mode;
+	char root_abort_name[SG_NAME_MAX + 1]; /* a discovered root's abort directory, in it */
 };
 
 struct audit;

@@ -17,6 +17,7 @@
 #include "audit.h"
 #include "audit_clock.h"
 #include "audit_files.h"
+#include "audit_roots.h"
 #include "htable.h"
 #include "outfile.h"
 
@@ -30,17 +31,6 @@ struct sg_holders;
 struct audit_holders_view {
 	int (*scan)(void *ctx, struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs); /* NULL: /proc */
 	void *ctx;
-};
-
-/* What the roots held when a review cycle ended (audit_live.c). */
-struct audit_root_bytes {
-	uint64_t tracked, unattributed;
-};
-
-struct audit_root {
-	const char *path;
-	uint32_t kdev;
-	uint64_t dir_ino;
 };
 
 /* A file of an aborted request that was still there when measured. */
@@ -60,20 +50,46 @@ struct audit_leftover {
 
 struct audit_abort {
 	struct audit_abort *next;
-	struct sg_hnode node; /* in the index by request */
+	struct sg_hnode node; /* in the index by scope and request */
+	uint32_t scope; /* 0: --abort-dir's; else the root (its id) whose abort directory it came from */
 	char *request;
 	double marker_s; /* seconds since the run began */
 	uint64_t leaked_bytes;
 	unsigned leaked_files, leaked_segments;
+	unsigned unfollowed_files; /* its files on filesystems not followed (the shim's tags say so) */
 	struct audit_leftover *leftovers;
+};
+
+/* A shim's tag for a file on a device no root follows (yet): kept for a
+ * while, so that a root found late claims it, and an abort of its request
+ * counts it as a file not followed (audit_tags.c). */
+struct audit_pending_tag {
+	struct audit_pending_tag *next;
+	uint32_t kdev;
+	uint64_t ino;
+	double at_s;
+	char request[];
 };
 
 struct audit {
 	const struct audit_opts *o;
 	struct audit_clock clock; /* the events' clock (CLOCK_MONOTONIC), or a test's */
 	struct audit_holders_view holders; /* /proc, or a test's */
-	struct audit_root roots[SG_MAX_ROOTS];
-	unsigned nroots;
+	struct audit_root *roots; /* slots, some unused (audit_roots.h) */
+	unsigned nroots, roots_cap;
+	uint32_t next_root_id;
+	/* Node mode's scans of the mounts (audit_roots.c). */
+	uint32_t root_scans;
+	bool scan_wanted; /* a new device was reported */
+	double next_scan_s, scanned_at_s, last_scan_s;
+	uint64_t roots_found, roots_late, roots_forgotten, roots_refused, new_devs, scans_failed, caught_up;
+	unsigned namespaces, namespaces_unreadable; /* as of the last scan */
+	uint64_t start_unix_ns; /* the run's start, CLOCK_REALTIME: birth times are compared with it */
+	/* Tags of files not followed (audit_tags.c), oldest first. */
+	struct audit_pending_tag *pending, **pending_tail;
+	size_t npending;
+	uint64_t tags_expired; /* kept as long as allowed, never claimed nor counted */
+	uint64_t unfollowed_files; /* files of aborted requests on filesystems not followed */
 	struct audit_files *files;
 	struct audit_abort *aborts, **aborts_tail; /* in marker order */
 	struct audit_abort *unmeasured; /* the first abort not measured yet */
@@ -84,6 +100,7 @@ struct audit {
 	uint64_t marker_overflows, markers_recovered; /* the inotify queue's */
 	uint64_t markers_refused; /* entries of the abort directory that are no markers (sg_marker_refusal) */
 	int abort_dfd;            /* the abort directory, checked; -1: none */
+	int abort_wd;             /* its inotify watch */
 	struct audit_review *review;
 	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
 	const char *probe; /* how the kernel side sees files created (audit_trace.c) */
@@ -92,7 +109,6 @@ struct audit {
 	uint64_t tracked, unattributed, files_left; /* as of the last review */
 	uint64_t aborted_held;  /* the part of tracked whose request is aborted */
 	uint64_t live_pending, live_files; /* the part whose request is not (yet) aborted */
-	struct audit_root_bytes root_bytes[SG_MAX_ROOTS];
 	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
 	uint32_t cycles;    /* review cycles ended */
 	double last_review_s, last_review_duration_s; /* when the last cycle ended (audit_now_s), how long it took */
@@ -135,9 +151,22 @@ int audit_markers_read(struct audit *a, int fd); /* -1 with errno: the fd failed
  * is excluded from the table.  The kernel side sends a file's creation before
  * inotify queues the marker, so the caller reads the events after the
  * markers, then ends the exclusions. */
-bool audit_abort_add(struct audit *a, const char *request, bool count_refused);
-/* The abort of request, or NULL if it has none (yet). */
-struct audit_abort *audit_abort_of(const struct audit *a, const char *request);
+bool audit_abort_add(struct audit *a, uint32_t scope, int dfd, const char *request, bool count_refused);
+/* The abort of request in scope (audit_root_scope), or NULL if it has none (yet). */
+struct audit_abort *audit_abort_of(const struct audit *a, uint32_t scope, const char *request);
+/* A discovered root's own abort directory (o->root_abort_name), watched if
+ * it exists; tried again at each scan until it does. */
+void audit_markers_watch_root(struct audit *a, int root);
+void audit_markers_unwatch_root(struct audit *a, int root);
+
+/* audit_tags.c: tags of files on devices not followed. */
+void audit_tags_keep(struct audit *a, uint32_t kdev, uint64_t ino, const char *request);
+/* f, just followed, takes the tag kept for it, if any. */
+void audit_tags_claim(struct audit *a, struct audit_file *f);
+/* ab is measured: the tags kept for its request are its files not followed. */
+void audit_tags_count(struct audit *a, struct audit_abort *ab);
+void audit_tags_expire(struct audit *a);
+void audit_tags_free(struct audit *a);
 void audit_aborts_free(struct audit *a);
 
 /* audit_eval.c: what is left of files.  The review forgets freed files,

@@ -100,11 +100,12 @@ struct audit_review {
 	struct suspect *suspects; /* files no name refers to, for the holders */
 	size_t nsuspects, cap;
 	size_t held_back; /* unnamed files found nowhere for the first time */
-	/* The shim's ownership journals of each root, read with its directory. */
-	struct sg_journals journals[SG_MAX_ROOTS];
+	/* The shim's ownership journals of each root, read with its directory:
+	 * one per root slot as the cycle began (roots found since wait for the next). */
+	struct sg_journals *journals;
+	unsigned nroots;
 	uint64_t tracked, unattributed, files;
 	uint64_t aborted_held, live_pending, live_files;
-	struct audit_root_bytes roots[SG_MAX_ROOTS];
 };
 
 /* The root whose directory held the name that /proc shows for h (unlinked
@@ -120,10 +121,7 @@ static int root_of_holder(const struct audit *a, const struct sg_holder *h)
 	    snprintf(dir, sizeof(dir), "%.*s", (int)(h->name - 1 - h->path), h->path) >= (int)sizeof(dir) ||
 	    stat(*dir ? dir : "/", &st) < 0)
 		return -1;
-	for (unsigned r = 0; r < a->nroots; r++)
-		if (a->roots[r].kdev == sg_kdev(st.st_dev) && a->roots[r].dir_ino == st.st_ino)
-			return (int)r;
-	return -1;
+	return audit_root_of_dir(a, sg_kdev(st.st_dev), st.st_ino);
 }
 
 /* A holder of (kdev, ino) that had it in a root, and that root. */
@@ -133,13 +131,16 @@ static const struct sg_holder *holder_in_root(struct pass *p, uint32_t kdev, uin
 	size_t n;
 
 	if (!p->holders_read) {
-		uint32_t kdevs[SG_MAX_ROOTS];
-		for (unsigned r = 0; r < p->a->nroots; r++)
-			kdevs[r] = p->a->roots[r].kdev;
+		uint32_t *kdevs = calloc(p->a->nroots ? p->a->nroots : 1, sizeof(*kdevs));
+		unsigned n = 0;
+		for (unsigned r = 0; kdevs && r < p->a->nroots; r++)
+			if (p->a->roots[r].in_use)
+				kdevs[n++] = p->a->roots[r].kdev;
 		if (p->a->holders.scan)
-			p->a->holders.scan(p->a->holders.ctx, &p->holders, kdevs, p->a->nroots);
+			p->a->holders.scan(p->a->holders.ctx, &p->holders, kdevs, n);
 		else
-			sg_holders_scan(&p->holders, kdevs, p->a->nroots, true);
+			sg_holders_scan(&p->holders, kdevs, n, true);
+		free(kdevs);
 		p->holders_read = true;
 	}
 	h = sg_holders_find(&p->holders, kdev, ino, &n);
@@ -159,7 +160,8 @@ static bool stat_linked(struct pass *p, const struct audit_file *f, struct stat 
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
 
-	if (f->root < 0 || !f->name)
+	if (f->root < 0 || !f->name || (unsigned)f->root >= p->a->nroots || !p->a->roots[f->root].in_use ||
+	    p->a->roots[f->root].kdev != f->kdev)
 		return false;
 	snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
 	return lstat(path, st) == 0 && st->st_ino == f->ino && sg_kdev(st->st_dev) == f->kdev;
@@ -205,8 +207,11 @@ static struct measured measure(struct pass *p, struct audit_file *f)
 
 static void free_journals(struct audit_review *rv)
 {
-	for (unsigned r = 0; r < SG_MAX_ROOTS; r++)
+	for (unsigned r = 0; r < rv->nroots; r++)
 		sg_journals_free(&rv->journals[r]);
+	free(rv->journals);
+	rv->journals = NULL;
+	rv->nroots = 0;
 }
 
 /* A request for a file that has none yet where the USDT tag was missed (a
@@ -222,7 +227,7 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 
 	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
-	if (m->linked && f->root >= 0 && f->name) {
+	if (m->linked && f->root >= 0 && (unsigned)f->root < rv->nroots && f->name) {
 		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
 		js = &rv->journals[f->root];
 		/* The owner and mode are looked up only for a claim or a tag. */
@@ -244,8 +249,16 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 
 /* A file that exists counts in the cycle's totals, with its request.  The
  * shim's ownership journals are its own bookkeeping: they do not count. */
+/* The abort of f's request, in the scope of f's root. */
+static const struct audit_abort *abort_of_file(const struct audit *a, const struct audit_file *f)
+{
+	return audit_abort_of(a, audit_root_scope(a, f->kdev, f->root), f->request);
+}
+
 static void count(struct pass *p, struct audit_review *rv, struct audit_file *f, const struct measured *m)
 {
+	struct audit_root *root = f->root >= 0 && (unsigned)f->root < p->a->nroots ? &p->a->roots[f->root] : NULL;
+
 	if (!f->name && m->name)
 		audit_files_name(f, m->root, m->name);
 	f->bytes = m->bytes;
@@ -258,13 +271,13 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 	}
 	rv->tracked += m->bytes;
 	rv->files++;
-	if (f->root >= 0)
-		rv->roots[f->root].tracked += m->bytes;
+	if (root)
+		root->counting.tracked += m->bytes;
 	if (!f->indexed) {
 		rv->unattributed += m->bytes;
-		if (f->root >= 0)
-			rv->roots[f->root].unattributed += m->bytes;
-	} else if (audit_abort_of(p->a, f->request)) {
+		if (root)
+			root->counting.unattributed += m->bytes;
+	} else if (abort_of_file(p->a, f)) {
 		rv->aborted_held += m->bytes;
 	} else {
 		rv->live_pending += m->bytes;
@@ -293,8 +306,8 @@ static bool name_files(struct audit *a, struct audit_review *rv, uint64_t deadli
 	struct dirent *e;
 	unsigned n = 0;
 
-	for (; rv->root < a->nroots; rv->root++) {
-		if (!rv->dir && !(rv->dir = opendir(a->roots[rv->root].path)))
+	for (; rv->root < rv->nroots; rv->root++) {
+		if (!rv->dir && (!a->roots[rv->root].in_use || !(rv->dir = opendir(a->roots[rv->root].path))))
 			continue;
 		while ((e = readdir(rv->dir))) {
 			if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && sg_journal_name(e->d_name))
@@ -376,7 +389,7 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 			continue;
 		}
 		/* Freed: what an abort's sweep (or its owner) gave back. */
-		if (f->indexed && f->measured && audit_abort_of(p->a, f->request))
+		if (f->indexed && f->measured && abort_of_file(p->a, f))
 			p->a->reclaimed += f->bytes;
 		audit_files_remove(p->a->files, f);
 	}
@@ -394,6 +407,8 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 	struct measured m = measure(c->p, f);
 	struct audit_leftover *l;
 
+	if (audit_root_scope(c->p->a, f->kdev, f->root) != c->ab->scope) /* the same request in another pod */
+		return;
 	if (!m.exists || !(l = calloc(1, sizeof(*l))))
 		return;
 	l->name = m.name ? strdup(m.name) : NULL;
@@ -421,6 +436,7 @@ static void measure_aborts(struct pass *p, double until_s)
 	for (struct audit_abort *ab; (ab = a->unmeasured) && ab->marker_s + a->o->grace <= until_s;) {
 		struct abort_ctx c = {p, ab};
 		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
+		audit_tags_count(a, ab);
 		a->unmeasured = ab->next;
 		a->aborts_measured++;
 		a->leaked_measured += ab->leaked_bytes;
@@ -501,6 +517,12 @@ static void start_cycle(struct audit *a)
 				    .started_s = audit_now_s(a), .cycle = rv->cycle + 1, .suspects = rv->suspects,
 				    .cap = rv->cap, .urgent = abort_waits(a, audit_now_s(a)),
 				    .reading_ns = rv->phase == REVIEW_IDLE ? 0 : rv->reading_ns};
+	/* Memory short: no directory is read this cycle, each file is looked
+	 * at through its name instead (slower, as right). */
+	if ((rv->journals = calloc(a->nroots ? a->nroots : 1, sizeof(*rv->journals))))
+		rv->nroots = a->nroots;
+	for (unsigned r = 0; r < a->nroots; r++)
+		a->roots[r].counting = (struct audit_root_bytes){0};
 }
 
 /* Works on the cycle until deadline (CLOCK_MONOTONIC); true at its end. */
@@ -537,7 +559,8 @@ static void work(struct audit *a, uint64_t deadline)
 	a->aborted_held = rv->aborted_held;
 	a->live_pending = rv->live_pending;
 	a->live_files = rv->live_files;
-	memcpy(a->root_bytes, rv->roots, sizeof(a->root_bytes));
+	for (unsigned r = 0; r < a->nroots; r++)
+		a->roots[r].bytes = a->roots[r].counting;
 	a->cycles++;
 	a->last_review_s = audit_now_s(a);
 	a->last_review_duration_s = a->last_review_s - rv->started_s;

@@ -78,15 +78,6 @@ void audit_file_named(struct audit *a, struct audit_file *f, int root, const cha
 	audit_files_attribute(a->files, f, req, REQ_PATTERN, shape);
 }
 
-/* The root whose directory is dir_ino on kdev, or -1. */
-static int root_of_dir(const struct audit *a, uint32_t kdev, uint64_t dir_ino)
-{
-	for (unsigned r = 0; r < a->nroots; r++)
-		if (a->roots[r].kdev == kdev && a->roots[r].dir_ino == dir_ino)
-			return (int)r;
-	return -1;
-}
-
 /* name: the one it is about to be given, or NULL. */
 static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino,
 			      const char *name)
@@ -120,7 +111,7 @@ static void on_create(struct audit *a, const struct sg_audit_create *e, size_t s
 	a->events++;
 	f = add(a, &e->h, e->dev, e->ino, named ? e->name : NULL);
 	if (f && named)
-		audit_file_named(a, f, root_of_dir(a, e->dev, e->dir_ino), e->name, false);
+		audit_file_named(a, f, audit_root_of_dir(a, e->dev, e->dir_ino), e->name, false);
 }
 
 /* The syscalls probe gives the path a rename or link created, as the
@@ -133,6 +124,8 @@ static bool find_in_roots(struct audit *a, const char *path, uint32_t *kdev, uin
 
 	base = base ? base + 1 : path;
 	for (unsigned r = 0; *base && r < a->nroots; r++) {
+		if (!a->roots[r].in_use)
+			continue;
 		snprintf(full, sizeof(full), "%s/%s", a->roots[r].path, base);
 		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && sg_kdev(st.st_dev) == a->roots[r].kdev) {
 			*kdev = a->roots[r].kdev;
@@ -164,9 +157,9 @@ static void on_name(struct audit *a, const struct sg_audit_name *e, size_t size)
 		name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
 	}
 	f = audit_files_find(a->files, kdev, ino);
-	if (!f && (root_of_dir(a, kdev, from) >= 0 || !(f = add(a, &e->h, kdev, ino, name))))
+	if (!f && (audit_root_of_dir(a, kdev, from) >= 0 || !(f = add(a, &e->h, kdev, ino, name))))
 		return;
-	audit_file_named(a, f, root_of_dir(a, kdev, dir_ino), name, e->renamed);
+	audit_file_named(a, f, audit_root_of_dir(a, kdev, dir_ino), name, e->renamed);
 }
 
 static void on_tag(struct audit *a, const struct sg_audit_tag *e)
@@ -175,8 +168,12 @@ static void on_tag(struct audit *a, const struct sg_audit_tag *e)
 
 	a->events++;
 	/* The kernel side terminates the string; a request must still be one. */
-	if (f && memchr(e->request, '\0', sizeof(e->request)) && !sg_reqid_invalid(e->request))
+	if (!memchr(e->request, '\0', sizeof(e->request)) || sg_reqid_invalid(e->request))
+		return;
+	if (f)
 		audit_files_attribute(a->files, f, e->request, REQ_TAG, -1);
+	else if (audit_root_of_dev(a, sg_kdev(e->dev)) < 0)
+		audit_tags_keep(a, sg_kdev(e->dev), e->ino, e->request);
 }
 
 void audit_on_event(struct audit *a, const void *data, size_t size)
@@ -197,6 +194,10 @@ void audit_on_event(struct audit *a, const void *data, size_t size)
 	case SG_AUDIT_NAME:
 		if (size >= NAMED_SIZE(struct sg_audit_name))
 			on_name(a, data, size);
+		break;
+	case SG_AUDIT_NEW_DEV:
+		if (size >= sizeof(struct sg_audit_new_dev))
+			audit_roots_new_dev(a, ((const struct sg_audit_new_dev *)data)->dev);
 		break;
 	}
 }

@@ -8,7 +8,7 @@
 #include "config.h"
 #include "pattern.h"
 
-_Static_assert(SG_MAX_ROOTS <= INT8_MAX && SG_MAX_PATTERNS <= INT8_MAX, "a root and a pattern index fit a record's int8_t");
+_Static_assert(SG_MAX_PATTERNS <= INT8_MAX, "a pattern index fits a record's int8_t");
 
 /* A request's files, and its one copy of the request: freed with its last
  * file. */
@@ -152,7 +152,7 @@ bool audit_files_name(struct audit_file *f, int root, const char *name)
 		memmove(heap ? heap : f->inline_name, name, len); /* name may be f's own */
 	free_name(f);
 	f->name = !name ? NULL : heap ? heap : f->inline_name;
-	f->root = (int8_t)root;
+	f->root = (int16_t)root; /* the roots table never holds more (audit_roots.h) */
 	return true;
 }
 

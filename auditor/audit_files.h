@@ -42,7 +42,7 @@ struct audit_file {
 	uint32_t kdev;                /* kernel encoding, major << 20 | minor */
 	uint32_t seen;                /* the review cycle that last found it in a root */
 	uint32_t missed;              /* the review cycle that last found it nowhere (unnamed) */
-	int8_t root;                  /* index of the shm root holding the name, -1 unknown */
+	int16_t root;                 /* index of the shm root holding the name, -1 unknown */
 	int8_t shape;                 /* pattern index for REQ_PATTERN */
 	uint8_t source;               /* enum audit_req_source */
 	bool indexed;                 /* on its request's chain */

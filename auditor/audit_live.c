@@ -67,9 +67,10 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 		.dropped_events = dropped,
 		.files_over_limit = audit_files_over_limit(a->files),
 		.lost_markers = a->marker_overflows,
+		.unfollowed_files = a->unfollowed_files,
 		.probe = a->probe,
 		.version = a->o->version,
-		.nroots = a->nroots,
+		.roots = calloc(a->nroots ? a->nroots : 1, sizeof(*m->roots)), /* short of memory: no root's */
 	};
 	if (a->reclaim) {
 		struct audit_reclaim_totals t;
@@ -78,12 +79,17 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 		m->dead_reclaimed_bytes = t.bytes;
 		m->dead_reclaimed_files = t.files;
 	}
-	for (unsigned r = 0; r < a->nroots; r++) {
-		m->roots[r] = (struct metrics_root){a->roots[r].path, a->root_bytes[r].tracked,
-						    a->root_bytes[r].unattributed, 0, 0};
+	for (unsigned r = 0; m->roots && r < a->nroots; r++) {
+		struct metrics_root *mr;
+
+		if (!a->roots[r].in_use)
+			continue;
+		mr = &m->roots[m->nroots++];
+		*mr = (struct metrics_root){a->roots[r].shown, a->roots[r].bytes.tracked, a->roots[r].bytes.unattributed,
+					    0, 0};
 		if (statvfs(a->roots[r].path, &sv) == 0) {
-			m->roots[r].free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
-			m->roots[r].size_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+			mr->free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+			mr->size_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
 		}
 	}
 }
@@ -102,7 +108,9 @@ static int emit(struct audit *a, uint64_t dropped, bool publish, bool now)
 	if (!(publish && a->metrics_server) && !write)
 		return 0;
 	snapshot(a, dropped, &m);
-	if (!(text = metrics_render(&m, &len)))
+	text = metrics_render(&m, &len);
+	free(m.roots);
+	if (!text)
 		return -1;
 	if (publish && a->metrics_server)
 		metrics_publish(a->metrics_server, text, len);

@@ -63,6 +63,8 @@ static int next_timeout(const struct audit *a, double next_progress, bool show)
 
 	if (review < due)
 		due = review;
+	if (audit_roots_due_s(a) < due)
+		due = audit_roots_due_s(a);
 	if (show && next_progress < due)
 		due = next_progress;
 	if (a->o->duration && a->o->duration < due)
@@ -203,6 +205,10 @@ static int turns(struct audit *a, int ep)
 			running = false;
 		if (audit_trace_consume(t) < 0) /* the review needs every event so far */
 			return -1;
+		if (audit_now_s(a) >= audit_roots_due_s(a)) {
+			audit_roots_scan(a);
+			audit_tags_expire(a);
+		}
 		audit_review_step(a);
 		audit_live_update(a, audit_trace_dropped(t));
 		if (show)

@@ -30,10 +30,10 @@ static int by_text(const void *x, const void *y)
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* The abort directory's entries, read through its checked descriptor. */
-static DIR *open_entries(const struct audit *a)
+/* An abort directory's entries, read through its checked descriptor. */
+static DIR *open_entries(int dfd)
 {
-	int fd = openat(a->abort_dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 
 	if (!d && fd >= 0)
@@ -45,7 +45,7 @@ static DIR *open_entries(const struct audit *a)
  * none falls between the two), sorted: a rescan must not take them for new. */
 static int note_markers_at_start(struct audit *a)
 {
-	DIR *d = open_entries(a);
+	DIR *d = open_entries(a->abort_dfd);
 	struct dirent *e;
 	size_t cap = 0;
 
@@ -117,7 +117,8 @@ int audit_markers_open(struct audit *a, char *err, size_t errlen)
 				 e == ELOOP ? "it is a symbolic link" : strerror(e));
 		return -1;
 	}
-	if ((fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 || watch(a, fd) < 0 || note_markers_at_start(a) < 0) {
+	if ((fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 || (a->abort_wd = watch(a, fd)) < 0 ||
+	    note_markers_at_start(a) < 0) {
 		snprintf(err, errlen, "cannot watch %s: %s", shown, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -126,25 +127,41 @@ int audit_markers_open(struct audit *a, char *err, size_t errlen)
 	return fd;
 }
 
-static bool is_abort(const struct sg_hnode *node, const void *request)
+/* An abort's key: the same request in two pods' abort directories is two aborts. */
+struct abort_key {
+	uint32_t scope;
+	const char *request;
+};
+
+static bool is_abort(const struct sg_hnode *node, const void *key)
 {
-	return strcmp(sg_hnode_entry(node, struct audit_abort, node)->request, request) == 0;
+	const struct audit_abort *ab = sg_hnode_entry(node, struct audit_abort, node);
+	const struct abort_key *k = key;
+
+	return ab->scope == k->scope && strcmp(ab->request, k->request) == 0;
 }
 
-struct audit_abort *audit_abort_of(const struct audit *a, const char *request)
+static uint64_t abort_hash(uint32_t scope, const char *request)
 {
-	struct sg_hnode *node = sg_htable_find(&a->abort_index, sg_table_hash_str(request), is_abort, request);
+	return sg_table_hash_str(request) ^ (scope * 0x9e3779b97f4a7c15ull);
+}
+
+struct audit_abort *audit_abort_of(const struct audit *a, uint32_t scope, const char *request)
+{
+	struct abort_key k = {scope, request};
+	struct sg_hnode *node = sg_htable_find(&a->abort_index, abort_hash(scope, request), is_abort, &k);
 
 	return node ? sg_hnode_entry(node, struct audit_abort, node) : NULL;
 }
 
-bool audit_abort_add(struct audit *a, const char *request, bool count_refused)
+bool audit_abort_add(struct audit *a, uint32_t scope, int dfd, const char *request, bool count_refused)
 {
-	uint64_t h = sg_table_hash_str(request);
+	uint64_t h = abort_hash(scope, request);
+	struct abort_key k = {scope, request};
 	struct audit_abort *ab;
 	struct sg_hnode **slot;
 	struct stat st;
-	const char *why = sg_marker_refusal(a->abort_dfd, request, geteuid(), &st);
+	const char *why = sg_marker_refusal(dfd, request, geteuid(), &st);
 
 	if (S_ISREG(st.st_mode)) /* a marker or not, no file of a request */
 		audit_files_exclude(a->files, sg_kdev(st.st_dev), st.st_ino);
@@ -153,13 +170,14 @@ bool audit_abort_add(struct audit *a, const char *request, bool count_refused)
 		return false;
 	}
 	if (sg_htable_reserve(&a->abort_index, 256) < 0 ||
-	    *(slot = sg_htable_slot(&a->abort_index, h, is_abort, request)) || !(ab = calloc(1, sizeof(*ab))))
+	    *(slot = sg_htable_slot(&a->abort_index, h, is_abort, &k)) || !(ab = calloc(1, sizeof(*ab))))
 		return false;
 	if (!(ab->request = strdup(request))) {
 		free(ab);
 		return false;
 	}
 	ab->node.hash = h;
+	ab->scope = scope;
 	sg_htable_insert_at(&a->abort_index, slot, &ab->node);
 	ab->marker_s = audit_now_s(a);
 	*a->aborts_tail = ab;
@@ -174,7 +192,7 @@ bool audit_abort_add(struct audit *a, const char *request, bool count_refused)
  * aborts yet nor there from the start. */
 static int rescan(struct audit *a)
 {
-	DIR *d = open_entries(a);
+	DIR *d = open_entries(a->abort_dfd);
 	struct dirent *e;
 	char *name;
 
@@ -185,18 +203,91 @@ static int rescan(struct audit *a)
 		if (e->d_type != DT_DIR &&
 		    !(a->nmarkers_at_start &&
 		      bsearch(&name, a->markers_at_start, a->nmarkers_at_start, sizeof(char *), by_text)) &&
-		    audit_abort_add(a, name, false))
+		    audit_abort_add(a, 0, a->abort_dfd, name, false))
 			a->markers_recovered++;
 	}
 	closedir(d);
 	return 0;
 }
 
+/* A root's own abort directory read whole (watched just now, or after an
+ * overflow): its markers made since the run began are aborts (it has no
+ * list from the start: it may have been found late). */
+static void rescan_root(struct audit *a, const struct audit_root *r, bool recovering)
+{
+	DIR *d = open_entries(r->abort_dfd);
+	struct dirent *e;
+	struct stat st;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (e->d_type != DT_DIR && fstatat(r->abort_dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec >= a->start_unix_ns &&
+		    audit_abort_add(a, r->id, r->abort_dfd, e->d_name, false))
+			a->markers_recovered += recovering;
+	closedir(d);
+}
+
+void audit_markers_watch_root(struct audit *a, int root)
+{
+	struct audit_root *r = &a->roots[root];
+	char path[SG_PATH_MAX + SG_NAME_MAX + 2], proc_path[64];
+	const char *why;
+	struct stat st;
+	int dfd;
+
+	if (r->abort_dfd >= 0 || a->markers_fd < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", r->path, a->o->root_abort_name);
+	/* Missing (a pod without the shim, or not yet) or refused: none; looked
+	 * for again at the next scan. */
+	if ((dfd = sg_abort_dir_open_trusted(path, false, geteuid(), &st, &why)) < 0)
+		return;
+	snprintf(proc_path, sizeof(proc_path), "/proc/self/fd/%d", dfd);
+	if ((r->abort_wd = inotify_add_watch(a->markers_fd, proc_path, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)) < 0) {
+		close(dfd);
+		return;
+	}
+	r->abort_dfd = dfd;
+	rescan_root(a, r, false);
+}
+
+void audit_markers_unwatch_root(struct audit *a, int root)
+{
+	struct audit_root *r = &a->roots[root];
+
+	if (r->abort_dfd < 0)
+		return;
+	inotify_rm_watch(a->markers_fd, r->abort_wd);
+	close(r->abort_dfd);
+	r->abort_dfd = r->abort_wd = -1;
+}
+
+/* The scope and directory of watch wd, or false (a root forgotten). */
+static bool dir_of_watch(const struct audit *a, int wd, uint32_t *scope, int *dfd)
+{
+	if (wd == a->abort_wd) {
+		*scope = 0;
+		*dfd = a->abort_dfd;
+		return true;
+	}
+	for (unsigned r = 0; r < a->nroots; r++)
+		if (a->roots[r].in_use && a->roots[r].abort_dfd >= 0 && a->roots[r].abort_wd == wd) {
+			*scope = a->roots[r].id;
+			*dfd = a->roots[r].abort_dfd;
+			return true;
+		}
+	return false;
+}
+
 int audit_markers_read(struct audit *a, int fd)
 {
 	char buf[64 * (sizeof(struct inotify_event) + NAME_MAX + 1)]
 		__attribute__((aligned(__alignof__(struct inotify_event))));
+	uint32_t scope;
 	ssize_t n;
+	int dfd;
 
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		for (char *p = buf; p < buf + n;) {
@@ -205,8 +296,11 @@ int audit_markers_read(struct audit *a, int fd)
 				a->marker_overflows++;
 				if (rescan(a) < 0)
 					return -1;
-			} else if (ev->len && !(ev->mask & IN_ISDIR)) {
-				audit_abort_add(a, ev->name, true);
+				for (unsigned r = 0; r < a->nroots; r++)
+					if (a->roots[r].in_use && a->roots[r].abort_dfd >= 0)
+						rescan_root(a, &a->roots[r], true);
+			} else if (ev->len && !(ev->mask & IN_ISDIR) && dir_of_watch(a, ev->wd, &scope, &dfd)) {
+				audit_abort_add(a, scope, dfd, ev->name, true);
 			}
 			p += sizeof(*ev) + ev->len;
 		}

@@ -72,6 +72,26 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	if (a->dropped || audit_files_over_limit(a->files))
 		fprintf(out, "LOST: %llu events dropped, %llu files over --max-files: the figures are lower bounds\n",
 		       (unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files));
+	if (a->o->node_mode)
+		fprintf(out, "roots: %u followed at end, %llu found in mount namespaces during the run (%llu late, "
+			"%llu %s caught up), %llu forgotten%s\n",
+			audit_roots_in_use(a), (unsigned long long)a->roots_found, (unsigned long long)a->roots_late,
+			SG_PLURAL((unsigned long long)a->caught_up, "file", "files"),
+			(unsigned long long)a->roots_forgotten,
+			a->namespaces_unreadable ? "; some mount namespaces could not be read" : "");
+	if (a->roots_refused)
+		fprintf(out, "NOT FOLLOWED: %llu /dev/shm mounts could not be followed (the kernel side's maps are "
+			"full, or memory short)\n", (unsigned long long)a->roots_refused);
+	if (a->unfollowed_files)
+		fprintf(out, "NOT FOLLOWED: %llu %s of aborted requests %s on filesystems no root follows (the shim's "
+			"tags say so): their bytes are not in the figure%s\n",
+			SG_PLURAL((unsigned long long)a->unfollowed_files, "file", "files"),
+			a->unfollowed_files == 1 ? "is" : "are",
+			a->o->node_mode ? "" : " (without --own-namespace every pod's /dev/shm is followed)");
+	if (a->tags_expired)
+		fprintf(out, "not followed: %llu tags of files on filesystems no root follows were kept %s and "
+			"dropped before their request aborted, if it did\n",
+			(unsigned long long)a->tags_expired, "as long as allowed");
 	if (a->marker_overflows)
 		fprintf(out, "LOST: the abort directory's event queue overflowed %llu times (fs.inotify.max_queued_events):\n"
 		       "  %llu markers recovered by reading it again; markers removed before that are not counted, and\n"
@@ -128,6 +148,15 @@ static const char *dev_text(uint32_t kdev, char *buf, size_t len)
 	return buf;
 }
 
+/* Where an abort's marker appeared: --abort-dir, or a root's own. */
+static const char *abort_dir_text(const struct audit *a, uint32_t scope)
+{
+	for (unsigned r = 0; scope && r < a->nroots; r++)
+		if (a->roots[r].id == scope)
+			return a->roots[r].shown; /* the slot may be a later root's: then "a forgotten root" */
+	return scope ? "a root forgotten since" : a->o->abort_dir;
+}
+
 static json_t *aborts_json(const struct audit *a)
 {
 	json_t *arr = json_array();
@@ -146,9 +175,11 @@ static json_t *aborts_json(const struct audit *a)
 			json_object_set_new(f, "held_by_pid", l->holder ? json_integer(l->holder) : json_null());
 			json_array_append_new(files, f);
 		}
-		json_array_append_new(arr, json_pack("{s:s, s:f, s:I, s:o}", "request", ab->request, "marker_s",
-						     ab->marker_s, "leaked_bytes", (json_int_t)ab->leaked_bytes,
-						     "leftover_files", files));
+		json_array_append_new(arr, json_pack("{s:s, s:f, s:I, s:o, s:I, s:s}", "request", ab->request,
+						     "marker_s", ab->marker_s, "leaked_bytes", (json_int_t)ab->leaked_bytes,
+						     "leftover_files", files, "unfollowed_files",
+						     (json_int_t)ab->unfollowed_files, "abort_dir",
+						     abort_dir_text(a, ab->scope)));
 	}
 	return arr;
 }
@@ -231,6 +262,15 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "marker_queue_overflows", json_integer((json_int_t)a->marker_overflows));
 	json_object_set_new(root, "markers_recovered", json_integer((json_int_t)a->markers_recovered));
 	json_object_set_new(root, "markers_refused", json_integer((json_int_t)a->markers_refused));
+	json_object_set_new(root, "unfollowed_files", json_integer((json_int_t)a->unfollowed_files));
+	json_object_set_new(root, "unfollowed_tags_expired", json_integer((json_int_t)a->tags_expired));
+	json_object_set_new(root, "roots", json_pack("{s:b, s:i, s:I, s:I, s:I, s:I, s:I, s:i}", "node_mode",
+						     a->o->node_mode, "followed_at_end", (int)audit_roots_in_use(a),
+						     "found", (json_int_t)a->roots_found, "found_late",
+						     (json_int_t)a->roots_late, "caught_up_files", (json_int_t)a->caught_up,
+						     "forgotten", (json_int_t)a->roots_forgotten, "refused",
+						     (json_int_t)a->roots_refused, "namespaces_unreadable",
+						     (int)a->namespaces_unreadable));
 	json_object_set_new(root, "interrupted", json_boolean(a->interrupted));
 	json_object_set_new(root, "budget_kib_per_abort", a->o->have_budget ? json_real(a->o->budget_kib) : json_null());
 	json_object_set_new(root, "min_aborts", a->o->have_budget ? json_integer(a->o->min_aborts) : json_null());
@@ -272,6 +312,12 @@ static void gate_reason(const struct audit *a, struct summary *s)
 	else if (s->over_budget)
 		snprintf(s->reason, sizeof(s->reason), "%.1f KiB/abort > budget %g KiB/abort", s->kib_per_abort,
 			 a->o->budget_kib);
+	else if (s->unfollowed && a->roots_refused)
+		snprintf(s->reason, sizeof(s->reason), "%llu /dev/shm mounts could not be followed",
+			 (unsigned long long)a->roots_refused);
+	else if (s->unfollowed)
+		snprintf(s->reason, sizeof(s->reason), "%llu %s of aborted requests on filesystems not followed: the "
+			 "figure would be too low", SG_PLURAL((unsigned long long)a->unfollowed_files, "file", "files"));
 	else if (s->drops_fail)
 		snprintf(s->reason, sizeof(s->reason), "events or markers were lost (--allow-drops to accept)");
 	else
@@ -296,6 +342,7 @@ int audit_report_write(struct audit *a)
 	s.over_budget = a->o->have_budget && s.kib_per_abort > a->o->budget_kib;
 	s.lost = a->dropped || audit_files_over_limit(a->files) || a->marker_overflows;
 	s.drops_fail = s.lost && !a->o->allow_drops;
+	s.unfollowed = a->unfollowed_files || a->roots_refused;
 	/* A gate that measured nothing does not pass. */
 	s.too_few_aborts = a->o->have_budget && a->naborts < a->o->min_aborts;
 	gate_reason(a, &s);

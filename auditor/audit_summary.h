@@ -23,6 +23,7 @@ struct summary {
 	double leak_growth_mib_per_hour; /* < 0: the run was too short */
 	bool over_budget, drops_fail, lost;
 	bool too_few_aborts; /* a budget, and fewer aborts than --min-aborts */
+	bool unfollowed; /* files of aborted requests on filesystems not followed: the figure is too low */
 	char reason[SG_PATH_MAX + 160]; /* why the gate failed, for every output; "" if it did not */
 	const char *verdict; /* "pass", "fail" or "none" */
 };

@@ -41,8 +41,6 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-_Static_assert(SG_MAX_ROOTS <= SG_AUDIT_MAX_DEVS, "the kernel side holds a device and a directory per root");
-
 /* The ways to see files being created, best first (see audit.bpf.c). */
 enum probe_kind { PROBE_CTIME, PROBE_FENTRY, PROBE_KPROBE, PROBE_SYSCALLS, NPROBES };
 
@@ -179,7 +177,6 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, const struct a
 		       char *why, size_t len)
 {
 	struct kind_program kp[NPROGRAMS];
-	unsigned ndevs = 0;
 	size_t n;
 	int ret;
 
@@ -188,19 +185,7 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, const struct a
 		snprintf(why, len, "cannot open the BPF object: %s", strerror(errno));
 		return -1;
 	}
-	for (unsigned i = 0; i < o->nroots; i++) {
-		bool dup = false;
-		for (unsigned d = 0; d < ndevs; d++)
-			dup |= t->skel->rodata->shm_devs[d] == o->roots[i].kdev;
-		if (!dup)
-			t->skel->rodata->shm_devs[ndevs++] = o->roots[i].kdev;
-	}
-	t->skel->rodata->n_shm_devs = ndevs;
-	for (unsigned i = 0; i < o->nroots; i++) {
-		t->skel->rodata->root_dir_devs[i] = o->roots[i].kdev;
-		t->skel->rodata->root_dir_inos[i] = o->roots[i].dir_ino;
-	}
-	t->skel->rodata->n_root_dirs = o->nroots;
+	t->skel->rodata->discover = o->discover;
 	t->skel->rodata->follow_tree = o->follow_tree;
 	if (own_pidns(&t->skel->rodata->pidns_ino, why, len) < 0)
 		goto fail;
@@ -223,6 +208,11 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, const struct a
 				 strerror(errno));
 		goto fail;
 	}
+	for (unsigned i = 0; i < o->nroots; i++)
+		if (audit_trace_add_root(t, &o->roots[i]) < 0) {
+			snprintf(why, len, "cannot follow a root: %s", strerror(errno));
+			goto fail;
+		}
 	n = kind_programs(t->skel, kp);
 	for (size_t i = 0; i < n; i++)
 		if (attach(kp[i].prog, kp[i].link, why, len))
@@ -292,6 +282,39 @@ fail:
 	btf__free(btf);
 	audit_trace_stop(t);
 	return NULL;
+}
+
+int audit_trace_add_root(struct audit_tracer *t, const struct audit_trace_root *root)
+{
+	struct sg_audit_root_key key = {.dev = root->kdev, .ino = root->dir_ino};
+	__u32 dev = root->kdev;
+	__u8 one = 1;
+
+	if (bpf_map__update_elem(t->skel->maps.root_dirs, &key, sizeof(key), &one, sizeof(one), BPF_ANY) < 0)
+		return -1;
+	if (bpf_map__update_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), &one, sizeof(one), BPF_ANY) < 0) {
+		bpf_map__delete_elem(t->skel->maps.root_dirs, &key, sizeof(key), 0);
+		return -1;
+	}
+	audit_trace_forget_dev(t, dev);
+	return 0;
+}
+
+void audit_trace_remove_root(struct audit_tracer *t, const struct audit_trace_root *root, bool dev_too)
+{
+	struct sg_audit_root_key key = {.dev = root->kdev, .ino = root->dir_ino};
+	__u32 dev = root->kdev;
+
+	bpf_map__delete_elem(t->skel->maps.root_dirs, &key, sizeof(key), 0);
+	if (dev_too)
+		bpf_map__delete_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), 0);
+}
+
+void audit_trace_forget_dev(struct audit_tracer *t, uint32_t kdev)
+{
+	__u32 dev = kdev;
+
+	bpf_map__delete_elem(t->skel->maps.unknown_devs, &dev, sizeof(dev), 0);
 }
 
 int audit_trace_follow(struct audit_tracer *t, pid_t pid)

@@ -24,8 +24,9 @@ struct audit_trace_root {
 typedef void audit_trace_event_fn(void *ctx, const void *data, size_t size);
 
 struct audit_trace_opts {
-	struct audit_trace_root roots[SG_MAX_ROOTS];
+	const struct audit_trace_root *roots; /* followed from the start (more: audit_trace_add_root) */
 	unsigned nroots;
+	bool discover;      /* report tmpfs devices not followed (SG_AUDIT_NEW_DEV events) */
 	bool follow_tree;   /* only the processes audit_trace_follow() names, and theirs */
 	const char *shim;   /* the shim whose USDT tags to follow, or NULL */
 	const char *probe;  /* forced, or NULL: the best this kernel allows */
@@ -45,6 +46,16 @@ int audit_probe_by_name(const char *name);
  * in err naming what is missing (privileges, BTF, each probe's reason).
  * o is not kept. */
 struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *err, size_t errlen);
+
+/* Follows the files of root (its device and directory) from now on; 0, or
+ * -1 with errno (E2BIG: the kernel side's maps are full). */
+int audit_trace_add_root(struct audit_tracer *t, const struct audit_trace_root *root);
+/* Stops following root's directory and, when dev_too (no other root is on
+ * its device), its device, which a new file there reports again. */
+void audit_trace_remove_root(struct audit_tracer *t, const struct audit_trace_root *root, bool dev_too);
+/* A device reported as not followed (SG_AUDIT_NEW_DEV) that userspace
+ * looked for: reported again by its next new file. */
+void audit_trace_forget_dev(struct audit_tracer *t, uint32_t kdev);
 
 /* Counts pid, and every process it starts from now on, as the traced tree. */
 int audit_trace_follow(struct audit_tracer *t, pid_t pid);

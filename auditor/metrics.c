@@ -87,6 +87,10 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	      "Events the kernel side could not send (its buffer was full).", m->dropped_events);
 	plain(out, "shmguard_files_over_limit_total", "counter", "Files not followed: the table was full.",
 	      m->files_over_limit);
+	plain(out, "shmguard_unfollowed_files_total", "counter",
+	      "Files of measured aborts on filesystems no root follows (the shim's tags say so): their bytes "
+	      "are not in the leak.", m->unfollowed_files);
+	plain(out, "shmguard_roots", "gauge", "The shm roots followed.", m->nroots);
 	plain(out, "shmguard_lost_markers_total", "counter",
 	      "Abort markers that may have been missed (the marker watch overflowed).", m->lost_markers);
 	family(out, "shmguard_last_review_timestamp_seconds", "gauge",

@@ -29,9 +29,10 @@ struct audit_metrics {
 	uint64_t events, dropped_events, files_over_limit, lost_markers;
 	bool dead_reclaim;        /* --reclaim-dead runs: the two below are shown */
 	uint64_t dead_reclaimed_bytes, dead_reclaimed_files; /* dead creators' files it removed */
+	uint64_t unfollowed_files; /* files of aborted requests on filesystems not followed */
 	const char *probe;        /* how the kernel side sees creations */
 	const char *version;
-	struct metrics_root roots[SG_MAX_ROOTS];
+	struct metrics_root *roots; /* the caller's */
 	unsigned nroots;
 };
 

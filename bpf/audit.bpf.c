@@ -23,17 +23,12 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by userspace between open and load. */
-const volatile __u32 shm_devs[SG_AUDIT_MAX_DEVS] = {};
-const volatile __u32 n_shm_devs = 0;
+const volatile bool discover = false; /* report tmpfs devices not followed (SG_AUDIT_NEW_DEV) */
 const volatile bool follow_tree = false; /* only count creations by the traced tree */
 /* The auditor's pid namespace (its nsfs inode): every process id this side
  * uses or sends is the one that namespace gives, so that it matches what
  * the auditor forks and sees in its /proc; 0 for a process outside it. */
 const volatile __u32 pidns_ino = 0;
-/* The roots' directories (device, inode), for the ctime probe. */
-const volatile __u32 root_dir_devs[SG_AUDIT_MAX_DEVS] = {};
-const volatile __u64 root_dir_inos[SG_AUDIT_MAX_DEVS] = {};
-const volatile __u32 n_root_dirs = 0;
 /* The system calls the syscalls probe follows, as this architecture numbers
  * them (-1: it has no such call). */
 const volatile long nr_open = -1, nr_creat = -1, nr_openat = -1, nr_openat2 = -1;
@@ -55,16 +50,41 @@ struct {
 	__type(value, __u8);
 } tree SEC(".maps");
 
+/* The followed devices (dev -> 1) and the roots' directories (for the
+ * ctime probe), updated by userspace as roots are found and forgotten. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SG_AUDIT_MAX_ROOTS);
+	__type(key, __u32);
+	__type(value, __u8);
+} shm_devs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SG_AUDIT_MAX_ROOTS);
+	__type(key, struct sg_audit_root_key);
+	__type(value, __u8);
+} root_dirs SEC(".maps");
+
+/* tmpfs devices not followed that were reported (SG_AUDIT_NEW_DEV): once
+ * each, until userspace deletes them (it follows the device, or forgets it).
+ * LRU: a machine's other tmpfs (/run, memfd's) cannot fill it for good. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} unknown_devs SEC(".maps");
+
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define FMODE_CREATED 0x100000 /* the open created the file (4.19 and later) */
 
+#define TMPFS_MAGIC 0x01021994
+
 static __always_inline bool on_shm_dev(__u32 dev)
 {
-	for (__u32 i = 0; i < SG_AUDIT_MAX_DEVS && i < n_shm_devs; i++)
-		if (shm_devs[i] == dev)
-			return true;
-	return false;
+	return bpf_map_lookup_elem(&shm_devs, &dev);
 }
 
 /* Pid namespaces nest at most this deep (the kernel's MAX_PID_NS_LEVEL). */
@@ -132,6 +152,40 @@ static __always_inline void *reserve(__u64 size)
 	if (!e)
 		__sync_fetch_and_add(&dropped, 1);
 	return e;
+}
+
+/* inode is being created and is not followed: if it is a regular file on a
+ * tmpfs, its device is reported once (a pod's /dev/shm, mounted since
+ * userspace last looked). */
+static __always_inline void note_unfollowed(struct inode *inode)
+{
+	struct sg_audit_new_dev *e;
+	__u32 dev;
+	__u8 one = 1;
+
+	if (!discover || !inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG ||
+	    BPF_CORE_READ(inode, i_sb, s_magic) != TMPFS_MAGIC || !in_tree(current_tgid()))
+		return;
+	dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	if (on_shm_dev(dev) || bpf_map_update_elem(&unknown_devs, &dev, &one, BPF_NOEXIST))
+		return;
+	if (!(e = reserve(sizeof(*e)))) {
+		bpf_map_delete_elem(&unknown_devs, &dev); /* the next file tries again */
+		return;
+	}
+	fill_header(&e->h, SG_AUDIT_NEW_DEV);
+	e->dev = dev;
+	e->pad = 0;
+	submit(e);
+}
+
+/* A new inode: followed, or its device is noted. */
+static __always_inline bool created_followed(struct inode *inode)
+{
+	if (followed(inode))
+		return true;
+	note_unfollowed(inode);
+	return false;
 }
 
 /* Events with a name are built here and sent as long as their name is:
@@ -241,10 +295,9 @@ static __always_inline void report_name(struct inode *inode, struct dentry *d, _
 
 static __always_inline bool is_root_dir(__u32 dev, __u64 ino)
 {
-	for (__u32 i = 0; i < SG_AUDIT_MAX_DEVS && i < n_root_dirs; i++)
-		if (root_dir_devs[i] == dev && root_dir_inos[i] == ino)
-			return true;
-	return false;
+	struct sg_audit_root_key key = {.dev = dev, .pad = 0, .ino = ino};
+
+	return bpf_map_lookup_elem(&root_dirs, &key);
 }
 
 /* Names sent for one ctime change of a file with several (hard links). */
@@ -264,8 +317,13 @@ static __always_inline int on_ctime(struct inode *inode)
 	struct dentry *d;
 	__u32 dev;
 
-	if (!BPF_CORE_READ(inode, __i_nlink) || !followed(inode))
+	if (!BPF_CORE_READ(inode, __i_nlink))
 		return 0;
+	if (!followed(inode)) {
+		if (discover && !BPF_CORE_READ(inode, i_dentry.first))
+			note_unfollowed(inode); /* being created */
+		return 0;
+	}
 	alias = BPF_CORE_READ(inode, i_dentry.first);
 	if (!alias) {
 		report_create(inode, NULL);
@@ -309,7 +367,7 @@ int BPF_PROG(inode_set_ctime_to_ts, struct inode *inode)
 /* A name given to an inode: a new inode has one link, a linked one more. */
 static __always_inline int on_instantiate(struct dentry *d, struct inode *inode)
 {
-	if (!followed(inode))
+	if (inode && BPF_CORE_READ(inode, __i_nlink) <= 1 ? !created_followed(inode) : !followed(inode))
 		return 0;
 	if (BPF_CORE_READ(inode, __i_nlink) <= 1)
 		report_create(inode, d);
@@ -376,7 +434,7 @@ static __always_inline void on_open(long fd)
 	    !(BPF_CORE_READ(file, f_mode) & FMODE_CREATED))
 		return;
 	inode = BPF_CORE_READ(file, f_inode);
-	if (followed(inode))
+	if (created_followed(inode))
 		report_create(inode, BPF_CORE_READ(file, f_path.dentry));
 }
 

@@ -4,7 +4,9 @@
 #ifndef SHMGUARD_BPF_AUDIT_EVENT_H
 #define SHMGUARD_BPF_AUDIT_EVENT_H
 
-#define SG_AUDIT_MAX_DEVS 8
+/* The devices and root directories the kernel side follows are hash maps
+ * userspace updates as roots come and go; at most this many of each. */
+#define SG_AUDIT_MAX_ROOTS 16384
 #define SG_AUDIT_NAME_MAX 256
 #define SG_AUDIT_COMM_LEN 16
 
@@ -12,6 +14,7 @@ enum sg_audit_event_type {
 	SG_AUDIT_CREATE = 1, /* a file was created on a shm device */
 	SG_AUDIT_TAG = 2,    /* the shim tagged a file it created (USDT) */
 	SG_AUDIT_NAME = 3,   /* a file on a shm device has a name (rename, link) */
+	SG_AUDIT_NEW_DEV = 4, /* a regular file was created on a tmpfs not followed */
 };
 
 struct sg_audit_header {
@@ -55,6 +58,21 @@ struct sg_audit_name {
 	__u32 dev;
 	__u32 renamed;
 	char name[SG_AUDIT_NAME_MAX]; /* sent up to its NUL */
+};
+
+/* A followed root directory: the key of the kernel side's root map. */
+struct sg_audit_root_key {
+	__u32 dev;
+	__u32 pad; /* 0 */
+	__u64 ino;
+};
+
+/* Sent once per device (the kernel side remembers it until userspace
+ * forgets it), so that userspace looks for new mounts at once. */
+struct sg_audit_new_dev {
+	struct sg_audit_header h;
+	__u32 dev;
+	__u32 pad;
 };
 
 struct sg_audit_tag {

@@ -12,6 +12,10 @@
 #include "cli.h"
 #include "size.h"
 #include "duration.h"
+#include "reqid.h"
+
+/* A discovered root's abort directory, as the shim's default is in /dev/shm. */
+#define ROOT_ABORT_NAME "shmguard-abort"
 
 static void usage(FILE *out)
 {
@@ -25,6 +29,13 @@ static void usage(FILE *out)
 		"  -a, --abort-dir DIR        where abort markers appear (default: $SHMGUARD_ABORT_DIR,\n"
 		"                             else %s); it must exist\n"
 		"  -s, --shm-root DIR         another directory to watch besides /dev/shm (repeatable)\n"
+		"      --own-namespace        without COMMAND: follow only these roots, in the auditor's own\n"
+		"                             mount namespace (the default follows every tmpfs mounted at\n"
+		"                             /dev/shm in every mount namespace too: every pod's, as they\n"
+		"                             come and go)\n"
+		"      --all-namespaces       with COMMAND: follow every namespace's /dev/shm too\n"
+		"      --root-abort-dir NAME  the abort directory in each /dev/shm found so (default\n"
+		"                             %s); its markers abort that root's requests only\n"
 		"  -g, --grace DURATION       how long after its marker an abort is measured (default 2 s;\n"
 		"                             durations: 2, 500ms, 30s, 10m, 1h)\n"
 		"  -b, --max-kib-per-abort N  the gate: fail (exit 1) above N KiB per abort\n"
@@ -71,7 +82,7 @@ static void usage(FILE *out)
 		"own: without COMMAND, or with another namespace's /proc), or it failed during the run;\n"
 		"4 the gate passed but COMMAND failed or was killed. The report is printed in every case\n"
 		"but 2.\n",
-		SG_DEFAULT_ABORT_DIR);
+		SG_DEFAULT_ABORT_DIR, ROOT_ABORT_NAME);
 }
 
 /* A number of KiB: digits, a fraction allowed. */
@@ -155,10 +166,11 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
 		{"min-aborts", required_argument, NULL, 'A'}, {"reclaim-dead", required_argument, NULL, 'C'},
 		{"reclaim-ignore-unreadable", no_argument, NULL, 'I'}, {"reclaim-dry-run", no_argument, NULL, 'N'},
-		{0},
+		{"own-namespace", no_argument, NULL, 'O'},    {"all-namespaces", no_argument, NULL, 'W'},
+		{"root-abort-dir", required_argument, NULL, 'r'}, {0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
-	bool min_aborts_given = false;
+	bool min_aborts_given = false, own_ns = false, all_ns = false;
 	char err[200];
 	unsigned long long n;
 	int c;
@@ -193,6 +205,14 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 			min_aborts_given = true;
 			break;
 		case 'D': o->allow_drops = true; break;
+		case 'O': own_ns = true; break;
+		case 'W': all_ns = true; break;
+		case 'r':
+			if (sg_reqid_invalid(optarg) || strlen(optarg) >= sizeof(o->root_abort_name))
+				return cli_usage_fail(-1, "audit", "bad --root-abort-dir '%s': one plain name, such as %s",
+						      optarg, ROOT_ABORT_NAME);
+			snprintf(o->root_abort_name, sizeof(o->root_abort_name), "%s", optarg);
+			break;
 		case 'j': o->json_path = optarg; break;
 		case 'U': o->junit_path = optarg; break;
 		case 'G': o->plot_path = optarg; break;
@@ -252,6 +272,15 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	}
 	if (optind < argc)
 		o->cmd = argv + optind;
+	if (own_ns && all_ns)
+		return cli_usage_fail(-1, "audit", "--own-namespace and --all-namespaces: choose one");
+	if (own_ns && o->cmd)
+		return cli_usage_fail(-1, "audit", "--own-namespace is the default with COMMAND");
+	if (all_ns && !o->cmd)
+		return cli_usage_fail(-1, "audit", "--all-namespaces is the default without COMMAND");
+	o->node_mode = o->cmd ? all_ns : !own_ns;
+	if (!o->root_abort_name[0])
+		snprintf(o->root_abort_name, sizeof(o->root_abort_name), "%s", ROOT_ABORT_NAME);
 	o->metrics_interval = o->interval ? o->interval : METRICS_INTERVAL_S;
 	if (check_stdout_reports(o) < 0)
 		return -1;

@@ -374,6 +374,7 @@ int cmd_watch(int argc, char **argv)
 	struct audit_tracer *tracer = NULL;
 	struct sigaction sa = {.sa_handler = on_signal};
 	uint64_t last_save = 0, last_prune = 0, dropped = 0;
+	struct audit_trace_root trace_roots[SG_MAX_ROOTS];
 	char err[512], esc[SG_ESCAPED_MAX];
 	int status = parse(argc, argv, &w, &t.probe);
 
@@ -392,7 +393,8 @@ int cmd_watch(int argc, char **argv)
 	prune(&w);
 	t.nroots = w.roots.n;
 	for (unsigned r = 0; r < w.roots.n; r++)
-		t.roots[r] = (struct audit_trace_root){w.kdev[r], w.dir_ino[r]};
+		trace_roots[r] = (struct audit_trace_root){w.kdev[r], w.dir_ino[r]};
+	t.roots = trace_roots;
 	if (!(tracer = audit_trace_start(&t, err, sizeof(err)))) {
 		cli_fail(0, "watch", "tracing is not possible: %s", err);
 		goto cleanup;

@@ -11,14 +11,15 @@
 
 static int check_programs(const struct sg_roots *roots)
 {
-	struct audit_trace_opts o = {0};
+	struct audit_trace_root rs[SG_MAX_ROOTS];
+	struct audit_trace_opts o = {.roots = rs};
 	struct audit_tracer *t;
 	struct stat st;
 	char err[512];
 
 	for (unsigned i = 0; i < roots->n; i++)
 		if (stat(roots->dir[i], &st) == 0)
-			o.roots[o.nroots++] = (struct audit_trace_root){sg_kdev(st.st_dev), st.st_ino};
+			rs[o.nroots++] = (struct audit_trace_root){sg_kdev(st.st_dev), st.st_ino};
 	t = audit_trace_start(&o, err, sizeof(err));
 	if (!t)
 		return doctor_line("bpf", false, "shmguard audit cannot trace here: %s", err);

@@ -14,6 +14,9 @@
 
 #include "metrics.h"
 
+/* The sample's roots (the metrics take the caller's). */
+static struct metrics_root roots[2];
+
 static struct audit_metrics sample(void)
 {
 	struct audit_metrics m = {
@@ -32,6 +35,7 @@ static struct audit_metrics sample(void)
 		.probe = "ctime",
 		.version = "0.1.0",
 		.nroots = 2,
+		.roots = roots,
 	};
 	m.roots[0] = (struct metrics_root){"/dev/shm", 2097152, 4096, 1073741824, 2147483648};
 	m.roots[1] = (struct metrics_root){"/tmp/a \"b\"\\c", 0, 0, 5, 10};

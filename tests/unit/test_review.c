@@ -40,6 +40,7 @@ static int no_holders(void *ctx, struct sg_holders *hs, const uint32_t *kdevs, u
 static char root[64], abort_dir[80];
 static struct audit_opts o;
 static struct audit a;
+static struct audit_root root0;
 static struct fake_clock clk;
 
 static void setup(void)
@@ -55,8 +56,11 @@ static void setup(void)
 	snprintf(o.abort_dir, sizeof(o.abort_dir), "%s", abort_dir);
 	clk = (struct fake_clock){.now = 1 * S};
 	a = (struct audit){.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1, .start_ns = 1 * S,
-			   .clock = {fake_now, &clk}, .holders = {no_holders, NULL}, .nroots = 1};
-	a.roots[0] = (struct audit_root){root, sg_kdev(st.st_dev), st.st_ino};
+			   .clock = {fake_now, &clk}, .holders = {no_holders, NULL}, .roots = &root0, .nroots = 1,
+			   .roots_cap = 1};
+	root0 = (struct audit_root){.in_use = true, .kdev = sg_kdev(st.st_dev), .dir_ino = st.st_ino, .id = 1,
+				    .dfd = -1, .abort_dfd = -1, .abort_wd = -1};
+	snprintf(root0.path, sizeof(root0.path), "%s", root);
 	cr_assert_geq(a.abort_dfd = open(abort_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), 0);
 	cr_assert_not_null(a.files = audit_files_new(o.max_files));
 	cr_assert_not_null(a.review = audit_review_new());
@@ -119,8 +123,8 @@ static struct audit_abort *mark(const char *request)
 
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert(audit_abort_add(&a, request, true));
-	return audit_abort_of(&a, request);
+	cr_assert(audit_abort_add(&a, 0, a.abort_dfd, request, true));
+	return audit_abort_of(&a, 0, request);
 }
 
 /* One step of the review at time s (it does what is due, if anything). */

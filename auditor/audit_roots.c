@@ -1,0 +1,261 @@
+/* The auditor's roots (audit_roots.h).  Node mode keeps the table in step
+ * with the machine's mounts: every tmpfs at /dev/shm of any mount namespace
+ * is followed, the kernel side's maps updated, its abort directory watched.
+ * A root that goes is forgotten at the next scan, its directory closed at
+ * once: a descriptor held would keep a deleted pod's tmpfs in RAM.  Scans
+ * come on the kernel side's new-device event (a pod's first file), paced to
+ * a small share of the time, and every AUDIT_ROOTS_RESCAN_S. */
+#include "audit_roots.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit_engine.h"
+#include "audit_trace.h"
+#include "holders.h"
+#include "journal_read.h"
+#include "shm_mounts.h"
+
+/* Every this long the mounts are scanned again, whatever happened: gone
+ * pods are forgotten (and their tmpfs freed) within it. */
+#define RESCAN_S 2.0
+/* A scan reads every namespace's mountinfo: never more than this share of
+ * the time (figures: docs/performance.md). */
+#define SCAN_SHARE 0.05
+
+int audit_roots_given(struct audit *a, char *err, size_t errlen)
+{
+	const struct audit_opts *o = a->o;
+	struct stat st;
+
+	if (!(a->roots = calloc(o->roots.n ? o->roots.n : 1, sizeof(*a->roots)))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	a->roots_cap = o->roots.n ? o->roots.n : 1;
+	for (unsigned i = 0; i < o->roots.n; i++) {
+		struct audit_root *r = &a->roots[a->nroots++];
+
+		if (stat(o->roots.dir[i], &st) < 0 || !S_ISDIR(st.st_mode)) {
+			snprintf(err, errlen, "shm root %s is not a directory", o->roots.dir[i]);
+			return -1;
+		}
+		*r = (struct audit_root){.in_use = true, .kdev = sg_kdev(st.st_dev), .dir_ino = st.st_ino,
+					 .id = ++a->next_root_id, .dfd = -1, .abort_dfd = -1, .abort_wd = -1};
+		snprintf(r->path, sizeof(r->path), "%s", o->roots.dir[i]);
+		snprintf(r->shown, sizeof(r->shown), "%s", o->roots.dir[i]);
+	}
+	return 0;
+}
+
+int audit_root_of_dir(const struct audit *a, uint32_t kdev, uint64_t dir_ino)
+{
+	for (unsigned r = 0; r < a->nroots; r++)
+		if (a->roots[r].in_use && a->roots[r].kdev == kdev && a->roots[r].dir_ino == dir_ino)
+			return (int)r;
+	return -1;
+}
+
+int audit_root_of_dev(const struct audit *a, uint32_t kdev)
+{
+	for (unsigned r = 0; r < a->nroots; r++)
+		if (a->roots[r].in_use && a->roots[r].kdev == kdev)
+			return (int)r;
+	return -1;
+}
+
+uint32_t audit_root_scope(const struct audit *a, uint32_t kdev, int root)
+{
+	const struct audit_root *r;
+
+	if (root < 0 || (unsigned)root >= a->nroots || !a->roots[root].in_use || a->roots[root].kdev != kdev)
+		root = audit_root_of_dev(a, kdev);
+	if (root < 0)
+		return 0;
+	r = &a->roots[root];
+	return r->abort_dfd >= 0 ? r->id : 0;
+}
+
+/* A free slot (a forgotten root's, or a new one), or NULL. */
+static struct audit_root *new_slot(struct audit *a)
+{
+	for (unsigned r = 0; r < a->nroots; r++)
+		if (!a->roots[r].in_use)
+			return &a->roots[r];
+	if (a->nroots == AUDIT_MAX_ROOTS)
+		return NULL;
+	if (a->nroots == a->roots_cap) {
+		unsigned cap = a->roots_cap * 2;
+		struct audit_root *v = realloc(a->roots, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		a->roots = v;
+		a->roots_cap = cap;
+	}
+	return &a->roots[a->nroots++];
+}
+
+/* The files a root found late holds that were made after the run began
+ * (their birth time says so, where the kernel keeps one): created before
+ * the kernel side followed its device.  Each is followed from now on, its
+ * creator unknown, its request from a tag kept for it (audit_tags_claim),
+ * its journal, xattr or name. */
+static void catch_up(struct audit *a, int slot)
+{
+	struct audit_root *r = &a->roots[slot];
+	uint64_t start_unix_ns = a->start_unix_ns;
+	int fd = openat(r->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	struct stat st;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct audit_file *f;
+		uint64_t born;
+
+		if ((e->d_type != DT_REG && e->d_type != DT_UNKNOWN) || audit_files_find(a->files, r->kdev, e->d_ino) ||
+		    fstatat(r->dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		born = sg_birth_ns(r->dfd, e->d_name, AT_SYMLINK_NOFOLLOW);
+		if (born && born < start_unix_ns)
+			continue; /* there before the run */
+		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, 0, "?", strlen(e->d_name))))
+			continue;
+		f->created_ns = audit_clock_ns(a);
+		audit_file_named(a, f, slot, e->d_name, false);
+		audit_tags_claim(a, f);
+		a->caught_up++;
+	}
+	closedir(d);
+}
+
+/* Follows m (its descriptor taken over), found by the scan numbered scan. */
+static void follow(struct audit *a, struct sg_shm_mount *m, uint32_t scan, bool late)
+{
+	struct audit_root *r = new_slot(a);
+	struct audit_trace_root tr = {m->kdev, m->dir_ino};
+	int slot;
+
+	if (!r || (a->tracer && audit_trace_add_root(a->tracer, &tr) < 0)) {
+		if (r)
+			r->in_use = false;
+		a->roots_refused++;
+		close(m->dfd);
+		return;
+	}
+	*r = (struct audit_root){.in_use = true, .discovered = true, .kdev = m->kdev, .dir_ino = m->dir_ino,
+				 .id = ++a->next_root_id, .dfd = m->dfd, .pid = m->pid, .scan = scan, .late = late,
+				 .abort_dfd = -1, .abort_wd = -1};
+	snprintf(r->path, sizeof(r->path), "/proc/self/fd/%d", m->dfd);
+	snprintf(r->shown, sizeof(r->shown), "%.200s of pid %d (mnt:[%llu])", m->point, (int)m->pid,
+		 (unsigned long long)m->mntns);
+	slot = (int)(r - a->roots);
+	a->roots_found++;
+	a->roots_late += late;
+	audit_markers_watch_root(a, slot);
+	if (late)
+		catch_up(a, slot);
+}
+
+static void forget(struct audit *a, unsigned slot)
+{
+	struct audit_root *r = &a->roots[slot];
+	struct audit_trace_root tr = {r->kdev, r->dir_ino};
+
+	audit_markers_unwatch_root(a, (int)slot);
+	r->in_use = false;
+	if (a->tracer)
+		audit_trace_remove_root(a->tracer, &tr, audit_root_of_dev(a, r->kdev) < 0);
+	close(r->dfd);
+	r->dfd = -1;
+	a->roots_forgotten++;
+}
+
+void audit_roots_scan(struct audit *a)
+{
+	uint64_t begun = audit_clock_ns(a);
+	struct sg_shm_mounts ms;
+	uint32_t scan = ++a->root_scans;
+	bool late = a->tracer != NULL;
+
+	a->scan_wanted = false;
+	a->scanned_at_s = audit_now_s(a);
+	if (sg_shm_mounts_scan(&ms, NULL, 0) < 0) {
+		a->scans_failed++;
+		a->next_scan_s = audit_now_s(a) + RESCAN_S;
+		return;
+	}
+	a->namespaces_unreadable = ms.unreadable;
+	a->namespaces = ms.namespaces;
+	for (size_t i = 0; i < ms.n; i++) {
+		int r = audit_root_of_dir(a, ms.m[i].kdev, ms.m[i].dir_ino);
+
+		if (r >= 0) {
+			a->roots[r].scan = scan;
+			close(ms.m[i].dfd);
+			if (a->roots[r].discovered)
+				audit_markers_watch_root(a, r); /* made since, if it had none */
+		} else {
+			follow(a, &ms.m[i], scan, late);
+		}
+		ms.m[i].dfd = -1;
+	}
+	ms.n = 0;
+	sg_shm_mounts_free(&ms);
+	for (unsigned r = 0; r < a->nroots; r++)
+		if (a->roots[r].in_use && a->roots[r].discovered && a->roots[r].scan != scan)
+			forget(a, r);
+	a->last_scan_s = (audit_clock_ns(a) - begun) / 1e9;
+	a->next_scan_s = audit_now_s(a) + RESCAN_S;
+}
+
+double audit_roots_due_s(const struct audit *a)
+{
+	if (!a->o->node_mode)
+		return INFINITY;
+	if (a->scan_wanted)
+		return fmin(a->next_scan_s, a->scanned_at_s + a->last_scan_s / SCAN_SHARE);
+	return a->next_scan_s;
+}
+
+void audit_roots_new_dev(struct audit *a, uint32_t kdev)
+{
+	(void)kdev; /* not reported again: a tmpfs elsewhere (/run) would report every file; a
+		     * device bind-mounted at /dev/shm later is found by the periodic scan */
+	a->new_devs++;
+	if (a->o->node_mode)
+		a->scan_wanted = true;
+}
+
+unsigned audit_roots_in_use(const struct audit *a)
+{
+	unsigned n = 0;
+
+	for (unsigned r = 0; r < a->nroots; r++)
+		n += a->roots[r].in_use;
+	return n;
+}
+
+void audit_roots_free(struct audit *a)
+{
+	for (unsigned r = 0; r < a->nroots; r++)
+		if (a->roots[r].in_use && a->roots[r].discovered) {
+			audit_markers_unwatch_root(a, (int)r);
+			close(a->roots[r].dfd);
+		}
+	free(a->roots);
+	a->roots = NULL;
+	a->nroots = 0;
+}

@@ -1,0 +1,71 @@
+/* The auditor's shm roots: the directories given (--shm-root, /dev/shm)
+ * and, in node mode, every tmpfs mounted at /dev/shm in any mount
+ * namespace (host/shm_mounts.c), found as pods appear and forgotten when
+ * they go.  A root is a slot of a table that grows; a forgotten root's slot
+ * is used again (a file's record names its slot, and is checked against its
+ * device and inode before any use). */
+#ifndef SHMGUARD_AUDIT_ROOTS_H
+#define SHMGUARD_AUDIT_ROOTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+struct audit;
+
+/* At most this many roots at once (a file's record holds the slot in an
+ * int16_t; the kernel side's maps hold more). */
+#define AUDIT_MAX_ROOTS 16000
+
+/* What a root held when a review cycle ended (audit_live.c), and what the
+ * cycle under way has counted so far. */
+struct audit_root_bytes {
+	uint64_t tracked, unattributed;
+};
+
+struct audit_root {
+	bool in_use;
+	bool discovered; /* found in a mount namespace's /dev/shm, not given */
+	uint32_t kdev;
+	uint64_t dir_ino;
+	uint32_t id; /* numbers the roots of the run, never twice: an abort's scope */
+	char path[SG_PATH_MAX + 1]; /* the directory given, or "/proc/self/fd/N" of dfd */
+	char shown[SG_PATH_MAX + 40]; /* for people: the path given, or "/dev/shm of pid P (mnt:[NS])" */
+	int dfd; /* discovered: its directory, held while followed (closed at once when it goes) */
+	pid_t pid; /* discovered: the process it was reached through */
+	uint32_t scan; /* the last scan of the mounts that found it */
+	bool late; /* discovered after the run began: its files and markers predate its discovery */
+	/* Its own abort directory (discovered roots), or -1. */
+	int abort_dfd, abort_wd;
+	struct audit_root_bytes bytes, counting;
+};
+
+/* The roots given (o->roots), which must exist: -1 with err when one does not. */
+int audit_roots_given(struct audit *a, char *err, size_t errlen);
+
+/* Node mode: the mounts looked for again now (at the start, on a new
+ * device's event, and every AUDIT_ROOTS_RESCAN_S): roots appearing are
+ * followed (and, late, their files read), roots gone are forgotten. */
+void audit_roots_scan(struct audit *a);
+/* When the next scan is due (audit_now_s()'s clock), INFINITY without node mode. */
+double audit_roots_due_s(const struct audit *a);
+/* A new device's event: a scan as soon as the pacing allows. */
+void audit_roots_new_dev(struct audit *a, uint32_t kdev);
+
+/* The root of that directory, or -1. */
+int audit_root_of_dir(const struct audit *a, uint32_t kdev, uint64_t dir_ino);
+/* A root on that device, or -1. */
+int audit_root_of_dev(const struct audit *a, uint32_t kdev);
+/* The scope of the aborts a file of that device and root slot (-1
+ * unknown) belongs to: its root's own abort directory's, else 0 (--abort-dir). */
+uint32_t audit_root_scope(const struct audit *a, uint32_t kdev, int root);
+
+/* The roots followed now. */
+unsigned audit_roots_in_use(const struct audit *a);
+
+/* Closes every root's descriptors. */
+void audit_roots_free(struct audit *a);
+
+#endif
