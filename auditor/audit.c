@@ -289,6 +289,7 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 	if (start_tracer(a, err, errlen) < 0)
 		return AUDIT_NO_TRACING;
 	a->start_ns = audit_clock_ns(a);
+	a->next_scan_s = a->scanned_at_s = 0; /* the first scan was before the run's clock began */
 	/* The first figures: /metrics answers from now on, and a metrics file
 	 * that cannot be written is found before COMMAND starts. */
 	if (audit_live_flush(a, 0) < 0) {

@@ -249,10 +249,15 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 
 /* A file that exists counts in the cycle's totals, with its request.  The
  * shim's ownership journals are its own bookkeeping: they do not count. */
-/* The abort of f's request, in the scope of f's root. */
+/* The abort of f's request: its root's own abort directory's, else
+ * --abort-dir's (a directory the pods share aborts every pod's files of
+ * the request: otherwise its aborts would count and their files not). */
 static const struct audit_abort *abort_of_file(const struct audit *a, const struct audit_file *f)
 {
-	return audit_abort_of(a, audit_root_scope(a, f->kdev, f->root), f->request);
+	uint32_t scope = audit_root_scope(a, f->kdev, f->root);
+	const struct audit_abort *ab = scope ? audit_abort_of(a, scope, f->request) : NULL;
+
+	return ab ? ab : audit_abort_of(a, 0, f->request);
 }
 
 static void count(struct pass *p, struct audit_review *rv, struct audit_file *f, const struct measured *m)
@@ -407,7 +412,7 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 	struct measured m = measure(c->p, f);
 	struct audit_leftover *l;
 
-	if (audit_root_scope(c->p->a, f->kdev, f->root) != c->ab->scope) /* the same request in another pod */
+	if (abort_of_file(c->p->a, f) != c->ab) /* the same request in another pod */
 		return;
 	if (!m.exists || !(l = calloc(1, sizeof(*l))))
 		return;

@@ -1,0 +1,300 @@
+/* shmguard audit in node mode (#19): a system-wide auditor follows every
+ * pod's /dev/shm, found as the pod appears and forgotten when it goes.  The
+ * "pods" are made of namespaces, as a container runtime makes them: mount,
+ * pid and ipc namespaces of their own, each with its own tmpfs on /dev/shm,
+ * running leakgen (a known leak per aborted request).  The truth is the
+ * st_blocks of the pod's files, read through its root. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define PATTERNS "{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock"
+
+static const char *prefix, *abort_dir, *shared_dir, *json_path;
+
+static void setup(void)
+{
+	prefix = h_prefix("node");
+	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	/* On /tmp: a pod's own /dev/shm hides the host's, not /tmp. */
+	shared_dir = h_str("/tmp/%sshared", prefix);
+	json_path = h_str("/tmp/%sreport.json", prefix);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	cr_assert_eq(mkdir(shared_dir, 0755), 0);
+}
+
+static void teardown(void)
+{
+	h_cleanup(prefix); /* the pods too: their tmpfs goes with their last process */
+	unlink(json_path);
+	h_run((const char *const[]){"/bin/rm", "-rf", shared_dir, NULL}, NULL, NULL);
+}
+
+TestSuite(node, .init = setup, .fini = teardown, .timeout = 120);
+
+enum { REQUESTS = 6, ABORT_EVERY = 2, ABORTS = REQUESTS / ABORT_EVERY };
+
+/* The system-wide auditor, tracing once its first progress line is out. */
+static struct h_proc start_auditor(const char *markers, const char *o1, const char *o2, const char *o3)
+{
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", markers, "--patterns", PATTERNS, "--grace", "0.3",
+			      "--json", json_path, "--lib", h_bin("SG_SHIM"), "--interval", "0.1", o1, o2, o3, NULL};
+	struct h_proc p = h_spawn(argv, NULL);
+	char *err;
+
+	if (!h_wait_stderr(&p, "aborts 0", 20000)) {
+		h_finish(&p, &err);
+		cr_assert_fail("the auditor did not start: %s", err);
+	}
+	return p;
+}
+
+/* Ends the auditor as an operator does (SIGINT): its exit status, its
+ * report (stdout) in *out if not NULL. */
+static int stop_auditor(struct h_proc *p, char **err, char **out)
+{
+	char *text;
+
+	kill(p->pid, SIGINT);
+	text = h_read_all(p, 20000);
+	if (out)
+		*out = text;
+	return h_finish(p, err);
+}
+
+struct pod {
+	struct h_proc proc; /* unshare, which waits for the pod's first process */
+	pid_t init;         /* leakgen, pid 1 of the pod */
+	uint32_t kdev;      /* its /dev/shm */
+	const char *name;   /* its requests' prefix */
+};
+
+/* The first child of pid. */
+static pid_t child_of(pid_t pid)
+{
+	char buf[64] = "";
+	FILE *f;
+
+	for (int tries = 0; tries < 200; tries++) {
+		if ((f = fopen(h_str("/proc/%d/task/%d/children", (int)pid, (int)pid), "r"))) {
+			char *got = fgets(buf, sizeof(buf), f);
+			fclose(f);
+			if (got && atoi(buf) > 0)
+				return atoi(buf);
+		}
+		usleep(10000);
+	}
+	cr_assert_fail("no child of %d", (int)pid);
+	return -1;
+}
+
+/* A pod running leakgen (aborts: every ABORT_EVERY-th request, or none),
+ * its markers in its own /dev/shm/shmguard-abort or in markers; under the
+ * shim when shimmed (whose own abort directory is elsewhere: the files
+ * stay, as with a shim that missed the marker).  Returns once leakgen is
+ * done (its files made, its aborted requests' files left). */
+static struct pod pod_start(const char *tag, bool aborts, const char *markers, bool shimmed)
+{
+	struct pod p = {.name = h_str("%s%s", prefix, tag)};
+	const char *script = "mount -t tmpfs -o size=16m tmpfs /dev/shm && mkdir -m 0755 /dev/shm/shmguard-abort && "
+			     "exec \"$@\"";
+	const char *argv[40] = {"/usr/bin/unshare", "--mount", "--pid", "--ipc", "--fork", "--propagation", "private",
+				"/bin/sh", "-c", script, "pod"};
+	size_t n = 11;
+	struct stat st;
+
+	if (shimmed) {
+		const char *run[] = {h_bin("SG_CLI"), "run", "--patterns", PATTERNS, "--abort-dir",
+				     h_str("/tmp/%sshim-aborts", p.name), "--lib", h_bin("SG_SHIM"), "--"};
+		for (size_t i = 0; i < sizeof(run) / sizeof(*run); i++)
+			argv[n++] = run[i];
+	}
+	const char *leakgen[] = {h_bin("SG_LEAKGEN"), "--prefix", p.name, "--requests", h_str("%d", REQUESTS),
+				 "--abort-every", h_str("%d", aborts ? ABORT_EVERY : REQUESTS + 1), "--abort-dir",
+				 markers ? markers : "/dev/shm/shmguard-abort", "--wait-stdin"};
+	for (size_t i = 0; i < sizeof(leakgen) / sizeof(*leakgen); i++)
+		argv[n++] = leakgen[i];
+	argv[n] = NULL;
+	p.proc = h_spawn(argv, NULL);
+	char *line = h_read_line(&p.proc, 30000);
+	if (!line || strcmp(line, "done") != 0) {
+		char *err;
+		h_finish(&p.proc, &err);
+		cr_assert_fail("the pod did not run: %s", err);
+	}
+	p.init = child_of(p.proc.pid); /* shmguard run execs its command */
+	cr_assert_eq(stat(h_str("/proc/%d/root/dev/shm", (int)p.init), &st), 0);
+	p.kdev = (uint32_t)(major(st.st_dev) << 20 | minor(st.st_dev));
+	cr_assert_neq(p.kdev, 0);
+	return p;
+}
+
+static void pod_stop(struct pod *p)
+{
+	cr_expect_eq(h_finish(&p->proc, NULL), 0, "pod %s", p->name);
+}
+
+static uint64_t blocks_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+}
+
+/* What the pod's aborted requests left, from st_blocks in its /dev/shm. */
+static uint64_t pod_truth(const struct pod *p)
+{
+	const char *shm = h_str("/proc/%d/root/dev/shm", (int)p->init);
+	uint64_t truth = 0;
+
+	for (int i = ABORT_EVERY - 1; i < REQUESTS; i += ABORT_EVERY)
+		truth += blocks_of(h_str("%s/%s%d_0_0", shm, p->name, i)) + blocks_of(h_str("%s/%s%d_0_1", shm, p->name, i)) +
+			 blocks_of(h_str("%s/%s%d_0_2", shm, p->name, i)) +
+			 blocks_of(h_str("%s/shm_%s%d_0_0_lockfile.lock", shm, p->name, i));
+	return truth;
+}
+
+/* Descriptors of pid on device kdev (its directory, held while followed). */
+static int fds_on(pid_t pid, uint32_t kdev)
+{
+	DIR *d = opendir(h_str("/proc/%d/fd", (int)pid));
+	struct dirent *e;
+	struct stat st;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.' && stat(h_str("/proc/%d/fd/%s", (int)pid, e->d_name), &st) == 0 &&
+		    (uint32_t)(major(st.st_dev) << 20 | minor(st.st_dev)) == kdev)
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Whether pid's descriptors on kdev come to be (want) or go (!want) within 10 s. */
+static bool wait_fds(pid_t pid, uint32_t kdev, bool want)
+{
+	for (long end = h_now_ms() + 10000; h_now_ms() < end; usleep(20000))
+		if ((fds_on(pid, kdev) > 0) == want)
+			return true;
+	return false;
+}
+
+static json_t *report(void)
+{
+	return h_json_load(json_path);
+}
+
+/* Pods made after the auditor started are found and measured exactly; a
+ * pod that leaks nothing neither adds aborts nor dilutes the figure (its
+ * requests have the same IDs' shapes, in another /dev/shm). */
+Test(node, pods_made_during_the_run_are_measured_exactly_and_a_clean_one_adds_nothing)
+{
+	struct h_proc a;
+	struct pod leaky, clean;
+	uint64_t truth;
+	char *err;
+
+	h_need_bpf(teardown);
+	a = start_auditor(abort_dir, "--max-kib-per-abort", "100000", NULL);
+	leaky = pod_start("leaky", true, NULL, false);
+	clean = pod_start("clean", false, NULL, false);
+	h_wait_measured(&a, ABORTS);
+	truth = pod_truth(&leaky);
+	cr_assert_gt(truth, 0);
+	cr_assert_eq(stop_auditor(&a, &err, NULL), 0, "a budget of 100000 KiB passes: %s", err);
+	json_t *r = report();
+	cr_expect_eq(h_jint(r, "aborts"), ABORTS, "the leaky pod's aborts, from its own abort directory: %s", err);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)truth, "truth %llu", (unsigned long long)truth);
+	cr_expect_eq(h_jint(r, "leaked_files"), ABORTS * 4);
+	cr_expect_eq(h_jint(r, "unfollowed_files"), 0);
+	json_t *roots = json_object_get(r, "roots");
+	cr_expect(json_is_true(json_object_get(roots, "node_mode")));
+	cr_expect_geq(json_integer_value(json_object_get(roots, "found_late")), 2, "both pods found during the run");
+	json_decref(r);
+	pod_stop(&leaky);
+	pod_stop(&clean);
+}
+
+/* A pod's root is held while the pod lives, and let go when it goes: a
+ * descriptor kept would keep its tmpfs, and its RAM, for the run. */
+Test(node, a_deleted_pods_root_is_forgotten_and_its_tmpfs_freed)
+{
+	struct h_proc a;
+	struct pod p;
+	char *err;
+
+	h_need_bpf(teardown);
+	a = start_auditor(abort_dir, NULL, NULL, NULL);
+	p = pod_start("gone", true, NULL, false);
+	cr_assert(wait_fds(a.pid, p.kdev, true), "the auditor never followed the pod's /dev/shm");
+	h_wait_measured(&a, ABORTS);
+	pod_stop(&p);
+	cr_expect(wait_fds(a.pid, p.kdev, false), "the auditor still holds the deleted pod's /dev/shm");
+	cr_assert_eq(stop_auditor(&a, &err, NULL), 0, "%s", err);
+	json_t *r = report();
+	cr_expect_geq(json_integer_value(json_object_get(json_object_get(r, "roots"), "forgotten")), 1);
+	json_decref(r);
+}
+
+/* The issue's late pod: its markers go to a directory it shares with the
+ * auditor, its files to its own /dev/shm, made after the auditor started.
+ * Every abort is counted; its bytes must be too, or the figure is diluted
+ * (the old auditor said 0 KiB/abort, and a gate passed). */
+Test(node, a_late_pod_with_a_shared_abort_dir_is_not_diluted)
+{
+	struct h_proc a;
+	struct pod p;
+	uint64_t truth;
+	char *err;
+
+	h_need_bpf(teardown);
+	a = start_auditor(shared_dir, "--max-kib-per-abort", "1", NULL);
+	p = pod_start("late", true, shared_dir, false);
+	h_wait_measured(&a, ABORTS);
+	truth = pod_truth(&p);
+	cr_assert_gt(truth, (uint64_t)ABORTS * 1024);
+	cr_expect_eq(stop_auditor(&a, &err, NULL), 1, "over a budget of 1 KiB/abort: %s", err);
+	json_t *r = report();
+	cr_expect_eq(h_jint(r, "aborts"), ABORTS);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)truth, "truth %llu", (unsigned long long)truth);
+	json_decref(r);
+	pod_stop(&p);
+}
+
+/* Following only its own namespace (the old behaviour), the auditor cannot
+ * see the late pod's files; the shim's tags say where they are, so they are
+ * counted as not followed and the gate fails instead of passing on a
+ * diluted figure. */
+Test(node, files_on_a_filesystem_not_followed_fail_the_gate)
+{
+	struct h_proc a;
+	struct pod p;
+	char *err, *out;
+
+	h_need_bpf(teardown);
+	a = start_auditor(shared_dir, "--max-kib-per-abort", "100000", "--own-namespace");
+	p = pod_start("unseen", true, shared_dir, true);
+	h_wait_measured(&a, ABORTS);
+	cr_expect_eq(stop_auditor(&a, &err, &out), 1, "the gate must fail: %s", err);
+	cr_expect(strstr(out, "NOT FOLLOWED"), "said in the report: %s", out);
+	json_t *r = report();
+	cr_expect_eq(h_jint(r, "aborts"), ABORTS);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), 0, "nothing it could see");
+	cr_expect_eq(h_jint(r, "unfollowed_files"), ABORTS * 4, "each aborted request's four tagged files");
+	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "fail");
+	json_decref(r);
+	pod_stop(&p);
+}
