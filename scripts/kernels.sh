@@ -8,7 +8,7 @@
 # expectations below and prints a kernel x check table.
 #
 #   scripts/kernels.sh [--build DIR] [--kernels 5.10,6.1,6.12,host]
-#                      [--checks facts,abort,ls,dead,audit,gate]
+#                      [--checks facts,abort,ls,dead,audit,gate,pidns,node]
 #                      [--audit-args 'ARGS'] [--jobs N] [--timeout S]
 #                      [--refresh] [--markdown]
 #
@@ -45,7 +45,7 @@ host  probe-kprobe  the kernel here is built without kprobes
 
 usage() { sed -n '/^#   scripts/,/^# --markdown/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
-build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate,probe-fentry,probe-kprobe,probe-syscalls,pidns audit_args=''
+build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate,probe-fentry,probe-kprobe,probe-syscalls,pidns,node audit_args=''
 jobs=4 timeout=150 refresh=0 markdown=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -322,7 +322,8 @@ total=$((SECONDS - t0))
 # The table docs/kernels.md shows: kernel x check, then the facts.
 # shellcheck disable=SC2016 # the backquotes are Markdown's
 declare -A label=([abort]='shim abort sweep' [ls]='`ls` attribution' [dead]='`sweep --dead`'
-	[audit]='`audit` KiB/abort' [gate]='gate exit codes' [pidns]='`audit` in a pid namespace')
+	[audit]='`audit` KiB/abort' [gate]='gate exit codes' [pidns]='`audit` in a pid namespace'
+	[node]="node mode: a pod's /dev/shm")
 declare -A suite=([5.10]=bullseye [6.1]=bookworm [6.12]=bookworm-backports)
 markdown_table() {
 	local k c v cell types head='| kernel |' rule='|---|'

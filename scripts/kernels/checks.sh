@@ -298,6 +298,68 @@ check_pidns() {
 	judge pidns
 }
 
+# fds_on PID DEV: how many descriptors of PID are on device DEV (stat %d).
+fds_on() {
+	n=0
+	for f in /proc/"$1"/fd/*; do
+		[ "$(stat -L -c %d "$f" 2>/dev/null)" != "$2" ] || n=$((n + 1))
+	done
+	echo "$n"
+}
+no_fds_on() { [ "$(fds_on "$1" "$2")" = 0 ]; }
+
+# Node mode: the system-wide auditor follows the /dev/shm of every mount
+# namespace.  A pod made after it started (mount, pid and ipc namespaces,
+# its own tmpfs on /dev/shm, its markers in its own shmguard-abort there)
+# leaks two aborted requests: the report must be within 1% of the pod's
+# files (st_blocks through its root), and once the pod is gone the auditor
+# must hold nothing of its tmpfs (which would keep it in RAM).
+check_node() {
+	lp=sgk-node-
+	# shellcheck disable=SC2086 # SGK_AUDIT_ARGS is a list of options
+	start node shmguard audit --patterns "$PATTERNS" --abort-dir "$AD" --grace 0.3 --json "$W/node.json" \
+		--interval 0.1 $SGK_AUDIT_ARGS
+	auditor=$pid truth='' held=0 freed=no
+	mkfifo $W/pod.in
+	if wait_for 60 grep -q 'aborts 0' "$W/node.err"; then
+		# shellcheck disable=SC2016 # expanded by the pod's shell
+		unshare -m -p -i -f sh -c 'mount -t tmpfs tmpfs /dev/shm && mkdir /dev/shm/shmguard-abort && exec "$@"' \
+			pod leakgen --prefix "$lp" --requests 6 --abort-every 3 --abort-dir /dev/shm/shmguard-abort \
+			--wait-stdin <$W/pod.in >$W/pod.out 2>&1 &
+		pod=$!
+		exec 4>$W/pod.in
+		if until_ready 60 $W/pod.out 'done' "$pod" && wait_for 30 grep -q '(measured 2)' "$W/node.err"; then
+			init=$(cut -d' ' -f1 "/proc/$pod/task/$pod/children")
+			dev=$(stat -c %d "/proc/$init/root/dev/shm")
+			truth=0
+			for i in 2 5; do
+				for f in "${lp}${i}_0_0" "${lp}${i}_0_1" "${lp}${i}_0_2" "shm_${lp}${i}_0_0_lockfile.lock"; do
+					truth=$((truth + $(bytes_of "/proc/$init/root/dev/shm/$f")))
+				done
+			done
+			held=$(fds_on "$auditor" "$dev")
+		fi
+		exec 4>&-
+		wait "$pod"
+		[ -z "$truth" ] || ! wait_for 10 no_fds_on "$auditor" "$dev" || freed=yes
+	fi
+	kill -INT "$auditor"
+	finish
+	leaked=$(jint "$W/node.json" leaked_bytes)
+	aborts=$(jint "$W/node.json" aborts)
+	if [ -z "$truth" ]; then
+		result node FAIL "the pod was not measured (exit $status): $(err_of $W/node.err)"
+	elif [ "$aborts" != 2 ] || [ -z "$leaked" ] ||
+		[ $(((leaked - truth) * 100)) -gt "$truth" ] || [ $(((truth - leaked) * 100)) -gt "$truth" ]; then
+		result node FAIL "reported ${leaked:-no} bytes over ${aborts:-no} aborts; the pod's truth $truth bytes over 2"
+	elif [ "$held" = 0 ] || [ "$freed" != yes ]; then
+		result node FAIL "the pod's /dev/shm: $held descriptors of the auditor while it ran, let go after: $freed"
+	else
+		kib=$(awk -v b="$leaked" 'BEGIN { printf "%.1f", b / 1024 / 2 }')
+		result node PASS "a pod made during the run: $kib KiB/abort ($leaked bytes over 2 aborts), truth $truth bytes; its tmpfs let go when it ended$(via "$W/node.json")"
+	fi
+}
+
 # The gate: the leaking pipeline over a budget of 0 KiB/abort exits 1; the
 # same pipeline under the shim is within it and exits 0.
 check_gate() {
@@ -314,7 +376,7 @@ mounts
 for c in $SGK_CHECKS; do
 	case $c in
 	facts) facts ;;
-	abort | ls | dead | audit | gate | pidns) "check_$c" ;;
+	abort | ls | dead | audit | gate | pidns | node) "check_$c" ;;
 	probe-fentry | probe-kprobe | probe-syscalls) check_probe "$c" ;;
 	*) result "$c" SKIP "no such check" ;;
 	esac
