@@ -232,8 +232,8 @@ double audit_roots_due_s(const struct audit *a)
 
 void audit_roots_new_dev(struct audit *a, uint32_t kdev)
 {
-	(void)kdev; /* not reported again: a tmpfs elsewhere (/run) would report every file; a
-		     * device bind-mounted at /dev/shm later is found by the periodic scan */
+	(void)kdev; /* the kernel side reports a filesystem once: one elsewhere (/run) is not
+		     * looked for again, one bind-mounted at /dev/shm later is found by the periodic scan */
 	a->new_devs++;
 	if (a->o->node_mode)
 		a->scan_wanted = true;

@@ -296,7 +296,6 @@ int audit_trace_add_root(struct audit_tracer *t, const struct audit_trace_root *
 		bpf_map__delete_elem(t->skel->maps.root_dirs, &key, sizeof(key), 0);
 		return -1;
 	}
-	audit_trace_forget_dev(t, dev);
 	return 0;
 }
 
@@ -308,13 +307,6 @@ void audit_trace_remove_root(struct audit_tracer *t, const struct audit_trace_ro
 	bpf_map__delete_elem(t->skel->maps.root_dirs, &key, sizeof(key), 0);
 	if (dev_too)
 		bpf_map__delete_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), 0);
-}
-
-void audit_trace_forget_dev(struct audit_tracer *t, uint32_t kdev)
-{
-	__u32 dev = kdev;
-
-	bpf_map__delete_elem(t->skel->maps.unknown_devs, &dev, sizeof(dev), 0);
 }
 
 int audit_trace_follow(struct audit_tracer *t, pid_t pid)

@@ -51,11 +51,8 @@ struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *e
  * -1 with errno (E2BIG: the kernel side's maps are full). */
 int audit_trace_add_root(struct audit_tracer *t, const struct audit_trace_root *root);
 /* Stops following root's directory and, when dev_too (no other root is on
- * its device), its device, which a new file there reports again. */
+ * its device), its device. */
 void audit_trace_remove_root(struct audit_tracer *t, const struct audit_trace_root *root, bool dev_too);
-/* A device reported as not followed (SG_AUDIT_NEW_DEV) that userspace
- * looked for: reported again by its next new file. */
-void audit_trace_forget_dev(struct audit_tracer *t, uint32_t kdev);
 
 /* Counts pid, and every process it starts from now on, as the traced tree. */
 int audit_trace_follow(struct audit_tracer *t, pid_t pid);

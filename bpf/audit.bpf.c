@@ -66,14 +66,25 @@ struct {
 	__type(value, __u8);
 } root_dirs SEC(".maps");
 
-/* tmpfs devices not followed that were reported (SG_AUDIT_NEW_DEV): once
- * each, until userspace deletes them (it follows the device, or forgets it).
- * LRU: a machine's other tmpfs (/run, memfd's) cannot fill it for good. */
+/* tmpfs filesystems not followed that were reported (SG_AUDIT_NEW_DEV),
+ * with when: each is reported again at most every RENOTIFY_NS, so that a
+ * tmpfs elsewhere (/run, memfd's) costs userspace a look at the mounts that
+ * rarely.  Keyed by device and superblock: a device number is used again by
+ * the next tmpfs mounted once the last one is gone (a pod after a pod),
+ * which is a new filesystem, reported at once unless its superblock took
+ * the memory of the last one too.  LRU: they cannot fill it for good. */
+#define RENOTIFY_NS (10 * 1000000000ull)
+struct unknown_key {
+	__u64 sb;
+	__u32 dev;
+	__u32 pad;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
+	__type(key, struct unknown_key);
+	__type(value, __u64);
 } unknown_devs SEC(".maps");
 
 #define S_IFMT 00170000
@@ -160,17 +171,22 @@ static __always_inline void *reserve(__u64 size)
 static __always_inline void note_unfollowed(struct inode *inode)
 {
 	struct sg_audit_new_dev *e;
+	struct unknown_key key = {};
+	__u64 now, *last;
 	__u32 dev;
-	__u8 one = 1;
 
 	if (!discover || !inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG ||
 	    BPF_CORE_READ(inode, i_sb, s_magic) != TMPFS_MAGIC || !in_tree(current_tgid()))
 		return;
 	dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	if (on_shm_dev(dev) || bpf_map_update_elem(&unknown_devs, &dev, &one, BPF_NOEXIST))
+	key.sb = (__u64)BPF_CORE_READ(inode, i_sb);
+	key.dev = dev;
+	now = bpf_ktime_get_ns();
+	if (on_shm_dev(dev) || ((last = bpf_map_lookup_elem(&unknown_devs, &key)) && now - *last < RENOTIFY_NS) ||
+	    bpf_map_update_elem(&unknown_devs, &key, &now, BPF_ANY))
 		return;
 	if (!(e = reserve(sizeof(*e)))) {
-		bpf_map_delete_elem(&unknown_devs, &dev); /* the next file tries again */
+		bpf_map_delete_elem(&unknown_devs, &key); /* the next file tries again */
 		return;
 	}
 	fill_header(&e->h, SG_AUDIT_NEW_DEV);
