@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -213,6 +214,19 @@ static int check_pidns(struct audit *a, char *err, size_t errlen)
 	return 0;
 }
 
+/* Node mode holds a directory per root (and its abort directory), and a
+ * scan one more per mount while it runs: 500 pods take more than the
+ * usual soft limit of 1024. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static int start_tracer(struct audit *a, char *err, size_t errlen)
 {
 	struct audit_trace_opts t = {.follow_tree = a->o->cmd != NULL, .shim = a->o->shim, .probe = a->o->probe,
@@ -225,8 +239,10 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 		return say(err, errlen, "tracing is not possible: %s", why);
 	/* The mounts of every namespace as the run begins, followed from the
 	 * start; then as they come and go (audit_roots.c). */
-	if (a->o->node_mode)
+	if (a->o->node_mode) {
+		raise_fd_limit();
 		audit_roots_scan(a);
+	}
 	if (!(roots = calloc(a->nroots ? a->nroots : 1, sizeof(*roots))))
 		return say(err, errlen, "out of memory");
 	for (unsigned i = 0; i < a->nroots; i++)
