@@ -81,7 +81,9 @@ struct audit {
 	/* Node mode's scans of the mounts (audit_roots.c). */
 	uint32_t root_scans;
 	bool scan_wanted; /* a new device was reported */
-	double next_scan_s, scanned_at_s, last_scan_s;
+	double next_scan_s, scanned_at_s, last_scan_s, last_new_scan_s;
+	uint64_t *known_ns; /* the mount namespaces read so far, sorted (host/shm_mounts.h) */
+	size_t nknown_ns;
 	uint64_t roots_found, roots_late, roots_forgotten, roots_refused, new_devs, scans_failed, caught_up;
 	unsigned namespaces, namespaces_unreadable; /* as of the last scan */
 	uint64_t start_unix_ns; /* the run's start, CLOCK_REALTIME: birth times are compared with it */

@@ -23,8 +23,9 @@
 #include "journal_read.h"
 #include "shm_mounts.h"
 
-/* Every this long the mounts are scanned again, whatever happened: gone
- * pods are forgotten (and their tmpfs freed) within it. */
+/* Every this long every namespace's mounts are read again, whatever
+ * happened: gone pods are forgotten (and their tmpfs freed) within it, and
+ * a tmpfs mounted in a namespace read before is found. */
 #define RESCAN_S 2.0
 /* A scan reads every namespace's mountinfo: never more than this share of
  * the time (figures: docs/performance.md). */
@@ -183,7 +184,10 @@ static void forget(struct audit *a, unsigned slot)
 	a->roots_forgotten++;
 }
 
-void audit_roots_scan(struct audit *a)
+/* A scan of the mounts: every namespace's (full: roots not found again are
+ * forgotten), or only those of namespaces made since (a new device's event:
+ * a new pod's, read in a few milliseconds whatever the pods there are). */
+static void scan(struct audit *a, bool full)
 {
 	uint64_t begun = audit_clock_ns(a);
 	struct sg_shm_mounts ms;
@@ -192,13 +196,15 @@ void audit_roots_scan(struct audit *a)
 
 	a->scan_wanted = false;
 	a->scanned_at_s = audit_now_s(a);
-	if (sg_shm_mounts_scan(&ms, NULL, 0) < 0) {
+	if (sg_shm_mounts_scan_new(&ms, NULL, 0, full ? NULL : a->known_ns, full ? 0 : a->nknown_ns) < 0) {
 		a->scans_failed++;
 		a->next_scan_s = audit_now_s(a) + RESCAN_S;
 		return;
 	}
-	a->namespaces_unreadable = ms.unreadable;
-	a->namespaces = ms.namespaces;
+	if (full) {
+		a->namespaces_unreadable = ms.unreadable;
+		a->namespaces = ms.namespaces;
+	}
 	for (size_t i = 0; i < ms.n; i++) {
 		int r = audit_root_of_dir(a, ms.m[i].kdev, ms.m[i].dir_ino);
 
@@ -213,12 +219,26 @@ void audit_roots_scan(struct audit *a)
 		ms.m[i].dfd = -1;
 	}
 	ms.n = 0;
+	free(a->known_ns);
+	a->known_ns = ms.read_ns;
+	a->nknown_ns = ms.nread_ns;
+	ms.read_ns = NULL;
 	sg_shm_mounts_free(&ms);
-	for (unsigned r = 0; r < a->nroots; r++)
+	for (unsigned r = 0; full && r < a->nroots; r++)
 		if (a->roots[r].in_use && a->roots[r].discovered && a->roots[r].scan != scan)
 			forget(a, r);
-	a->last_scan_s = (audit_clock_ns(a) - begun) / 1e9;
-	a->next_scan_s = audit_now_s(a) + RESCAN_S;
+	if (full) {
+		a->last_scan_s = (audit_clock_ns(a) - begun) / 1e9;
+		a->next_scan_s = audit_now_s(a) + RESCAN_S;
+	} else {
+		a->last_new_scan_s = (audit_clock_ns(a) - begun) / 1e9;
+	}
+}
+
+void audit_roots_scan(struct audit *a)
+{
+	/* A new device's event before the full scan is due: the new namespaces. */
+	scan(a, !(a->scan_wanted && audit_now_s(a) < a->next_scan_s && a->known_ns));
 }
 
 double audit_roots_due_s(const struct audit *a)
@@ -226,7 +246,7 @@ double audit_roots_due_s(const struct audit *a)
 	if (!a->o->node_mode)
 		return INFINITY;
 	if (a->scan_wanted)
-		return fmin(a->next_scan_s, a->scanned_at_s + a->last_scan_s / SCAN_SHARE);
+		return fmin(a->next_scan_s, a->scanned_at_s + a->last_new_scan_s / SCAN_SHARE);
 	return a->next_scan_s;
 }
 
@@ -258,4 +278,6 @@ void audit_roots_free(struct audit *a)
 	free(a->roots);
 	a->roots = NULL;
 	a->nroots = 0;
+	free(a->known_ns);
+	a->known_ns = NULL;
 }

@@ -344,6 +344,12 @@ static void visit(struct sg_shm_mounts *ms, struct ns_set *seen, const char *pid
 
 int sg_shm_mounts_scan(struct sg_shm_mounts *ms, const char *const *points, size_t npoints)
 {
+	return sg_shm_mounts_scan_new(ms, points, npoints, NULL, 0);
+}
+
+int sg_shm_mounts_scan_new(struct sg_shm_mounts *ms, const char *const *points, size_t npoints,
+			   const uint64_t *skip, size_t nskip)
+{
 	struct ns_set seen = {0};
 	char self[24];
 	uint64_t own;
@@ -351,11 +357,19 @@ int sg_shm_mounts_scan(struct sg_shm_mounts *ms, const char *const *points, size
 	DIR *proc;
 
 	memset(ms, 0, sizeof(*ms));
+	/* Memory short: every namespace is read, which costs time, not truth. */
+	if (nskip && (seen.v = malloc(nskip * sizeof(*seen.v)))) {
+		memcpy(seen.v, skip, nskip * sizeof(*seen.v));
+		seen.n = seen.cap = nskip;
+	}
 	snprintf(self, sizeof(self), "%d", (int)getpid());
 	own = mount_ns_of(self);
 	proc = opendir("/proc");
-	if (!proc)
-		return -errno;
+	if (!proc) {
+		int e = errno;
+		free(seen.v);
+		return -e;
+	}
 	/* This process's namespace first, so that its own view wins. */
 	if (own)
 		visit(ms, &seen, self, own, own, points, npoints);
@@ -371,7 +385,8 @@ int sg_shm_mounts_scan(struct sg_shm_mounts *ms, const char *const *points, size
 			ms->first_unreadable = (pid_t)atoi(d->d_name);
 	}
 	closedir(proc);
-	free(seen.v);
+	ms->read_ns = seen.v;
+	ms->nread_ns = seen.n;
 	return 0;
 }
 
@@ -380,6 +395,7 @@ void sg_shm_mounts_free(struct sg_shm_mounts *ms)
 	for (size_t i = 0; i < ms->n; i++)
 		close(ms->m[i].dfd);
 	free(ms->m);
+	free(ms->read_ns);
 	memset(ms, 0, sizeof(*ms));
 }
 

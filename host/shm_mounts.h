@@ -44,6 +44,8 @@ struct sg_shm_mounts {
 	unsigned namespaces;  /* mount namespaces read */
 	unsigned unreadable;  /* namespaces whose mounts or root could not be read */
 	pid_t first_unreadable; /* a process of one of them, to name */
+	uint64_t *read_ns;    /* the namespaces read or skipped, sorted (nsfs inodes) */
+	size_t nread_ns;
 };
 
 /* Finds every tmpfs mounted at one of points (absolute paths; NULL or
@@ -52,6 +54,11 @@ struct sg_shm_mounts {
  * this namespace's first).  A namespace that cannot be read is counted,
  * not skipped silently.  0, or a negative errno when /proc cannot be read. */
 int sg_shm_mounts_scan(struct sg_shm_mounts *out, const char *const *points, size_t npoints);
+
+/* The same, without reading the namespaces of skip (sorted, nskip of
+ * them): the mounts of namespaces made since a scan (a new pod's), fast. */
+int sg_shm_mounts_scan_new(struct sg_shm_mounts *out, const char *const *points, size_t npoints,
+			   const uint64_t *skip, size_t nskip);
 
 void sg_shm_mounts_free(struct sg_shm_mounts *ms);
 
