@@ -81,6 +81,9 @@ struct audit {
 	/* Node mode's scans of the mounts (audit_roots.c). */
 	uint32_t root_scans;
 	bool scan_wanted; /* a new device was reported */
+	bool full_wanted; /* one a scan of the new namespaces did not find */
+	uint32_t reported[64]; /* the devices reported since the last scan */
+	unsigned nreported;
 	double next_scan_s, scanned_at_s, last_scan_s, last_new_scan_s;
 	uint64_t *known_ns; /* the mount namespaces read so far, sorted (host/shm_mounts.h) */
 	size_t nknown_ns;

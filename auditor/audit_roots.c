@@ -233,18 +233,28 @@ static void scan(struct audit *a, bool full)
 	} else {
 		a->last_new_scan_s = (audit_clock_ns(a) - begun) / 1e9;
 	}
+	/* A device reported and still not found: its namespace was read before
+	 * its tmpfs was mounted (a pod being set up), or it is no /dev/shm (a
+	 * tmpfs at /run, reported again at most every 10 s): every namespace,
+	 * as soon as the pacing allows. */
+	a->full_wanted = false;
+	for (unsigned i = 0; i < a->nreported; i++)
+		a->full_wanted |= !full && audit_root_of_dev(a, a->reported[i]) < 0;
+	a->nreported = 0;
 }
 
 void audit_roots_scan(struct audit *a)
 {
 	/* A new device's event before the full scan is due: the new namespaces. */
-	scan(a, !(a->scan_wanted && audit_now_s(a) < a->next_scan_s && a->known_ns));
+	scan(a, a->full_wanted || !(a->scan_wanted && audit_now_s(a) < a->next_scan_s && a->known_ns));
 }
 
 double audit_roots_due_s(const struct audit *a)
 {
 	if (!a->o->node_mode)
 		return INFINITY;
+	if (a->full_wanted)
+		return fmin(a->next_scan_s, a->scanned_at_s + a->last_scan_s / SCAN_SHARE);
 	if (a->scan_wanted)
 		return fmin(a->next_scan_s, a->scanned_at_s + a->last_new_scan_s / SCAN_SHARE);
 	return a->next_scan_s;
@@ -252,11 +262,14 @@ double audit_roots_due_s(const struct audit *a)
 
 void audit_roots_new_dev(struct audit *a, uint32_t kdev)
 {
-	(void)kdev; /* the kernel side reports a filesystem once: one elsewhere (/run) is not
-		     * looked for again, one bind-mounted at /dev/shm later is found by the periodic scan */
 	a->new_devs++;
-	if (a->o->node_mode)
-		a->scan_wanted = true;
+	if (!a->o->node_mode)
+		return;
+	a->scan_wanted = true;
+	if (a->nreported < sizeof(a->reported) / sizeof(a->reported[0]))
+		a->reported[a->nreported++] = kdev;
+	else
+		a->full_wanted = true;
 }
 
 unsigned audit_roots_in_use(const struct audit *a)

@@ -80,6 +80,8 @@ until grep -q 'aborts 0' "$work/audit.err" 2>/dev/null; do
 	sleep 0.05
 done
 
+sleep 2
+rss0=$(rss_kib "$auditor")
 t0=$(now) c0=$(cpu_ticks "$auditor")
 for ((i = 0; i < pods; i++)); do pod "$i"; done
 for ((i = 0; i < pods; i++)); do until [ -e "$work/pod-$i" ]; do sleep 0.01; done; done
@@ -129,5 +131,5 @@ forgotten=$(grep -o '"forgotten": [0-9]*' "$work/report.json" | grep -o '[0-9]*$
 echo "pods: $pods, then $sample one at a time ($(nproc) CPUs, $(uname -r))"
 echo "made in ${make_s} s, the auditor at ${make_cpu}% of a CPU meanwhile"
 echo "discovery latency (first file to root followed): median ${median} ms, worst ${worst} ms"
-echo "idle with $((pods + sample)) pods: ${idle_cpu}% of a CPU over ${idle} s; RSS ${rss} KiB; ${followed} descriptors"
+echo "idle with $((pods + sample)) pods: ${idle_cpu}% of a CPU over ${idle} s; RSS ${rss} KiB (${rss0} KiB before the pods); ${followed} descriptors"
 echo "pods ended: every root let go within ${forget_s} s; report: ${roots} roots found, ${forgotten} forgotten"

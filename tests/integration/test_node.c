@@ -22,7 +22,7 @@
 
 #define PATTERNS "{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock"
 
-static const char *prefix, *abort_dir, *shared_dir, *json_path;
+static const char *prefix, *abort_dir, *shared_dir, *json_path, *pod_aborts;
 
 static void setup(void)
 {
@@ -31,6 +31,9 @@ static void setup(void)
 	/* On /tmp: a pod's own /dev/shm hides the host's, not /tmp. */
 	shared_dir = h_str("/tmp/%sshared", prefix);
 	json_path = h_str("/tmp/%sreport.json", prefix);
+	/* The pods' own abort directories: this test's name, so that the pods
+	 * of a test running beside it abort nothing here. */
+	pod_aborts = h_str("%saborts", prefix);
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);
 	cr_assert_eq(mkdir(shared_dir, 0755), 0);
 }
@@ -50,7 +53,8 @@ enum { REQUESTS = 6, ABORT_EVERY = 2, ABORTS = REQUESTS / ABORT_EVERY };
 static struct h_proc start_auditor(const char *markers, const char *o1, const char *o2, const char *o3)
 {
 	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", markers, "--patterns", PATTERNS, "--grace", "0.3",
-			      "--json", json_path, "--lib", h_bin("SG_SHIM"), "--interval", "0.1", o1, o2, o3, NULL};
+			      "--json", json_path, "--lib", h_bin("SG_SHIM"), "--interval", "0.1", "--root-abort-dir", pod_aborts,
+			      o1, o2, o3, NULL};
 	struct h_proc p = h_spawn(argv, NULL);
 	char *err;
 
@@ -101,15 +105,16 @@ static pid_t child_of(pid_t pid)
 }
 
 /* A pod running leakgen (aborts: every ABORT_EVERY-th request, or none),
- * its markers in its own /dev/shm/shmguard-abort or in markers; under the
+ * its markers in its own abort directory (--root-abort-dir) or in markers; under the
  * shim when shimmed (whose own abort directory is elsewhere: the files
  * stay, as with a shim that missed the marker).  Returns once leakgen is
  * done (its files made, its aborted requests' files left). */
 static struct pod pod_start(const char *tag, bool aborts, const char *markers, bool shimmed)
 {
 	struct pod p = {.name = h_str("%s%s", prefix, tag)};
-	const char *script = "mount -t tmpfs -o size=16m tmpfs /dev/shm && mkdir -m 0755 /dev/shm/shmguard-abort && "
-			     "exec \"$@\"";
+	const char *own_aborts = h_str("/dev/shm/%s", pod_aborts);
+	const char *script = h_str("mount -t tmpfs -o size=16m tmpfs /dev/shm && mkdir -m 0755 %s && exec \"$@\"",
+				   own_aborts);
 	const char *argv[40] = {"/usr/bin/unshare", "--mount", "--pid", "--ipc", "--fork", "--propagation", "private",
 				"/bin/sh", "-c", script, "pod"};
 	size_t n = 11;
@@ -123,7 +128,7 @@ static struct pod pod_start(const char *tag, bool aborts, const char *markers, b
 	}
 	const char *leakgen[] = {h_bin("SG_LEAKGEN"), "--prefix", p.name, "--requests", h_str("%d", REQUESTS),
 				 "--abort-every", h_str("%d", aborts ? ABORT_EVERY : REQUESTS + 1), "--abort-dir",
-				 markers ? markers : "/dev/shm/shmguard-abort", "--wait-stdin"};
+				 markers ? markers : own_aborts, "--wait-stdin"};
 	for (size_t i = 0; i < sizeof(leakgen) / sizeof(*leakgen); i++)
 		argv[n++] = leakgen[i];
 	argv[n] = NULL;
