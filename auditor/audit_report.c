@@ -272,7 +272,9 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 						     (json_int_t)a->roots_refused, "namespaces_unreadable",
 						     (int)a->namespaces_unreadable));
 	json_object_set_new(json_object_get(root, "roots"), "last_scan_s", json_real(a->last_scan_s));
+	json_object_set_new(json_object_get(root, "roots"), "last_new_scan_s", json_real(a->last_new_scan_s));
 	json_object_set_new(json_object_get(root, "roots"), "scans", json_integer(a->root_scans));
+	json_object_set_new(json_object_get(root, "roots"), "new_devices", json_integer((json_int_t)a->new_devs));
 	json_object_set_new(root, "interrupted", json_boolean(a->interrupted));
 	json_object_set_new(root, "budget_kib_per_abort", a->o->have_budget ? json_real(a->o->budget_kib) : json_null());
 	json_object_set_new(root, "min_aborts", a->o->have_budget ? json_integer(a->o->min_aborts) : json_null());

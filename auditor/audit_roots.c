@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit_engine.h"
@@ -30,6 +31,9 @@
 /* A scan reads every namespace's mountinfo: never more than this share of
  * the time (figures: docs/performance.md). */
 #define SCAN_SHARE 0.05
+/* A device a scan of the new namespaces did not find: every namespace is
+ * read this long after the last time they were, at the soonest. */
+#define MISSED_SCAN_S 1.0
 
 int audit_roots_given(struct audit *a, char *err, size_t errlen)
 {
@@ -187,9 +191,19 @@ static void forget(struct audit *a, unsigned slot)
 /* A scan of the mounts: every namespace's (full: roots not found again are
  * forgotten), or only those of namespaces made since (a new device's event:
  * a new pod's, read in a few milliseconds whatever the pods there are). */
+/* This thread's CPU time: a scan is paced by what it costs, not by the
+ * time a loaded machine makes it wait. */
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static void scan(struct audit *a, bool full)
 {
-	uint64_t begun = audit_clock_ns(a);
+	double begun = cpu_s();
 	struct sg_shm_mounts ms;
 	uint32_t scan = ++a->root_scans;
 	bool late = a->tracer != NULL;
@@ -228,15 +242,17 @@ static void scan(struct audit *a, bool full)
 		if (a->roots[r].in_use && a->roots[r].discovered && a->roots[r].scan != scan)
 			forget(a, r);
 	if (full) {
-		a->last_scan_s = (audit_clock_ns(a) - begun) / 1e9;
+		a->last_scan_s = cpu_s() - begun;
 		a->next_scan_s = audit_now_s(a) + RESCAN_S;
 	} else {
-		a->last_new_scan_s = (audit_clock_ns(a) - begun) / 1e9;
+		a->last_new_scan_s = cpu_s() - begun;
 	}
 	/* A device reported and still not found: its namespace was read before
 	 * its tmpfs was mounted (a pod being set up), or it is no /dev/shm (a
-	 * tmpfs at /run, reported again at most every 10 s): every namespace,
-	 * as soon as the pacing allows. */
+	 * tmpfs at /run, reported again at most every 10 s).  Every namespace
+	 * is read again, but not sooner than a second after the last time:
+	 * a machine's other tmpfs would otherwise keep the scans of every
+	 * namespace going, and the new pods' waiting behind them. */
 	a->full_wanted = false;
 	for (unsigned i = 0; i < a->nreported; i++)
 		a->full_wanted |= !full && audit_root_of_dev(a, a->reported[i]) < 0;
@@ -245,19 +261,27 @@ static void scan(struct audit *a, bool full)
 
 void audit_roots_scan(struct audit *a)
 {
-	/* A new device's event before the full scan is due: the new namespaces. */
-	scan(a, a->full_wanted || !(a->scan_wanted && audit_now_s(a) < a->next_scan_s && a->known_ns));
+	double now = audit_now_s(a);
+	bool full_due = now >= a->next_scan_s ||
+			(a->full_wanted && now >= a->next_scan_s - RESCAN_S + MISSED_SCAN_S);
+
+	/* A new device's event before every namespace is due: the new ones. */
+	scan(a, full_due || !a->scan_wanted || !a->known_ns);
 }
 
 double audit_roots_due_s(const struct audit *a)
 {
+	double due;
+
 	if (!a->o->node_mode)
 		return INFINITY;
-	if (a->full_wanted)
-		return fmin(a->next_scan_s, a->scanned_at_s + a->last_scan_s / SCAN_SHARE);
+	due = a->next_scan_s;
 	if (a->scan_wanted)
-		return fmin(a->next_scan_s, a->scanned_at_s + a->last_new_scan_s / SCAN_SHARE);
-	return a->next_scan_s;
+		due = fmin(due, a->scanned_at_s + a->last_new_scan_s / SCAN_SHARE);
+	if (a->full_wanted)
+		due = fmin(due, fmax(a->next_scan_s - RESCAN_S + MISSED_SCAN_S,
+				     a->scanned_at_s + a->last_scan_s / SCAN_SHARE));
+	return due;
 }
 
 void audit_roots_new_dev(struct audit *a, uint32_t kdev)

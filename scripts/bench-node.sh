@@ -126,6 +126,8 @@ kill -INT "$auditor"
 wait "$auditor" || true
 auditor=
 
+grep -E '"(last_scan_s|last_new_scan_s|scans|new_devices)"' "$work/report.json" | tr -d ' ,' | tr '\n' ' '
+echo
 roots=$(grep -o '"found": [0-9]*' "$work/report.json" | grep -o '[0-9]*$')
 forgotten=$(grep -o '"forgotten": [0-9]*' "$work/report.json" | grep -o '[0-9]*$')
 echo "pods: $pods, then $sample one at a time ($(nproc) CPUs, $(uname -r))"
