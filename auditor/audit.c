@@ -316,9 +316,13 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 	}
 	if (a->o->cmd && start_command(a, err, errlen) < 0)
 		return AUDIT_USAGE;
-	if (a->o->reclaim_dead &&
-	    !(a->reclaim = audit_reclaim_start(a->o->reclaim_dead, &a->o->roots, a->o->reclaim_ignore_unreadable,
-					       a->o->reclaim_dry_run, err, errlen)))
+	const struct audit_reclaim_opts ro = {.interval = a->o->reclaim_dead,
+					      .extra = &a->o->roots,
+					      .node = a->o->node_mode,
+					      .ignore_unreadable = a->o->reclaim_ignore_unreadable,
+					      .dry_run = a->o->reclaim_dry_run};
+
+	if (a->o->reclaim_dead && !(a->reclaim = audit_reclaim_start(&ro, err, errlen)))
 		return AUDIT_USAGE;
 	int ret = audit_loop_run(a);
 	audit_reclaim_finish(a->reclaim); /* the report's totals are final */

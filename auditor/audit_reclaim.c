@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "creator_store.h"
 #include "reclaim.h"
 #include "shm_files.h"
 #include "shm_mounts.h"
@@ -19,8 +20,11 @@
 struct audit_reclaim {
 	double interval;
 	struct sg_roots extra;
-	bool ignore_unreadable, dry_run;
+	bool node, ignore_unreadable, dry_run;
 	bool said_unreadable; /* once: every pass would say it again */
+	bool said_records;    /* the same for records that cannot be read */
+	struct sg_creator_store records; /* shmguard watch's, this pass's */
+	bool have_records;
 	int stop_fd; /* an eventfd: written to end the passes */
 	pthread_t thread;
 	bool finished;
@@ -47,7 +51,10 @@ static void said(const struct sg_reclaim_decision *d, void *ctx)
 /* Lists l's roots and reclaims in each; adds to the pass's figures. */
 static void reclaim_listing(struct audit_reclaim *r, struct sg_shm_listing *l, struct audit_reclaim_totals *t)
 {
-	const struct sg_reclaim_opts o = {.dead = true, .ignore_unreadable = r->ignore_unreadable, .dry_run = r->dry_run};
+	const struct sg_reclaim_opts o = {.dead = true,
+					  .ignore_unreadable = r->ignore_unreadable,
+					  .dry_run = r->dry_run,
+					  .records = r->have_records ? &r->records : NULL};
 	char err[SG_PATH_MAX + 160], esc[SG_ESCAPED_MAX];
 	struct sg_reclaim_outcome out = {0};
 
@@ -88,6 +95,41 @@ static bool among_mounts(const struct sg_shm_mounts *ms, const char *dir)
 	return false;
 }
 
+/* shmguard watch's records as they are now; none where it does not run.
+ * Records that cannot be trusted are said once and not used. */
+static void load_records(struct audit_reclaim *r)
+{
+	char why[SG_PATH_MAX + 160], esc[SG_ESCAPED_MAX];
+	int sd = sg_store_open_dir(false, why, sizeof(why));
+
+	r->have_records = false;
+	if (sd < 0 && errno == ENOENT)
+		return;
+	if (sd >= 0) {
+		r->have_records = sg_store_load(&r->records, sd, why, sizeof(why)) == 0;
+		close(sd);
+	}
+	if (!r->have_records && !r->said_records) {
+		r->said_records = true;
+		fprintf(stderr, "shmguard audit: reclaim: shmguard watch's records are not used: %s; said once\n",
+			sg_text_escape(why, esc, sizeof(esc)));
+	}
+}
+
+/* Keeps the mounts of this mount namespace only. */
+static void own_namespace_only(struct sg_shm_mounts *ms)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ms->n; i++) {
+		if (ms->m[i].own_ns)
+			ms->m[n++] = ms->m[i];
+		else
+			close(ms->m[i].dfd);
+	}
+	ms->n = n;
+}
+
 static void pass(struct audit_reclaim *r)
 {
 	struct audit_reclaim_totals t = {0};
@@ -95,6 +137,9 @@ static void pass(struct audit_reclaim *r)
 	struct sg_shm_mounts ms;
 	int ret = sg_shm_mounts_scan(&ms, NULL, 0);
 
+	load_records(r);
+	if (ret >= 0 && !r->node)
+		own_namespace_only(&ms);
 	if (ret < 0) {
 		fprintf(stderr, "shmguard audit: reclaim: cannot read /proc: %s\n", strerror(-ret));
 		t.failed++;
@@ -117,6 +162,9 @@ static void pass(struct audit_reclaim *r)
 	sg_shm_listing_free(&l);
 	sg_shm_mounts_free(&ms);
 cleanup:
+	if (r->have_records)
+		sg_store_free(&r->records);
+	r->have_records = false;
 	pthread_mutex_lock(&r->lock);
 	r->totals.passes++;
 	r->totals.files += t.files;
@@ -141,8 +189,7 @@ static void *passes(void *opaque)
 	}
 }
 
-struct audit_reclaim *audit_reclaim_start(double interval, const struct sg_roots *extra, bool ignore_unreadable,
-					  bool dry_run, char *err, size_t errlen)
+struct audit_reclaim *audit_reclaim_start(const struct audit_reclaim_opts *o, char *err, size_t errlen)
 {
 	struct audit_reclaim *r = calloc(1, sizeof(*r));
 	int ret;
@@ -151,10 +198,11 @@ struct audit_reclaim *audit_reclaim_start(double interval, const struct sg_roots
 		snprintf(err, errlen, "--reclaim-dead: out of memory");
 		return NULL;
 	}
-	r->interval = interval;
-	r->extra = *extra;
-	r->ignore_unreadable = ignore_unreadable;
-	r->dry_run = dry_run;
+	r->interval = o->interval;
+	r->extra = *o->extra;
+	r->node = o->node;
+	r->ignore_unreadable = o->ignore_unreadable;
+	r->dry_run = o->dry_run;
 	pthread_mutex_init(&r->lock, NULL);
 	if ((r->stop_fd = eventfd(0, EFD_CLOEXEC)) < 0) {
 		snprintf(err, errlen, "--reclaim-dead: %s", strerror(errno));

@@ -20,13 +20,18 @@ struct audit_reclaim_totals {
 
 struct audit_reclaim;
 
-/* Starts the passes: the first at once, then every interval seconds.
- * extra: roots swept besides the node's /dev/shm mounts (those among them
- * are swept once); ignore_unreadable and dry_run as sweep's
- * --ignore-unreadable and --dry-run (the totals then count what would go).  NULL
- * with err when the thread cannot start. */
-struct audit_reclaim *audit_reclaim_start(double interval, const struct sg_roots *extra, bool ignore_unreadable,
-					  bool dry_run, char *err, size_t errlen);
+struct audit_reclaim_opts {
+	double interval; /* seconds between passes */
+	const struct sg_roots *extra; /* swept besides the /dev/shm mounts (once, if among them) */
+	bool node; /* every mount namespace's /dev/shm (node mode), else this namespace's */
+	bool ignore_unreadable, dry_run; /* as sweep's: the totals then count what would go */
+};
+
+/* Starts the passes: the first at once, then every interval seconds.  The
+ * creator records of shmguard watch, where it runs, are read at each pass,
+ * so that the files of programs without the shim are reclaimed too.  NULL
+ * with err when the thread cannot start.  o is copied (extra's roots too). */
+struct audit_reclaim *audit_reclaim_start(const struct audit_reclaim_opts *o, char *err, size_t errlen);
 
 /* The totals so far (a pass under way is counted when it ends); zeros for
  * NULL. */

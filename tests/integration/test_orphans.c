@@ -312,6 +312,33 @@ Test(orphans, an_instance_restarted_in_place_loses_only_its_old_files)
 	cr_expect_eq(h_finish(&now, NULL), 0);
 }
 
+/* The node agent (audit --reclaim-dead) reclaims programs without the
+ * shim too: it reads watch's records at each pass. */
+Test(orphans, the_node_agent_reclaims_with_watchs_records)
+{
+	const char *py = h_bin("SG_PSM_POOL");
+	char abort_dir[] = "/tmp/sg-orph-abort-XXXXXX";
+	char *out, *err;
+
+	cr_assert_not_null(mkdtemp(abort_dir));
+	start_watch();
+	const char *job = cg_make("job"), *other = cg_make("other");
+	struct h_proc pool = ready_in(job, (const char *[]){"/usr/bin/python3", py, "pool", h_str("%spool", prefix), "2", NULL});
+	struct h_proc live = ready_in(other, (const char *[]){"/usr/bin/python3", py, "live", h_str("%slive", prefix), "1", NULL});
+	wait_recorded((const char *[]){shm("pool-main0"), shm("pool-main1"), shm("live-live0"), NULL});
+	cg_stop(job);
+	h_finish(&pool, NULL);
+	/* This test's /dev/shm is a private tmpfs: the agent's own namespace. */
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--own-namespace", "--abort-dir", abort_dir,
+			      "--reclaim-dead", "1", "--reclaim-ignore-unreadable", "--duration", "1.5", NULL};
+	int status = h_output(argv, NULL, &out, &err);
+	rmdir(abort_dir);
+	cr_assert_eq(status, 0, "%s%s", out, err);
+	cr_expect_str_eq(remaining(), "live-live0\n", "%s", err);
+	cr_expect(strstr(err, h_str("reclaim: removed /dev/shm/%spool-main0", prefix)), "%s", err);
+	cr_expect_eq(h_finish(&live, NULL), 0);
+}
+
 Test(orphans, records_outlive_a_restart_of_watch)
 {
 	const char *py = h_bin("SG_PSM_POOL");
