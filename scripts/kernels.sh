@@ -8,7 +8,7 @@
 # expectations below and prints a kernel x check table.
 #
 #   scripts/kernels.sh [--build DIR] [--kernels 5.10,6.1,6.12,host]
-#                      [--checks facts,abort,ls,dead,audit,gate,pidns,node]
+#                      [--checks facts,abort,ls,dead,audit,gate,pidns,node,watch]
 #                      [--audit-args 'ARGS'] [--jobs N] [--timeout S]
 #                      [--refresh] [--markdown]
 #
@@ -45,7 +45,7 @@ host  probe-kprobe  the kernel here is built without kprobes
 
 usage() { sed -n '/^#   scripts/,/^# --markdown/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
-build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate,probe-fentry,probe-kprobe,probe-syscalls,pidns,node audit_args=''
+build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate,probe-fentry,probe-kprobe,probe-syscalls,pidns,node,watch audit_args=''
 jobs=4 timeout=150 refresh=0 markdown=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -323,7 +323,7 @@ total=$((SECONDS - t0))
 # shellcheck disable=SC2016 # the backquotes are Markdown's
 declare -A label=([abort]='shim abort sweep' [ls]='`ls` attribution' [dead]='`sweep --dead`'
 	[audit]='`audit` KiB/abort' [gate]='gate exit codes' [pidns]='`audit` in a pid namespace'
-	[node]="node mode: a pod's /dev/shm")
+	[node]="node mode: a pod's /dev/shm" [watch]='`watch`: programs without the shim')
 declare -A suite=([5.10]=bullseye [6.1]=bookworm [6.12]=bookworm-backports)
 markdown_table() {
 	local k c v cell types head='| kernel |' rule='|---|'

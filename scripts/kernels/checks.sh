@@ -360,6 +360,67 @@ check_node() {
 	fi
 }
 
+# shmguard watch: programs without the shim.  Two of them, each in a cgroup
+# of its own, make a file; watch records their creators from the kernel's
+# view (cgroup id, start time).  One is killed and its cgroup removed: sweep
+# --dead reclaims its file, whose instance is gone, and keeps the other's.
+# in_cgroup CGROUP COMMAND...: COMMAND in CGROUP.  Run it with & only: the
+# background shell becomes COMMAND, so that $! is its pid.
+in_cgroup() {
+	cg=$1
+	shift
+	# shellcheck disable=SC2016 # expanded by that shell
+	exec sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"
+}
+recorded() { shmguard ls --json 2>/dev/null | grep -c '"creator_state": "alive"' | grep -qx 2; }
+check_watch() {
+	p=sgk-watch- cg=$W/cg
+	mkdir -p "$cg"
+	if ! mount -t cgroup2 none "$cg" 2>/dev/null || ! mkdir "$cg/sgk-dead" "$cg/sgk-live"; then
+		result watch FAIL "no cgroup2 to put the programs in"
+		return
+	fi
+	SHMGUARD_STORE_DIR=$W/store
+	export SHMGUARD_STORE_DIR
+	start watch shmguard watch
+	watcher=$pid
+	mkfifo $W/wlive.in
+	if wait_for 60 grep -q 'recording the creators' "$W/watch.err"; then
+		in_cgroup "$cg/sgk-live" shmtool open "/dev/shm/${p}live" 4096 wait <$W/wlive.in >$W/wlive.out 2>&1 &
+		live=$!
+		exec 4>$W/wlive.in
+		mkfifo $W/wdead.in
+		in_cgroup "$cg/sgk-dead" shmtool open "/dev/shm/${p}dead" 8192 wait <$W/wdead.in >$W/wdead.out 2>&1 &
+		dead=$!
+		exec 5>$W/wdead.in
+	fi
+	if [ -z "${dead:-}" ] || ! until_ready 30 $W/wdead.out ready "$dead" || ! until_ready 30 $W/wlive.out ready "$live" ||
+		! wait_for 30 recorded; then
+		result watch FAIL "the creators were not recorded: $(err_of $W/watch.err)"
+	else
+		kill -9 "$dead"
+		wait "$dead"
+		rmdir "$cg/sgk-dead"
+		shmguard sweep --dead $sweep_args >$W/wsweep.out 2>&1
+		if [ -e "/dev/shm/${p}dead" ]; then
+			result watch FAIL "the dead instance's file is still there: $(grep -h "${p}dead" $W/wsweep.out | cut -c1-200)"
+		elif [ ! -e "/dev/shm/${p}live" ]; then
+			result watch FAIL "the live instance's file was swept too"
+		else
+			result watch PASS "a program without the shim: its file reclaimed once its cgroup was gone, a live one's kept ($(tail -n1 $W/wsweep.out))"
+		fi
+	fi
+	exec 4>&- 5>&-
+	wait "$live" 2>/dev/null
+	kill "$watcher"
+	wait "$watcher" 2>/dev/null
+	exec 3>&-
+	rmdir "$cg/sgk-live" "$cg/sgk-dead" 2>/dev/null
+	umount "$cg"
+	unset SHMGUARD_STORE_DIR
+	rm -f /dev/shm/"$p"*
+}
+
 # The gate: the leaking pipeline over a budget of 0 KiB/abort exits 1; the
 # same pipeline under the shim is within it and exits 0.
 check_gate() {
@@ -376,7 +437,7 @@ mounts
 for c in $SGK_CHECKS; do
 	case $c in
 	facts) facts ;;
-	abort | ls | dead | audit | gate | pidns | node) "check_$c" ;;
+	abort | ls | dead | audit | gate | pidns | node | watch) "check_$c" ;;
 	probe-fentry | probe-kprobe | probe-syscalls) check_probe "$c" ;;
 	*) result "$c" SKIP "no such check" ;;
 	esac
