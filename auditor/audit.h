@@ -33,6 +33,11 @@ struct audit_opts {
 	bool have_budget, allow_drops, verbose;
 	double budget_kib;
 	unsigned min_aborts; /* the gate fails with fewer aborts measured (--min-aborts) */
+	unsigned abort_detail; /* measured aborts listed in the report, of each kind (--abort-detail; 0: the default) */
+	bool per_workload; /* the gate applies to each workload too (--per-workload) */
+	const char *pod_logs; /* the kubelet's pod log directories, for pods' names (--pod-logs) */
+	const char *container_logs; /* its container log links, for containers' names (--container-logs) */
+	double workload_expiry; /* a workload nothing refers to is forgotten this long after (--workload-expiry) */
 	const char *shim; /* the shim whose USDT tags to follow, or NULL: none found */
 	const char *version; /* shmguard's, for the metrics */
 	size_t max_files;

@@ -18,10 +18,12 @@
 #include "audit_clock.h"
 #include "audit_files.h"
 #include "audit_roots.h"
+#include "audit_workloads.h"
 #include "htable.h"
 #include "outfile.h"
 
 struct metrics_server;
+struct audit_folded;
 struct audit_tracer;
 struct sg_holders;
 
@@ -43,6 +45,7 @@ struct audit_leftover {
 	bool linked;
 	uint32_t holder; /* a process still mapping or holding it (unlinked files) */
 	uint32_t creator;
+	struct audit_workload *creator_workload; /* held while the leftover is listed */
 	char comm[16];
 	int shape;
 	bool segment; /* non-empty */
@@ -58,6 +61,8 @@ struct audit_abort {
 	unsigned leaked_files, leaked_segments;
 	unsigned unfollowed_files; /* its files on filesystems not followed (the shim's tags say so) */
 	struct audit_leftover *leftovers;
+	bool measured;
+	struct audit_workload_set workloads; /* those it counts for (audit_workloads.h), until measured */
 };
 
 /* A shim's tag for a file on a device no root follows (yet): kept for a
@@ -96,9 +101,13 @@ struct audit {
 	uint64_t tags_expired; /* kept as long as allowed, never claimed nor counted */
 	uint64_t unfollowed_files; /* files of aborted requests on filesystems not followed */
 	struct audit_files *files;
+	struct audit_workloads workloads; /* the cgroups that created followed files */
 	struct audit_abort *aborts, **aborts_tail; /* in marker order */
 	struct audit_abort *unmeasured; /* the first abort not measured yet */
 	unsigned naborts;
+	struct audit_folded *folded; /* the aborts no longer listed (audit_fold.c), NULL: none yet */
+	struct audit_abort *kept, **kept_tail; /* folded aborts still known by request, oldest first */
+	size_t nkept;
 	struct sg_htable abort_index; /* by request (audit_markers.c) */
 	char **markers_at_start; /* sorted */
 	size_t nmarkers_at_start;
@@ -172,7 +181,26 @@ void audit_tags_claim(struct audit *a, struct audit_file *f);
 void audit_tags_count(struct audit *a, struct audit_abort *ab);
 void audit_tags_expire(struct audit *a);
 void audit_tags_free(struct audit *a);
+/* f, a file of ab's request (in ab's scope), makes ab count for f's
+ * creator's workload (until ab is measured: audit_workloads.h). */
+void audit_abort_note_file(struct audit_abort *ab, const struct audit_file *f);
+/* The abort f's request has, in its root's scope or else --abort-dir's, or NULL. */
+const struct audit_abort *audit_abort_of_file(const struct audit *a, const struct audit_file *f);
 void audit_aborts_free(struct audit *a);
+
+/* audit_fold.c: what a run of months keeps of the aborts it measured.
+ * Those beyond the listed window (the newest --abort-detail that left files,
+ * and as many that left none) are folded: their figures go to a->folded
+ * (the reports add them to the listed ones'), their records are freed but
+ * for one that keeps the request known, and in the abort index, while its
+ * marker is in the abort directory or a file of its request is followed:
+ * such a file still counts as an aborted request's, and a rescan of the
+ * directory does not take the marker for a new abort. */
+void audit_fold_measured(struct audit *a);
+/* At a review cycle's end: forgets some folded requests whose marker and
+ * files are gone. */
+void audit_fold_sweep(struct audit *a);
+void audit_fold_free(struct audit *a);
 
 /* audit_eval.c: what is left of files.  The review forgets freed files,
  * sums those that exist (a->tracked, unattributed, files_left) and

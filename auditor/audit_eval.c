@@ -252,7 +252,7 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 /* The abort of f's request: its root's own abort directory's, else
  * --abort-dir's (a directory the pods share aborts every pod's files of
  * the request: otherwise its aborts would count and their files not). */
-static const struct audit_abort *abort_of_file(const struct audit *a, const struct audit_file *f)
+const struct audit_abort *audit_abort_of_file(const struct audit *a, const struct audit_file *f)
 {
 	uint32_t scope = audit_root_scope(a, f->kdev, f->root);
 	const struct audit_abort *ab = scope ? audit_abort_of(a, scope, f->request) : NULL;
@@ -278,12 +278,21 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 	rv->files++;
 	if (root)
 		root->counting.tracked += m->bytes;
+	struct audit_workload *w = f->creator->workload;
+	if (w) {
+		w->next_tracked += m->bytes;
+		w->next_files++;
+		if (root)
+			audit_workload_note_root(w, root->shown);
+	}
 	if (!f->indexed) {
 		rv->unattributed += m->bytes;
 		if (root)
 			root->counting.unattributed += m->bytes;
-	} else if (abort_of_file(p->a, f)) {
+	} else if (audit_abort_of_file(p->a, f)) {
 		rv->aborted_held += m->bytes;
+		if (w)
+			w->next_aborted_held += m->bytes;
 	} else {
 		rv->live_pending += m->bytes;
 		rv->live_files++;
@@ -393,8 +402,12 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 			rv->held_back++;
 			continue;
 		}
-		/* Freed: what an abort's sweep (or its owner) gave back. */
-		if (f->indexed && f->measured && abort_of_file(p->a, f))
+		/* Freed: what an abort's sweep (or its owner) gave back.  Its
+		 * abort, not measured yet, still counts for its workload. */
+		struct audit_abort *ab = f->indexed ? (struct audit_abort *)audit_abort_of_file(p->a, f) : NULL;
+		if (ab)
+			audit_abort_note_file(ab, f);
+		if (ab && f->measured)
 			p->a->reclaimed += f->bytes;
 		audit_files_remove(p->a->files, f);
 	}
@@ -412,8 +425,9 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 	struct measured m = measure(c->p, f);
 	struct audit_leftover *l;
 
-	if (abort_of_file(c->p->a, f) != c->ab) /* the same request in another pod */
+	if (audit_abort_of_file(c->p->a, f) != c->ab) /* the same request in another pod */
 		return;
+	audit_abort_note_file(c->ab, f);
 	if (!m.exists || !(l = calloc(1, sizeof(*l))))
 		return;
 	l->name = m.name ? strdup(m.name) : NULL;
@@ -423,6 +437,11 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 	l->linked = m.linked;
 	l->holder = m.holder;
 	l->creator = f->creator->tgid;
+	if ((l->creator_workload = f->creator->workload)) {
+		audit_workload_hold(l->creator_workload);
+		l->creator_workload->leaked_bytes += m.bytes;
+		l->creator_workload->leaked_files++;
+	}
 	memcpy(l->comm, f->creator->comm, sizeof(l->comm));
 	l->shape = f->shape;
 	l->segment = m.size > 0;
@@ -442,10 +461,17 @@ static void measure_aborts(struct pass *p, double until_s)
 		struct abort_ctx c = {p, ab};
 		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
 		audit_tags_count(a, ab);
+		for (unsigned i = 0; i < ab->workloads.n; i++)
+			ab->workloads.w[i]->aborts++;
+		if (!ab->workloads.n)
+			a->workloads.aborts_without++;
+		ab->measured = true;
+		audit_workload_set_free(&ab->workloads);
 		a->unmeasured = ab->next;
 		a->aborts_measured++;
 		a->leaked_measured += ab->leaked_bytes;
 	}
+	audit_fold_measured(a);
 }
 
 struct audit_review *audit_review_new(void)
@@ -571,6 +597,8 @@ static void work(struct audit *a, uint64_t deadline)
 	a->last_review_duration_s = a->last_review_s - rv->started_s;
 	measure_aborts(&p, covered_until(a, rv));
 	end_pass(&p);
+	audit_workloads_cycle_end(&a->workloads, a->last_review_s);
+	audit_fold_sweep(a);
 	rv->phase = REVIEW_IDLE;
 	rv->next_s = audit_now_s(a) + REVIEW_S;
 	rv->paced_s = rv->started_s + rv->reading_ns / 1e9 / READ_SHARE;

@@ -83,11 +83,14 @@ static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, 
 			      const char *name)
 {
 	char comm[SG_AUDIT_COMM_LEN];
+	struct audit_workload *w;
 	struct audit_file *f;
 
 	memcpy(comm, h->comm, sizeof(comm));
 	comm[sizeof(comm) - 1] = '\0';
-	if (!(f = audit_files_add(a->files, kdev, ino, h->tgid, comm, name ? strlen(name) : 0)))
+	/* The cgroup is the event's: a process that predates the run counts too. */
+	w = audit_workload_of(&a->workloads, h->cgroup_id, audit_now_s(a));
+	if (!(f = audit_files_add(a->files, kdev, ino, h->tgid, comm, w, name ? strlen(name) : 0)))
 		return NULL;
 	f->created_ns = h->ts_ns;
 	return f;
@@ -112,6 +115,11 @@ static void on_create(struct audit *a, const struct sg_audit_create *e, size_t s
 	f = add(a, &e->h, e->dev, e->ino, named ? e->name : NULL);
 	if (f && named)
 		audit_file_named(a, f, audit_root_of_dir(a, e->dev, e->dir_ino), e->name, false);
+	/* The workload's root: the one its file is named in, else the first on
+	 * its filesystem (the ctime probe sends no name). */
+	int r = f ? (f->root >= 0 ? f->root : audit_root_of_dev(a, e->dev)) : -1;
+	if (r >= 0 && (unsigned)r < a->nroots && a->roots[r].in_use)
+		audit_workload_note_root(f->creator->workload, a->roots[r].shown);
 }
 
 /* The syscalls probe gives the path a rename or link created, as the

@@ -1,4 +1,5 @@
 #include "audit_files.h"
+#include "audit_workloads.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ static bool is_file(const struct sg_hnode *node, const void *key)
 }
 
 struct creator_key {
+	struct audit_workload *workload;
 	uint32_t tgid;
 	char comm[16];
 };
@@ -65,16 +67,21 @@ static bool is_creator(const struct sg_hnode *node, const void *key)
 	const struct audit_creator *c = sg_hnode_entry(node, struct audit_creator, node);
 	const struct creator_key *k = key;
 
-	return c->tgid == k->tgid && memcmp(c->comm, k->comm, sizeof(c->comm)) == 0;
+	return c->tgid == k->tgid && c->workload == k->workload && memcmp(c->comm, k->comm, sizeof(c->comm)) == 0;
 }
 
 /* The creator (tgid, comm), one more file of it; NULL when memory is short. */
-static const struct audit_creator *hold_creator(struct audit_files *t, uint32_t tgid, const char *comm)
+static const struct audit_creator *hold_creator(struct audit_files *t, uint32_t tgid, const char *comm,
+					       struct audit_workload *w)
 {
-	struct creator_key k = {.tgid = tgid};
+	struct creator_key k;
 	struct sg_hnode **slot;
 	struct audit_creator *c;
 	uint64_t h;
+
+	memset(&k, 0, sizeof(k)); /* its padding too: the key is hashed whole */
+	k.workload = w;
+	k.tgid = tgid;
 
 	if (comm)
 		strncpy(k.comm, comm, sizeof(k.comm) - 1);
@@ -89,6 +96,8 @@ static const struct audit_creator *hold_creator(struct audit_files *t, uint32_t 
 			return NULL;
 		c->node.hash = h;
 		c->tgid = tgid;
+		c->workload = w;
+		audit_workload_hold(w);
 		memcpy(c->comm, k.comm, sizeof(c->comm));
 		sg_htable_insert_at(&t->creators, slot, &c->node);
 	}
@@ -102,6 +111,7 @@ static void release_creator(struct audit_files *t, const struct audit_creator *c
 
 	if (c && !--c->files) {
 		sg_htable_remove(&t->creators, &c->node);
+		audit_workload_release(c->workload);
 		free(c);
 	}
 }
@@ -234,7 +244,7 @@ void audit_files_end_exclusions(struct audit_files *t)
 }
 
 struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, uint32_t tgid,
-				   const char *comm, size_t name_len)
+				   const char *comm, struct audit_workload *w, size_t name_len)
 {
 	struct audit_file *old = audit_files_find(t, kdev, ino), *f;
 	size_t room = name_len < UINT8_MAX ? name_len + 1 : 0; /* longer ones: on the heap */
@@ -246,7 +256,7 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 		return NULL;
 	}
 	if (!(f = calloc(1, offsetof(struct audit_file, inline_name) + room)) ||
-	    !(f->creator = hold_creator(t, tgid, comm))) {
+	    !(f->creator = hold_creator(t, tgid, comm, w))) {
 		free(f);
 		t->over_limit++;
 		return NULL;

@@ -17,10 +17,14 @@ enum audit_req_source {
 	REQ_AMBIGUOUS, /* the patterns give two requests: attributed to none */
 };
 
-/* A process that created followed files: one record however many it made. */
+struct audit_workload;
+
+/* A process that created followed files: one record however many it made
+ * in one cgroup. */
 struct audit_creator {
-	struct sg_hnode node; /* by (tgid, comm) */
+	struct sg_hnode node; /* by (tgid, comm, workload) */
 	size_t files;         /* it goes with the last */
+	struct audit_workload *workload; /* its cgroup's (held), NULL unknown */
 	uint32_t tgid;
 	char comm[16];
 };
@@ -63,11 +67,12 @@ struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64
 /* A new record (a reused inode number removes the old one first), or NULL
  * when the table is full (counted: audit_files_over_limit) or the inode is
  * excluded (or memory is short).  Its creator: tgid, whose command name is
- * comm (NUL-terminated within 16 bytes; NULL: none).  name_len: the length
+ * comm (NUL-terminated within 16 bytes; NULL: none), in the workload w
+ * (NULL: none known).  name_len: the length
  * of the name it is about to be given (its room in the record), 0 if none is
  * known. */
 struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, uint32_t tgid,
-				   const char *comm, size_t name_len);
+				   const char *comm, struct audit_workload *w, size_t name_len);
 
 /* f is called name (a copy) in root (-1: outside the roots), or has no name
  * when name is NULL.  False when out of memory: f is as it was. */

@@ -14,6 +14,7 @@
 
 #include "audit_engine.h"
 #include "audit_reclaim.h"
+#include "audit_summary.h"
 #include "metrics.h"
 #include "outfile.h"
 #include "plot_svg.h"
@@ -22,15 +23,26 @@
 struct audit_live {
 	struct plot_sample *samples; /* one per review cycle, with --plot */
 	size_t nsamples, cap;
+	unsigned sample_every, cycles_since_sample; /* one sample every that many cycles (downsampled) */
+	struct metrics_workload *series; /* the workloads' (metrics.h) */
+	size_t series_cap;
 	uint32_t cycles; /* the last cycle published */
 	double next_write_s;
 	bool write_failed; /* said once on stderr */
 	char why[SG_OUTFILE_ERR_MAX]; /* why the metrics file was not written */
 };
 
+/* The plot's timeline holds at most this many samples (a cycle a second:
+ * the first 2.3 hours whole, then thinned). */
+#define MAX_SAMPLES 8192
+
 struct audit_live *audit_live_new(void)
 {
-	return calloc(1, sizeof(struct audit_live));
+	struct audit_live *l = calloc(1, sizeof(struct audit_live));
+
+	if (l)
+		l->sample_every = 1;
+	return l;
 }
 
 void audit_live_free(struct audit_live *l)
@@ -38,6 +50,7 @@ void audit_live_free(struct audit_live *l)
 	if (!l)
 		return;
 	free(l->samples);
+	free(l->series);
 	free(l);
 }
 
@@ -48,6 +61,29 @@ static double unix_time_of(const struct audit *a, double run_s)
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	return (double)now.tv_sec + now.tv_nsec / 1e9 - (audit_now_s(a) - run_s);
+}
+
+/* The workloads' series, in l->series (its strings point into the workloads). */
+static void workload_series(const struct audit *a, struct audit_metrics *m)
+{
+	struct audit_live *l = a->live;
+	size_t n = 0;
+
+	if (a->workloads.count > l->series_cap) {
+		struct metrics_workload *s = realloc(l->series, a->workloads.count * sizeof(*s));
+		if (!s)
+			return; /* no series this time */
+		l->series = s;
+		l->series_cap = a->workloads.count;
+	}
+	for (const struct audit_workload *w = a->workloads.oldest; w && n < l->series_cap; w = w->next)
+		l->series[n++] = (struct metrics_workload){
+			.namespace_ = w->ns, .pod = w->pod, .container = w->container, .container_id = w->ids.container_id,
+			.cgroup = w->path ? w->path : "", .cgroup_id = w->cgroup_id, .aborts_measured = w->aborts,
+			.leaked_bytes = w->leaked_bytes, .aborted_held_bytes = w->aborted_held,
+			.tracked_bytes = w->tracked};
+	m->workloads = l->series;
+	m->nworkloads = n;
 }
 
 static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metrics *m)
@@ -71,6 +107,9 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 		.probe = a->probe,
 		.version = a->o->version,
 		.roots = calloc(a->nroots ? a->nroots : 1, sizeof(*m->roots)), /* short of memory: no root's */
+		.aborts_without_workload = a->workloads.aborts_without,
+		.abort_records = a->naborts - (a->folded ? a->folded->aborts : 0),
+		.aborts_remembered = a->nkept,
 	};
 	if (a->reclaim) {
 		struct audit_reclaim_totals t;
@@ -79,6 +118,7 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 		m->dead_reclaimed_bytes = t.bytes;
 		m->dead_reclaimed_files = t.files;
 	}
+	workload_series(a, m);
 	for (unsigned r = 0; m->roots && r < a->nroots; r++) {
 		struct metrics_root *mr;
 
@@ -124,12 +164,22 @@ static int emit(struct audit *a, uint64_t dropped, bool publish, bool now)
 
 /* With --plot: the cycle's figures, at the time it ended (the picture's
  * lines join these samples: nothing is drawn before the first cycle). */
-static void sample(struct audit *a)
+static void sample(struct audit *a, bool last)
 {
 	struct audit_live *l = a->live;
 
 	if (!a->o->plot_path)
 		return;
+	if (l->nsamples == MAX_SAMPLES) {
+		/* A long run: every other sample goes, and from now on one in two more. */
+		for (size_t i = 0; i < MAX_SAMPLES / 2; i++)
+			l->samples[i] = l->samples[2 * i + 1];
+		l->nsamples = MAX_SAMPLES / 2;
+		l->sample_every *= 2;
+	}
+	if (++l->cycles_since_sample < l->sample_every && !last)
+		return;
+	l->cycles_since_sample = 0;
 	if (l->nsamples == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 256;
 		struct plot_sample *s = realloc(l->samples, cap * sizeof(*s));
@@ -151,7 +201,7 @@ void audit_live_update(struct audit *a, uint64_t dropped)
 		return;
 	if ((cycle_ended = a->cycles != l->cycles)) {
 		l->cycles = a->cycles;
-		sample(a);
+		sample(a, false);
 	}
 	if (emit(a, dropped, cycle_ended, false) < 0 && !l->write_failed) {
 		l->write_failed = true;
@@ -174,7 +224,7 @@ int audit_live_flush(struct audit *a, uint64_t dropped)
 		return 0;
 	if (a->cycles != l->cycles) {
 		l->cycles = a->cycles;
-		sample(a);
+		sample(a, true);
 	}
 	return emit(a, dropped, true, true);
 }
@@ -197,17 +247,15 @@ static void plot_title(const struct audit *a, double kib_per_abort, const char *
 int audit_live_plot(const struct audit *a, double kib_per_abort, const char *verdict)
 {
 	const struct audit_live *l = a->live;
-	double *abort_s = calloc(a->naborts ? a->naborts : 1, sizeof(*abort_s));
+	size_t n = 0;
+	double *abort_s = audit_fold_ticks(a, &n);
 	char title[200];
 	struct plot p;
-	size_t n = 0;
 	FILE *out = NULL;
 	int fd = -1, ret = -1;
 
 	if (!abort_s)
 		goto cleanup;
-	for (const struct audit_abort *ab = a->aborts; ab && n < a->naborts; ab = ab->next)
-		abort_s[n++] = ab->marker_s;
 	plot_title(a, kib_per_abort, verdict, title, sizeof(title));
 	p = (struct plot){.title = title, .duration_s = a->end_s, .samples = l->samples, .nsamples = l->nsamples,
 			 .abort_s = abort_s, .naborts = n, .has_budget = a->o->have_budget,

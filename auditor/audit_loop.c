@@ -27,17 +27,13 @@ enum { FD_EVENTS, FD_MARKERS, FD_SIGNALS };
 
 static void progress(struct audit *a, bool tty, double *next)
 {
-	double now = audit_now_s(a), kib = 0;
-	unsigned measured = 0;
+	double now = audit_now_s(a), kib = a->leaked_measured / 1024.0;
+	unsigned measured = (unsigned)a->aborts_measured;
 	char line[160], tracked[16];
 	struct winsize ws;
 
 	if ((!tty && a->o->interval <= 0) || now < *next)
 		return;
-	for (const struct audit_abort *ab = a->aborts; ab != a->unmeasured; ab = ab->next) {
-		measured++;
-		kib += ab->leaked_bytes / 1024.0;
-	}
 	snprintf(line, sizeof(line), "[%6.1f s] aborts %u (measured %u)   %.1f KiB/abort so far   tracked %s in %llu %s",
 		 now, a->naborts, measured, measured ? kib / measured : 0.0,
 		 sg_human_bytes(a->tracked, tracked, sizeof(tracked)), (unsigned long long)a->files_left,

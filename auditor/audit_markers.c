@@ -154,6 +154,25 @@ struct audit_abort *audit_abort_of(const struct audit *a, uint32_t scope, const 
 	return node ? sg_hnode_entry(node, struct audit_abort, node) : NULL;
 }
 
+void audit_abort_note_file(struct audit_abort *ab, const struct audit_file *f)
+{
+	if (!ab->measured)
+		audit_workload_set_add(&ab->workloads, f->creator->workload);
+}
+
+struct note_ctx {
+	const struct audit *a;
+	struct audit_abort *ab;
+};
+
+static void note_file(struct audit_file *f, void *opaque)
+{
+	struct note_ctx *c = opaque;
+
+	if (audit_abort_of_file(c->a, f) == c->ab) /* not the same request in another pod */
+		audit_abort_note_file(c->ab, f);
+}
+
 bool audit_abort_add(struct audit *a, uint32_t scope, int dfd, const char *request, bool count_refused)
 {
 	uint64_t h = abort_hash(scope, request);
@@ -185,6 +204,9 @@ bool audit_abort_add(struct audit *a, uint32_t scope, int dfd, const char *reque
 	if (!a->unmeasured)
 		a->unmeasured = ab;
 	a->naborts++;
+	/* The workloads whose files the request has now (a sweep may take
+	 * them before the abort is measured). */
+	audit_files_of_request(a->files, request, note_file, &(struct note_ctx){a, ab});
 	return true;
 }
 
@@ -314,13 +336,16 @@ void audit_aborts_free(struct audit *a)
 		next = ab->next;
 		for (struct audit_leftover *l = ab->leftovers, *ln; l; l = ln) {
 			ln = l->next;
+			audit_workload_release(l->creator_workload);
 			free(l->name);
 			free(l);
 		}
+		audit_workload_set_free(&ab->workloads);
 		free(ab->request);
 		free(ab);
 	}
-	free(a->abort_index.buckets); /* its nodes are the aborts, freed above */
+	audit_fold_free(a);
+	free(a->abort_index.buckets); /* its nodes are the aborts, freed above and there */
 	a->abort_index = (struct sg_htable){0};
 	for (size_t i = 0; i < a->nmarkers_at_start; i++)
 		free(a->markers_at_start[i]);

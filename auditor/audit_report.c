@@ -12,6 +12,7 @@
 #include "audit_ci.h"
 #include "audit_reclaim.h"
 #include "audit_summary.h"
+#include "audit_workload_report.h"
 #include "text.h"
 #include "encode.h"
 #include "size.h"
@@ -67,6 +68,10 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 		fprintf(out, "shape: %s  %llu %s  %s\n", sg_text_escape(by_shape->g[i].key, e1, sizeof(e1)),
 			SG_PLURAL((unsigned long long)by_shape->g[i].files, "file", "files"),
 			sg_human_bytes(by_shape->g[i].bytes, b1, sizeof(b1)));
+	if (a->folded && a->folded->aborts)
+		fprintf(out, "aborts not listed in the JSON report (older than the newest --abort-detail; in every figure): "
+			"%llu\n", (unsigned long long)a->folded->aborts);
+	audit_workloads_print(a, out);
 	if (a->ambiguous)
 		fprintf(out, "ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->ambiguous);
 	if (a->dropped || audit_files_over_limit(a->files))
@@ -292,6 +297,14 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "top_processes", groups_json(a, by_proc, true));
 	json_object_set_new(root, "top_shapes", groups_json(a, by_shape, false));
 	json_object_set_new(root, "aborted_requests", aborts_json(a));
+	json_object_set_new(root, "aborted_requests_not_listed", json_integer(a->folded ? (json_int_t)a->folded->aborts : 0));
+	json_object_set_new(root, "workloads", audit_workloads_json(a));
+	json_object_set_new(root, "aborts_without_workload", json_integer((json_int_t)a->workloads.aborts_without));
+	json_object_set_new(root, "workloads_expired",
+			    json_pack("{s:I, s:I, s:I, s:I}", "workloads", (json_int_t)a->workloads.expired.workloads,
+				      "aborts", (json_int_t)a->workloads.expired.aborts, "leaked_bytes",
+				      (json_int_t)a->workloads.expired.leaked_bytes, "leaked_files",
+				      (json_int_t)a->workloads.expired.leaked_files));
 	/* A new, empty file made before the run (or stdout). */
 	ret = json_dumpfd(root, a->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS);
 	if (ret == 0 && write(a->json_fd, "\n", 1) != 1) /* a text file ends in one */
@@ -322,6 +335,8 @@ static void gate_reason(const struct audit *a, struct summary *s)
 	else if (s->unfollowed)
 		snprintf(s->reason, sizeof(s->reason), "%llu %s of aborted requests on filesystems not followed: the "
 			 "figure would be too low", SG_PLURAL((unsigned long long)a->unfollowed_files, "file", "files"));
+	else if (audit_workloads_gate(a, s->reason, sizeof(s->reason)))
+		return;
 	else if (s->drops_fail)
 		snprintf(s->reason, sizeof(s->reason), "events or markers were lost (--allow-drops to accept)");
 	else
@@ -335,6 +350,11 @@ int audit_report_write(struct audit *a)
 	struct groups by_proc = {0}, by_shape = {0};
 	int status;
 
+	if (a->folded) { /* the aborts no longer listed */
+		s.leaked_bytes = a->folded->leaked_bytes;
+		s.leaked_files = a->folded->leaked_files;
+		s.leaked_segments = a->folded->leaked_segments;
+	}
 	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
 		s.leaked_bytes += ab->leaked_bytes;
 		s.leaked_files += ab->leaked_files;

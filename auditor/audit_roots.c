@@ -136,7 +136,7 @@ static void catch_up(struct audit *a, int slot)
 		born = sg_birth_ns(r->dfd, e->d_name, AT_SYMLINK_NOFOLLOW);
 		if (born && born < start_unix_ns)
 			continue; /* there before the run */
-		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, 0, "?", strlen(e->d_name))))
+		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, 0, "?", NULL, strlen(e->d_name))))
 			continue;
 		f->created_ns = audit_clock_ns(a);
 		audit_file_named(a, f, slot, e->d_name, false);

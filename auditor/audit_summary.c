@@ -62,31 +62,64 @@ bool audit_group_has(const struct group *g, const struct audit_leftover *l)
 	return strcmp(key, g->key) == 0;
 }
 
-void audit_group_leftovers(const struct audit *a, struct groups *by_proc, struct groups *by_shape)
+void audit_group_add(const struct audit *a, struct groups *by_proc, struct groups *by_shape,
+		     const struct audit_leftover *l)
 {
 	char key[96];
+	struct group *g;
 
-	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
-		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next) {
-			struct group *g;
-			proc_key(l, key, sizeof(key));
-			if ((g = group_of(by_proc, key))) {
-				add_pid(g, l->creator);
-				g->shape = l->shape;
-				g->bytes += l->bytes;
-				g->files++;
-				g->segments += l->segment;
-			}
-			if ((g = group_of(by_shape, audit_shape_text(a, l->shape)))) {
-				g->shape = l->shape;
-				g->bytes += l->bytes;
-				g->files++;
-				g->segments += l->segment;
-			}
-		}
+	proc_key(l, key, sizeof(key));
+	if (by_proc && (g = group_of(by_proc, key))) {
+		add_pid(g, l->creator);
+		g->shape = l->shape;
+		g->bytes += l->bytes;
+		g->files++;
+		g->segments += l->segment;
 	}
+	if (by_shape && (g = group_of(by_shape, audit_shape_text(a, l->shape)))) {
+		g->shape = l->shape;
+		g->bytes += l->bytes;
+		g->files++;
+		g->segments += l->segment;
+	}
+}
+
+static void copy_groups(struct groups *to, const struct groups *from)
+{
+	if (!from->n || !(to->g = malloc(from->n * sizeof(*to->g))))
+		return;
+	memcpy(to->g, from->g, from->n * sizeof(*to->g));
+	to->n = to->cap = from->n;
+}
+
+void audit_group_leftovers(const struct audit *a, struct groups *by_proc, struct groups *by_shape)
+{
+	/* The folded aborts come first: they are the older ones. */
+	if (a->folded) {
+		copy_groups(by_proc, &a->folded->by_proc);
+		copy_groups(by_shape, &a->folded->by_shape);
+	}
+	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next)
+		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next)
+			audit_group_add(a, by_proc, by_shape, l);
 	if (by_proc->n)
 		qsort(by_proc->g, by_proc->n, sizeof(struct group), by_bytes);
 	if (by_shape->n)
 		qsort(by_shape->g, by_shape->n, sizeof(struct group), by_bytes);
+}
+
+void audit_group_fold(const struct audit *a, struct audit_folded *f, const struct audit_leftover *l)
+{
+	char key[96];
+	struct group *g[2];
+
+	audit_group_add(a, &f->by_proc, &f->by_shape, l);
+	proc_key(l, key, sizeof(key));
+	g[0] = group_of(&f->by_proc, key);
+	g[1] = group_of(&f->by_shape, audit_shape_text(a, l->shape));
+	for (int i = 0; i < 2; i++)
+		if (g[i] && g[i]->last_fold != f->folds) {
+			g[i]->last_fold = f->folds;
+			g[i]->requests_folded++;
+		}
 }

@@ -37,6 +37,8 @@ struct group {
 	char key[96];
 	int shape;
 	uint64_t bytes, files, segments;
+	uint64_t requests_folded; /* aborted requests of the group no longer listed (audit_fold.c) */
+	uint64_t last_fold;       /* the fold that counted one last */
 	uint32_t pids[GROUP_PIDS]; /* creating processes, in the order found */
 	unsigned npids; /* distinct pids, those beyond GROUP_PIDS included (an upper bound then) */
 };
@@ -46,11 +48,32 @@ struct groups {
 	size_t n, cap;
 };
 
+/* What a long run keeps of the aborts it measured (audit_fold.c): the
+ * aborts no longer listed, folded into figures, and the plot's ticks. */
+struct audit_folded {
+	uint64_t aborts, leaked_bytes, leaked_files, leaked_segments;
+	struct groups by_proc, by_shape;
+	uint64_t folds; /* numbers each fold (group.last_fold) */
+	double *ticks;  /* markers' times, one every tick_every folded aborts */
+	size_t nticks, tick_every;
+};
+
 /* The shape's pattern, or "(shim tag)" for a file the shim tagged. */
 const char *audit_shape_text(const struct audit *a, int shape);
 /* Whether leftover l is one of group g of the processes' grouping. */
 bool audit_group_has(const struct group *g, const struct audit_leftover *l);
-/* Every abort's leftovers, grouped by process and by shape, largest first. */
+/* l into the groups (either may be NULL). */
+void audit_group_add(const struct audit *a, struct groups *by_proc, struct groups *by_shape,
+		     const struct audit_leftover *l);
+/* Every abort's leftovers (the folded ones' included), grouped by process
+ * and by shape, largest first. */
 void audit_group_leftovers(const struct audit *a, struct groups *by_proc, struct groups *by_shape);
+
+/* l, of an abort being folded, into f's groups: a group counts the abort
+ * once among its requests no longer listed. */
+void audit_group_fold(const struct audit *a, struct audit_folded *f, const struct audit_leftover *l);
+/* The markers' times the plot shows: the folded ones' (downsampled) and the
+ * listed ones'; a malloc'd array, *n of them (NULL: none, or no memory). */
+double *audit_fold_ticks(const struct audit *a, size_t *n);
 
 #endif

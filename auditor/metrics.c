@@ -47,6 +47,30 @@ static void per_root(FILE *out, const struct audit_metrics *m, const char *name,
 	}
 }
 
+/* One value per workload. */
+static void per_workload(FILE *out, const struct audit_metrics *m, const char *name, const char *type,
+			 const char *help, size_t offset)
+{
+	family(out, name, type, help);
+	for (size_t i = 0; i < m->nworkloads; i++) {
+		const struct metrics_workload *w = &m->workloads[i];
+		uint64_t v;
+
+		memcpy(&v, (const char *)w + offset, sizeof(v));
+		fprintf(out, "%s{namespace=\"", name);
+		label_value(out, w->namespace_);
+		fprintf(out, "\",pod=\"");
+		label_value(out, w->pod);
+		fprintf(out, "\",container=\"");
+		label_value(out, w->container);
+		fprintf(out, "\",container_id=\"");
+		label_value(out, w->container_id);
+		fprintf(out, "\",id=\"");
+		label_value(out, w->cgroup);
+		fprintf(out, "\",cgroup_id=\"%llu\"} %llu\n", (unsigned long long)w->cgroup_id, (unsigned long long)v);
+	}
+}
+
 char *metrics_render(const struct audit_metrics *m, size_t *len)
 {
 	char *text = NULL;
@@ -82,6 +106,27 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 		 offsetof(struct metrics_root, free_bytes));
 	per_root(out, m, "shmguard_root_size_bytes", "The size of the root's filesystem.",
 		 offsetof(struct metrics_root, size_bytes));
+	per_workload(out, m, "shmguard_workload_aborts_measured_total", "counter",
+		     "Measured aborts that counted for the workload (it created a file of their request).",
+		     offsetof(struct metrics_workload, aborts_measured));
+	per_workload(out, m, "shmguard_workload_leaked_bytes_total", "counter",
+		     "Allocated bytes of the workload's files that measured aborts left behind.",
+		     offsetof(struct metrics_workload, leaked_bytes));
+	per_workload(out, m, "shmguard_workload_aborted_held_bytes", "gauge",
+		     "Bytes still held by the workload's files of aborted requests.",
+		     offsetof(struct metrics_workload, aborted_held_bytes));
+	per_workload(out, m, "shmguard_workload_tracked_bytes", "gauge",
+		     "Bytes of the workload's files created while auditing that still exist.",
+		     offsetof(struct metrics_workload, tracked_bytes));
+	plain(out, "shmguard_aborts_without_workload_total", "counter",
+	      "Measured aborts for which no file of their request was followed: they count for no workload.",
+	      m->aborts_without_workload);
+	plain(out, "shmguard_abort_records", "gauge",
+	      "Aborts whose records the auditor holds: those not measured yet and the recent ones with leftovers.",
+	      m->abort_records);
+	plain(out, "shmguard_aborts_remembered", "gauge",
+	      "Aborts no longer listed whose request is still known: their marker or a file of theirs remains.",
+	      m->aborts_remembered);
 	plain(out, "shmguard_events_total", "counter", "Events the kernel side sent.", m->events);
 	plain(out, "shmguard_dropped_events_total", "counter",
 	      "Events the kernel side could not send (its buffer was full).", m->dropped_events);

@@ -16,6 +16,15 @@ struct metrics_root {
 	uint64_t size_bytes;         /* statvfs: the filesystem's size */
 };
 
+/* A workload's series (audit_workloads.h): labelled as cAdvisor and
+ * kube-state-metrics label containers, "" where not known. */
+struct metrics_workload {
+	const char *namespace_, *pod, *container, *container_id, *cgroup;
+	uint64_t cgroup_id;
+	uint64_t aborts_measured, leaked_bytes; /* counters while the workload is known */
+	uint64_t aborted_held_bytes, tracked_bytes;
+};
+
 /* One snapshot.  Counters (_total) only grow during a run. */
 struct audit_metrics {
 	uint64_t aborts;          /* abort markers seen */
@@ -34,6 +43,11 @@ struct audit_metrics {
 	const char *version;
 	struct metrics_root *roots; /* the caller's */
 	unsigned nroots;
+	const struct metrics_workload *workloads;
+	size_t nworkloads;
+	uint64_t aborts_without_workload; /* measured aborts that counted for no workload */
+	uint64_t abort_records; /* aborts whose records the auditor holds (bounded: docs/audit.md) */
+	uint64_t aborts_remembered; /* folded aborts still known by request (their marker or files remain) */
 };
 
 /* The snapshot in the text exposition format (version 0.0.4), in a malloc'd

@@ -25,7 +25,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n; i++) {
 		int len = snprintf(name, sizeof(name), "benchaudit-123456-L-%zu", i);
-		struct audit_file *f = audit_files_add(t, 1, 1000 + i, 4242, "bench_shim", (size_t)len);
+		struct audit_file *f = audit_files_add(t, 1, 1000 + i, 4242, "bench_shim", NULL, (size_t)len);
 		if (!f || !audit_files_name(f, 0, name)) {
 			fprintf(stderr, "bench_audit_files: out of memory at %zu files\n", i);
 			return 1;

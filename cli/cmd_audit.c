@@ -42,6 +42,16 @@ static void usage(FILE *out)
 		"      --min-aborts N         with a budget: fail (exit 1) when fewer than N aborts were\n"
 		"                             measured (default 1: a gate that saw no abort does not pass)\n"
 		"      --allow-drops          do not fail the gate because events or markers were lost\n"
+		"      --abort-detail N       measured aborts listed one by one in the JSON report, of those\n"
+		"                             that left files and of those that did not: the newest N of\n"
+		"                             each (default 1000); the others are in every figure\n"
+		"      --per-workload         with a budget: also fail when any workload (cgroup) is over it\n"
+		"      --pod-logs DIR         the kubelet's pod log directories, for pods' namespaces and\n"
+		"                             names (default /var/log/pods)\n"
+		"      --container-logs DIR   the kubelet's container log links (POD_NS_NAME-ID.log), for\n"
+		"                             containers' names (default /var/log/containers)\n"
+		"      --workload-expiry DURATION  a workload with no file followed and no abort to measure\n"
+		"                             is forgotten (its metrics too) this long after (default 10m)\n"
 		"  -j, --json FILE            also write the report as JSON (checked before the run)\n"
 		"      --junit FILE           also write it as JUnit XML: a test case per leak shape\n"
 		"      --plot FILE            draw the run's timeline into FILE (SVG)\n"
@@ -167,7 +177,9 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"min-aborts", required_argument, NULL, 'A'}, {"reclaim-dead", required_argument, NULL, 'C'},
 		{"reclaim-ignore-unreadable", no_argument, NULL, 'I'}, {"reclaim-dry-run", no_argument, NULL, 'N'},
 		{"own-namespace", no_argument, NULL, 'O'},    {"all-namespaces", no_argument, NULL, 'W'},
-		{"root-abort-dir", required_argument, NULL, 'r'}, {0},
+		{"root-abort-dir", required_argument, NULL, 'r'}, {"per-workload", no_argument, NULL, 'Y'},
+		{"pod-logs", required_argument, NULL, 'K'}, {"abort-detail", required_argument, NULL, 'T'},
+		{"container-logs", required_argument, NULL, 'Q'}, {"workload-expiry", required_argument, NULL, 'E'}, {0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
 	bool min_aborts_given = false, own_ns = false, all_ns = false;
@@ -177,6 +189,9 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 
 	o->grace = 2;
 	o->max_files = 1000000;
+	o->pod_logs = "/var/log/pods";
+	o->container_logs = "/var/log/containers";
+	o->workload_expiry = 600;
 	cli_default_root(&o->roots);
 	while ((c = getopt_long(argc, argv, "+p:a:s:g:b:j:d:i:vhV", opts, NULL)) != -1) {
 		switch (c) {
@@ -212,6 +227,19 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 				return cli_usage_fail(-1, "audit", "bad --root-abort-dir '%s': one plain name, such as %s",
 						      optarg, ROOT_ABORT_NAME);
 			snprintf(o->root_abort_name, sizeof(o->root_abort_name), "%s", optarg);
+			break;
+		case 'Y': o->per_workload = true; break;
+		case 'T':
+			if (parse_count(optarg, 1, 1000000, &n) < 0)
+				return cli_usage_fail(-1, "audit", "bad --abort-detail '%s': a number from 1 to 1000000", optarg);
+			o->abort_detail = (unsigned)n;
+			break;
+		case 'K': o->pod_logs = optarg; break;
+		case 'Q': o->container_logs = optarg; break;
+		case 'E':
+			if (parse_duration(optarg, &o->workload_expiry) < 0)
+				return cli_usage_fail(-1, "audit", "bad --workload-expiry '%s': expected a duration (90, 10m, 2h)",
+						      optarg);
 			break;
 		case 'j': o->json_path = optarg; break;
 		case 'U': o->junit_path = optarg; break;
@@ -286,6 +314,8 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		return -1;
 	if (min_aborts_given && !o->have_budget)
 		return cli_usage_fail(-1, "audit", "--min-aborts is a floor of the gate: give --max-kib-per-abort too");
+	if (o->per_workload && !o->have_budget)
+		return cli_usage_fail(-1, "audit", "--per-workload applies the gate to each workload: give --max-kib-per-abort too");
 	if (o->have_budget && !min_aborts_given)
 		o->min_aborts = 1;
 	if (o->cmd && o->duration)

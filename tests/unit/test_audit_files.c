@@ -21,7 +21,7 @@ static unsigned files_of(struct audit_files *t, const char *request)
 Test(audit_files, add_find_remove)
 {
 	struct audit_files *t = audit_files_new(100);
-	struct audit_file *f = audit_files_add(t, 1, 10, 1, NULL, 0);
+	struct audit_file *f = audit_files_add(t, 1, 10, 1, NULL, NULL, 0);
 
 	cr_assert_not_null(f);
 	cr_expect_eq(audit_files_find(t, 1, 10), f);
@@ -36,10 +36,10 @@ Test(audit_files, add_find_remove)
 Test(audit_files, a_reused_inode_replaces_the_old_record)
 {
 	struct audit_files *t = audit_files_new(100);
-	struct audit_file *f = audit_files_add(t, 1, 10, 1, NULL, 0);
+	struct audit_file *f = audit_files_add(t, 1, 10, 1, NULL, NULL, 0);
 
 	audit_files_attribute(t, f, "r1", REQ_TAG, -1);
-	f = audit_files_add(t, 1, 10, 1, NULL, 0);
+	f = audit_files_add(t, 1, 10, 1, NULL, NULL, 0);
 	cr_expect_eq(audit_files_find(t, 1, 10), f);
 	cr_expect_eq(audit_files_count(t), 1);
 	cr_expect_eq(files_of(t, "r1"), 0);
@@ -50,16 +50,16 @@ Test(audit_files, limit_and_exclusions)
 {
 	struct audit_files *t = audit_files_new(2);
 
-	cr_expect_not_null(audit_files_add(t, 1, 1, 1, NULL, 0));
-	cr_expect_not_null(audit_files_add(t, 1, 2, 1, NULL, 0));
-	cr_expect_null(audit_files_add(t, 1, 3, 1, NULL, 0));
+	cr_expect_not_null(audit_files_add(t, 1, 1, 1, NULL, NULL, 0));
+	cr_expect_not_null(audit_files_add(t, 1, 2, 1, NULL, NULL, 0));
+	cr_expect_null(audit_files_add(t, 1, 3, 1, NULL, NULL, 0));
 	cr_expect_eq(audit_files_over_limit(t), 1);
 	audit_files_exclude(t, 1, 2);
 	cr_expect_null(audit_files_find(t, 1, 2), "an excluded file in the table is forgotten");
 	audit_files_exclude(t, 1, 4);
-	cr_expect_null(audit_files_add(t, 1, 4, 1, NULL, 0));
+	cr_expect_null(audit_files_add(t, 1, 4, 1, NULL, NULL, 0));
 	audit_files_end_exclusions(t);
-	cr_expect_not_null(audit_files_add(t, 1, 4, 1, NULL, 0));
+	cr_expect_not_null(audit_files_add(t, 1, 4, 1, NULL, NULL, 0));
 	audit_files_free(t);
 }
 
@@ -72,7 +72,7 @@ Test(audit_files, growth_collisions_and_requests)
 	 * would put pairs in one chain. */
 	for (uint64_t i = 0; i < N / 2; i++) {
 		for (uint32_t dev = 1; dev <= 2; dev++) {
-			struct audit_file *f = audit_files_add(t, dev, i, 1, NULL, 0);
+			struct audit_file *f = audit_files_add(t, dev, i, 1, NULL, NULL, 0);
 			cr_assert_not_null(f);
 			audit_files_attribute(t, f, i % 3 ? "many" : "few", REQ_TAG, -1);
 		}
@@ -99,8 +99,8 @@ Test(audit_files, growth_collisions_and_requests)
 Test(audit_files, a_record_is_packed_and_keeps_its_name_inline)
 {
 	struct audit_files *t = audit_files_new(100);
-	struct audit_file *f = audit_files_add(t, 1, 10, 42, "vllm", strlen("seg-1"));
-	struct audit_file *g = audit_files_add(t, 1, 11, 42, "vllm", 0), *h = audit_files_add(t, 1, 12, 43, "vllm", 0);
+	struct audit_file *f = audit_files_add(t, 1, 10, 42, "vllm", NULL, strlen("seg-1"));
+	struct audit_file *g = audit_files_add(t, 1, 11, 42, "vllm", NULL, 0), *h = audit_files_add(t, 1, 12, 43, "vllm", NULL, 0);
 	char longer[300];
 
 	cr_expect_leq(sizeof(struct audit_file), 112);

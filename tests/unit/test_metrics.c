@@ -344,3 +344,43 @@ Test(metrics, bad_listen_addresses)
 	cr_expect_null(metrics_serve("192.0.2.1:0", err, sizeof(err)), "an address not of this machine");
 	cr_expect(strstr(err, "cannot listen"), "%s", err);
 }
+
+/* A workload's series carry the labels cAdvisor and kube-state-metrics use,
+ * each value escaped: a cgroup's name is chosen by whoever made it. */
+Test(metrics, workload_series_are_labelled_and_escaped)
+{
+	const struct metrics_workload ws[] = {
+		{.namespace_ = "serving", .pod = "vllm-0", .container = "", .container_id = "4f1a",
+		 .cgroup = "/kubepods/pod1/4f1a", .cgroup_id = 7, .aborts_measured = 10, .leaked_bytes = 491520,
+		 .aborted_held_bytes = 491520, .tracked_bytes = 500000},
+		{.namespace_ = "", .pod = "", .container = "", .container_id = "",
+		 .cgroup = "/user.slice/a\"b\\c\nd", .cgroup_id = 8},
+	};
+	struct audit_metrics m = sample();
+	size_t len;
+	char *text, path[] = "/tmp/sgt-metrics-XXXXXX";
+	int fd;
+
+	m.workloads = ws;
+	m.nworkloads = 2;
+	m.aborts_without_workload = 3;
+	m.abort_records = 5;
+	cr_assert(text = metrics_render(&m, &len));
+	cr_expect(strstr(text, "\nshmguard_workload_aborts_measured_total{namespace=\"serving\",pod=\"vllm-0\","
+			       "container=\"\",container_id=\"4f1a\",id=\"/kubepods/pod1/4f1a\",cgroup_id=\"7\"} 10\n"),
+		  "%s", text);
+	cr_expect(strstr(text, "\nshmguard_workload_leaked_bytes_total{namespace=\"serving\""), "%s", text);
+	cr_expect(strstr(text, "id=\"/user.slice/a\\\"b\\\\c\\nd\",cgroup_id=\"8\"} 0\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_aborts_without_workload_total 3\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_abort_records 5\n"), "%s", text);
+	/* Prometheus's own linter reads it as valid exposition text. */
+	cr_assert((fd = mkstemp(path)) >= 0);
+	cr_assert_eq(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
+	int status = system(cmd);
+	unlink(path);
+	cr_expect_eq(status, 0, "promtool check metrics failed on:\n%s", text);
+	free(text);
+}
