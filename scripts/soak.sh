@@ -45,7 +45,8 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$abort_dir"
 
-"$cli" audit --abort-dir "$abort_dir" --patterns "{req}_{int}_{int}" --grace 2 --listen 127.0.0.1:0 \
+# --own-namespace: this /dev/shm alone, not every pod's of the machine (node mode).
+"$cli" audit --own-namespace --abort-dir "$abort_dir" --patterns "{req}_{int}_{int}" --grace 2 --listen 127.0.0.1:0 \
 	>/dev/null 2>"/tmp/${prefix}audit.err" &
 auditor_pid=$!
 url=
