@@ -65,7 +65,8 @@ def check_node_agent(path):
     check('SYS_ADMIN' not in caps, f"{path}: CAP_SYS_ADMIN, which kernels from 5.9 do not demand")
     mounts = {m['mountPath']: m for m in agent['volumeMounts']}
     for want, host in (('/sys/kernel/btf', '/sys/kernel/btf'), ('/var/lib/kubelet/pods', '/var/lib/kubelet/pods'),
-                       ('/var/log/pods', '/var/log/pods')):
+                       ('/var/log/pods', '/var/log/pods'), ('/var/log/containers', '/var/log/containers'),
+                       ('/sys/fs/cgroup', '/sys/fs/cgroup')):
         m = mounts.get(want)
         check(m is not None and volumes.get(m['name'], {}).get('hostPath', {}).get('path') == host,
               f"{path}: {want} is not the host's {host}")
