@@ -13,9 +13,13 @@ _Static_assert(SG_MAX_PATTERNS <= INT8_MAX, "a pattern index fits a record's int
 
 /* A request's files, and its one copy of the request: freed with its last
  * file. */
+/* A request's files, oldest first: files mostly go in the order they came
+ * (a pipeline consumes its segments), so the one to take off the chain is
+ * mostly at its head. */
 struct req_chain {
 	struct sg_hnode node;
 	struct audit_file *files;
+	struct audit_file **tail; /* the last file's next_of_req, or &files */
 	char request[];
 };
 
@@ -296,6 +300,8 @@ static void unindex(struct audit_files *t, struct audit_file *f)
 		p = &(*p)->next_of_req;
 	if (*p)
 		*p = f->next_of_req;
+	if (r->tail == &f->next_of_req)
+		r->tail = p;
 	if (!r->files) {
 		sg_htable_remove(&t->requests, &r->node);
 		free(r);
@@ -326,14 +332,16 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 			return;
 		r->node.hash = h;
 		r->files = NULL;
+		r->tail = &r->files;
 		memcpy(r->request, request, len);
 		sg_htable_insert_at(&t->requests, slot, &r->node);
 	}
 	f->request = r->request;
 	f->source = (uint8_t)source;
 	f->shape = (int8_t)shape;
-	f->next_of_req = r->files;
-	r->files = f;
+	f->next_of_req = NULL;
+	*r->tail = f;
+	r->tail = &f->next_of_req;
 	f->indexed = true;
 }
 
