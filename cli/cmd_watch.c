@@ -165,6 +165,18 @@ static bool in_root(const struct watch *w, const struct pending *p, unsigned r)
 	return p->root < 0 ? w->kdev[r] == p->rec.kdev : p->root == (int)r;
 }
 
+/* A listing of root r, through its own descriptor (the root's stays
+ * open); NULL when it cannot be read. */
+static DIR *open_root(struct watch *w, unsigned r)
+{
+	int fd = openat(w->rootfd[r], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
 /* The names of the files the probe reported without one: each root with
  * some is read once. */
 static void resolve_pending(struct watch *w)
@@ -178,14 +190,10 @@ static void resolve_pending(struct watch *w)
 			any = in_root(w, &w->pending[i], r);
 		if (!any)
 			continue;
-		int fd = openat(w->rootfd[r], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		DIR *d = open_root(w, r);
 		struct dirent *e;
-		if (!d) {
-			if (fd >= 0)
-				close(fd);
+		if (!d)
 			continue;
-		}
 		while ((e = readdir(d)))
 			for (size_t i = 0; i < w->npending; i++)
 				if (in_root(w, &w->pending[i], r) && !w->pending[i].rec.name[0] &&
@@ -223,13 +231,10 @@ static struct dev_ino *present(struct watch *w, size_t *n)
 
 	*n = 0;
 	for (unsigned r = 0; r < w->roots.n; r++) {
-		int fd = openat(w->rootfd[r], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		DIR *d = open_root(w, r);
 		struct dirent *e;
 
 		if (!d) {
-			if (fd >= 0)
-				close(fd);
 			free(all);
 			return NULL;
 		}
