@@ -190,7 +190,7 @@ static int names_a_file(const struct sg_journal_entry *e, void *opaque)
 /* A part of a journal read at once: a whole number of blocks. */
 #define PART_BYTES (32u * SG_JOURNAL_BLOCK)
 
-int sg_journal_names_a_file(int dirfd, const char *name, uint64_t ino, struct sg_tag *creator)
+int sg_journal_names_a_file(int dirfd, const char *name, uint64_t ino, struct sg_tag *creator, size_t *budget)
 {
 	struct sg_journal_head head;
 	struct naming n = {dirfd, false};
@@ -210,6 +210,12 @@ int sg_journal_names_a_file(int dirfd, const char *name, uint64_t ino, struct sg
 	len = (size_t)head.slots_used * SG_JOURNAL_SLOT;
 	if (len > (size_t)st.st_size)
 		len = (size_t)st.st_size;
+	/* The shim writes every slot it uses: a journal whose slots in use are
+	 * not all there (sparse: planted, or made by other hands) is not read
+	 * on, and neither is one past what is left to read. */
+	if ((uint64_t)st.st_blocks * 512 < len || len > *budget)
+		goto cleanup;
+	*budget -= len;
 	/* The first block holds the header: parsed with it. */
 	got = read_at(fd, buf, len < SG_JOURNAL_BLOCK ? len : SG_JOURNAL_BLOCK, 0);
 	if (sg_journal_parse(buf, got, &head, names_a_file, &n) < 0)

@@ -60,10 +60,12 @@ int sg_journals_add(struct sg_journals *js, int dirfd, const char *name);
 /* For a journal left unread (SG_JOURNAL_OVER_BUDGET): whether one of its
  * records names a file still in dirfd, by name and inode.  It is read a
  * few blocks at a time, so its size (at most SG_JOURNAL_MAX_BYTES) costs
- * time, not memory.  ino: the journal's inode as listed.  1 it names one,
- * 0 none (creator then holds its creator, from the header), -1 it cannot
- * tell (gone, changed, no longer to be trusted). */
-int sg_journal_names_a_file(int dirfd, const char *name, uint64_t ino, struct sg_tag *creator);
+ * time, not memory, and only if its slots in use are all allocated (not
+ * sparse) and take no more than *budget bytes, which they are taken from.
+ * ino: the journal's inode as listed.  1 it names one, 0 none (creator
+ * then holds its creator, from the header), -1 it cannot tell (gone,
+ * changed, no longer to be trusted, sparse, over the budget). */
+int sg_journal_names_a_file(int dirfd, const char *name, uint64_t ino, struct sg_tag *creator, size_t *budget);
 
 /* Sorts the claims by inode: call once, after the last add. */
 void sg_journals_index(struct sg_journals *js);

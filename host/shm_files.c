@@ -416,14 +416,16 @@ size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool 
 	}
 	/* A journal left unread, too big for its owner's files (a creator
 	 * killed with many records, their files removed by others), is read
-	 * here a few blocks at a time: else it would hold its RAM for good. */
+	 * here a few blocks at a time, within the listing's bound: else it
+	 * would hold its RAM for good. */
+	size_t budget = SG_JOURNALS_READ_MAX;
 	for (size_t i = 0; i < l->n; i++) {
 		const struct sg_shm_file *f = &l->files[i];
 		struct sg_tag creator;
 		struct stat st;
 
 		if (f->root != (int)r || f->journal_like != JOURNAL_LIKE_UNREAD ||
-		    sg_journal_names_a_file(dfd, f->name, f->ino, &creator) != 0 ||
+		    sg_journal_names_a_file(dfd, f->name, f->ino, &creator, &budget) != 0 ||
 		    sg_creators_judge(&l->creators, &creator, NULL) != CREATOR_DEAD)
 			continue;
 		if (fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != f->ino)

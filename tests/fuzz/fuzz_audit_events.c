@@ -27,5 +27,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size -= len;
 	}
 	audit_files_free(a.files);
+	audit_workloads_free(&a.workloads);
 	return 0;
 }
