@@ -28,5 +28,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	audit_files_free(a.files);
 	audit_workloads_free(&a.workloads);
+	audit_tags_free(&a);
 	return 0;
 }

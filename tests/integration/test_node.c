@@ -217,6 +217,9 @@ Test(node, pods_made_during_the_run_are_measured_exactly_and_a_clean_one_adds_no
 	leaky = pod_start("leaky", true, NULL, false);
 	clean = pod_start("clean", false, NULL, false);
 	h_wait_measured(&a, ABORTS);
+	/* The clean pod's files tell of its device too, but a scan for it may
+	 * be paced after the leaky pod's measurement: wait until both are held. */
+	cr_assert(wait_fds(a.pid, leaky.kdev, true) && wait_fds(a.pid, clean.kdev, true), "a pod was never followed");
 	truth = pod_truth(&leaky);
 	cr_assert_gt(truth, 0);
 	cr_assert_eq(stop_auditor(&a, &err, NULL), 0, "a budget of 100000 KiB passes: %s", err);
