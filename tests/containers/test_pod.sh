@@ -14,8 +14,9 @@
 #    (N.log per start), moving on to the next file;
 # 4. the pod deleted and recreated with its volume kept: sweep --dead --pod
 #    on the node reclaims the old instance's files and keeps the new one's.
-# Per-pod figures from the node agent need the auditor's node mode, which
-# does not exist yet: not checked here.
+# 5. with 1: the node agent (system-wide `shmguard audit`, node mode),
+#    started before the pod, finds the pod's /dev/shm as it appears and
+#    gives the server container's figures: its aborts, 0 B left.
 #
 #   test_pod.sh BUILD_DIR SOURCE_DIR      (root; exit 77: skipped)
 set -uo pipefail
@@ -42,6 +43,7 @@ name=sgc-$$
 dshm=$PM_DIR/dshm
 logs=$PM_DIR/logs
 follower=
+agent=
 failures=0
 
 fail() {
@@ -52,6 +54,7 @@ fail() {
 # Removes what this test made before podman's own state (pm_cleanup).
 cleanup() {
 	[ -n "$follower" ] && kill "$follower" 2>/dev/null && wait "$follower"
+	[ -n "$agent" ] && kill "$agent" 2>/dev/null && wait "$agent"
 	pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
 	umount "$PM_DIR/old-pidns" 2>/dev/null
 	umount "$dshm" 2>/dev/null
@@ -102,6 +105,15 @@ match='ABORT\s\.+\s(\S+)'
 python3 "$here/kube_local.py" "$src/contrib/kubernetes/vllm-shmguard.yaml" "$name" "$dshm" "$logs" "$server" \
 	'{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' "--match $match" >"$PM_DIR/pod.yaml" || exit 1
 
+# 5. The node agent, before the pod exists.  The shim in the pod is the
+# init container's copy, whose USDT tags the agent does not follow: the
+# server's names say the requests (--patterns), as the manifest's do.
+mkdir -p "$PM_DIR/agent-abort"
+"$build/cli/shmguard" audit --abort-dir "$PM_DIR/agent-abort" --grace 0.3 --interval 0.2 --json "$PM_DIR/agent.json" \
+	--patterns '{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' >"$PM_DIR/agent.out" 2>"$PM_DIR/agent.err" &
+agent=$!
+wait_for 'grep -q "aborts 0" "$PM_DIR/agent.err"' 60 || fail "the node agent did not start: $(cat "$PM_DIR/agent.err")"
+
 if ! pm kube play --log-driver k8s-file "$PM_DIR/pod.yaml" >"$PM_DIR/play.out" 2>&1; then
 	cat "$PM_DIR/play.out" >&2
 	echo "FAIL: podman kube play refused the example manifest" >&2
@@ -136,6 +148,20 @@ wait_for '[ "$(count "*sgc-s1-ab[13]_*")" = 0 ]' 20 ||
 kill "$follower"
 wait "$follower"
 follower=
+
+# 5. The node agent's figures for the server container, from its cgroup.
+wait_for 'grep -q "(measured 2)" "$PM_DIR/agent.err"' 20 || fail "the node agent did not measure the 2 aborts"
+kill -INT "$agent"
+wait "$agent" || fail "the node agent ended with $?: $(tail -n 3 "$PM_DIR/agent.err")"
+agent=
+python3 - "$PM_DIR/agent.json" "$(pm inspect --format '{{.Id}}' "$server_ctr")" <<'PY' || fail "the node agent's per-pod figures"
+import json, sys
+report, cid = json.load(open(sys.argv[1])), sys.argv[2]
+mine = [w for w in report.get("workloads") or [] if w.get("container_id") == cid]
+if len(mine) != 1 or mine[0]["aborts"] != 2 or mine[0]["leaked_bytes"] != 0:
+    print(f"the server container {cid[:12]}: {mine} among {report.get('workloads')}", file=sys.stderr)
+    sys.exit(1)
+PY
 
 # 2. The server killed (all its processes, as an OOM kill may) and restarted
 # in place: its held files are a dead creator's, which the sidecar reclaims;
@@ -196,5 +222,5 @@ fi
 umount "$PM_DIR/old-pidns"
 
 pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
-[ "$failures" = 0 ] && echo "ok: markers from the container's log, in-place restart reclaim, the sidecar's log following, a recreated pod's reclaim from the node"
+[ "$failures" = 0 ] && echo "ok: markers from the container's log, the node agent's figures for the server container, in-place restart reclaim, the sidecar's log following, a recreated pod's reclaim from the node"
 exit $((failures > 0))
