@@ -27,7 +27,7 @@
 #include "duration.h"
 
 struct sweep_opts {
-	bool dead, dry_run, ignore_unreadable, node;
+	bool dead, instance_gone, dry_run, ignore_unreadable, node;
 	struct sg_dir_id *pods; /* --pod's /dev/shm */
 	long *pod_pids;
 	unsigned npods;
@@ -42,8 +42,8 @@ struct sweep_opts {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: shmguard sweep [--dead] [--request ID]... [--glob GLOB --older-than DURATION]\n"
-		"                      [--root DIR... | --node | --pod PID...]\n"
+		"Usage: shmguard sweep [--dead [--instance-gone]] [--request ID]...\n"
+		"                      [--glob GLOB --older-than DURATION] [--root DIR... | --node | --pod PID...]\n"
 		"                      [--ignore-unreadable] [--dry-run] [--json [FILE]]\n\n"
 		"Unlinks files under the shm roots that nobody will unlink:\n"
 		"  --dead              tagged files whose creator is gone (a reused pid does not count as\n"
@@ -51,6 +51,9 @@ static void usage(FILE *out)
 		"                      instance is gone (their creator's cgroup removed; in a shared\n"
 		"                      cgroup, their creator and its parent dead), when no live process\n"
 		"                      has them open or mapped\n"
+		"  --instance-gone     with --dead, the stricter proof for tagged files too: their\n"
+		"                      creator's instance must be gone, by shmguard watch's record of\n"
+		"                      them (a dead worker may have handed a file to a live process)\n"
 		"  --request ID        every file tagged with that request, whoever created it, unless a\n"
 		"                      live process has it open or mapped (repeatable)\n"
 		"  --glob GLOB --older-than DURATION\n"
@@ -147,6 +150,7 @@ static int sweep_listing(struct outcome *out, const struct sweep_opts *o, struct
 		.ignore_unreadable = o->ignore_unreadable,
 		.dry_run = o->dry_run,
 		.records = o->dead ? &records.store : NULL,
+		.instance_gone = o->instance_gone,
 	};
 	struct telling t = {out, o, l};
 	int status = EXIT_OK;
@@ -272,6 +276,7 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 		{"json", optional_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
 		{"ignore-unreadable", no_argument, NULL, 'I'}, {"version", no_argument, NULL, 'V'},
 		{"node", no_argument, NULL, 'N'},       {"pod", required_argument, NULL, 'P'},
+		{"instance-gone", no_argument, NULL, 'G'},
 		{0},
 	};
 	int c;
@@ -284,6 +289,7 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'D': o->dead = true; break;
+		case 'G': o->instance_gone = true; break;
 		case 'r':
 			if (sg_reqid_check(optarg, &why) < 0)
 				return cli_usage_fail(-1, "sweep", "bad request ID '%s': %s", optarg, why);
@@ -327,6 +333,8 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 	if (!o->dead && !o->nrequests && !o->glob)
 		return cli_usage_fail(-1, "sweep", "nothing to sweep: give --dead, --request ID or --glob GLOB "
 						   "--older-than DURATION");
+	if (o->instance_gone && !o->dead)
+		return cli_usage_fail(-1, "sweep", "--instance-gone is a stricter --dead: give --dead too");
 	if (!o->glob != !o->have_older_than)
 		return cli_usage_fail(-1, "sweep", "--glob and --older-than go together: untagged files need both");
 	if (o->node && roots->n)

@@ -15,6 +15,26 @@
 
 #define LOCK_RETRY_MS 50
 
+/* --instance-gone: why tagged f, whose creator is dead, must still be
+ * kept, or NULL when its instance is proven gone too (*why_go says so). */
+static const char *instance_kept(const struct sg_reclaim_opts *o, struct sg_shm_listing *l, const struct sg_shm_file *f,
+				 const char **why_go)
+{
+	const struct sg_creator_rec *r = o->records && f->linked && f->name && f->root >= 0
+						 ? sg_store_find(o->records, f->kdev, f->ino)
+						 : NULL;
+	struct sg_orphan_verdict v;
+
+	if (!r)
+		return "its creator is gone, but --instance-gone asks for the proof that its instance is, and shmguard "
+		       "watch has no record of it";
+	v = sg_orphan_of(l, f, r, true);
+	if (!v.proven)
+		return v.missing;
+	*why_go = v.proof;
+	return NULL;
+}
+
 /* Why f must be kept, or NULL when it may go; *why_go says why it may. */
 static const char *judge(const struct sg_reclaim_opts *o, struct sg_shm_listing *l, const struct sg_shm_file *f,
 			 const char **why_go, char *buf, size_t len)
@@ -34,10 +54,15 @@ static const char *judge(const struct sg_reclaim_opts *o, struct sg_shm_listing 
 				*why_go = "its request was swept";
 			}
 		if (!wanted && o->dead && f->creator == CREATOR_DEAD) {
+			const char *keep = o->instance_gone ? instance_kept(o, l, f, why_go) : NULL;
+			if (keep)
+				return keep;
 			wanted = true;
-			*why_go = f->creator_proof == SG_PROOF_NAMESPACE_SCAN
-					  ? "its creator is gone (no process of its pid namespace has its pid and start time)"
-					  : "its creator is gone";
+			if (!o->instance_gone)
+				*why_go = f->creator_proof == SG_PROOF_NAMESPACE_SCAN
+						  ? "its creator is gone (no process of its pid namespace has its pid and start "
+						    "time)"
+						  : "its creator is gone";
 		}
 		if (!wanted && o->dead && f->creator == CREATOR_UNKNOWN) {
 			snprintf(buf, len, "cannot tell whether its creator runs: %s",

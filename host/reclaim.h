@@ -29,6 +29,10 @@ struct sg_reclaim_opts {
 	/* With dead: shmguard watch's creator records, by which untagged files
 	 * whose instance is proven gone go too (host/orphan_proof.h); NULL: none. */
 	const struct sg_creator_store *records;
+	/* With dead, the stricter proof for tagged files too: a dead creator is
+	 * not enough, its instance must be gone (by its record in records),
+	 * for the files a dead worker may have handed to a live process. */
+	bool instance_gone;
 	bool dry_run;
 };
 

@@ -339,6 +339,45 @@ Test(orphans, the_node_agent_reclaims_with_watchs_records)
 	cr_expect_eq(h_finish(&live, NULL), 0);
 }
 
+/* The stricter proof for shim-tagged files: a worker under the shim made a
+ * segment and is dead, but its instance lives (it may have handed the name
+ * on).  sweep --dead removes it for its creator's death; --instance-gone
+ * keeps it until the instance's cgroup is gone. */
+Test(orphans, instance_gone_keeps_a_dead_workers_file_while_its_instance_lives)
+{
+	char abort_dir[] = "/tmp/sg-orph-abort-XXXXXX";
+	const char *seg = shm("job_0_0"), *sentinel = shm("sentinel");
+	const char *strict[] = {h_bin("SG_CLI"), "sweep", "--dead", "--instance-gone", "--ignore-unreadable", NULL};
+	const char *plain[] = {h_bin("SG_CLI"), "sweep", "--dead", "--ignore-unreadable", "--dry-run", NULL};
+	char *out, *err;
+
+	cr_assert_not_null(mkdtemp(abort_dir));
+	start_watch();
+	const char *svc = cg_make("svc");
+	struct h_proc sibling = spawn_in(svc, (const char *[]){"/bin/sleep", "60", NULL});
+	struct h_proc worker = spawn_in(svc, (const char *[]){h_bin("SG_CLI"), "run", "--patterns", "{req}_{int}_{int}",
+							      "--abort-dir", abort_dir, "--", h_bin("SG_SHMTOOL"),
+							      "open", seg, "4096", NULL});
+	cr_assert_eq(h_finish(&worker, &err), 0, "%s", err);
+	/* A file made after it in the same instance: once it is recorded, so is
+	 * the worker's (watch records in order). */
+	struct h_proc later = spawn_in(svc, (const char *[]){h_bin("SG_SHMTOOL"), "open", sentinel, "4096", NULL});
+	cr_assert_eq(h_finish(&later, NULL), 0);
+	wait_recorded((const char *[]){sentinel, NULL});
+
+	cr_assert_eq(h_output(plain, NULL, &out, &err), 0, "%s%s", out, err);
+	cr_expect(strstr(out, h_str("would remove  %s", seg)), "the creator's death alone would do: %s", out);
+	cr_assert_eq(h_output(strict, NULL, &out, &err), 0, "%s%s", out, err);
+	cr_expect(h_exists(seg), "a dead worker's file went while its instance lives: %s", out);
+	cr_expect(strstr(out, "its instance runs"), "%s", out);
+
+	cg_stop(svc);
+	h_finish(&sibling, NULL);
+	cr_assert_eq(h_output(strict, NULL, &out, &err), 0, "%s%s", out, err);
+	rmdir(abort_dir);
+	cr_expect_str_eq(remaining(), "", "the instance is gone, its files not: %s", out);
+}
+
 Test(orphans, records_outlive_a_restart_of_watch)
 {
 	const char *py = h_bin("SG_PSM_POOL");
