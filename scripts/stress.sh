@@ -2,13 +2,17 @@
 # The long randomized stress run (docs/performance.md, "Safety figures"): about 1,000,000
 # segment lifecycles in 6 processes of 4 threads under the shim, colliding
 # request IDs, late puts, forked children that exec, a worker killed with SIGKILL and reclaimed by
-# `shmguard sweep --dead`, all checked against the driver's own log.
-#   scripts/stress.sh [OPS_PER_THREAD]    (default 52000)
+# `shmguard sweep --dead`, all checked against the driver's own log; then
+# programs without the shim: rounds of NCCL-like jobs in cgroups of their
+# own, with peers, attach-then-unlink and kills, swept by `sweep --dead` with
+# `shmguard watch`'s records (the orphans test's randomized run, longer).
+#   scripts/stress.sh [OPS_PER_THREAD [ORPHAN_ROUNDS]]    (default 52000, 100)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 
 ops=${1:-52000}
+orphan_rounds=${2:-100}
 prefix="stress-$$-"
 root="/dev/shm/${prefix}root" abort_dir="/dev/shm/${prefix}abort" logs="/tmp/${prefix}logs"
 trap 'rm -rf "$root" "$abort_dir" "$logs"' EXIT
@@ -28,3 +32,7 @@ echo check >&"${STRESS[1]}"
 read -r verdict <&"${STRESS[0]}"
 echo "$verdict"
 wait "$STRESS_PID"
+
+echo "programs without the shim: $orphan_rounds rounds of jobs, peers and kills"
+SG_ORPHAN_ROUNDS=$orphan_rounds meson test -C build orphans --test-args='--filter=*randomized*' --timeout-multiplier 10 |
+	grep -E '^ *1/1 '

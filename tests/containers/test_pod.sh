@@ -107,10 +107,22 @@ python3 "$here/kube_local.py" "$src/contrib/kubernetes/vllm-shmguard.yaml" "$nam
 
 # 5. The node agent, before the pod exists.  The shim in the pod is the
 # init container's copy, whose USDT tags the agent does not follow: the
-# server's names say the requests (--patterns), as the manifest's do.
+# server's names say the requests (--patterns), as the manifest's do, once
+# a review cycle has read them.
+# reviewed_since T: the agent ended a review cycle after T (Unix time).
+reviewed_since() {
+	python3 - "$agent_port" "$1" <<-'PY'
+		import sys, urllib.request
+		text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=2).read().decode()
+		last = [float(l.split()[1]) for l in text.splitlines() if l.startswith("shmguard_last_review_timestamp_seconds ")]
+		sys.exit(0 if last and last[0] > float(sys.argv[2]) else 1)
+	PY
+}
 mkdir -p "$PM_DIR/agent-abort"
+agent_port=$((20000 + $$ % 20000))
 "$build/cli/shmguard" audit --abort-dir "$PM_DIR/agent-abort" --grace 0.3 --interval 0.2 --json "$PM_DIR/agent.json" \
-	--patterns '{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' >"$PM_DIR/agent.out" 2>"$PM_DIR/agent.err" &
+	--patterns '{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' --listen "127.0.0.1:$agent_port" \
+	>"$PM_DIR/agent.out" 2>"$PM_DIR/agent.err" &
 agent=$!
 wait_for 'grep -q "aborts 0" "$PM_DIR/agent.err"' 60 || fail "the node agent did not start: $(cat "$PM_DIR/agent.err")"
 
@@ -132,6 +144,14 @@ if ! wait_for '[ "$(count "*sgc-s1-hold*")$(count "*sgc-s1-ab[13]_*")" = 88 ]' 3
 	exit 1
 fi
 [ "$(count "*sgc-s1-ab[02]_*")" = 0 ] || fail "consumed requests' segments left"
+
+# The agent has read the names of the files now there (a barrier for 5):
+# a whole review cycle began after they were made, once the one under way
+# (which may have read the pod's root before) has ended.
+for _ in 1 2; do
+	since=$(date +%s.%N)
+	wait_for "reviewed_since $since 2>/dev/null" 30 || fail "the node agent ended no review cycle"
+done
 
 # 1. Markers from the container's log, read as the node agent would.
 log=$(pm inspect --format '{{.HostConfig.LogConfig.Path}}' "$server_ctr")
