@@ -76,6 +76,17 @@ until_ready() {
 }
 err_of() { tr '\n' ' ' <"$1" | cut -c1-200; }
 bytes_of() { echo $(($(stat -c %b "$1" 2>/dev/null || echo 0) * 512)); }
+# leak_truth DIR PREFIX: the bytes leakgen's aborted requests (2 and 5 of
+# 6, every third aborted) left in DIR: their files' st_blocks.
+leak_truth() {
+	t=0
+	for i in 2 5; do
+		for f in "$2${i}_0_0" "$2${i}_0_1" "$2${i}_0_2" "shm_$2${i}_0_0_lockfile.lock"; do
+			t=$((t + $(bytes_of "$1/$f")))
+		done
+	done
+	echo "$t"
+}
 # jint FILE KEY: an integer member of a JSON report's top object (indented 2).
 jint() { sed -n "s/^  \"$2\": \(-\{0,1\}[0-9]*\),\{0,1\}\$/\1/p" "$1" 2>/dev/null; }
 # via FILE: ", probe NAME" when the report names the auditor's probe.
@@ -234,12 +245,7 @@ audit_leakgen() {
 	truth=
 	if until_ready 90 "$W/$name.out" 'done'; then
 		sleep 1 # past the grace: the auditor has measured
-		truth=0
-		for i in 2 5; do
-			for f in "${lp}${i}_0_0" "${lp}${i}_0_1" "${lp}${i}_0_2" "shm_${lp}${i}_0_0_lockfile.lock"; do
-				truth=$((truth + $(bytes_of "/dev/shm/$f")))
-			done
-		done
+		truth=$(leak_truth /dev/shm "$lp")
 	fi
 	finish
 	leaked=$(jint "$W/$name.json" leaked_bytes)
@@ -331,12 +337,7 @@ check_node() {
 		if until_ready 60 $W/pod.out 'done' "$pod" && wait_for 30 grep -q '(measured 2)' "$W/node.err"; then
 			init=$(cut -d' ' -f1 "/proc/$pod/task/$pod/children")
 			dev=$(stat -c %d "/proc/$init/root/dev/shm")
-			truth=0
-			for i in 2 5; do
-				for f in "${lp}${i}_0_0" "${lp}${i}_0_1" "${lp}${i}_0_2" "shm_${lp}${i}_0_0_lockfile.lock"; do
-					truth=$((truth + $(bytes_of "/proc/$init/root/dev/shm/$f")))
-				done
-			done
+			truth=$(leak_truth "/proc/$init/root/dev/shm" "$lp")
 			held=$(fds_on "$auditor" "$dev")
 		fi
 		exec 4>&-
