@@ -275,8 +275,17 @@ Test(owners, a_creator_in_another_pid_namespace_is_judged_from_the_initial_one)
 	cr_assert_eq(sweep(&out, "--dead", NULL), 0, "%s", out);
 	cr_expect(h_exists(in_root(h_str("%sns_0_0", prefix))), "a live creator's file was swept: %s", out);
 	cr_expect(strstr(out, "kept"), "%s", out);
-	/* pid 1 of its namespace killed: the namespace ends with it. */
+	/* pid 1 of its namespace killed: the namespace ends with it.  (Killing
+	 * unshare alone would leave it running until it read its stdin's end.) */
+	char children[64] = "";
+	FILE *f = fopen(h_str("/proc/%d/task/%d/children", (int)p.pid, (int)p.pid), "r");
+	cr_assert(f && fgets(children, sizeof(children), f), "unshare has no child");
+	fclose(f);
+	int init = atoi(children);
+	cr_assert_gt(init, 0);
+	cr_assert_eq(kill(init, SIGKILL), 0);
 	kill9(&p);
+	cr_assert(h_wait_gone(h_str("/proc/%d", init), 10000), "the namespace's pid 1 did not end");
 	owner_of(h_str("%sns_0_0", prefix), &req, &pid, &state);
 	cr_expect_str_eq(state, "dead");
 	cr_assert_eq(sweep(&out, "--dead", NULL), 0, "%s", out);

@@ -252,8 +252,10 @@ Test(workloads, each_pod_has_its_own_figures_in_the_json_and_the_metrics)
 	h_need_bpf(teardown);
 	start_pod(&leaky, false);
 	start_pod(&clean, true);
-	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--patterns", PATTERNS, "--grace",
-			      "0.3", "--json", json_path, "--interval", "0.1", "--listen", "127.0.0.1:0", "--pod-logs",
+	/* The pods' roots given, not found (--own-namespace): in node mode the
+	 * pods of tests running beside it would bring their aborts. */
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--own-namespace", "--abort-dir", abort_dir, "--patterns", PATTERNS,
+			      "--grace", "0.3", "--json", json_path, "--interval", "0.1", "--listen", "127.0.0.1:0", "--pod-logs",
 			      pods_dir, "--container-logs", containers_dir, "--shm-root", shm_of(&leaky), "--shm-root", shm_of(&clean),
 			      "--lib", h_bin("SG_SHIM"), "--max-kib-per-abort", "50", "--per-workload", "--duration", "100", NULL};
 	struct h_proc audit = h_spawn(argv, NULL);
