@@ -353,6 +353,7 @@ void audit_free(struct audit *a)
 		close(a->markers_fd);
 	audit_aborts_free(a);
 	audit_tags_free(a);
+	audit_early_free(a);
 	audit_live_free(a->live);
 	audit_workloads_free(&a->workloads);
 	free(a);

@@ -23,6 +23,7 @@
 #include "outfile.h"
 
 struct metrics_server;
+struct sg_audit_header;
 struct audit_folded;
 struct audit_tracer;
 struct sg_holders;
@@ -76,6 +77,17 @@ struct audit_pending_tag {
 	char request[];
 };
 
+/* A file the kernel side saw created on a tmpfs no root follows, in the
+ * first moments of its device (a pod's /dev/shm before it is found): its
+ * creator, for the root's catch-up (audit_early.c). */
+struct audit_early_create {
+	struct audit_early_create *next;
+	uint32_t kdev, tgid;
+	uint64_t ino, cgroup_id;
+	double at_s;
+	char comm[16];
+};
+
 struct audit {
 	const struct audit_opts *o;
 	struct audit_clock clock; /* the events' clock (CLOCK_MONOTONIC), or a test's */
@@ -97,6 +109,8 @@ struct audit {
 	uint64_t start_unix_ns; /* the run's start, CLOCK_REALTIME: birth times are compared with it */
 	/* Tags of files not followed (audit_tags.c), oldest first. */
 	struct audit_pending_tag *pending, **pending_tail;
+	struct audit_early_create *early, **early_tail; /* oldest first */
+	size_t nearly;
 	size_t npending;
 	uint64_t tags_expired; /* kept as long as allowed, never claimed nor counted */
 	uint64_t unfollowed_files; /* files of aborted requests on filesystems not followed */
@@ -181,6 +195,13 @@ void audit_tags_claim(struct audit *a, struct audit_file *f);
 void audit_tags_count(struct audit *a, struct audit_abort *ab);
 void audit_tags_expire(struct audit *a);
 void audit_tags_free(struct audit *a);
+/* audit_early.c: the creators of files made on a tmpfs before its root
+ * was found, kept a while for the root's catch-up. */
+void audit_early_keep(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino);
+/* The creator kept for (kdev, ino), taken: false if none. */
+bool audit_early_claim(struct audit *a, uint32_t kdev, uint64_t ino, struct audit_early_create *out);
+void audit_early_expire(struct audit *a);
+void audit_early_free(struct audit *a);
 /* f, a file of ab's request (in ab's scope), makes ab count for f's
  * creator's workload (until ab is measured: audit_workloads.h). */
 void audit_abort_note_file(struct audit_abort *ab, const struct audit_file *f);

@@ -112,6 +112,12 @@ static void on_create(struct audit *a, const struct sg_audit_create *e, size_t s
 	bool named = has_name(e->name, size - offsetof(struct sg_audit_create, name));
 
 	a->events++;
+	/* A device no root follows yet: a file made in a new tmpfs's first
+	 * moments, kept for when its root is found. */
+	if (audit_root_of_dev(a, e->dev) < 0) {
+		audit_early_keep(a, &e->h, e->dev, e->ino);
+		return;
+	}
 	f = add(a, &e->h, e->dev, e->ino, named ? e->name : NULL);
 	if (f && named)
 		audit_file_named(a, f, audit_root_of_dir(a, e->dev, e->dir_ino), e->name, false);

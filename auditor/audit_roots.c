@@ -110,8 +110,8 @@ static struct audit_root *new_slot(struct audit *a)
 /* The files a root found late holds that were made after the run began
  * (their birth time says so, where the kernel keeps one): created before
  * the kernel side followed its device.  Each is followed from now on, its
- * creator unknown, its request from a tag kept for it (audit_tags_claim),
- * its journal, xattr or name. */
+ * creator the one kept for it (audit_early_claim) or unknown, its request
+ * from a tag kept for it (audit_tags_claim), its journal, xattr or name. */
 static void catch_up(struct audit *a, int slot)
 {
 	struct audit_root *r = &a->roots[slot];
@@ -136,10 +136,16 @@ static void catch_up(struct audit *a, int slot)
 		born = sg_birth_ns(r->dfd, e->d_name, AT_SYMLINK_NOFOLLOW);
 		if (born && born < start_unix_ns)
 			continue; /* there before the run */
-		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, 0, "?", NULL, strlen(e->d_name))))
+		struct audit_early_create c;
+		bool known = audit_early_claim(a, r->kdev, st.st_ino, &c);
+		struct audit_workload *w = known ? audit_workload_of(&a->workloads, c.cgroup_id, audit_now_s(a)) : NULL;
+		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, known ? c.tgid : 0, known ? c.comm : "?", w,
+					  strlen(e->d_name))))
 			continue;
 		f->created_ns = audit_clock_ns(a);
 		audit_file_named(a, f, slot, e->d_name, false);
+		if (w)
+			audit_workload_note_root(w, r->shown);
 		audit_tags_claim(a, f);
 		a->caught_up++;
 	}

@@ -74,17 +74,26 @@ struct {
  * which is a new filesystem, reported at once unless its superblock took
  * the memory of the last one too.  LRU: they cannot fill it for good. */
 #define RENOTIFY_NS (10 * 1000000000ull)
+/* For this long after a tmpfs is first seen, its files' creations are sent
+ * too: userspace keeps their creators for the catch-up of its root, found
+ * a moment later (a pod's first files).  Only then: a tmpfs that is no
+ * root (/run, /tmp) costs that much once. */
+#define EARLY_NS (3 * 1000000000ull)
 struct unknown_key {
 	__u64 sb;
 	__u32 dev;
 	__u32 pad;
 };
 
+struct unknown_seen {
+	__u64 first_ns, reported_ns;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct unknown_key);
-	__type(value, __u64);
+	__type(value, struct unknown_seen);
 } unknown_devs SEC(".maps");
 
 #define S_IFMT 00170000
@@ -165,25 +174,37 @@ static __always_inline void *reserve(__u64 size)
 	return e;
 }
 
+static __always_inline void report_create(struct inode *inode, struct dentry *d);
+
 /* inode is being created and is not followed: if it is a regular file on a
- * tmpfs, its device is reported once (a pod's /dev/shm, mounted since
- * userspace last looked). */
+ * tmpfs, its device is reported (a pod's /dev/shm, mounted since userspace
+ * last looked), again at most every RENOTIFY_NS, and in the device's first
+ * EARLY_NS the creation itself. */
 static __always_inline void note_unfollowed(struct inode *inode)
 {
+	struct unknown_seen *seen, fresh;
 	struct sg_audit_new_dev *e;
 	struct unknown_key key = {};
-	__u64 now, *last;
+	__u64 now;
 	__u32 dev;
 
 	if (!discover || !inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG ||
 	    BPF_CORE_READ(inode, i_sb, s_magic) != TMPFS_MAGIC || !in_tree(current_tgid()))
 		return;
 	dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	if (on_shm_dev(dev))
+		return;
 	key.sb = (__u64)BPF_CORE_READ(inode, i_sb);
 	key.dev = dev;
 	now = bpf_ktime_get_ns();
-	if (on_shm_dev(dev) || ((last = bpf_map_lookup_elem(&unknown_devs, &key)) && now - *last < RENOTIFY_NS) ||
-	    bpf_map_update_elem(&unknown_devs, &key, &now, BPF_ANY))
+	seen = bpf_map_lookup_elem(&unknown_devs, &key);
+	if (!seen || now - seen->first_ns < EARLY_NS)
+		report_create(inode, NULL);
+	if (seen && now - seen->reported_ns < RENOTIFY_NS)
+		return;
+	fresh.first_ns = seen ? seen->first_ns : now;
+	fresh.reported_ns = now;
+	if (bpf_map_update_elem(&unknown_devs, &key, &fresh, BPF_ANY))
 		return;
 	if (!(e = reserve(sizeof(*e)))) {
 		bpf_map_delete_elem(&unknown_devs, &key); /* the next file tries again */

@@ -29,5 +29,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	audit_files_free(a.files);
 	audit_workloads_free(&a.workloads);
 	audit_tags_free(&a);
+	audit_early_free(&a);
 	return 0;
 }

@@ -236,6 +236,47 @@ Test(node, pods_made_during_the_run_are_measured_exactly_and_a_clean_one_adds_no
 	pod_stop(&clean);
 }
 
+/* A pod's first file, made before its /dev/shm can be found: the tmpfs is
+ * mounted elsewhere first and moved to /dev/shm after (as a runtime may
+ * set a sandbox up).  The kernel side sends the creations of a new tmpfs's
+ * first seconds, so the root's catch-up knows who made the file: its
+ * creator is the pod's program, not unknown. */
+Test(node, a_file_made_before_its_root_was_found_keeps_its_creator)
+{
+	const char *req = h_str("%searly", prefix), *name = h_str("%s_0_0", req);
+	const char *script = h_str("mount -t tmpfs -o size=16m tmpfs /mnt && \"$0\" open /mnt/%s 8192 && "
+				   "mount --move /mnt /dev/shm && mkdir -m 0755 /dev/shm/%s && echo ready && exec sleep 60",
+				   name, pod_aborts);
+	const char *argv[] = {"/usr/bin/unshare", "--mount", "--pid", "--ipc", "--fork", "--propagation", "private",
+			      "/bin/sh", "-c", script, h_bin("SG_SHMTOOL"), NULL};
+	struct h_proc a, pod;
+	struct stat st;
+	char *err;
+
+	h_need_bpf(teardown);
+	a = start_auditor(abort_dir, NULL, NULL, NULL);
+	pod = h_spawn(argv, NULL);
+	char *line = h_read_line(&pod, 30000);
+	cr_assert(line && strcmp(line, "ready") == 0, "the pod did not start");
+	pid_t init = child_of(pod.pid);
+	cr_assert_eq(stat(h_str("/proc/%d/root/dev/shm", (int)init), &st), 0);
+	cr_assert(wait_fds(a.pid, (uint32_t)(major(st.st_dev) << 20 | minor(st.st_dev)), true), "the pod never followed");
+	int fd = open(h_str("/proc/%d/root/dev/shm/%s/%s", (int)init, pod_aborts, req), O_CREAT | O_WRONLY | O_EXCL, 0644);
+	cr_assert_geq(fd, 0, "%s", strerror(errno));
+	close(fd);
+	h_wait_measured(&a, 1);
+	cr_assert_eq(stop_auditor(&a, &err, NULL), 0, "%s", err);
+	json_t *r = report(), *ab = json_array_get(json_object_get(r, "aborted_requests"), 0);
+	json_t *left = json_array_get(json_object_get(ab, "leftover_files"), 0);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), 8192, "the file made before its root was found");
+	cr_expect_str_eq(json_string_value(json_object_get(left, "creator_command")) ?: "(none)", "shmtool",
+			 "its creator was lost");
+	json_decref(r);
+	kill(pod.pid, SIGKILL);
+	kill(init, SIGKILL);
+	h_finish(&pod, NULL);
+}
+
 /* A pod's root is held while the pod lives, and let go when it goes: a
  * descriptor kept would keep its tmpfs, and its RAM, for the run. */
 Test(node, a_deleted_pods_root_is_forgotten_and_its_tmpfs_freed)
