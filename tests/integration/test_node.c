@@ -43,6 +43,8 @@ static void teardown(void)
 	h_cleanup(prefix); /* the pods too: their tmpfs goes with their last process */
 	unlink(json_path);
 	h_run((const char *const[]){"/bin/rm", "-rf", shared_dir, NULL}, NULL, NULL);
+	/* The shimmed pods' own abort directories (/tmp/PREFIXNAMEshim-aborts). */
+	h_run((const char *const[]){"/bin/sh", "-c", h_str("rm -rf /tmp/%s*shim-aborts", prefix), NULL}, NULL, NULL);
 }
 
 TestSuite(node, .init = setup, .fini = teardown, .timeout = 120);
