@@ -148,7 +148,7 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 		return NULL;
 	}
 	*a = (struct audit){.o = o, .aborts_tail = &a->aborts, .cmd_status = -1, .child = -1, .markers_fd = -1,
-			    .abort_dfd = -1, .abort_wd = -1, .pending_tail = &a->pending, .signal_fd = -1, .json_fd = -1, .junit_fd = -1, .plot_fd = -1};
+			    .abort_dfd = -1, .abort_wd = -1, .signal_fd = -1, .json_fd = -1, .junit_fd = -1, .plot_fd = -1};
 	if (resolve_roots(a, err, errlen) < 0 ||
 	    open_reports(a, err, errlen) < 0 ||
 	    block_signals(a, err, errlen) < 0)

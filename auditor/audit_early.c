@@ -14,66 +14,49 @@
 #define EARLY_KEEP_S 60.0
 #define EARLY_KEEP_MAX 65536
 
-static void drop_first(struct audit *a)
+static struct audit_early_create *early_of(struct audit_kept *k)
 {
-	struct audit_early_create *c = a->early;
-
-	a->early = c->next;
-	if (!a->early)
-		a->early_tail = &a->early;
-	a->nearly--;
-	free(c);
+	return (struct audit_early_create *)k;
 }
 
 void audit_early_keep(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino)
 {
 	struct audit_early_create *c;
 
-	if (!a->early_tail)
-		a->early_tail = &a->early;
-	if (a->nearly == EARLY_KEEP_MAX)
-		drop_first(a);
+	if (a->early.n == EARLY_KEEP_MAX)
+		audit_kept_drop(&a->early, &a->early.head);
 	if (!(c = malloc(sizeof(*c))))
 		return;
-	*c = (struct audit_early_create){.kdev = kdev, .tgid = h->tgid, .ino = ino, .cgroup_id = h->cgroup_id,
-					 .at_s = audit_now_s(a)};
+	c->kdev = kdev;
+	c->tgid = h->tgid;
+	c->ino = ino;
+	c->cgroup_id = h->cgroup_id;
 	memcpy(c->comm, h->comm, sizeof(c->comm));
 	c->comm[sizeof(c->comm) - 1] = '\0';
-	*a->early_tail = c;
-	a->early_tail = &c->next;
-	a->nearly++;
+	audit_kept_push(&a->early, &c->k, audit_now_s(a));
 }
 
 bool audit_early_claim(struct audit *a, uint32_t kdev, uint64_t ino, struct audit_early_create *out)
 {
 	/* The newest creation of an inode number is the file's. */
-	struct audit_early_create **found = NULL;
+	struct audit_kept **found = NULL;
 
-	for (struct audit_early_create **at = &a->early; *at; at = &(*at)->next)
-		if ((*at)->kdev == kdev && (*at)->ino == ino)
+	for (struct audit_kept **at = &a->early.head; *at; at = &(*at)->next)
+		if (early_of(*at)->kdev == kdev && early_of(*at)->ino == ino)
 			found = at;
 	if (!found)
 		return false;
-	struct audit_early_create *c = *found;
-	*out = *c;
-	*found = c->next;
-	if (a->early_tail == &c->next)
-		a->early_tail = found;
-	a->nearly--;
-	free(c);
+	*out = *early_of(*found);
+	audit_kept_drop(&a->early, found);
 	return true;
 }
 
 void audit_early_expire(struct audit *a)
 {
-	double now = audit_now_s(a);
-
-	while (a->early && a->early->at_s + EARLY_KEEP_S < now)
-		drop_first(a);
+	audit_kept_expire(&a->early, audit_now_s(a) - EARLY_KEEP_S);
 }
 
 void audit_early_free(struct audit *a)
 {
-	while (a->early)
-		drop_first(a);
+	audit_kept_free(&a->early);
 }

@@ -17,6 +17,7 @@
 #include "audit.h"
 #include "audit_clock.h"
 #include "audit_files.h"
+#include "audit_kept.h"
 #include "audit_roots.h"
 #include "audit_workloads.h"
 #include "htable.h"
@@ -70,10 +71,9 @@ struct audit_abort {
  * while, so that a root found late claims it, and an abort of its request
  * counts it as a file not followed (audit_tags.c). */
 struct audit_pending_tag {
-	struct audit_pending_tag *next;
+	struct audit_kept k; /* first: kept in a->tags */
 	uint32_t kdev;
 	uint64_t ino;
-	double at_s;
 	char request[];
 };
 
@@ -81,10 +81,9 @@ struct audit_pending_tag {
  * first moments of its device (a pod's /dev/shm before it is found): its
  * creator, for the root's catch-up (audit_early.c). */
 struct audit_early_create {
-	struct audit_early_create *next;
+	struct audit_kept k; /* first: kept in a->early */
 	uint32_t kdev, tgid;
 	uint64_t ino, cgroup_id;
-	double at_s;
 	char comm[16];
 };
 
@@ -108,9 +107,8 @@ struct audit {
 	unsigned namespaces, namespaces_unreadable; /* as of the last scan */
 	uint64_t start_unix_ns; /* the run's start, CLOCK_REALTIME: birth times are compared with it */
 	/* Tags of files not followed (audit_tags.c), oldest first. */
-	struct audit_pending_tag *pending, **pending_tail;
-	struct audit_early_create *early, **early_tail; /* oldest first */
-	size_t nearly;
+	struct audit_kept_list tags;  /* struct audit_pending_tag (audit_tags.c) */
+	struct audit_kept_list early; /* struct audit_early_create (audit_early.c) */
 	size_t npending;
 	uint64_t tags_expired; /* kept as long as allowed, never claimed nor counted */
 	uint64_t unfollowed_files; /* files of aborted requests on filesystems not followed */

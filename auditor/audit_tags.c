@@ -14,15 +14,9 @@
 #define TAG_KEEP_S 60.0
 #define TAG_KEEP_MAX 65536
 
-static void drop_first(struct audit *a)
+static struct audit_pending_tag *tag_of(struct audit_kept *k)
 {
-	struct audit_pending_tag *t = a->pending;
-
-	a->pending = t->next;
-	if (!a->pending)
-		a->pending_tail = &a->pending;
-	a->npending--;
-	free(t);
+	return (struct audit_pending_tag *)k;
 }
 
 void audit_tags_keep(struct audit *a, uint32_t kdev, uint64_t ino, const char *request)
@@ -30,52 +24,37 @@ void audit_tags_keep(struct audit *a, uint32_t kdev, uint64_t ino, const char *r
 	size_t len = strlen(request);
 	struct audit_pending_tag *t;
 
-	if (!a->pending_tail)
-		a->pending_tail = &a->pending;
-	if (a->npending == TAG_KEEP_MAX) {
+	if (a->tags.n == TAG_KEEP_MAX) {
 		a->tags_expired++;
-		drop_first(a);
+		audit_kept_drop(&a->tags, &a->tags.head);
 	}
 	if (!(t = malloc(sizeof(*t) + len + 1))) {
 		a->tags_expired++;
 		return;
 	}
-	*t = (struct audit_pending_tag){.kdev = kdev, .ino = ino, .at_s = audit_now_s(a)};
+	t->kdev = kdev;
+	t->ino = ino;
 	memcpy(t->request, request, len + 1);
-	*a->pending_tail = t;
-	a->pending_tail = &t->next;
-	a->npending++;
-}
-
-/* Unlinks *at from the list. */
-static void take(struct audit *a, struct audit_pending_tag **at)
-{
-	struct audit_pending_tag *t = *at;
-
-	*at = t->next;
-	if (a->pending_tail == &t->next)
-		a->pending_tail = at;
-	a->npending--;
-	free(t);
+	audit_kept_push(&a->tags, &t->k, audit_now_s(a));
 }
 
 void audit_tags_claim(struct audit *a, struct audit_file *f)
 {
-	for (struct audit_pending_tag **at = &a->pending; *at; at = &(*at)->next)
-		if ((*at)->kdev == f->kdev && (*at)->ino == f->ino) {
-			audit_files_attribute(a->files, f, (*at)->request, REQ_TAG, -1);
-			take(a, at);
+	for (struct audit_kept **at = &a->tags.head; *at; at = &(*at)->next)
+		if (tag_of(*at)->kdev == f->kdev && tag_of(*at)->ino == f->ino) {
+			audit_files_attribute(a->files, f, tag_of(*at)->request, REQ_TAG, -1);
+			audit_kept_drop(&a->tags, at);
 			return;
 		}
 }
 
 void audit_tags_count(struct audit *a, struct audit_abort *ab)
 {
-	for (struct audit_pending_tag **at = &a->pending; *at;) {
-		if (strcmp((*at)->request, ab->request) == 0 && audit_root_of_dev(a, (*at)->kdev) < 0) {
+	for (struct audit_kept **at = &a->tags.head; *at;) {
+		if (strcmp(tag_of(*at)->request, ab->request) == 0 && audit_root_of_dev(a, tag_of(*at)->kdev) < 0) {
 			ab->unfollowed_files++;
 			a->unfollowed_files++;
-			take(a, at);
+			audit_kept_drop(&a->tags, at);
 		} else {
 			at = &(*at)->next;
 		}
@@ -84,16 +63,10 @@ void audit_tags_count(struct audit *a, struct audit_abort *ab)
 
 void audit_tags_expire(struct audit *a)
 {
-	double now = audit_now_s(a);
-
-	while (a->pending && a->pending->at_s + TAG_KEEP_S < now) {
-		a->tags_expired++;
-		drop_first(a);
-	}
+	a->tags_expired += audit_kept_expire(&a->tags, audit_now_s(a) - TAG_KEEP_S);
 }
 
 void audit_tags_free(struct audit *a)
 {
-	while (a->pending)
-		drop_first(a);
+	audit_kept_free(&a->tags);
 }
