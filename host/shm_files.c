@@ -394,6 +394,17 @@ static bool journal_speaks(const struct sg_journals *js, size_t j, int dfd)
 	return false;
 }
 
+/* Removes journal name of dfd (dry_run: only says it would) if it is still
+ * the inode judged, and no other file by now. */
+static bool reap(int dfd, const char *name, uint64_t ino, bool dry_run)
+{
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != ino)
+		return false;
+	return dry_run || unlinkat(dfd, name, 0) == 0;
+}
+
 size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool dry_run,
 			    void (*said)(unsigned root, const char *name, void *ctx), void *ctx)
 {
@@ -402,17 +413,13 @@ size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool 
 
 	for (size_t j = 0; j < js->nfiles; j++) {
 		const struct sg_journal_file *jf = &js->files[j];
-		struct stat st;
 
 		if (sg_creators_judge(&l->creators, &jf->creator, NULL) != CREATOR_DEAD || journal_speaks(js, j, dfd))
 			continue;
-		/* Still the journal that was read, and no other file by now. */
-		if (fstatat(dfd, jf->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != jf->ino)
-			continue;
-		if (!dry_run && unlinkat(dfd, jf->name, 0) < 0)
-			continue;
-		said(r, jf->name, ctx);
-		n++;
+		if (reap(dfd, jf->name, jf->ino, dry_run)) {
+			said(r, jf->name, ctx);
+			n++;
+		}
 	}
 	/* A journal left unread, too big for its owner's files (a creator
 	 * killed with many records, their files removed by others), is read
@@ -422,18 +429,15 @@ size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool 
 	for (size_t i = 0; i < l->n; i++) {
 		const struct sg_shm_file *f = &l->files[i];
 		struct sg_tag creator;
-		struct stat st;
 
 		if (f->root != (int)r || f->journal_like != JOURNAL_LIKE_UNREAD ||
 		    sg_journal_names_a_file(dfd, f->name, f->ino, &creator, &budget) != 0 ||
 		    sg_creators_judge(&l->creators, &creator, NULL) != CREATOR_DEAD)
 			continue;
-		if (fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != f->ino)
-			continue;
-		if (!dry_run && unlinkat(dfd, f->name, 0) < 0)
-			continue;
-		said(r, f->name, ctx);
-		n++;
+		if (reap(dfd, f->name, f->ino, dry_run)) {
+			said(r, f->name, ctx);
+			n++;
+		}
 	}
 	return n;
 }
