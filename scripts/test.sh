@@ -42,10 +42,19 @@ fi
 logs=(build/meson-logs/testlog.txt)
 [ -f build-asan/meson-logs/asan.txt ] && [ $# -eq 0 ] && logs+=(build-asan/meson-logs/asan.txt)
 [ -f build-no-auditor/meson-logs/no-auditor.txt ] && [ $# -eq 0 ] && logs+=(build-no-auditor/meson-logs/no-auditor.txt)
+# The failed cases are named there too, with their first lines of output and
+# the log that holds the rest, since a CI page often shows only the last lines.
 awk '/Synthesis: Tested:/ {
 	for (i = 1; i <= NF; i++) {
 		if ($i == "Passing:") passed += $(i + 1)
 		if ($i == "Failing:") failed += $(i + 1)
 	}
-} END { printf "%d passed, %d failed\n", passed, failed }' "${logs[@]}"
+}
+/^\[----\] +[^ ]/ { if (held < 6) said = said "    " $0 "\n"; held++ }
+/^\[FAIL\] / {
+	sub(/:$/, "", $2)
+	names = names sprintf("  failed: %s (%s)\n%s", $2, FILENAME, said)
+}
+/^\[(FAIL|PASS|====)\]/ { said = ""; held = 0 }
+END { printf "%d passed, %d failed\n%s", passed, failed, names }' "${logs[@]}"
 exit "$status"
