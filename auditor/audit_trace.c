@@ -196,6 +196,10 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, const struct a
 	}
 	if (!choose_programs(t->skel, k, btf, why, len))
 		goto fail;
+	t->skel->rodata->syscall_creations = k == PROBE_SYSCALLS;
+	t->skel->rodata->report_attach = o->attachers;
+	if (o->attachers)
+		bpf_program__set_autoload(t->skel->progs.sys_exit, true);
 	ret = audit_bpf__load(t->skel);
 	if (ret) {
 		if ((errno == EPERM || ret == -EPERM) && k == PROBE_SYSCALLS)

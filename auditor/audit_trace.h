@@ -28,6 +28,7 @@ struct audit_trace_opts {
 	unsigned nroots;
 	bool discover;      /* report tmpfs devices not followed (SG_AUDIT_NEW_DEV events) */
 	bool follow_tree;   /* only the processes audit_trace_follow() names, and theirs */
+	bool attachers;     /* report opens of followed files (SG_AUDIT_ATTACH): every system call's exit is traced */
 	const char *shim;   /* the shim whose USDT tags to follow, or NULL */
 	const char *probe;  /* forced, or NULL: the best this kernel allows */
 	unsigned ring_kib;  /* the event buffer, a power of two; 0: the default */

@@ -11,7 +11,9 @@
  *   kprobe    and d_move (rename), where the kernel allows them.
  *   syscalls  the exit of every system call (raw tracepoint): works
  *             everywhere, but slows every system call of every process, so
- *             it leaves at the first test that fails. */
+ *             it leaves at the first test that fails.
+ * The same exit also reports the opens of followed files that did not
+ * create them, with any probe, when userspace asks (watch's attachers). */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -25,6 +27,10 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by userspace between open and load. */
 const volatile bool discover = false; /* report tmpfs devices not followed (SG_AUDIT_NEW_DEV) */
 const volatile bool follow_tree = false; /* only count creations by the traced tree */
+/* What the exit of an open reports: the files it created (the syscalls
+ * probe), and the followed files it opened without creating them. */
+const volatile bool syscall_creations = false;
+const volatile bool report_attach = false;
 /* The auditor's pid namespace (its nsfs inode): every process id this side
  * uses or sends is the one that namespace gives, so that it matches what
  * the auditor forks and sees in its /proc; 0 for a process outside it. */
@@ -99,6 +105,7 @@ struct {
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define FMODE_CREATED 0x100000 /* the open created the file (4.19 and later) */
+#define FMODE_PATH 0x4000       /* an O_PATH descriptor: no access to the contents */
 
 #define TMPFS_MAGIC 0x01021994
 
@@ -460,19 +467,47 @@ static __always_inline long syscall_nr(struct pt_regs *regs)
 #endif
 }
 
-/* An open that returned fd: the file it created, if it created one. */
+/* An open of a file in a root that did not create it. */
+static __always_inline void report_attached(struct inode *inode, struct dentry *d)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct sg_audit_attach *e;
+	__u32 dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	__u64 dir = BPF_CORE_READ(d, d_parent, d_inode, i_ino);
+
+	if (!is_root_dir(dev, dir) || !(e = reserve(sizeof(*e))))
+		return;
+	fill_header(&e->h, SG_AUDIT_ATTACH);
+	e->ino = BPF_CORE_READ(inode, i_ino);
+	e->dir_ino = dir;
+	e->dev = dev;
+	e->pad = 0;
+	e->start_ns = bpf_core_field_exists(task->start_boottime)
+			      ? BPF_CORE_READ(task, group_leader, start_boottime)
+			      : 0;
+	submit(e);
+}
+
+/* An open that returned fd: the file it created, if it created one and
+ * creations are seen here; a followed file it opened, if attachers are
+ * (an O_PATH open, as ls makes, only looks at it). */
 static __always_inline void on_open(long fd)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
 	struct file **fds = BPF_CORE_READ(task, files, fdt, fd), *file = NULL;
 	struct inode *inode;
+	fmode_t mode;
 
-	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file ||
-	    !(BPF_CORE_READ(file, f_mode) & FMODE_CREATED))
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
 		return;
 	inode = BPF_CORE_READ(file, f_inode);
-	if (created_followed(inode))
-		report_create(inode, BPF_CORE_READ(file, f_path.dentry));
+	mode = BPF_CORE_READ(file, f_mode);
+	if (mode & FMODE_CREATED) {
+		if (syscall_creations && created_followed(inode))
+			report_create(inode, BPF_CORE_READ(file, f_path.dentry));
+	} else if (report_attach && !(mode & FMODE_PATH) && followed(inode)) {
+		report_attached(inode, BPF_CORE_READ(file, f_path.dentry));
+	}
 }
 
 /* A rename or link that succeeded: its new path as the process wrote it
@@ -503,6 +538,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	nr = syscall_nr(regs);
 	if (nr == nr_openat || nr == nr_open || nr == nr_creat || nr == nr_openat2)
 		on_open(ret);
+	else if (!syscall_creations)
+		return 0;
 	else if (ret == 0 && (nr == nr_rename || nr == nr_link))
 		on_renamed((const char *)PT_REGS_PARM2_CORE_SYSCALL(regs));
 	else if (ret == 0 && (nr == nr_renameat || nr == nr_renameat2 || nr == nr_linkat))

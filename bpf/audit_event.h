@@ -15,6 +15,7 @@ enum sg_audit_event_type {
 	SG_AUDIT_TAG = 2,    /* the shim tagged a file it created (USDT) */
 	SG_AUDIT_NAME = 3,   /* a file on a shm device has a name (rename, link) */
 	SG_AUDIT_NEW_DEV = 4, /* a regular file was created on a tmpfs not followed */
+	SG_AUDIT_ATTACH = 5,  /* a followed file was opened, not created (watch's attachers) */
 };
 
 struct sg_audit_header {
@@ -58,6 +59,17 @@ struct sg_audit_name {
 	__u32 dev;
 	__u32 renamed;
 	char name[SG_AUDIT_NAME_MAX]; /* sent up to its NUL */
+};
+
+/* An open of a file in a followed root that did not create it: who may
+ * use the name again (watch records them as the file's attachers). */
+struct sg_audit_attach {
+	struct sg_audit_header h;
+	__u64 ino;
+	__u64 dir_ino;  /* the directory of the name it was opened by */
+	__u64 start_ns; /* the opening process's start (CLOCK_BOOTTIME ns), 0 unknown */
+	__u32 dev;
+	__u32 pad;
 };
 
 /* A followed root directory: the key of the kernel side's root map. */

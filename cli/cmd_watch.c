@@ -1,7 +1,7 @@
 /* shmguard watch: the light node service.  Follows the shm roots with the
  * auditor's tracer (no measurement) and keeps, for every file created in
- * them, a record of its creator as the kernel saw it (host/creator_store.h),
- * so that `sweep --dead` can prove the orphans of programs nobody preloads.
+ * them, a record of its creator as the kernel saw it (host/creator_store.h)
+ * and of the other processes that open it (its attachers), so that `sweep --dead` can prove the orphans of programs nobody preloads.
  * Records of files that are gone are dropped. */
 #include <dirent.h>
 #include <errno.h>
@@ -70,8 +70,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: shmguard watch [--root DIR]... [--probe NAME]\n\n"
 		"Records who creates each file in the shm roots, as the kernel sees it (eBPF): the\n"
-		"process and its start time, its parent, pid namespace, cgroup and command, and the\n"
-		"file's device, inode and name.  `shmguard ls` shows the records and `shmguard sweep\n"
+		"process and its start time, its parent, pid namespace, cgroup and command, the file's\n"
+		"device, inode and name, and the other processes that open it (its attachers, up to\n"
+		"%d).  `shmguard ls` shows the records and `shmguard sweep\n"
 		"--dead` removes the files whose instance is proven gone.  Runs until SIGINT or SIGTERM;\n"
 		"needs root.  Records are kept in %s (SHMGUARD_STORE_DIR), which a restart keeps and\n"
 		"a reboot forgets; those of files that are gone are dropped.\n\n"
@@ -81,7 +82,7 @@ static void usage(FILE *out)
 		"  -V, --version    print the version\n\n"
 		"Exit status: 0 stopped by a signal; 1 the tracer or the records could not be set up;\n"
 		"2 bad usage.\n",
-		SG_STORE_DIR, audit_probe_list);
+		SG_REC_ATTACHERS, SG_STORE_DIR, audit_probe_list);
 }
 
 static uint64_t now_ms(void)
@@ -151,12 +152,27 @@ static void on_create(struct watch *w, const struct sg_audit_create *e, size_t s
 	w->pending[w->npending++] = (struct pending){r, (int)root, now_ms()};
 }
 
+/* A process opened a followed file: one of its attachers, if it has a
+ * record (or one waiting for its name). */
+static void on_attach(struct watch *w, const struct sg_audit_attach *e)
+{
+	struct sg_creator_rec *r = sg_store_lookup(&w->store, e->dev, e->ino);
+
+	for (size_t i = 0; !r && i < w->npending; i++)
+		if (w->pending[i].rec.kdev == e->dev && w->pending[i].rec.ino == e->ino)
+			r = &w->pending[i].rec;
+	if (r && sg_watch_attacher(r, e))
+		w->dirty = true;
+}
+
 static void on_event(void *ctx, const void *data, size_t size)
 {
 	const struct sg_audit_header *h = data;
 
 	if (size >= offsetof(struct sg_audit_create, name) + 1 && h->type == SG_AUDIT_CREATE)
 		on_create(ctx, data, size);
+	else if (size >= sizeof(struct sg_audit_attach) && h->type == SG_AUDIT_ATTACH)
+		on_attach(ctx, data);
 }
 
 /* Whether root r is where pending file p may be. */
@@ -375,7 +391,7 @@ static int parse(int argc, char **argv, struct watch *w, const char **probe)
 int cmd_watch(int argc, char **argv)
 {
 	struct watch w = {.sd = -1};
-	struct audit_trace_opts t = {.follow_tree = false, .on_event = on_event, .ctx = &w};
+	struct audit_trace_opts t = {.follow_tree = false, .attachers = true, .on_event = on_event, .ctx = &w};
 	struct audit_tracer *tracer = NULL;
 	struct sigaction sa = {.sa_handler = on_signal};
 	uint64_t last_save = 0, last_prune = 0, dropped = 0;

@@ -36,14 +36,37 @@ const struct sg_creator_rec *orphan_view_record(const struct orphan_view *v, con
 	return sg_orphan_record(&v->store, f);
 }
 
-/* Whether the recorded process runs, as the listing's creators say (they
- * only cache what /proc shows). */
+/* Whether process pid (started at start_ticks, numbered in r's pidns)
+ * runs, as the listing's creators say (they only cache what /proc shows). */
+static const char *process_state(const struct sg_shm_listing *l, const struct sg_creator_rec *r, uint32_t pid,
+				 uint64_t start_ticks)
+{
+	struct sg_tag t = {.pid = (pid_t)pid, .start_ticks = start_ticks, .pidns = r->pidns};
+
+	return pid ? sg_creator_state_name(sg_creators_judge((struct sg_creators *)&l->creators, &t, NULL))
+		   : "unknown";
+}
+
 static const char *state_of(const struct sg_shm_listing *l, const struct sg_creator_rec *r)
 {
-	struct sg_tag t = {.pid = (pid_t)r->pid, .start_ticks = r->start_ticks, .pidns = r->pidns};
+	return process_state(l, r, r->pid, r->start_ticks);
+}
 
-	return r->pid ? sg_creator_state_name(sg_creators_judge((struct sg_creators *)&l->creators, &t, NULL))
-		      : "unknown";
+/* ", opened by pid 7 (alive), pid 9 (dead)", and "and more" when some
+ * were not recorded; "" when nobody else opened it. */
+static const char *attachers_text(const struct sg_shm_listing *l, const struct sg_creator_rec *r, char *buf,
+				  size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < r->nattachers && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s pid %u (%s)", i ? "," : ", opened by",
+					 r->attachers[i].pid,
+					 process_state(l, r, r->attachers[i].pid, r->attachers[i].start_ticks));
+	if ((r->flags & SG_REC_ATTACHERS_LOST) && used < len)
+		snprintf(buf + used, len - used, "%s others not recorded", r->nattachers ? " and" : ", opened by");
+	return buf;
 }
 
 static const char *cgroup_word(uint64_t id)
@@ -57,6 +80,7 @@ static const char *cgroup_word(uint64_t id)
 void orphan_view_print(const struct orphan_view *v, const struct sg_shm_listing *l)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2], name[SG_ESCAPED_MAX], comm[SG_ESCAPED_MAX], cg[SG_ESCAPED_MAX];
+	char others[SG_REC_ATTACHERS * 40 + 64];
 	bool header = false;
 
 	if (v->why[0])
@@ -75,8 +99,9 @@ void orphan_view_print(const struct orphan_view *v, const struct sg_shm_listing 
 		sg_text_escape(path, name, sizeof(name));
 		sg_text_escape(r->comm, comm, sizeof(comm));
 		sg_text_escape(r->cgroup[0] ? r->cgroup : "?", cg, sizeof(cg));
-		printf("  %s: pid %u (%s, %s) in cgroup %s (%s, %s): %s: %s\n", name, r->pid, comm, state_of(l, r), cg,
-		       d.shared ? "shared" : "its own", cgroup_word(r->cgroup_id), d.proven ? "orphan" : "kept",
+		printf("  %s: pid %u (%s, %s) in cgroup %s (%s, %s)%s: %s: %s\n", name, r->pid, comm, state_of(l, r),
+		       cg, d.shared ? "shared" : "its own", cgroup_word(r->cgroup_id),
+		       attachers_text(l, r, others, sizeof(others)), d.proven ? "orphan" : "kept",
 		       d.proven ? d.proof : d.missing);
 	}
 }
@@ -94,6 +119,13 @@ json_t *orphan_view_json(const struct orphan_view *v, const struct sg_shm_listin
 		      d.shared, "orphan", d.proven, "reason", d.proven ? d.proof : d.missing);
 	cli_json_set_text(o, "command", r->comm);
 	cli_json_set_text(o, "cgroup", r->cgroup[0] ? r->cgroup : NULL);
+	json_t *att = json_array();
+	for (uint32_t i = 0; i < r->nattachers; i++)
+		json_array_append_new(att, json_pack("{s:i, s:s}", "pid", (int)r->attachers[i].pid, "state",
+						     process_state(l, r, r->attachers[i].pid,
+								   r->attachers[i].start_ticks)));
+	json_object_set_new(o, "attachers", att);
+	json_object_set_new(o, "attachers_lost", json_boolean(r->flags & SG_REC_ATTACHERS_LOST));
 	return o;
 }
 

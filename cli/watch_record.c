@@ -57,3 +57,9 @@ void sg_watch_creator(struct sg_creator_rec *r, const struct sg_audit_create *e)
 	else
 		r->parent_pid = 0;
 }
+
+bool sg_watch_attacher(struct sg_creator_rec *r, const struct sg_audit_attach *e)
+{
+	/* A pid outside watch's namespace, or without a start, names nobody. */
+	return sg_rec_attach(r, e->start_ns ? e->h.tgid : 0, e->start_ns ? ticks_of(e->start_ns) : 0);
+}

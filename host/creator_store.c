@@ -12,7 +12,7 @@
 
 /* The file: this header, then n records as they are in memory (the
  * store is read only by the machine that wrote it, within one boot). */
-#define STORE_MAGIC "SGCREC01"
+#define STORE_MAGIC "SGCREC02"
 
 struct store_header {
 	char magic[8];
@@ -105,8 +105,14 @@ int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen)
 		got += (size_t)r;
 	}
 	s->n = h.n;
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		terminate(&s->recs[i]);
+		if (s->recs[i].nattachers > SG_REC_ATTACHERS) {
+			snprintf(err, errlen, "%s/%s holds a record with %u attachers: not read", dir, SG_STORE_FILE,
+				 s->recs[i].nattachers);
+			goto cleanup;
+		}
+	}
 	sg_store_index(s);
 	ret = 0;
 cleanup:
@@ -162,15 +168,40 @@ const struct sg_creator_rec *sg_store_find(const struct sg_creator_store *s, uin
 	return s->n ? bsearch(&key, s->recs, s->n, sizeof(*s->recs), by_key) : NULL;
 }
 
+struct sg_creator_rec *sg_store_lookup(struct sg_creator_store *s, uint32_t kdev, uint64_t ino)
+{
+	/* Unsorted while watch adds: a linear look. */
+	for (size_t i = 0; i < s->n; i++)
+		if (s->recs[i].kdev == kdev && s->recs[i].ino == ino)
+			return &s->recs[i];
+	return NULL;
+}
+
+bool sg_rec_attach(struct sg_creator_rec *r, uint32_t pid, uint64_t start_ticks)
+{
+	if (pid && pid == r->pid && start_ticks == r->start_ticks)
+		return false;
+	for (uint32_t i = 0; i < r->nattachers; i++)
+		if (pid && r->attachers[i].pid == pid && r->attachers[i].start_ticks == start_ticks)
+			return false;
+	if (!pid || !start_ticks || r->nattachers == SG_REC_ATTACHERS) {
+		bool changed = !(r->flags & SG_REC_ATTACHERS_LOST);
+		r->flags |= SG_REC_ATTACHERS_LOST;
+		return changed;
+	}
+	r->attachers[r->nattachers++] = (struct sg_rec_attacher){.pid = pid, .start_ticks = start_ticks};
+	return true;
+}
+
 int sg_store_put(struct sg_creator_store *s, const struct sg_creator_rec *r)
 {
-	/* Unsorted while watch adds: a linear look for the same inode. */
-	for (size_t i = 0; i < s->n; i++)
-		if (s->recs[i].kdev == r->kdev && s->recs[i].ino == r->ino) {
-			s->recs[i] = *r;
-			terminate(&s->recs[i]);
-			return 0;
-		}
+	struct sg_creator_rec *old = sg_store_lookup(s, r->kdev, r->ino);
+
+	if (old) {
+		*old = *r;
+		terminate(old);
+		return 0;
+	}
 	if (s->n >= SG_STORE_MAX)
 		return -1;
 	if (s->n == s->cap) {

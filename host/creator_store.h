@@ -14,12 +14,24 @@
 
 #define SG_STORE_DIR "/run/shmguard"
 #define SG_STORE_FILE "creators"
-/* At most this many records (about 600 bytes each): a file created past
+/* At most this many records (about 730 bytes each): a file created past
  * it has none, and is never proven an orphan. */
 #define SG_STORE_MAX 16384
 #define SG_STORE_MAX_TEXT "16384"
 #define SG_REC_NAME_MAX 256
 #define SG_REC_CGROUP_MAX 256
+/* The processes, other than its creator, that opened a file: at most this
+ * many are kept; one more sets SG_REC_ATTACHERS_LOST. */
+#define SG_REC_ATTACHERS 8
+/* Some process that opened the file is not among its attachers (room ran
+ * out, or watch could not name it): the proof that needs them all fails. */
+#define SG_REC_ATTACHERS_LOST 1u
+
+struct sg_rec_attacher {
+	uint32_t pid; /* in the record's pidns */
+	uint32_t pad;
+	uint64_t start_ticks;
+};
 
 struct sg_creator_rec {
 	uint64_t ino;
@@ -34,6 +46,9 @@ struct sg_creator_rec {
 	uint32_t pid;
 	uint32_t parent_pid; /* its parent when it created the file, 0 unknown */
 	uint32_t flags;      /* SG_REC_* */
+	uint32_t nattachers;
+	uint32_t pad;
+	struct sg_rec_attacher attachers[SG_REC_ATTACHERS];
 	char comm[16];
 	char name[SG_REC_NAME_MAX];      /* in its root; "" unknown */
 	char cgroup[SG_REC_CGROUP_MAX];  /* path below the cgroup2 root; "" unknown or too long */
@@ -63,6 +78,14 @@ int sg_store_save(const struct sg_creator_store *s, int dfd, char *err, size_t e
 
 /* Adds r, replacing an older record of the same (kdev, ino); -1 when full. */
 int sg_store_put(struct sg_creator_store *s, const struct sg_creator_rec *r);
+
+/* The record of (kdev, ino) while unsorted (watch adds), or NULL. */
+struct sg_creator_rec *sg_store_lookup(struct sg_creator_store *s, uint32_t kdev, uint64_t ino);
+
+/* Counts the process pid (started at start_ticks; pid 0: one watch could
+ * not name) as one that opened r's file, unless it is r's creator or
+ * counted already.  Returns whether r changed. */
+bool sg_rec_attach(struct sg_creator_rec *r, uint32_t pid, uint64_t start_ticks);
 
 /* Sorts for sg_store_find(). */
 void sg_store_index(struct sg_creator_store *s);

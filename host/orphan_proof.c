@@ -63,9 +63,21 @@ struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const s
 	else if (!is_host_init(r->parent_pid) && f->parent != CREATOR_DEAD)
 		v.missing = "cannot tell whether the process that started its creator runs (its cgroup is shared "
 			    "or cannot be checked)";
+	else if (r->flags & SG_REC_ATTACHERS_LOST)
+		v.missing = "more processes opened it than were recorded, and may use the name again (its cgroup is "
+			    "shared or cannot be checked)";
+	else if (f->attachers_alive)
+		v.missing = "a process that opened it runs, and may use the name again (its cgroup is shared or "
+			    "cannot be checked)";
+	else if (f->attachers_unknown)
+		v.missing = "cannot tell whether a process that opened it runs (its cgroup is shared or cannot be "
+			    "checked)";
+	else if (r->nattachers)
+		v.proof = "its creator, the process that started it and every process that opened it are dead (its "
+			  "cgroup is shared or cannot be checked)";
 	else
-		v.proof = "its creator and the process that started it are dead (its cgroup is shared or cannot "
-			  "be checked)";
+		v.proof = "its creator and the process that started it are dead, and no other process opened it "
+			  "(its cgroup is shared or cannot be checked)";
 	if (v.proof && f->holders)
 		v.missing = "a live process has it open or mapped";
 	else if (v.proof && f->unreadable && !ignore_unreadable)
@@ -100,6 +112,14 @@ void sg_orphan_gather(const struct sg_creator_rec *r, struct sg_creators *c, int
 	f->cgroup = r->cgroup_id ? sg_cgroup_state(r->cgroup_id) : SG_CGROUP_UNKNOWN;
 	f->creator = process_state(c, r->pid, r->start_ticks, r->pidns);
 	f->parent = process_state(c, r->parent_pid, r->parent_start_ticks, r->pidns);
+	for (uint32_t i = 0; i < r->nattachers && i < SG_REC_ATTACHERS; i++) {
+		enum sg_creator_state s = process_state(c, r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns);
+
+		if (s == CREATOR_ALIVE)
+			f->attachers_alive++;
+		else if (s != CREATOR_ALIVE && s != CREATOR_DEAD)
+			f->attachers_unknown++;
+	}
 }
 
 const struct sg_creator_rec *sg_orphan_record(const struct sg_creator_store *s, const struct sg_shm_file *f)

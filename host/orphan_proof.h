@@ -9,8 +9,10 @@
  *     that could have been handed the name is gone with it), or, where
  *     that cgroup is shared with unrelated processes (sg_cgroup_shared) or
  *     cannot be asked about (no id recorded, no cgroup2 mount, no privilege),
- *   - the shared-cgroup proof: the creator and the process that started
- *     it are both dead (pid and start time; a reused pid is dead).
+ *   - the shared-cgroup proof: the creator, the process that started it
+ *     and every process that opened the file (its attachers, as watch
+ *     recorded them) are dead (pid and start time; a reused pid is dead);
+ *     a file with more attachers than were recorded is never proven so.
  * Anything unknown (no cgroup id, no start time, another pid namespace,
  * processes /proc would not show) is never taken as proof. */
 #ifndef SHMGUARD_ORPHAN_PROOF_H
@@ -18,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cgroup_ids.h"
 #include "creator_store.h"
@@ -30,6 +33,7 @@ struct sg_orphan_facts {
 	unsigned unreadable; /* processes whose files could not be read */
 	enum sg_cgroup_state cgroup;
 	enum sg_creator_state creator, parent;
+	unsigned attachers_alive, attachers_unknown; /* of the record's attachers */
 };
 
 struct sg_orphan_verdict {

@@ -365,6 +365,7 @@ check_node() {
 # of its own, make a file; watch records their creators from the kernel's
 # view (cgroup id, start time).  One is killed and its cgroup removed: sweep
 # --dead reclaims its file, whose instance is gone, and keeps the other's.
+# A reader that opens the live one is recorded as its attacher.
 # in_cgroup CGROUP COMMAND...: COMMAND in CGROUP.  Run it with & only: the
 # background shell becomes COMMAND, so that $! is its pid.
 in_cgroup() {
@@ -374,6 +375,7 @@ in_cgroup() {
 	exec sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"
 }
 recorded() { shmguard ls --json 2>/dev/null | grep -c '"creator_state": "alive"' | grep -qx 2; }
+attached() { shmguard ls --json 2>/dev/null | tr -d ' \n' | grep -q '"attachers":\[{"pid"'; }
 check_watch() {
 	p=sgk-watch- cg=$W/cg
 	mkdir -p "$cg"
@@ -398,6 +400,8 @@ check_watch() {
 	if [ -z "${dead:-}" ] || ! until_ready 30 $W/wdead.out ready "$dead" || ! until_ready 30 $W/wlive.out ready "$live" ||
 		! wait_for 30 recorded; then
 		result watch FAIL "the creators were not recorded: $(err_of $W/watch.err)"
+	elif ! cat "/dev/shm/${p}live" >/dev/null || ! wait_for 30 attached; then
+		result watch FAIL "a reader of the live file was not recorded as its attacher: $(err_of $W/watch.err)"
 	else
 		kill -9 "$dead"
 		wait "$dead"
@@ -408,7 +412,7 @@ check_watch() {
 		elif [ ! -e "/dev/shm/${p}live" ]; then
 			result watch FAIL "the live instance's file was swept too"
 		else
-			result watch PASS "a program without the shim: its file reclaimed once its cgroup was gone, a live one's kept ($(tail -n1 $W/wsweep.out))"
+			result watch PASS "a program without the shim: its file reclaimed once its cgroup was gone, a live one's kept and its reader recorded ($(tail -n1 $W/wsweep.out))"
 		fi
 	fi
 	exec 4>&- 5>&-

@@ -291,6 +291,106 @@ Test(orphans, a_segment_handed_to_the_parent_is_kept)
 	cr_expect_str_eq(remaining(), "");
 }
 
+/* The creator record of path, from ls --json (a new reference), or NULL. */
+static json_t *record_of(const char *path)
+{
+	const char *argv[] = {h_bin("SG_CLI"), "ls", "--json", NULL};
+	json_t *r, *f, *found = NULL;
+	json_error_t je;
+	char *out, *err;
+	size_t i;
+
+	cr_assert_eq(h_output(argv, NULL, &out, &err), 0, "%s", err);
+	cr_assert_not_null(r = json_loads(out, 0, &je), "%s", je.text);
+	json_array_foreach(json_object_get(r, "files"), i, f)
+		if (strcmp(json_string_value(json_object_get(f, "path")), path) == 0)
+			found = json_incref(json_object_get(f, "creator_record"));
+	json_decref(r);
+	return json_is_object(found) ? found : NULL;
+}
+
+/* Waits until path's record counts n attachers (and, when lost, "others
+ * not recorded"). */
+static void wait_attachers(const char *path, size_t n, bool lost)
+{
+	long until = h_now_ms() + 10000;
+
+	for (;;) {
+		json_t *rec = record_of(path);
+		bool ok = rec && json_array_size(json_object_get(rec, "attachers")) == n &&
+			  json_is_true(json_object_get(rec, "attachers_lost")) == lost;
+		json_decref(rec);
+		if (ok)
+			return;
+		cr_assert_lt(h_now_ms(), until, "%s: not %zu attachers recorded", path, n);
+		usleep(50000);
+	}
+}
+
+/* In a shared cgroup the instance cannot be told from its neighbours: a
+ * consumer that opened the file and closed it may open it again, so the
+ * file stays while it runs; the creator opening its own file again is no
+ * attacher. */
+Test(orphans, a_consumer_that_opened_a_shared_cgroup_file_keeps_it)
+{
+	const char *fa = shm("shared-seg"), *user = cg_make("user2"), *session = h_str("%s/session-2.scope", user);
+	char *out, *err;
+
+	start_watch();
+	cr_assert_eq(mkdir(session, 0755), 0, "%s", strerror(errno));
+	made[nmade++] = session;
+	/* The creator (an inner shell, which opens it twice) and the shell
+	 * that started it both end. */
+	struct h_proc maker = spawn_in(session, (const char *[]){"/bin/sh", "-c", "/bin/sh -c 'echo data > \"$0\"; cat \"$0\" > /dev/null' \"$0\"; true", fa, NULL});
+	cr_assert_eq(h_finish(&maker, &err), 0, "%s", err);
+	wait_recorded((const char *[]){fa, NULL});
+	/* A consumer elsewhere opens it, closes it, and stays. */
+	struct h_proc consumer = h_spawn((const char *[]){"/bin/sh", "-c", "exec 3< \"$0\"; exec 3<&-; echo ready; read x", fa, NULL}, NULL);
+	cr_assert_str_eq(h_read_line(&consumer, 10000), "ready");
+	/* cat, the creator's second open, was a process of its own: two. */
+	wait_attachers(fa, 2, false);
+
+	out = sweep(false);
+	cr_expect(h_exists(fa), "a file a live consumer opened was swept: %s", out);
+	cr_expect(strstr(out, "a process that opened it runs"), "%s", out);
+	cr_assert_eq(h_output((const char *[]){h_bin("SG_CLI"), "ls", NULL}, NULL, &out, &err), 0, "%s", err);
+	cr_expect(strstr(out, h_str("opened by pid %d (alive)", (int)consumer.pid)) ||
+		  strstr(out, h_str(", pid %d (alive)", (int)consumer.pid)), "%s", out);
+
+	cr_assert_eq(write(consumer.in, "\n", 1), 1);
+	cr_assert_eq(h_finish(&consumer, NULL), 0);
+	out = sweep(false);
+	cr_expect_str_eq(remaining(), "", "everyone who could use it is dead: %s", out);
+	cr_expect(strstr(out, "every process that opened it are dead"), "%s", out);
+}
+
+/* More openers than a record holds: the record says so, and the file is
+ * kept even when every one it knows of is dead. */
+Test(orphans, more_openers_than_recorded_keep_a_shared_cgroup_file)
+{
+	const char *fa = shm("crowded"), *user = cg_make("user3"), *session = h_str("%s/session-3.scope", user);
+	char *err;
+
+	start_watch();
+	cr_assert_eq(mkdir(session, 0755), 0, "%s", strerror(errno));
+	made[nmade++] = session;
+	struct h_proc maker = spawn_in(session, (const char *[]){"/bin/sh", "-c", "/bin/sh -c 'echo data > \"$0\"' \"$0\"; true", fa, NULL});
+	cr_assert_eq(h_finish(&maker, &err), 0, "%s", err);
+	wait_recorded((const char *[]){fa, NULL});
+	for (int i = 0; i < 9; i++) {
+		struct h_proc p = h_spawn((const char *[]){"/bin/sh", "-c", "exec 3< \"$0\"", fa, NULL}, NULL);
+		cr_assert_eq(h_finish(&p, NULL), 0);
+	}
+	wait_attachers(fa, 8, true);
+	char *out = sweep(false);
+	cr_expect(h_exists(fa), "%s", out);
+	cr_expect(strstr(out, "more processes opened it than were recorded"), "%s", out);
+	/* Its cgroup gone (the session ended): the instance proof holds. */
+	cg_stop(session);
+	out = sweep(false);
+	cr_expect_str_eq(remaining(), "", "%s", out);
+}
+
 Test(orphans, an_instance_restarted_in_place_loses_only_its_old_files)
 {
 	const char *py = h_bin("SG_PSM_POOL");

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "creator_store.h"
@@ -146,6 +148,53 @@ Test(orphan, shared_cgroup_needs_creator_and_parent_dead)
 	cr_assert(sg_orphan_judge(&r, &f, false).proven);
 }
 
+Test(orphan, shared_cgroup_needs_every_attacher_dead)
+{
+	struct sg_creator_rec r = own_rec();
+	struct sg_orphan_facts f = gone;
+
+	strcpy(r.cgroup, "/user.slice/user-1000.slice/session-3.scope");
+	f.cgroup = SG_CGROUP_ALIVE;
+	cr_assert(sg_rec_attach(&r, 200, 7));
+	f.attachers_alive = 1; /* a consumer that opened it and closed it, and may open it again */
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "a process that opened it runs"));
+	f.attachers_alive = 0;
+	f.attachers_unknown = 1;
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "cannot tell whether a process that opened"));
+	f.attachers_unknown = 0;
+	struct sg_orphan_verdict v = sg_orphan_judge(&r, &f, false);
+	cr_assert(v.proven, "%s", v.missing);
+	cr_assert_not_null(strstr(v.proof, "every process that opened it"));
+	r.flags |= SG_REC_ATTACHERS_LOST;
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "more processes opened it"));
+	/* Its own cgroup gone: the instance proof does not ask about them. */
+	strcpy(r.cgroup, "/system.slice/app.service");
+	f.cgroup = SG_CGROUP_GONE;
+	f.attachers_alive = 1;
+	cr_assert(sg_orphan_judge(&r, &f, false).proven);
+}
+
+Test(orphan, attachers_are_bounded_and_never_the_creator)
+{
+	struct sg_creator_rec r = own_rec();
+
+	cr_assert_not(sg_rec_attach(&r, r.pid, r.start_ticks), "the creator opening its own file is no attacher");
+	cr_assert(sg_rec_attach(&r, r.pid, r.start_ticks + 1), "its pid reused is");
+	cr_assert_not(sg_rec_attach(&r, r.pid, r.start_ticks + 1), "counted once");
+	for (uint32_t i = 1; i < SG_REC_ATTACHERS; i++)
+		cr_assert(sg_rec_attach(&r, 1000 + i, 3));
+	cr_assert_eq(r.nattachers, SG_REC_ATTACHERS);
+	cr_assert_eq(r.flags & SG_REC_ATTACHERS_LOST, 0);
+	cr_assert(sg_rec_attach(&r, 5000, 3), "one past the bound is lost, and says so");
+	cr_assert_eq(r.nattachers, SG_REC_ATTACHERS);
+	cr_assert(r.flags & SG_REC_ATTACHERS_LOST);
+	cr_assert_not(sg_rec_attach(&r, 5001, 3));
+	struct sg_creator_rec u = own_rec();
+	cr_assert(sg_rec_attach(&u, 0, 0), "one watch could not name");
+	cr_assert(u.flags & SG_REC_ATTACHERS_LOST);
+	cr_assert_eq(u.nattachers, 0);
+}
+
 Test(orphan, own_cgroups_and_hostile_paths)
 {
 	static const char *own[] = {"/system.slice/nginx.service", "/system.slice/docker-0123abcd.scope",
@@ -198,6 +247,25 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	cr_assert(f.inode_same);
 	cr_assert_eq(f.creator, CREATOR_ALIVE);
 	cr_assert_eq(f.parent, CREATOR_UNKNOWN, "no parent recorded is unknown, never dead");
+	/* Attachers: this process (alive), a child reaped (dead), one with a
+	 * start time another namespace's (unknown). */
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	cr_assert_gt(child, 0);
+	uint64_t child_start = 0;
+	cr_assert_eq(sg_proc_start_ticks(child, &child_start), 0);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	r.attachers[0] = (struct sg_rec_attacher){.pid = r.pid, .start_ticks = r.start_ticks};
+	r.attachers[1] = (struct sg_rec_attacher){.pid = (uint32_t)child, .start_ticks = child_start};
+	r.nattachers = 2;
+	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
+	cr_assert_eq(f.attachers_alive, 1);
+	cr_assert_eq(f.attachers_unknown, 0);
+	r.attachers[1].start_ticks = 0;
+	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
+	cr_assert_eq(f.attachers_unknown, 1, "a start time nobody knew names nobody");
+	r.nattachers = 0;
 	r.start_ticks += 1; /* a reused pid is not the creator */
 	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_eq(f.creator, CREATOR_DEAD);
@@ -348,6 +416,13 @@ Test(orphan, store_refuses_hostile_files)
 	memcpy(buf + 12, &(uint32_t){1}, sizeof(uint32_t));
 	plant(buf, (size_t)st.st_size, 0666);
 	cr_assert_eq(sg_store_load(&back, dfd, err, sizeof(err)), -1, "a file others may write is not believed");
+	/* A count of attachers past the bound. */
+	uint32_t many = SG_REC_ATTACHERS + 1;
+	size_t at = 16 + offsetof(struct sg_creator_rec, nattachers);
+	memcpy(buf + at, &many, sizeof(many));
+	plant(buf, (size_t)st.st_size, 0600);
+	cr_assert_eq(sg_store_load(&back, dfd, err, sizeof(err)), -1, "more attachers than a record holds");
+	memcpy(buf + at, &(uint32_t){0}, sizeof(uint32_t));
 	buf[0] = 'X';
 	plant(buf, (size_t)st.st_size, 0600);
 	cr_assert_eq(sg_store_load(&back, dfd, err, sizeof(err)), -1);
