@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The auditor's performance figures (docs/performance.md), side by side in
-# one run: each workload plain, under `shmguard audit`, under an equivalent
-# bpftrace script and under strace -f; then a burst of shm events (dropped
+# one run: each workload plain, under `shmguard audit`, while `shmguard
+# watch` runs (the node service: creators and attachers, every system call's
+# exit traced), under an equivalent bpftrace script and under strace -f; then a burst of shm events (dropped
 # events must be 0), the auditor's memory per tracked file, and the
 # lifecycle and a burst with 1,000,000 followed files.  Needs root.
 #   scripts/bench-audit.sh [--probes P1,P2,...] [ROUNDS]
+#   scripts/bench-audit.sh [--probes P1,P2,...] --rows [ROUNDS]
+#                                    only the side-by-side rows
 #   scripts/bench-audit.sh --large   only the 1,000,000-file part (LIVE=N: N files;
 #                                    PLAIN_S, AUDITED_S: seconds of lifecycle a side)
 # ROUNDS: runs a side (default 7; a few minutes).  --probes: one audited
@@ -21,9 +24,12 @@ fi
 IFS=, read -ra probes <<<"$probes"
 SHMGUARD_DEPS=bench scripts/build.sh
 
-large_only=false
+large_only=false rows_only=false
 if [ "${1:-}" = --large ]; then
 	large_only=true
+	shift
+elif [ "${1:-}" = --rows ]; then
+	rows_only=true
 	shift
 fi
 rounds=${1:-7}
@@ -41,7 +47,7 @@ cleanup() {
 	remove_files "$prefix"
 	# The shim's journals of those files' creators, now orphans.
 	"$cli" sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true
-	rm -f "$json" "/tmp/${prefix}bpftrace.out"
+	rm -rf "$json" "/tmp/${prefix}bpftrace.out" "/tmp/${prefix}watch.err" "/tmp/${prefix}store"
 	! $mounted_tracefs || umount /sys/kernel/tracing || true
 }
 trap cleanup EXIT
@@ -86,6 +92,22 @@ under_bpftrace() {
 	tracer_pid=
 }
 
+# COMMAND... while shmguard watch runs, with a store of its own.
+under_watch() {
+	local err="/tmp/${prefix}watch.err" i
+	mkdir -m 0700 -p "/tmp/${prefix}store"
+	SHMGUARD_STORE_DIR="/tmp/${prefix}store" "$cli" watch 2>"$err" &
+	tracer_pid=$!
+	until grep -q 'recording the creators' "$err" 2>/dev/null; do
+		kill -0 "$tracer_pid" 2>/dev/null || { cat "$err" >&2; return 1; }
+		sleep 0.1
+	done
+	"$@"
+	kill -TERM "$tracer_pid"
+	wait "$tracer_pid" 2>/dev/null || true
+	tracer_pid=
+}
+
 . scripts/bench-common.sh # insn_method, insns, syscalls
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 mean() { awk '{ s += $1 } END { print s / NR }'; }
@@ -93,7 +115,7 @@ ns_of() { awk '$3 == "ns/op" { print $2 }'; }
 
 # row NAME N WORKLOAD ARGS...: N iterations (strace gets N/100: it is that slow).
 row() {
-	local name=$1 n=$2 plain=() bpf=() str=() i k
+	local name=$1 n=$2 plain=() wat=() bpf=() str=() i k
 	shift 2
 	local w=$1
 	shift
@@ -103,6 +125,7 @@ row() {
 		for k in "${probes[@]}"; do
 			aud[$k]+="$(audited --probe "$k" "$bench" "$w" "$n" "$@" | ns_of) "
 		done
+		wat+=("$(under_watch "$bench" "$w" "$n" "$@" | ns_of)")
 		bpf+=("$(under_bpftrace "$bench" "$w" "$n" "$@" | ns_of)")
 		str+=("$(strace -f -qq -o /dev/null "$bench" "$w" $((n / 100)) "$@" | ns_of)")
 	done
@@ -113,6 +136,8 @@ row() {
 		a=$(printf '%s\n' ${aud[$k]} | median)
 		printf ' %9.0f ns %6.3f' "$a" "$(echo "$a / $p" | bc -l)"
 	done
+	a=$(printf '%s\n' "${wat[@]}" | median)
+	printf ' %9.0f ns %6.3f' "$a" "$(echo "$a / $p" | bc -l)"
 	b=$(printf '%s\n' "${bpf[@]}" | median)
 	s=$(printf '%s\n' "${str[@]}" | median)
 	printf ' %9.0f ns %6.3f %10.0f ns %7.1f\n' "$b" "$(echo "$b / $p" | bc -l)" "$s" "$(echo "$s / $p" | bc -l)"
@@ -200,9 +225,10 @@ for k in "${probes[@]}"; do
 	[ "$k" = default ] && k="audited ($("$cli" doctor | sed -n 's/.* with the \([a-z]*\) probe.*/\1/p'))"
 	printf ' %12s %6s' "$k" ratio
 done
-printf ' %12s %6s %13s %7s\n' bpftrace ratio "strace -f" ratio
+printf ' %12s %6s %12s %6s %13s %7s\n' watch ratio bpftrace ratio "strace -f" ratio
 row "open+close outside /dev/shm" 300000 open-close /etc/hostname
 row "segment lifecycle" 20000 lifecycle "$prefix"
+! $rows_only || exit 0
 echo
 echo "burst: two processes each creating and unlinking 300,000 empty files as fast as they can:"
 out=$(audited sh -c "$bench churn 300000 ${prefix}a- & $bench churn 300000 ${prefix}b-; wait")
