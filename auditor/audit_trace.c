@@ -19,6 +19,7 @@ struct audit_tracer {
 	struct ring_buffer *rb; /* the links are the skeleton's own (skel->links) */
 	bool usdt;
 	const char *probe; /* the kind of programs that see files created */
+	const char *attach_probe; /* and opens, or NULL */
 	audit_trace_event_fn *on_event;
 	void *ctx;
 };
@@ -47,6 +48,25 @@ enum probe_kind { PROBE_CTIME, PROBE_FENTRY, PROBE_KPROBE, PROBE_SYSCALLS, NPROB
 static const char *const probe_names[NPROBES] = {"ctime", "fentry", "kprobe", "syscalls"};
 
 const char *const audit_probe_list = "ctime, fentry, kprobe, syscalls";
+
+/* The ways to see opens (attachers), best first: vfs_open costs opens alone,
+ * the system calls' exit costs every system call. */
+enum attach_kind { ATTACH_NONE, ATTACH_FENTRY, ATTACH_KPROBE, ATTACH_EXIT };
+
+static const char *const attach_names[] = {NULL, "fentry", "kprobe", "syscalls"};
+
+/* Those to try with creation probe k, in order, ending with ATTACH_NONE:
+ * the kind the creations use where it has one, else each. */
+static const enum attach_kind *attach_kinds(enum probe_kind k, bool wanted)
+{
+	static const enum attach_kind none[] = {ATTACH_NONE}, fentry[] = {ATTACH_FENTRY, ATTACH_NONE},
+				      kprobe[] = {ATTACH_KPROBE, ATTACH_NONE}, exit_[] = {ATTACH_EXIT, ATTACH_NONE},
+				      any[] = {ATTACH_FENTRY, ATTACH_KPROBE, ATTACH_EXIT, ATTACH_NONE};
+
+	if (!wanted)
+		return none;
+	return k == PROBE_FENTRY ? fentry : k == PROBE_KPROBE ? kprobe : k == PROBE_SYSCALLS ? exit_ : any;
+}
 
 int audit_probe_by_name(const char *name)
 {
@@ -171,10 +191,26 @@ static void detach_all(struct audit_tracer *t)
 	t->skel = NULL;
 }
 
-/* Opens, loads and attaches everything with probe k; on failure nothing is
- * left and why says what went wrong. */
-static int start_probe(struct audit_tracer *t, enum probe_kind k, const struct audit_trace_opts *o, struct btf *btf,
-		       char *why, size_t len)
+/* Loads the program that sees opens the way a asks for; false, with why,
+ * when this kernel's BTF has no vfs_open for fentry. */
+static bool choose_attach(struct audit_bpf *skel, enum attach_kind a, struct btf *btf, char *why, size_t len)
+{
+	bpf_program__set_autoload(skel->progs.fentry_vfs_open, a == ATTACH_FENTRY);
+	bpf_program__set_autoload(skel->progs.kprobe_vfs_open, a == ATTACH_KPROBE);
+	skel->rodata->attach_at_exit = a == ATTACH_EXIT;
+	if (a == ATTACH_EXIT)
+		bpf_program__set_autoload(skel->progs.sys_exit, true);
+	if (a == ATTACH_FENTRY && btf__find_by_name_kind(btf, "vfs_open", BTF_KIND_FUNC) < 0) {
+		snprintf(why, len, "this kernel's BTF lacks vfs_open");
+		return false;
+	}
+	return true;
+}
+
+/* Opens, loads and attaches everything with probe k, and opens seen the way
+ * a asks for; on failure nothing is left and why says what went wrong. */
+static int start_probe(struct audit_tracer *t, enum probe_kind k, enum attach_kind a,
+		       const struct audit_trace_opts *o, struct btf *btf, char *why, size_t len)
 {
 	struct kind_program kp[NPROGRAMS];
 	size_t n;
@@ -194,19 +230,18 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, const struct a
 		snprintf(why, len, "cannot size the event buffer to %u KiB", o->ring_kib);
 		goto fail;
 	}
-	if (!choose_programs(t->skel, k, btf, why, len))
+	if (!choose_programs(t->skel, k, btf, why, len) || !choose_attach(t->skel, a, btf, why, len))
 		goto fail;
 	t->skel->rodata->syscall_creations = k == PROBE_SYSCALLS;
-	t->skel->rodata->report_attach = o->attachers;
-	if (o->attachers)
-		bpf_program__set_autoload(t->skel->progs.sys_exit, true);
 	ret = audit_bpf__load(t->skel);
 	if (ret) {
 		if ((errno == EPERM || ret == -EPERM) && k == PROBE_SYSCALLS)
 			snprintf(why, len, "not allowed to load BPF programs: run as root, or with CAP_BPF, CAP_PERFMON "
 					   "and CAP_SYS_ADMIN (for /proc/PID/map_files)");
-		else if (errno == EPERM || ret == -EPERM)
+		else if ((errno == EPERM || ret == -EPERM) && (k == PROBE_FENTRY || a != ATTACH_FENTRY))
 			snprintf(why, len, "the kernel refuses %s programs (EPERM)", probe_names[k]);
+		else if (errno == EPERM || ret == -EPERM)
+			snprintf(why, len, "the kernel refuses fentry programs (EPERM), for opens");
 		else
 			snprintf(why, len, "cannot load the BPF programs: %s (run with --verbose for libbpf's account)",
 				 strerror(errno));
@@ -221,10 +256,15 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, const struct a
 	for (size_t i = 0; i < n; i++)
 		if (attach(kp[i].prog, kp[i].link, why, len))
 			goto fail;
+	/* (sys_exit, where loaded for the opens, is among the kind programs.) */
+	if (attach(t->skel->progs.fentry_vfs_open, &t->skel->links.fentry_vfs_open, why, len) ||
+	    attach(t->skel->progs.kprobe_vfs_open, &t->skel->links.kprobe_vfs_open, why, len))
+		goto fail;
 	if (attach(t->skel->progs.sched_process_fork, &t->skel->links.sched_process_fork, why, len) ||
 	    attach(t->skel->progs.sched_process_exit, &t->skel->links.sched_process_exit, why, len))
 		goto fail;
 	t->probe = probe_names[k];
+	t->attach_probe = attach_names[a];
 	return 0;
 fail:
 	detach_all(t);
@@ -257,9 +297,13 @@ struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *e
 	/* The first probe that works, or the one asked for; err says why
 	 * each one tried did not. */
 	for (int k = forced < 0 ? 0 : forced; k < (forced < 0 ? NPROBES : forced + 1); k++) {
+		const enum attach_kind *a = attach_kinds((enum probe_kind)k, o->attachers);
 		char why[200];
 
-		if (start_probe(t, (enum probe_kind)k, o, btf, why, sizeof(why)) == 0)
+		/* The opens too, the best way this kernel allows with probe k. */
+		while (start_probe(t, (enum probe_kind)k, *a, o, btf, why, sizeof(why)) < 0 && a[1] != ATTACH_NONE)
+			a++;
+		if (t->skel)
 			break;
 		if (forced >= 0)
 			snprintf(err, errlen, "the probe '%s' is not available here: %s", probe_names[k], why);
@@ -343,6 +387,11 @@ uint64_t audit_trace_dropped(struct audit_tracer *t)
 bool audit_trace_has_usdt(struct audit_tracer *t)
 {
 	return t->usdt;
+}
+
+const char *audit_trace_attach_probe(struct audit_tracer *t)
+{
+	return t->attach_probe;
 }
 
 const char *audit_trace_probe(struct audit_tracer *t)

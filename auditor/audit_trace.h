@@ -28,7 +28,7 @@ struct audit_trace_opts {
 	unsigned nroots;
 	bool discover;      /* report tmpfs devices not followed (SG_AUDIT_NEW_DEV events) */
 	bool follow_tree;   /* only the processes audit_trace_follow() names, and theirs */
-	bool attachers;     /* report opens of followed files (SG_AUDIT_ATTACH): every system call's exit is traced */
+	bool attachers;     /* report opens of followed files (SG_AUDIT_ATTACH) */
 	const char *shim;   /* the shim whose USDT tags to follow, or NULL */
 	const char *probe;  /* forced, or NULL: the best this kernel allows */
 	unsigned ring_kib;  /* the event buffer, a power of two; 0: the default */
@@ -70,6 +70,10 @@ bool audit_trace_has_usdt(struct audit_tracer *t);
 
 /* The probe chosen: ctime, fentry, kprobe or syscalls. */
 const char *audit_trace_probe(struct audit_tracer *t);
+
+/* How opens are seen with attachers: fentry or kprobe (on vfs_open) or
+ * syscalls (every system call's exit); NULL without. */
+const char *audit_trace_attach_probe(struct audit_tracer *t);
 
 void audit_trace_stop(struct audit_tracer *t);
 

@@ -12,8 +12,9 @@
  *   syscalls  the exit of every system call (raw tracepoint): works
  *             everywhere, but slows every system call of every process, so
  *             it leaves at the first test that fails.
- * The same exit also reports the opens of followed files that did not
- * create them, with any probe, when userspace asks (watch's attachers). */
+ * The opens of followed files that did not create them (watch's attachers)
+ * are seen where userspace asks, by a program of their own on vfs_open
+ * (fentry or kprobe: opens alone pay), else by the syscalls' exit. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -28,9 +29,10 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool discover = false; /* report tmpfs devices not followed (SG_AUDIT_NEW_DEV) */
 const volatile bool follow_tree = false; /* only count creations by the traced tree */
 /* What the exit of an open reports: the files it created (the syscalls
- * probe), and the followed files it opened without creating them. */
+ * probe), and the followed files it opened without creating them (where no
+ * probe on vfs_open is allowed). */
 const volatile bool syscall_creations = false;
-const volatile bool report_attach = false;
+const volatile bool attach_at_exit = false;
 /* The auditor's pid namespace (its nsfs inode): every process id this side
  * uses or sends is the one that namespace gives, so that it matches what
  * the auditor forks and sees in its /proc; 0 for a process outside it. */
@@ -106,6 +108,7 @@ struct {
 #define S_IFREG 0100000
 #define FMODE_CREATED 0x100000 /* the open created the file (4.19 and later) */
 #define FMODE_PATH 0x4000       /* an O_PATH descriptor: no access to the contents */
+#define O_PATH 010000000        /* in f_flags before vfs_open sets f_mode */
 
 #define TMPFS_MAGIC 0x01021994
 
@@ -454,19 +457,6 @@ int BPF_KPROBE(kprobe_d_move, struct dentry *d, struct dentry *target)
 	return on_move(d, target);
 }
 
-/* ---- syscalls: the exit of every system call of every process. ---- */
-
-static __always_inline long syscall_nr(struct pt_regs *regs)
-{
-#if defined(__TARGET_ARCH_x86)
-	return BPF_CORE_READ(regs, orig_ax);
-#elif defined(__TARGET_ARCH_arm64)
-	return BPF_CORE_READ(regs, syscallno);
-#else
-#error "syscall_nr: unknown architecture"
-#endif
-}
-
 /* An open of a file in a root that did not create it. */
 static __always_inline void report_attached(struct inode *inode, struct dentry *d)
 {
@@ -488,6 +478,45 @@ static __always_inline void report_attached(struct inode *inode, struct dentry *
 	submit(e);
 }
 
+/* ---- attachers: vfs_open, as a file is being opened (not O_PATH). ---- */
+
+static __always_inline int on_vfs_open(const struct path *path, struct file *file)
+{
+	struct dentry *d = BPF_CORE_READ(path, dentry);
+	struct inode *inode = BPF_CORE_READ(d, d_inode);
+
+	/* A creation has FMODE_CREATED by now; its creator is recorded already. */
+	if (!(BPF_CORE_READ(file, f_mode) & FMODE_CREATED) && !(BPF_CORE_READ(file, f_flags) & O_PATH) &&
+	    followed(inode))
+		report_attached(inode, d);
+	return 0;
+}
+
+SEC("fentry/vfs_open")
+int BPF_PROG(fentry_vfs_open, const struct path *path, struct file *file)
+{
+	return on_vfs_open(path, file);
+}
+
+SEC("kprobe/vfs_open")
+int BPF_KPROBE(kprobe_vfs_open, const struct path *path, struct file *file)
+{
+	return on_vfs_open(path, file);
+}
+
+/* ---- syscalls: the exit of every system call of every process. ---- */
+
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ(regs, syscallno);
+#else
+#error "syscall_nr: unknown architecture"
+#endif
+}
+
 /* An open that returned fd: the file it created, if it created one and
  * creations are seen here; a followed file it opened, if attachers are
  * (an O_PATH open, as ls makes, only looks at it). */
@@ -505,7 +534,7 @@ static __always_inline void on_open(long fd)
 	if (mode & FMODE_CREATED) {
 		if (syscall_creations && created_followed(inode))
 			report_create(inode, BPF_CORE_READ(file, f_path.dentry));
-	} else if (report_attach && !(mode & FMODE_PATH) && followed(inode)) {
+	} else if (attach_at_exit && !(mode & FMODE_PATH) && followed(inode)) {
 		report_attached(inode, BPF_CORE_READ(file, f_path.dentry));
 	}
 }

@@ -55,6 +55,7 @@ struct watch {
 	struct pending *pending;
 	size_t npending;
 	bool said_full; /* that a file could not be recorded for want of room */
+	bool attachers; /* opens are followed (not --no-attachers) */
 };
 
 static volatile sig_atomic_t stop;
@@ -68,7 +69,7 @@ static void on_signal(int sig)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: shmguard watch [--root DIR]... [--probe NAME]\n\n"
+		"Usage: shmguard watch [--root DIR]... [--probe NAME] [--no-attachers]\n\n"
 		"Records who creates each file in the shm roots, as the kernel sees it (eBPF): the\n"
 		"process and its start time, its parent, pid namespace, cgroup and command, the file's\n"
 		"device, inode and name, and the other processes that open it (its attachers, up to\n"
@@ -78,6 +79,9 @@ static void usage(FILE *out)
 		"a reboot forgets; those of files that are gone are dropped.\n\n"
 		"  --root DIR       a shm root to follow instead of /dev/shm (repeatable)\n"
 		"  --probe NAME     how to see files created: %s (default: the best this kernel allows)\n"
+		"  --no-attachers   do not follow opens (on vfs_open where the kernel allows it, else at\n"
+		"                   every system call's exit); a file in a shared cgroup is then removed\n"
+		"                   only once that cgroup is gone\n"
 		"  -h, --help       show this help\n"
 		"  -V, --version    print the version\n\n"
 		"Exit status: 0 stopped by a signal; 1 the tracer or the records could not be set up;\n"
@@ -141,6 +145,8 @@ static void on_create(struct watch *w, const struct sg_audit_create *e, size_t s
 	name[len] = '\0';
 	/* What the event says of its creator. */
 	sg_watch_creator(&r, e);
+	if (!w->attachers)
+		r.flags |= SG_REC_ATTACHERS_UNSEEN;
 	if (len && !strchr(name, '/') && root != (unsigned)-1) {
 		named(w, &r, root, name);
 		return;
@@ -361,7 +367,8 @@ static int parse(int argc, char **argv, struct watch *w, const char **probe)
 {
 	static const struct option opts[] = {
 		{"root", required_argument, NULL, 'R'}, {"probe", required_argument, NULL, 'p'},
-		{"help", no_argument, NULL, 'h'},       {"version", no_argument, NULL, 'V'},
+		{"no-attachers", no_argument, NULL, 'A'}, {"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	int c;
@@ -377,6 +384,7 @@ static int parse(int argc, char **argv, struct watch *w, const char **probe)
 				return cli_usage_fail(-1, "watch", "unknown probe '%s' (%s)", optarg, audit_probe_list);
 			*probe = optarg;
 			break;
+		case 'A': w->attachers = false; break;
 		case 'h': usage(stdout); return 1;
 		case 'V': cli_version(); return 1;
 		default: return cli_try_help(-1, "watch");
@@ -390,8 +398,8 @@ static int parse(int argc, char **argv, struct watch *w, const char **probe)
 
 int cmd_watch(int argc, char **argv)
 {
-	struct watch w = {.sd = -1};
-	struct audit_trace_opts t = {.follow_tree = false, .attachers = true, .on_event = on_event, .ctx = &w};
+	struct watch w = {.sd = -1, .attachers = true};
+	struct audit_trace_opts t = {.follow_tree = false, .on_event = on_event, .ctx = &w};
 	struct audit_tracer *tracer = NULL;
 	struct sigaction sa = {.sa_handler = on_signal};
 	uint64_t last_save = 0, last_prune = 0, dropped = 0;
@@ -412,6 +420,7 @@ int cmd_watch(int argc, char **argv)
 	if (!(w.pending = calloc(MAX_PENDING, sizeof(*w.pending))) || open_roots(&w) < 0 || open_store(&w) < 0)
 		goto cleanup;
 	prune(&w);
+	t.attachers = w.attachers;
 	t.nroots = w.roots.n;
 	for (unsigned r = 0; r < w.roots.n; r++)
 		trace_roots[r] = (struct audit_trace_root){w.kdev[r], w.dir_ino[r]};
@@ -422,9 +431,10 @@ int cmd_watch(int argc, char **argv)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	fprintf(stderr, "shmguard watch: recording the creators of new files in %u %s (probe %s) into %s\n",
+	fprintf(stderr, "shmguard watch: recording the creators of new files in %u %s (probe %s)%s%s%s into %s\n",
 		SG_PLURAL(w.roots.n, "root", "roots"), audit_trace_probe(tracer),
-		sg_text_escape(sg_store_dir(), esc, sizeof(esc)));
+		w.attachers ? " and who opens them (probe " : "", w.attachers ? audit_trace_attach_probe(tracer) : "",
+		w.attachers ? ")" : "", sg_text_escape(sg_store_dir(), esc, sizeof(esc)));
 	while (!stop) {
 		struct pollfd p = {.fd = audit_trace_fd(tracer), .events = POLLIN};
 		uint64_t now;

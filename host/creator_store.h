@@ -26,6 +26,9 @@
 /* Some process that opened the file is not among its attachers (room ran
  * out, or watch could not name it): the proof that needs them all fails. */
 #define SG_REC_ATTACHERS_LOST 1u
+/* watch ran without following opens (--no-attachers): nobody knows who
+ * opened the file, which fails that proof too. */
+#define SG_REC_ATTACHERS_UNSEEN 2u
 
 struct sg_rec_attacher {
 	uint32_t pid; /* in the record's pidns */

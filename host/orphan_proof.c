@@ -63,6 +63,9 @@ struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const s
 	else if (!is_host_init(r->parent_pid) && f->parent != CREATOR_DEAD)
 		v.missing = "cannot tell whether the process that started its creator runs (its cgroup is shared "
 			    "or cannot be checked)";
+	else if (r->flags & SG_REC_ATTACHERS_UNSEEN)
+		v.missing = "watch did not follow who opened it (--no-attachers), and its cgroup is shared or cannot be "
+			    "checked";
 	else if (r->flags & SG_REC_ATTACHERS_LOST)
 		v.missing = "more processes opened it than were recorded, and may use the name again (its cgroup is "
 			    "shared or cannot be checked)";

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The auditor's performance figures (docs/performance.md), side by side in
 # one run: each workload plain, under `shmguard audit`, while `shmguard
-# watch` runs (the node service: creators and attachers, every system call's
-# exit traced), under an equivalent bpftrace script and under strace -f; then a burst of shm events (dropped
+# watch` runs (the node service: creators and attachers; and, as `watch -A`,
+# with --no-attachers), under an equivalent bpftrace script and under strace -f; then a burst of shm events (dropped
 # events must be 0), the auditor's memory per tracked file, and the
 # lifecycle and a burst with 1,000,000 followed files.  Needs root.
 #   scripts/bench-audit.sh [--probes P1,P2,...] [ROUNDS]
@@ -92,11 +92,12 @@ under_bpftrace() {
 	tracer_pid=
 }
 
-# COMMAND... while shmguard watch runs, with a store of its own.
+# [--no-attachers] COMMAND... while shmguard watch runs, with a store of its own.
 under_watch() {
-	local err="/tmp/${prefix}watch.err" i
+	local err="/tmp/${prefix}watch.err" opts=()
+	[ "$1" != --no-attachers ] || { opts=(--no-attachers); shift; }
 	mkdir -m 0700 -p "/tmp/${prefix}store"
-	SHMGUARD_STORE_DIR="/tmp/${prefix}store" "$cli" watch 2>"$err" &
+	SHMGUARD_STORE_DIR="/tmp/${prefix}store" "$cli" watch "${opts[@]}" 2>"$err" &
 	tracer_pid=$!
 	until grep -q 'recording the creators' "$err" 2>/dev/null; do
 		kill -0 "$tracer_pid" 2>/dev/null || { cat "$err" >&2; return 1; }
@@ -115,7 +116,7 @@ ns_of() { awk '$3 == "ns/op" { print $2 }'; }
 
 # row NAME N WORKLOAD ARGS...: N iterations (strace gets N/100: it is that slow).
 row() {
-	local name=$1 n=$2 plain=() wat=() bpf=() str=() i k
+	local name=$1 n=$2 plain=() wat=() wna=() bpf=() str=() i k
 	shift 2
 	local w=$1
 	shift
@@ -126,6 +127,7 @@ row() {
 			aud[$k]+="$(audited --probe "$k" "$bench" "$w" "$n" "$@" | ns_of) "
 		done
 		wat+=("$(under_watch "$bench" "$w" "$n" "$@" | ns_of)")
+		wna+=("$(under_watch --no-attachers "$bench" "$w" "$n" "$@" | ns_of)")
 		bpf+=("$(under_bpftrace "$bench" "$w" "$n" "$@" | ns_of)")
 		str+=("$(strace -f -qq -o /dev/null "$bench" "$w" $((n / 100)) "$@" | ns_of)")
 	done
@@ -136,8 +138,9 @@ row() {
 		a=$(printf '%s\n' ${aud[$k]} | median)
 		printf ' %9.0f ns %6.3f' "$a" "$(echo "$a / $p" | bc -l)"
 	done
-	a=$(printf '%s\n' "${wat[@]}" | median)
-	printf ' %9.0f ns %6.3f' "$a" "$(echo "$a / $p" | bc -l)"
+	for a in "$(printf '%s\n' "${wat[@]}" | median)" "$(printf '%s\n' "${wna[@]}" | median)"; do
+		printf ' %9.0f ns %6.3f' "$a" "$(echo "$a / $p" | bc -l)"
+	done
 	b=$(printf '%s\n' "${bpf[@]}" | median)
 	s=$(printf '%s\n' "${str[@]}" | median)
 	printf ' %9.0f ns %6.3f %10.0f ns %7.1f\n' "$b" "$(echo "$b / $p" | bc -l)" "$s" "$(echo "$s / $p" | bc -l)"
@@ -225,7 +228,7 @@ for k in "${probes[@]}"; do
 	[ "$k" = default ] && k="audited ($("$cli" doctor | sed -n 's/.* with the \([a-z]*\) probe.*/\1/p'))"
 	printf ' %12s %6s' "$k" ratio
 done
-printf ' %12s %6s %12s %6s %13s %7s\n' watch ratio bpftrace ratio "strace -f" ratio
+printf ' %12s %6s %12s %6s %12s %6s %13s %7s\n' watch ratio "watch -A" ratio bpftrace ratio "strace -f" ratio
 row "open+close outside /dev/shm" 300000 open-close /etc/hostname
 row "segment lifecycle" 20000 lifecycle "$prefix"
 ! $rows_only || exit 0

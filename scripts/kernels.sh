@@ -8,7 +8,7 @@
 # expectations below and prints a kernel x check table.
 #
 #   scripts/kernels.sh [--build DIR] [--kernels 5.10,6.1,6.12,host]
-#                      [--checks facts,abort,ls,dead,audit,gate,pidns,node,watch]
+#                      [--checks facts,abort,ls,dead,audit,gate,pidns,node,watch,watch-kprobe]
 #                      [--audit-args 'ARGS'] [--jobs N] [--timeout S]
 #                      [--refresh] [--markdown]
 #
@@ -41,11 +41,12 @@ cd "$(dirname "$0")/.."
 expected_failures='
 host  probe-fentry  this machine refuses fentry programs (EPERM)
 host  probe-kprobe  the kernel here is built without kprobes
+host  watch-kprobe  the kernel here is built without kprobes
 '
 
 usage() { sed -n '/^#   scripts/,/^# --markdown/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
-build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate,probe-fentry,probe-kprobe,probe-syscalls,pidns,node,watch audit_args=''
+build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,gate,probe-fentry,probe-kprobe,probe-syscalls,pidns,node,watch,watch-kprobe audit_args=''
 jobs=4 timeout=150 refresh=0 markdown=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -323,7 +324,8 @@ total=$((SECONDS - t0))
 # shellcheck disable=SC2016 # the backquotes are Markdown's
 declare -A label=([abort]='shim abort sweep' [ls]='`ls` attribution' [dead]='`sweep --dead`'
 	[audit]='`audit` KiB/abort' [gate]='gate exit codes' [pidns]='`audit` in a pid namespace'
-	[node]="node mode: a pod's /dev/shm" [watch]='`watch`: programs without the shim')
+	[node]="node mode: a pod's /dev/shm" [watch]='`watch`: programs without the shim'
+	[watch-kprobe]='`watch --probe kprobe`')
 declare -A suite=([5.10]=bullseye [6.1]=bookworm [6.12]=bookworm-backports)
 markdown_table() {
 	local k c v cell types head='| kernel |' rule='|---|'

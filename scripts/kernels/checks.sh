@@ -377,42 +377,45 @@ in_cgroup() {
 recorded() { shmguard ls --json 2>/dev/null | grep -c '"creator_state": "alive"' | grep -qx 2; }
 attached() { shmguard ls --json 2>/dev/null | tr -d ' \n' | grep -q '"attachers":\[{"pid"'; }
 check_watch() {
-	p=sgk-watch- cg=$W/cg
+	check=$1 p=sgk-$1- cg=$W/$1-cg live= dead=
+	shift
 	mkdir -p "$cg"
 	if ! mount -t cgroup2 none "$cg" 2>/dev/null || ! mkdir "$cg/sgk-dead" "$cg/sgk-live"; then
-		result watch FAIL "no cgroup2 to put the programs in"
+		result "$check" FAIL "no cgroup2 to put the programs in"
 		return
 	fi
-	SHMGUARD_STORE_DIR=$W/store
+	SHMGUARD_STORE_DIR=$W/$check-store
 	export SHMGUARD_STORE_DIR
-	start watch shmguard watch
+	start "$check" shmguard watch "$@"
 	watcher=$pid
-	mkfifo $W/wlive.in
-	if wait_for 60 grep -q 'recording the creators' "$W/watch.err"; then
-		in_cgroup "$cg/sgk-live" shmtool open "/dev/shm/${p}live" 4096 wait <$W/wlive.in >$W/wlive.out 2>&1 &
+	mkfifo $W/$check-live.in
+	# Started, or gone (a probe this kernel lacks): no need to wait longer.
+	wait_for 60 eval "grep -q 'recording the creators' '$W/$check.err' || ! kill -0 $watcher 2>/dev/null"
+	if grep -q 'recording the creators' "$W/$check.err"; then
+		in_cgroup "$cg/sgk-live" shmtool open "/dev/shm/${p}live" 4096 wait <$W/$check-live.in >$W/$check-live.out 2>&1 &
 		live=$!
-		exec 4>$W/wlive.in
-		mkfifo $W/wdead.in
-		in_cgroup "$cg/sgk-dead" shmtool open "/dev/shm/${p}dead" 8192 wait <$W/wdead.in >$W/wdead.out 2>&1 &
+		exec 4>$W/$check-live.in
+		mkfifo $W/$check-dead.in
+		in_cgroup "$cg/sgk-dead" shmtool open "/dev/shm/${p}dead" 8192 wait <$W/$check-dead.in >$W/$check-dead.out 2>&1 &
 		dead=$!
-		exec 5>$W/wdead.in
+		exec 5>$W/$check-dead.in
 	fi
-	if [ -z "${dead:-}" ] || ! until_ready 30 $W/wdead.out ready "$dead" || ! until_ready 30 $W/wlive.out ready "$live" ||
+	if [ -z "${dead:-}" ] || ! until_ready 30 $W/$check-dead.out ready "$dead" || ! until_ready 30 $W/$check-live.out ready "$live" ||
 		! wait_for 30 recorded; then
-		result watch FAIL "the creators were not recorded: $(err_of $W/watch.err)"
+		result "$check" FAIL "the creators were not recorded: $(err_of $W/$check.err)"
 	elif ! cat "/dev/shm/${p}live" >/dev/null || ! wait_for 30 attached; then
-		result watch FAIL "a reader of the live file was not recorded as its attacher: $(err_of $W/watch.err)"
+		result "$check" FAIL "a reader of the live file was not recorded as its attacher: $(err_of $W/$check.err)"
 	else
 		kill -9 "$dead"
 		wait "$dead"
 		rmdir "$cg/sgk-dead"
-		shmguard sweep --dead $sweep_args >$W/wsweep.out 2>&1
+		shmguard sweep --dead $sweep_args >$W/$check-sweep.out 2>&1
 		if [ -e "/dev/shm/${p}dead" ]; then
-			result watch FAIL "the dead instance's file is still there: $(grep -h "${p}dead" $W/wsweep.out | cut -c1-200)"
+			result "$check" FAIL "the dead instance's file is still there: $(grep -h "${p}dead" $W/$check-sweep.out | cut -c1-200)"
 		elif [ ! -e "/dev/shm/${p}live" ]; then
-			result watch FAIL "the live instance's file was swept too"
+			result "$check" FAIL "the live instance's file was swept too"
 		else
-			result watch PASS "a program without the shim: its file reclaimed once its cgroup was gone, a live one's kept and its reader recorded ($(tail -n1 $W/wsweep.out))"
+			result "$check" PASS "a program without the shim: its file reclaimed once its cgroup was gone, a live one's kept and its reader recorded, opens by $(sed -n 's/.*who opens them (probe \([a-z]*\)).*/\1/p' "$W/$check.err") ($(tail -n1 $W/$check-sweep.out))"
 		fi
 	fi
 	exec 4>&- 5>&-
@@ -442,7 +445,9 @@ mounts
 for c in $SGK_CHECKS; do
 	case $c in
 	facts) facts ;;
-	abort | ls | dead | audit | gate | pidns | node | watch) "check_$c" ;;
+	abort | ls | dead | audit | gate | pidns | node) "check_$c" ;;
+	watch) check_watch watch ;;
+	watch-kprobe) check_watch watch-kprobe --probe kprobe ;;
 	probe-fentry | probe-kprobe | probe-syscalls) check_probe "$c" ;;
 	*) result "$c" SKIP "no such check" ;;
 	esac

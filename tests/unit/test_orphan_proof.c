@@ -167,6 +167,9 @@ Test(orphan, shared_cgroup_needs_every_attacher_dead)
 	cr_assert_not_null(strstr(v.proof, "every process that opened it"));
 	r.flags |= SG_REC_ATTACHERS_LOST;
 	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "more processes opened it"));
+	r.flags = SG_REC_ATTACHERS_UNSEEN; /* watch --no-attachers */
+	r.nattachers = 0;
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "did not follow who opened it"));
 	/* Its own cgroup gone: the instance proof does not ask about them. */
 	strcpy(r.cgroup, "/system.slice/app.service");
 	f.cgroup = SG_CGROUP_GONE;
