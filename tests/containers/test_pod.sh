@@ -86,12 +86,14 @@ mount -t tmpfs -o size=64m,mode=1777 "sgc-$$" "$dshm" || { echo "FAIL: no tmpfs"
 # their creator alive until killed), and four of which 1 and 3 are
 # aborted, which its log says once all are made: 1 in a line of 20 kB,
 # longer than the runtime's buffer, so that the runtime writes it in parts
-# (P) that only joined hold both "ABORT" and the ID.
+# (P) that only joined hold both "ABORT" and the ID.  The held requests'
+# pipeline says nothing on stdout: a line of its own, written while the long
+# one is, would land between that one's parts (as the runtime saw it once).
 read -r -d '' server <<'SCRIPT'
 k=$(( $(cat /dev/shm/starts 2>/dev/null || echo 0) + 1 ))
 echo $k >/dev/shm/starts
 p=sgc-s$k-
-sleep 100000 | /usr/bin/shmpipe --prefix ${p}hold --requests 2 --hold 2 --wait-stdin &
+sleep 100000 | /usr/bin/shmpipe --prefix ${p}hold --requests 2 --hold 2 --wait-stdin >/dev/null &
 sleep 100000 | /usr/bin/shmpipe --prefix ${p}ab --requests 4 --abort-every 2 --wait-stdin | while read -r l; do
 	echo "$l"
 	case $l in done*)
