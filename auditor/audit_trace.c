@@ -171,6 +171,9 @@ static int attach(struct bpf_program *prog, struct bpf_link **link, char *why, s
 	return 0;
 }
 
+/* The initial pid namespace's inode (include/linux/proc_ns.h). */
+#define PROC_PID_INIT_INO 0xEFFFFFFCu
+
 /* The pid namespace the auditor runs in: the kernel side numbers
  * processes as it does (audit.bpf.c's seen_tgid). */
 static int own_pidns(uint32_t *ino, char *why, size_t len)
@@ -225,6 +228,7 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, enum attach_ki
 	t->skel->rodata->follow_tree = o->follow_tree;
 	if (own_pidns(&t->skel->rodata->pidns_ino, why, len) < 0)
 		goto fail;
+	t->skel->rodata->pidns_is_initial = t->skel->rodata->pidns_ino == PROC_PID_INIT_INO;
 	set_syscalls(t->skel);
 	if (o->ring_kib && bpf_map__set_max_entries(t->skel->maps.events, o->ring_kib * 1024) < 0) {
 		snprintf(why, len, "cannot size the event buffer to %u KiB", o->ring_kib);

@@ -37,6 +37,9 @@ const volatile bool attach_at_exit = false;
  * uses or sends is the one that namespace gives, so that it matches what
  * the auditor forks and sees in its /proc; 0 for a process outside it. */
 const volatile __u32 pidns_ino = 0;
+/* That namespace is the initial one: its numbers are the kernel's own
+ * (task->tgid), read without walking a task's pid levels. */
+const volatile bool pidns_is_initial = false;
 /* The system calls the syscalls probe follows, as this architecture numbers
  * them (-1: it has no such call). */
 const volatile long nr_open = -1, nr_creat = -1, nr_openat = -1, nr_openat2 = -1;
@@ -125,9 +128,12 @@ static __always_inline bool on_shm_dev(__u32 dev)
  * namespace; 0 when the task is not in it or a namespace below it. */
 static __always_inline __u32 seen_tgid(struct task_struct *task)
 {
-	struct pid *pid = BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]);
+	struct pid *pid;
 	unsigned int level;
 
+	if (pidns_is_initial)
+		return BPF_CORE_READ(task, tgid);
+	pid = BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]);
 	if (!pid)
 		return 0;
 	level = BPF_CORE_READ(pid, level);
@@ -139,6 +145,8 @@ static __always_inline __u32 seen_tgid(struct task_struct *task)
 
 static __always_inline __u32 current_tgid(void)
 {
+	if (pidns_is_initial)
+		return bpf_get_current_pid_tgid() >> 32;
 	return seen_tgid((struct task_struct *)bpf_get_current_task());
 }
 
@@ -360,11 +368,12 @@ static __always_inline bool is_root_dir(__u32 dev, __u64 ino)
  * outside the roots' directories (it may be on its way into one). */
 static __always_inline int on_ctime(struct inode *inode)
 {
+	unsigned int nlink = BPF_CORE_READ(inode, __i_nlink);
 	struct hlist_node *alias;
 	struct dentry *d;
 	__u32 dev;
 
-	if (!BPF_CORE_READ(inode, __i_nlink))
+	if (!nlink)
 		return 0;
 	if (!followed(inode)) {
 		if (discover && !BPF_CORE_READ(inode, i_dentry.first))
@@ -378,7 +387,7 @@ static __always_inline int on_ctime(struct inode *inode)
 	}
 	d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
 	dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	if (BPF_CORE_READ(inode, __i_nlink) < 2 && is_root_dir(dev, BPF_CORE_READ(d, d_parent, d_inode, i_ino)))
+	if (nlink < 2 && is_root_dir(dev, BPF_CORE_READ(d, d_parent, d_inode, i_ino)))
 		return 0;
 	for (int i = 0; i < MAX_ALIASES && alias; i++) {
 		d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
