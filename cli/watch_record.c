@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cgroup_ids.h"
+#include "clock.h"
 #include "journal.h"
 #include "procstat.h"
 
@@ -21,6 +22,20 @@ static uint64_t ticks_of(uint64_t ns)
 	return ns / (1000000000ull / (uint64_t)hz);
 }
 
+/* A program creating many files is asked about once: the last creator's
+ * pid namespace (a process never changes its own) and the last cgroup's
+ * path (an id is never given twice within a boot; a cgroup renamed keeps
+ * its id, so the path is believed for CACHE_NS only). */
+#define CACHE_NS 1000000000ull
+static struct {
+	uint32_t pid;
+	uint64_t start_ticks, pidns;
+} last_process;
+static struct {
+	uint64_t id, until_ns;
+	char path[SG_REC_CGROUP_MAX];
+} last_cgroup;
+
 /* The pid namespace of pid, if pid is still the process that started at
  * start_ticks; 0 otherwise. */
 static uint64_t pidns_of(uint32_t pid, uint64_t start_ticks)
@@ -29,10 +44,33 @@ static uint64_t pidns_of(uint32_t pid, uint64_t start_ticks)
 	struct stat st;
 	uint64_t now;
 
+	if (last_process.pid == pid && last_process.start_ticks == start_ticks)
+		return last_process.pidns;
 	snprintf(path, sizeof(path), "/proc/%u/ns/pid", pid);
 	if (stat(path, &st) < 0 || sg_proc_start_ticks((pid_t)pid, &now) < 0 || now != start_ticks)
 		return 0;
+	last_process.pid = pid;
+	last_process.start_ticks = start_ticks;
+	last_process.pidns = st.st_ino;
 	return st.st_ino;
+}
+
+/* The path of cgroup id into r, or "" when it cannot be read. */
+static void cgroup_of(struct sg_creator_rec *r)
+{
+	uint64_t now = sg_monotonic_ns();
+
+	if (r->cgroup_id && r->cgroup_id == last_cgroup.id && now < last_cgroup.until_ns) {
+		memcpy(r->cgroup, last_cgroup.path, sizeof(r->cgroup));
+		return;
+	}
+	if (sg_cgroup_path(r->cgroup_id, r->cgroup, sizeof(r->cgroup)) < 0) {
+		r->cgroup[0] = '\0';
+		return;
+	}
+	last_cgroup.id = r->cgroup_id;
+	last_cgroup.until_ns = now + CACHE_NS;
+	memcpy(last_cgroup.path, r->cgroup, sizeof(last_cgroup.path));
 }
 
 void sg_watch_creator(struct sg_creator_rec *r, const struct sg_audit_create *e)
@@ -45,8 +83,7 @@ void sg_watch_creator(struct sg_creator_rec *r, const struct sg_audit_create *e)
 	memcpy(r->comm, e->h.comm, sizeof(r->comm) - 1);
 	r->comm[sizeof(r->comm) - 1] = '\0';
 	r->pidns = sg_self_pidns();
-	if (sg_cgroup_path(r->cgroup_id, r->cgroup, sizeof(r->cgroup)) < 0)
-		r->cgroup[0] = '\0';
+	cgroup_of(r);
 	/* A pid outside watch's namespace names nobody it can look for. */
 	if ((r->pid = e->h.tgid) && e->start_ns) {
 		r->start_ticks = ticks_of(e->start_ns);
