@@ -31,6 +31,7 @@ static struct {
 	uint32_t pid;
 	uint64_t start_ticks, pidns;
 } last_process;
+static uint64_t own_pidns;
 static struct {
 	uint64_t id, until_ns;
 	char path[SG_REC_CGROUP_MAX];
@@ -82,7 +83,10 @@ void sg_watch_creator(struct sg_creator_rec *r, const struct sg_audit_create *e)
 	r->cgroup_id = e->h.cgroup_id;
 	memcpy(r->comm, e->h.comm, sizeof(r->comm) - 1);
 	r->comm[sizeof(r->comm) - 1] = '\0';
-	r->pidns = sg_self_pidns();
+	/* watch's own, which it never leaves. */
+	if (!own_pidns)
+		own_pidns = sg_self_pidns();
+	r->pidns = own_pidns;
 	cgroup_of(r);
 	/* A pid outside watch's namespace names nobody it can look for. */
 	if ((r->pid = e->h.tgid) && e->start_ns) {
