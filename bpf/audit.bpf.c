@@ -4,9 +4,9 @@
  * (USDT).  One object carries every way a kernel may offer to see a file
  * being created; userspace chooses one at start (autoload) and the others
  * are never loaded:
- *   ctime     the ctime tracepoints (Linux 6.13): a new inode gets its first
- *             ctime before it has a name; nothing else costs more than a
- *             few reads.
+ *   ctime     the ctime tracepoints (Linux 6.13), BTF-typed (tp_btf): a
+ *             new inode gets its first ctime before it has a name; nothing
+ *             else costs more than a few reads.
  *   fentry    d_instantiate (a name given to an inode: creation or link)
  *   kprobe    and d_move (rename), where the kernel allows them.
  *   syscalls  the exit of every system call (raw tracepoint): works
@@ -397,25 +397,53 @@ static __always_inline int on_ctime(struct inode *inode)
 	return 0;
 }
 
+/* The ctime programs are BTF-typed (tp_btf): the inode's own fields are read
+ * directly, not through a helper call each, and the changes that need
+ * nothing end here: an unlinked inode, a file of a filesystem not followed
+ * that has a name, a directory or a process not followed on a shm device,
+ * a file under its single name in a root.  The rest go to on_ctime().  (A
+ * dentry behind an alias is reached through a helper still: pointer
+ * arithmetic on a BTF pointer is refused.) */
+static __always_inline int on_ctime_btf(struct inode *inode)
+{
+	struct hlist_node *alias = NULL;
+	unsigned int nlink = inode->__i_nlink;
+	__u32 dev;
+
+	if (!nlink)
+		return 0;
+	dev = inode->i_sb->s_dev;
+	if (!on_shm_dev(dev))
+		return discover && !inode->i_dentry.first ? on_ctime(inode) : 0;
+	if ((inode->i_mode & S_IFMT) != S_IFREG || !in_tree(current_tgid()))
+		return 0;
+	if (nlink >= 2 || bpf_probe_read_kernel(&alias, sizeof(alias), &inode->i_dentry.first) || !alias)
+		return on_ctime(inode);
+	struct dentry *d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	if (is_root_dir(dev, BPF_CORE_READ(d, d_parent, d_inode, i_ino)))
+		return 0;
+	return on_ctime(inode);
+}
+
 /* With multigrain timestamps (tmpfs since 6.13) a new ctime is exchanged
  * in, or skipped when the recycled inode memory already holds the same
  * coarse time; without, it is set plainly. */
-SEC("raw_tp/ctime_ns_xchg")
+SEC("tp_btf/ctime_ns_xchg")
 int BPF_PROG(ctime_ns_xchg, struct inode *inode)
 {
-	return on_ctime(inode);
+	return on_ctime_btf(inode);
 }
 
-SEC("raw_tp/ctime_xchg_skip")
+SEC("tp_btf/ctime_xchg_skip")
 int BPF_PROG(ctime_xchg_skip, struct inode *inode)
 {
-	return on_ctime(inode);
+	return on_ctime_btf(inode);
 }
 
-SEC("raw_tp/inode_set_ctime_to_ts")
+SEC("tp_btf/inode_set_ctime_to_ts")
 int BPF_PROG(inode_set_ctime_to_ts, struct inode *inode)
 {
-	return on_ctime(inode);
+	return on_ctime_btf(inode);
 }
 
 /* ---- fentry and kprobe: the dcache calls every filesystem makes. ---- */
