@@ -145,6 +145,23 @@ row() {
 	s=$(printf '%s\n' "${str[@]}" | median)
 	printf ' %9.0f ns %6.3f %10.0f ns %7.1f\n' "$b" "$(echo "$b / $p" | bc -l)" "$s" "$(echo "$s / $p" | bc -l)"
 	counts "$((n / 20))" "$w" "$@"
+	cpu_ratio "$w" "$n" "$@"
+}
+
+# cpu_ratio WORKLOAD N ARGS...: the workload's own CPU time (user + system,
+# what the kernel side adds to it; the wall ratios above also hold the
+# machine's noise and the tracer's own work beside it), plain and audited,
+# medians of ROUNDS runs.
+cpu_ratio() {
+	local plain=() aud=() i p a
+	cpu_of() { "$@" 2>&1 >/dev/null | awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { print $1 + $2 }' | tail -n1; }
+	for ((i = 0; i < rounds; i++)); do
+		plain+=("$(cpu_of /usr/bin/time -f '%S %U' "$bench" "$@")")
+		aud+=("$(cpu_of audited /usr/bin/time -f '%S %U' "$bench" "$@")")
+	done
+	p=$(printf '%s\n' "${plain[@]}" | median)
+	a=$(printf '%s\n' "${aud[@]}" | median)
+	printf '  workload CPU (user + system): plain %s s, audited %s s: %.3f\n' "$p" "$a" "$(echo "$a / $p" | bc -l)"
 }
 
 # counts N WORKLOAD ARGS...: per operation (runs of N and 2N, the
