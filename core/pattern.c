@@ -71,6 +71,9 @@ static int parse_one(struct sg_pattern *p, const char *text, size_t len, char *e
 		snprintf(err, errlen, "pattern '%s' must contain {req} exactly once (found %u)", p->text, nreq);
 		return -EINVAL;
 	}
+	p->min_len = 0;
+	for (unsigned k = 0; k < p->ntokens; k++)
+		p->min_len += p->tokens[k].kind == SG_TOK_LITERAL ? p->tokens[k].len : 1;
 	return 0;
 }
 
@@ -180,6 +183,24 @@ static void step_backward(const struct sg_pattern *p, const struct sg_token *t, 
 	}
 }
 
+/* Whether the ends of name can be those of p: a literal first or last
+ * token is there, an {int} there is a digit, and name is long enough.
+ * Exact (a whole match needs all of it), and it spares most names the
+ * extraction by a pattern they cannot match. */
+static bool ends_fit(const struct sg_pattern *p, const char *name, size_t len)
+{
+	const struct sg_token *first = &p->tokens[0], *last = &p->tokens[p->ntokens - 1];
+
+	if (len < p->min_len)
+		return false;
+	if (first->kind == SG_TOK_LITERAL ? memcmp(name, p->text + first->off, first->len) != 0
+					   : first->kind == SG_TOK_INT && !is_run_char(SG_TOK_INT, name[0]))
+		return false;
+	if (last->kind == SG_TOK_LITERAL)
+		return memcmp(name + len - last->len, p->text + last->off, last->len) == 0;
+	return last->kind != SG_TOK_INT || is_run_char(SG_TOK_INT, name[len - 1]);
+}
+
 /* Every request ID that pattern p can extract from name, reported through
  * found(); returns false as soon as found() asks to stop. */
 static bool extract(const struct sg_pattern *p, const char *name, size_t len,
@@ -256,6 +277,8 @@ enum sg_match_result sg_patterns_match(const struct sg_pattern_set *set, const c
 	for (unsigned k = 0; k < set->count; k++) {
 		bool had = m.have_req;
 
+		if (!ends_fit(&set->patterns[k], name, len))
+			continue;
 		if (!extract(&set->patterns[k], name, len, on_found, &m))
 			return SG_MATCH_AMBIGUOUS;
 		if (!had && m.have_req && shape)

@@ -30,6 +30,7 @@ struct sg_pattern {
 	struct sg_token tokens[SG_MAX_PATTERN_TOKENS];
 	unsigned ntokens;
 	unsigned req_index; /* index of the {req} token */
+	unsigned min_len;   /* the shortest name it can match: its literals, a byte per placeholder */
 };
 
 struct sg_pattern_set {

@@ -119,6 +119,35 @@ static void parse_fails(const char *spec, const char *why)
 	cr_assert(strstr(err, why), "'%s': message '%s' should mention '%s'", spec, err, why);
 }
 
+/* A pattern's ends are checked before it is tried: at the bounds of each
+ * check, a name still matches exactly when the whole pattern does. */
+Test(pattern, ends_checked_first_change_no_answer)
+{
+	parse_ok("{int}_{req}");
+	expect_one("1_abc", "abc");
+	cr_assert_eq(match("x_abc"), SG_MATCH_NONE);
+	cr_assert_eq(match("1_"), SG_MATCH_NONE, "shorter than a byte a placeholder");
+	expect_one("1_a", "a");
+	parse_ok("shm_{req}.lock");
+	expect_one("shm_a.lock", "a");
+	expect_one("shm_.lock.lock", ".lock");
+	cr_assert_eq(match("shm_.lock"), SG_MATCH_NONE);
+	cr_assert_eq(match("shm_a.loc"), SG_MATCH_NONE);
+	cr_assert_eq(match("sh_a.lock"), SG_MATCH_NONE);
+	parse_ok("{req}_{int};{req}_{int}x");
+	expect_one("a_1", "a");
+	expect_one("a_1x", "a");
+	cr_assert_eq(match("a_1y"), SG_MATCH_NONE);
+	/* Both fit, and read two requests: still ambiguous. */
+	parse_ok("{req}_{int}_{int};{req}_{int}");
+	cr_assert_eq(match("a_1_2"), SG_MATCH_AMBIGUOUS);
+	/* The literal at both ends overlaps in the shortest name. */
+	parse_ok("ab{req}ba");
+	expect_one("abxba", "x");
+	cr_assert_eq(match("aba"), SG_MATCH_NONE);
+	cr_assert_eq(match("abba"), SG_MATCH_NONE);
+}
+
 Test(pattern, bad_patterns_are_rejected_with_a_reason)
 {
 	parse_fails("", "empty pattern");
