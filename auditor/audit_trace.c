@@ -55,17 +55,20 @@ enum attach_kind { ATTACH_NONE, ATTACH_FENTRY, ATTACH_KPROBE, ATTACH_EXIT };
 
 static const char *const attach_names[] = {NULL, "fentry", "kprobe", "syscalls"};
 
-/* Those to try with creation probe k, in order, ending with ATTACH_NONE:
- * the kind the creations use where it has one, else each. */
-static const enum attach_kind *attach_kinds(enum probe_kind k, bool wanted)
+/* Those to try with creation probe k, in order (*n of them): the kind the
+ * creations use where it has one, else each. */
+static const enum attach_kind *attach_kinds(enum probe_kind k, bool wanted, size_t *n)
 {
-	static const enum attach_kind none[] = {ATTACH_NONE}, fentry[] = {ATTACH_FENTRY, ATTACH_NONE},
-				      kprobe[] = {ATTACH_KPROBE, ATTACH_NONE}, exit_[] = {ATTACH_EXIT, ATTACH_NONE},
-				      any[] = {ATTACH_FENTRY, ATTACH_KPROBE, ATTACH_EXIT, ATTACH_NONE};
+	static const enum attach_kind none[] = {ATTACH_NONE}, fentry[] = {ATTACH_FENTRY}, kprobe[] = {ATTACH_KPROBE},
+				      exit_[] = {ATTACH_EXIT}, any[] = {ATTACH_FENTRY, ATTACH_KPROBE, ATTACH_EXIT};
 
+	*n = 1;
 	if (!wanted)
 		return none;
-	return k == PROBE_FENTRY ? fentry : k == PROBE_KPROBE ? kprobe : k == PROBE_SYSCALLS ? exit_ : any;
+	if (k == PROBE_FENTRY || k == PROBE_KPROBE || k == PROBE_SYSCALLS)
+		return k == PROBE_FENTRY ? fentry : k == PROBE_KPROBE ? kprobe : exit_;
+	*n = sizeof(any) / sizeof(any[0]);
+	return any;
 }
 
 int audit_probe_by_name(const char *name)
@@ -301,12 +304,13 @@ struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *e
 	/* The first probe that works, or the one asked for; err says why
 	 * each one tried did not. */
 	for (int k = forced < 0 ? 0 : forced; k < (forced < 0 ? NPROBES : forced + 1); k++) {
-		const enum attach_kind *a = attach_kinds((enum probe_kind)k, o->attachers);
+		size_t na;
+		const enum attach_kind *a = attach_kinds((enum probe_kind)k, o->attachers, &na);
 		char why[200];
 
 		/* The opens too, the best way this kernel allows with probe k. */
-		while (start_probe(t, (enum probe_kind)k, *a, o, btf, why, sizeof(why)) < 0 && a[1] != ATTACH_NONE)
-			a++;
+		for (size_t i = 0; i < na && start_probe(t, (enum probe_kind)k, a[i], o, btf, why, sizeof(why)) < 0; i++)
+			;
 		if (t->skel)
 			break;
 		if (forced >= 0)
