@@ -494,6 +494,28 @@ int BPF_KPROBE(kprobe_d_move, struct dentry *d, struct dentry *target)
 	return on_move(d, target);
 }
 
+/* The opens reported lately, by process and file: a process opening the
+ * same file again and again sends it once, so that a loop of opens cannot
+ * fill the ring buffer and crowd out the creations.  A process is its pid
+ * and start, a file its inode number and generation (random on tmpfs), so
+ * that a reused pid or inode number is another pair.  LRU: a pair pushed
+ * out is reported again, which costs an event, never a record missed. */
+struct attach_key {
+	__u64 ino;
+	__u64 start_ns;
+	__u32 dev;
+	__u32 tgid;
+	__u32 generation;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct attach_key);
+	__type(value, __u8);
+} attach_seen SEC(".maps");
+
 /* An open of a file in a root that did not create it. */
 static __always_inline void report_attached(struct inode *inode, struct dentry *d)
 {
@@ -501,18 +523,24 @@ static __always_inline void report_attached(struct inode *inode, struct dentry *
 	struct sg_audit_attach *e;
 	__u32 dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	__u64 dir = BPF_CORE_READ(d, d_parent, d_inode, i_ino);
+	__u64 start = bpf_core_field_exists(task->start_boottime) ? BPF_CORE_READ(task, group_leader, start_boottime) : 0;
+	struct attach_key key = {.ino = BPF_CORE_READ(inode, i_ino), .start_ns = start, .dev = dev,
+				 .tgid = current_tgid(), .generation = BPF_CORE_READ(inode, i_generation), .pad = 0};
+	__u8 one = 1;
 
-	if (!is_root_dir(dev, dir) || !(e = reserve(sizeof(*e))))
+	if (!is_root_dir(dev, dir) || bpf_map_lookup_elem(&attach_seen, &key))
+		return;
+	if (!(e = reserve(sizeof(*e))))
 		return;
 	fill_header(&e->h, SG_AUDIT_ATTACH);
-	e->ino = BPF_CORE_READ(inode, i_ino);
+	e->ino = key.ino;
 	e->dir_ino = dir;
 	e->dev = dev;
 	e->pad = 0;
-	e->start_ns = bpf_core_field_exists(task->start_boottime)
-			      ? BPF_CORE_READ(task, group_leader, start_boottime)
-			      : 0;
+	e->start_ns = start;
 	submit(e);
+	/* Counted once it is sent: an event the buffer had no room for is tried again. */
+	bpf_map_update_elem(&attach_seen, &key, &one, BPF_ANY);
 }
 
 /* ---- attachers: vfs_open, as a file is being opened (not O_PATH). ---- */
