@@ -327,23 +327,37 @@ static void wait_attachers(const char *path, size_t n, bool lost)
 	}
 }
 
+/* Runs script (sh, with the file's path as $0) in a shell of its own in a
+ * cgroup shared like a login session's (session-N.scope), started by a
+ * shell that ends too, so that neither the creator nor its parent lives;
+ * waits for file's record.  Returns the session's cgroup. */
+static const char *made_in_a_session(const char *n, const char *file, const char *script)
+{
+	const char *session = h_str("%s/session-%s.scope", cg_make(h_str("user%s", n)), n);
+	char *err;
+
+	cr_assert_eq(mkdir(session, 0755), 0, "%s", strerror(errno));
+	made[nmade++] = session;
+	struct h_proc maker = spawn_in(session, (const char *[]){"/bin/sh", "-c", "/bin/sh -c \"$1\" \"$0\"; true",
+								  file, script, NULL});
+	cr_assert_eq(h_finish(&maker, &err), 0, "%s", err);
+	wait_recorded((const char *[]){file, NULL});
+	return session;
+}
+
 /* In a shared cgroup the instance cannot be told from its neighbours: a
  * consumer that opened the file and closed it may open it again, so the
  * file stays while it runs; the creator opening its own file again is no
  * attacher. */
 Test(orphans, a_consumer_that_opened_a_shared_cgroup_file_keeps_it)
 {
-	const char *fa = shm("shared-seg"), *user = cg_make("user2"), *session = h_str("%s/session-2.scope", user);
+	const char *fa = shm("shared-seg");
 	char *out, *err;
 
 	start_watch();
-	cr_assert_eq(mkdir(session, 0755), 0, "%s", strerror(errno));
-	made[nmade++] = session;
 	/* The creator (an inner shell, which opens it twice) and the shell
 	 * that started it both end. */
-	struct h_proc maker = spawn_in(session, (const char *[]){"/bin/sh", "-c", "/bin/sh -c 'echo data > \"$0\"; cat \"$0\" > /dev/null' \"$0\"; true", fa, NULL});
-	cr_assert_eq(h_finish(&maker, &err), 0, "%s", err);
-	wait_recorded((const char *[]){fa, NULL});
+	made_in_a_session("2", fa, "echo data > \"$0\"; cat \"$0\" > /dev/null");
 	/* A consumer elsewhere opens it, closes it, and stays. */
 	struct h_proc consumer = h_spawn((const char *[]){"/bin/sh", "-c", "exec 3< \"$0\"; exec 3<&-; echo ready; read x", fa, NULL}, NULL);
 	cr_assert_str_eq(h_read_line(&consumer, 10000), "ready");
@@ -368,15 +382,10 @@ Test(orphans, a_consumer_that_opened_a_shared_cgroup_file_keeps_it)
  * kept even when every one it knows of is dead. */
 Test(orphans, more_openers_than_recorded_keep_a_shared_cgroup_file)
 {
-	const char *fa = shm("crowded"), *user = cg_make("user3"), *session = h_str("%s/session-3.scope", user);
-	char *err;
+	const char *fa = shm("crowded");
 
 	start_watch();
-	cr_assert_eq(mkdir(session, 0755), 0, "%s", strerror(errno));
-	made[nmade++] = session;
-	struct h_proc maker = spawn_in(session, (const char *[]){"/bin/sh", "-c", "/bin/sh -c 'echo data > \"$0\"' \"$0\"; true", fa, NULL});
-	cr_assert_eq(h_finish(&maker, &err), 0, "%s", err);
-	wait_recorded((const char *[]){fa, NULL});
+	const char *session = made_in_a_session("3", fa, "echo data > \"$0\"");
 	for (int i = 0; i < 9; i++) {
 		struct h_proc p = h_spawn((const char *[]){"/bin/sh", "-c", "exec 3< \"$0\"", fa, NULL}, NULL);
 		cr_assert_eq(h_finish(&p, NULL), 0);
