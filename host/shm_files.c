@@ -284,8 +284,11 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 	for (unsigned r = 0; r < l->roots.n; r++) {
 		bool again = false;
 
-		if (!l->mount[r])
-			snprintf(l->shown[r], sizeof(l->shown[r]), "%s", l->roots.dir[r]);
+		if (!l->mount[r]) { /* (a copy, not snprintf: GCC's -Wrestrict cannot tell the fields apart) */
+			size_t n = strnlen(l->roots.dir[r], sizeof(l->shown[r]) - 1);
+			memcpy(l->shown[r], l->roots.dir[r], n);
+			l->shown[r][n] = '\0';
+		}
 
 		if ((ret = stat(l->roots.dir[r], &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? 0 : -ENOTDIR) < 0) {
 			snprintf(err, errlen, "cannot read %s: %s", l->shown[r], strerror(-ret));
