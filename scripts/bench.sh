@@ -21,7 +21,7 @@ abort_dir="/dev/shm/${prefix}abort"
 # For the row that keeps the markers on another filesystem than /dev/shm.
 other_abort_dir="${TMPDIR:-/tmp}/${prefix}abort"
 # (then the shim's journals of those files' creators, now orphans)
-trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir" "$other_abort_dir.creat"
+trap 'rm -rf /dev/shm/"$prefix"* "$other_abort_dir" "$other_abort_dir.creat" "$other_abort_dir.map"
 	build/cli/shmguard sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true' EXIT
 
 . scripts/bench-common.sh # shimmed, median
