@@ -103,7 +103,7 @@ static void cg_stop(const char *path)
 {
 	cg_remove(path);
 	for (unsigned i = 0; i < nmade; i++)
-		if (made[i] == path)
+		if (strcmp(made[i], path) == 0)
 			made[i] = made[--nmade];
 }
 
@@ -708,12 +708,53 @@ Test(orphans, open_mpi_job_killed_is_reclaimed)
 /* Randomized: jobs in cgroups of their own make NCCL-like rings, peers in
  * random jobs attach, some creators unlink after the attach, random jobs
  * are killed; sweep --dead must remove exactly the rings whose job is gone
- * and that no live peer maps: no wrong unlink, no orphan left. */
+ * and that no live peer maps: no wrong unlink, no orphan left.  And files
+ * made in shared cgroups (a login session's) by programs that ended, some
+ * opened by a consumer that stays: kept exactly while the consumer runs. */
 #define JOBS 4
 #define RINGS_PER_JOB 2
 #define RINGS (JOBS * RINGS_PER_JOB)
+#define SHARED 2
 
-Test(orphans, randomized_jobs_and_peers_lose_exactly_their_orphans)
+/* One round of the shared-cgroup files: each made in a session of its own,
+ * some opened and closed by a consumer that stays, until it is told to go. */
+static void shared_round(unsigned seed, int round)
+{
+	struct h_proc consumer[SHARED];
+	const char *file[SHARED], *session[SHARED];
+	bool held[SHARED];
+
+	for (int i = 0; i < SHARED; i++) {
+		file[i] = shm(h_str("r%ds%d", round, i));
+		session[i] = made_in_a_session(h_str("r%ds%d", round, i), file[i], "echo data > \"$0\"");
+		if ((held[i] = rand() % 2)) {
+			consumer[i] = h_spawn((const char *[]){"/bin/sh", "-c", "exec 3< \"$0\"; exec 3<&-; echo ready; read x",
+							  file[i], NULL}, NULL);
+			cr_assert_str_eq(h_read_line(&consumer[i], 10000), "ready");
+			wait_attachers(file[i], 1, false);
+		}
+	}
+	char *out = sweep(false);
+	for (int i = 0; i < SHARED; i++)
+		cr_expect_eq(h_exists(file[i]), held[i], "seed %u round %d: shared file %d (consumer %s) %s: %s", seed, round,
+			     i, held[i] ? "alive" : "none", held[i] ? "was swept" : "stayed", out);
+	for (int i = 0; i < SHARED; i++)
+		if (held[i]) {
+			cr_assert_eq(write(consumer[i].in, "\n", 1), 1);
+			cr_assert_eq(h_finish(&consumer[i], NULL), 0);
+		}
+	out = sweep(false);
+	for (int i = 0; i < SHARED; i++)
+		cr_expect_not(h_exists(file[i]), "seed %u round %d: shared file %d stayed once its consumer ended: %s",
+			      seed, round, i, out);
+	for (int i = 0; i < SHARED; i++) {
+		cg_stop(session[i]);
+		cg_stop(h_str("%.*s", (int)(strrchr(session[i], '/') - session[i]), session[i]));
+	}
+}
+
+/* (scripts/stress.sh runs 100 rounds: about 2 s each.) */
+Test(orphans, randomized_jobs_and_peers_lose_exactly_their_orphans, .timeout = 900)
 {
 	const char *tool = h_bin("SG_NCCL_LIKE");
 	unsigned seed = (unsigned)h_now_ms();
@@ -777,5 +818,6 @@ Test(orphans, randomized_jobs_and_peers_lose_exactly_their_orphans)
 		for (int i = 0; i < RINGS; i++)
 			cr_expect_not(h_exists(ring[i]), "seed %u round %d: ring %d stayed once all jobs ended: %s", seed,
 				      round, i, out);
+		shared_round(seed, round);
 	}
 }
