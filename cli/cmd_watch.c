@@ -126,9 +126,7 @@ static void named(struct watch *w, struct sg_creator_rec *r, unsigned root, cons
 	    stx.stx_ino != r->ino)
 		return;
 	snprintf(r->name, sizeof(r->name), "%s", name);
-	r->birth_ns = stx.stx_mask & STATX_BTIME
-			      ? (uint64_t)stx.stx_btime.tv_sec * 1000000000ull + stx.stx_btime.tv_nsec
-			      : 0;
+	r->birth_ns = sg_statx_birth_ns(&stx);
 	put(w, r);
 }
 

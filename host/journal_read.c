@@ -313,7 +313,12 @@ uint64_t sg_birth_ns(int dirfd, const char *path, int flags)
 {
 	struct statx stx;
 
-	if (statx(dirfd, path, flags | AT_STATX_DONT_SYNC, STATX_BTIME, &stx) < 0 || !(stx.stx_mask & STATX_BTIME))
+	return statx(dirfd, path, flags | AT_STATX_DONT_SYNC, STATX_BTIME, &stx) < 0 ? 0 : sg_statx_birth_ns(&stx);
+}
+
+uint64_t sg_statx_birth_ns(const struct statx *stx)
+{
+	if (!(stx->stx_mask & STATX_BTIME))
 		return 0;
-	return (uint64_t)stx.stx_btime.tv_sec * 1000000000ull + stx.stx_btime.tv_nsec;
+	return (uint64_t)stx->stx_btime.tv_sec * 1000000000ull + stx->stx_btime.tv_nsec;
 }

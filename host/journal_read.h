@@ -85,5 +85,8 @@ bool sg_journals_claim_any(const struct sg_journals *js, uint64_t ino);
 
 /* The file's birth time in ns (statx), or 0 where the filesystem has none. */
 uint64_t sg_birth_ns(int dirfd, const char *path, int flags);
+/* The birth time a statx answer holds, in ns; 0 when it has none. */
+struct statx;
+uint64_t sg_statx_birth_ns(const struct statx *stx);
 
 #endif
