@@ -96,7 +96,7 @@ under_bpftrace() {
 under_watch() {
 	local err="/tmp/${prefix}watch.err" opts=()
 	[ "$1" != --no-attachers ] || { opts=(--no-attachers); shift; }
-	mkdir -m 0700 -p "/tmp/${prefix}store"
+	[ -d "/tmp/${prefix}store" ] || mkdir -m 0700 "/tmp/${prefix}store"
 	SHMGUARD_STORE_DIR="/tmp/${prefix}store" "$cli" watch "${opts[@]}" 2>"$err" &
 	tracer_pid=$!
 	until grep -q 'recording the creators' "$err" 2>/dev/null; do
@@ -153,14 +153,14 @@ row() {
 # machine's noise and the tracer's own work beside it), plain and audited,
 # medians of ROUNDS runs.
 cpu_ratio() {
-	local plain=() aud=() i p a
+	local plain=() audited_cpu=() i p a
 	cpu_of() { "$@" 2>&1 >/dev/null | awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { print $1 + $2 }' | tail -n1; }
 	for ((i = 0; i < rounds; i++)); do
 		plain+=("$(cpu_of /usr/bin/time -f '%S %U' "$bench" "$@")")
-		aud+=("$(cpu_of audited /usr/bin/time -f '%S %U' "$bench" "$@")")
+		audited_cpu+=("$(cpu_of audited /usr/bin/time -f '%S %U' "$bench" "$@")")
 	done
 	p=$(printf '%s\n' "${plain[@]}" | median)
-	a=$(printf '%s\n' "${aud[@]}" | median)
+	a=$(printf '%s\n' "${audited_cpu[@]}" | median)
 	printf '  workload CPU (user + system): plain %s s, audited %s s: %.3f\n' "$p" "$a" "$(echo "$a / $p" | bc -l)"
 }
 
@@ -250,22 +250,20 @@ row "open+close outside /dev/shm" 300000 open-close /etc/hostname
 row "segment lifecycle" 20000 lifecycle "$prefix"
 # The CPU watch itself spends per file created (its userspace: the wall
 # ratios above are the kernel side's and the machine's).
-watch_cpu() {
-	local err="/tmp/${prefix}watch.err" c0 c1 hz
-	hz=$(getconf CLK_TCK)
-	mkdir -m 0700 -p "/tmp/${prefix}store"
-	SHMGUARD_STORE_DIR="/tmp/${prefix}store" "$cli" watch 2>"$err" &
-	tracer_pid=$!
-	until grep -q 'recording the creators' "$err" 2>/dev/null; do sleep 0.05; done
+# COMMAND... run by under_watch: prints the CPU ticks watch spent meanwhile.
+watch_ticks() {
+	local c0
 	c0=$(awk '{ print $14 + $15 }' "/proc/$tracer_pid/stat")
-	"$bench" lifecycle 40000 "$prefix" >/dev/null
+	"$@" >/dev/null
 	sleep 0.5 # the last events read
-	c1=$(awk '{ print $14 + $15 }' "/proc/$tracer_pid/stat")
-	kill -TERM "$tracer_pid"
-	wait "$tracer_pid" 2>/dev/null || true
-	tracer_pid=
+	echo $(($(awk '{ print $14 + $15 }' "/proc/$tracer_pid/stat") - c0))
+}
+watch_cpu() {
+	local hz t
+	hz=$(getconf CLK_TCK)
+	t=$(under_watch watch_ticks "$bench" lifecycle 40000 "$prefix")
 	printf "watch's own CPU while 40,000 files were created and unlinked: %.0f ms, %.2f us a file\n" \
-		"$(echo "($c1 - $c0) * 1000 / $hz" | bc -l)" "$(echo "($c1 - $c0) * 1000000 / $hz / 40000" | bc -l)"
+		"$(echo "$t * 1000 / $hz" | bc -l)" "$(echo "$t * 1000000 / $hz / 40000" | bc -l)"
 }
 watch_cpu
 ! $rows_only || exit 0
