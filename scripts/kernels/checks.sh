@@ -376,46 +376,47 @@ in_cgroup() {
 }
 recorded() { shmguard ls --json 2>/dev/null | grep -c '"creator_state": "alive"' | grep -qx 2; }
 attached() { shmguard ls --json 2>/dev/null | tr -d ' \n' | grep -q '"attachers":\[{"pid"'; }
+started_or_gone() { grep -q 'recording the creators' "$W/$check.err" || ! kill -0 "$watcher" 2>/dev/null; }
 check_watch() {
-	check=$1 p=sgk-$1- cg=$W/$1-cg live= dead=
+	check=$1 p=sgk-$1- cg=$W/$1-cg live='' dead=''
 	shift
 	mkdir -p "$cg"
 	if ! mount -t cgroup2 none "$cg" 2>/dev/null || ! mkdir "$cg/sgk-dead" "$cg/sgk-live"; then
 		result "$check" FAIL "no cgroup2 to put the programs in"
 		return
 	fi
-	SHMGUARD_STORE_DIR=$W/$check-store
+	SHMGUARD_STORE_DIR="$W/$check-store"
 	export SHMGUARD_STORE_DIR
 	start "$check" shmguard watch "$@"
 	watcher=$pid
-	mkfifo $W/$check-live.in
+	mkfifo "$W/$check-live.in"
 	# Started, or gone (a probe this kernel lacks): no need to wait longer.
-	wait_for 60 eval "grep -q 'recording the creators' '$W/$check.err' || ! kill -0 $watcher 2>/dev/null"
+	wait_for 60 started_or_gone
 	if grep -q 'recording the creators' "$W/$check.err"; then
-		in_cgroup "$cg/sgk-live" shmtool open "/dev/shm/${p}live" 4096 wait <$W/$check-live.in >$W/$check-live.out 2>&1 &
+		in_cgroup "$cg/sgk-live" shmtool open "/dev/shm/${p}live" 4096 wait <"$W/$check-live.in" >"$W/$check-live.out" 2>&1 &
 		live=$!
-		exec 4>$W/$check-live.in
-		mkfifo $W/$check-dead.in
-		in_cgroup "$cg/sgk-dead" shmtool open "/dev/shm/${p}dead" 8192 wait <$W/$check-dead.in >$W/$check-dead.out 2>&1 &
+		exec 4>"$W/$check-live.in"
+		mkfifo "$W/$check-dead.in"
+		in_cgroup "$cg/sgk-dead" shmtool open "/dev/shm/${p}dead" 8192 wait <"$W/$check-dead.in" >"$W/$check-dead.out" 2>&1 &
 		dead=$!
-		exec 5>$W/$check-dead.in
+		exec 5>"$W/$check-dead.in"
 	fi
-	if [ -z "${dead:-}" ] || ! until_ready 30 $W/$check-dead.out ready "$dead" || ! until_ready 30 $W/$check-live.out ready "$live" ||
+	if [ -z "${dead:-}" ] || ! until_ready 30 "$W/$check-dead.out" ready "$dead" || ! until_ready 30 "$W/$check-live.out" ready "$live" ||
 		! wait_for 30 recorded; then
-		result "$check" FAIL "the creators were not recorded: $(err_of $W/$check.err)"
+		result "$check" FAIL "the creators were not recorded: $(err_of "$W/$check.err")"
 	elif ! cat "/dev/shm/${p}live" >/dev/null || ! wait_for 30 attached; then
-		result "$check" FAIL "a reader of the live file was not recorded as its attacher: $(err_of $W/$check.err)"
+		result "$check" FAIL "a reader of the live file was not recorded as its attacher: $(err_of "$W/$check.err")"
 	else
 		kill -9 "$dead"
 		wait "$dead"
 		rmdir "$cg/sgk-dead"
-		shmguard sweep --dead $sweep_args >$W/$check-sweep.out 2>&1
+		shmguard sweep --dead $sweep_args >"$W/$check-sweep.out" 2>&1
 		if [ -e "/dev/shm/${p}dead" ]; then
-			result "$check" FAIL "the dead instance's file is still there: $(grep -h "${p}dead" $W/$check-sweep.out | cut -c1-200)"
+			result "$check" FAIL "the dead instance's file is still there: $(grep -h "${p}dead" "$W/$check-sweep.out" | cut -c1-200)"
 		elif [ ! -e "/dev/shm/${p}live" ]; then
 			result "$check" FAIL "the live instance's file was swept too"
 		else
-			result "$check" PASS "a program without the shim: its file reclaimed once its cgroup was gone, a live one's kept and its reader recorded, opens by $(sed -n 's/.*who opens them (probe \([a-z]*\)).*/\1/p' "$W/$check.err") ($(tail -n1 $W/$check-sweep.out))"
+			result "$check" PASS "a program without the shim: its file reclaimed once its cgroup was gone, a live one's kept and its reader recorded, opens by $(sed -n 's/.*who opens them (probe \([a-z]*\)).*/\1/p' "$W/$check.err") ($(tail -n1 "$W/$check-sweep.out"))"
 		fi
 	fi
 	exec 4>&- 5>&-
