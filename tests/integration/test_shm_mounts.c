@@ -163,23 +163,28 @@ Test(shm_mounts, every_pods_own_tmpfs_is_found_once_and_a_shared_one_as_the_host
 		pod_stop(&pods[i]);
 }
 
+/* The pod's tmpfs holds a file no other pod has: a scan after the pod
+ * ended must reach no directory holding it.  Device number and namespace
+ * inode number are both handed out lowest-free, so a pod another test
+ * starts meanwhile may well get this one's pair: neither tells them apart. */
 Test(shm_mounts, a_pod_that_is_gone_is_gone_from_the_next_scan)
 {
+	const char *marker = h_prefix("gone");
 	struct sg_shm_mounts ms;
 	const struct sg_shm_mount *m = NULL;
 	struct pod p;
 
 	need_root();
-	p = pod_start(true, NULL);
+	p = pod_start(true, marker);
 	cr_assert_eq(sg_shm_mounts_scan(&ms, NULL, 0), 0);
-	cr_expect_eq(count_dev(&ms, p.kdev, &m), 1);
-	/* By its namespace too: once the pod is gone, its device number may
-	 * be a new tmpfs's (another test's pod). */
-	uint64_t ns = m ? m->mntns : 0;
+	cr_assert_eq(count_dev(&ms, p.kdev, &m), 1);
+	cr_assert_eq(faccessat(m->dfd, marker, F_OK, AT_SYMLINK_NOFOLLOW), 0, "the pod's file, while it runs");
 	sg_shm_mounts_free(&ms);
 	pod_stop(&p);
 	cr_assert_eq(sg_shm_mounts_scan(&ms, NULL, 0), 0);
-	cr_expect(count_dev(&ms, p.kdev, &m) == 0 || m->mntns != ns, "a pod's ended namespace still listed");
+	for (size_t i = 0; i < ms.n; i++)
+		cr_expect_neq(faccessat(ms.m[i].dfd, marker, F_OK, AT_SYMLINK_NOFOLLOW), 0,
+			      "a pod's ended tmpfs still listed (at %s)", ms.m[i].path);
 	sg_shm_mounts_free(&ms);
 }
 
