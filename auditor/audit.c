@@ -232,7 +232,7 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 {
 	struct audit_trace_opts t = {.follow_tree = a->o->cmd != NULL, .shim = a->o->shim, .probe = a->o->probe,
 				     .ring_kib = a->o->ring_kib, .verbose = a->o->verbose, .on_event = on_event,
-				     .ctx = a, .discover = a->o->node_mode};
+				     .ctx = a, .discover = a->o->node_mode, .freed = true};
 	struct audit_trace_root *roots;
 	char why[512];
 
@@ -255,6 +255,7 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 	if (!a->tracer)
 		return say(err, errlen, "tracing is not possible: %s", why);
 	a->probe = audit_trace_probe(a->tracer);
+	a->freed_probe = audit_trace_freed_probe(a->tracer, &a->freed_why);
 	if (!audit_trace_has_usdt(a->tracer))
 		fprintf(stderr, "shmguard audit: the shim's tags are not followed (%s); requests come from the "
 				"patterns and from tags already written on files\n",

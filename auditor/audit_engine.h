@@ -130,12 +130,14 @@ struct audit {
 	struct audit_review *review;
 	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
 	const char *probe; /* how the kernel side sees files created (audit_trace.c) */
+	const char *freed_probe, *freed_why; /* and files freed, or NULL and why not */
 	double end_s;
 	uint64_t events, dropped, ambiguous;
 	uint64_t tracked, unattributed, files_left; /* as of the last review */
 	uint64_t aborted_held;  /* the part of tracked whose request is aborted */
 	uint64_t live_pending, live_files; /* the part whose request is not (yet) aborted */
 	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
+	uint64_t freed_at_eviction, freed_by_review; /* records forgotten, by how their file was found freed */
 	uint32_t cycles;    /* review cycles ended */
 	double last_review_s, last_review_duration_s; /* when the last cycle ended (audit_now_s), how long it took */
 	uint64_t aborts_measured, leaked_measured; /* aborts measured so far, and the bytes they left */
@@ -230,6 +232,9 @@ void audit_review_free(struct audit_review *rv);
 double audit_review_due_s(const struct audit *a);
 /* A slice of the review, if one is due: a few milliseconds at most. */
 void audit_review_step(struct audit *a);
+/* f's file is freed (by the review's look, or its inode's eviction): what
+ * its abort gave back is counted and its record forgotten. */
+void audit_file_freed(struct audit *a, struct audit_file *f);
 /* At the end of the run: one whole cycle, then every abort is measured. */
 void audit_review_finish(struct audit *a);
 

@@ -402,16 +402,23 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 			rv->held_back++;
 			continue;
 		}
-		/* Freed: what an abort's sweep (or its owner) gave back.  Its
-		 * abort, not measured yet, still counts for its workload. */
-		struct audit_abort *ab = f->indexed ? (struct audit_abort *)audit_abort_of_file(p->a, f) : NULL;
-		if (ab)
-			audit_abort_note_file(ab, f);
-		if (ab && f->measured)
-			p->a->reclaimed += f->bytes;
-		audit_files_remove(p->a->files, f);
+		audit_file_freed(p->a, f);
+		p->a->freed_by_review++;
 	}
 	rv->nsuspects = 0;
+}
+
+/* What an abort's sweep (or its owner) gave back.  Its abort, not measured
+ * yet, still counts for its workload. */
+void audit_file_freed(struct audit *a, struct audit_file *f)
+{
+	struct audit_abort *ab = f->indexed ? (struct audit_abort *)audit_abort_of_file(a, f) : NULL;
+
+	if (ab)
+		audit_abort_note_file(ab, f);
+	if (ab && f->measured)
+		a->reclaimed += f->bytes;
+	audit_files_remove(a->files, f);
 }
 
 struct abort_ctx {

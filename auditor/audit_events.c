@@ -190,6 +190,20 @@ static void on_tag(struct audit *a, const struct sg_audit_tag *e)
 		audit_tags_keep(a, sg_kdev(e->dev), e->ino, e->request);
 }
 
+/* A followed file's inode is being evicted: nothing holds it any more.
+ * The events come in the order they were queued, so a record made after
+ * this is another file's, whose inode number was handed out again. */
+static void on_freed(struct audit *a, const struct sg_audit_freed *e)
+{
+	struct audit_file *f = audit_files_find(a->files, e->dev, e->ino);
+
+	a->events++;
+	if (!f || f->created_ns > e->h.ts_ns)
+		return;
+	audit_file_freed(a, f);
+	a->freed_at_eviction++;
+}
+
 void audit_on_event(struct audit *a, const void *data, size_t size)
 {
 	const struct sg_audit_header *h = data;
@@ -208,6 +222,10 @@ void audit_on_event(struct audit *a, const void *data, size_t size)
 	case SG_AUDIT_NAME:
 		if (size >= NAMED_SIZE(struct sg_audit_name))
 			on_name(a, data, size);
+		break;
+	case SG_AUDIT_FREED:
+		if (size >= sizeof(struct sg_audit_freed))
+			on_freed(a, data);
 		break;
 	case SG_AUDIT_NEW_DEV:
 		if (size >= sizeof(struct sg_audit_new_dev))

@@ -38,9 +38,10 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	if (!a->naborts)
 		fprintf(out, "no abort markers appeared in %s: nothing to measure per abort\n",
 			sg_text_escape(a->o->abort_dir, e1, sizeof(e1)));
-	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s)   tracked at end %s in %llu %s   "
+	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s, frees %s%s)   tracked at end %s in %llu %s   "
 	       "unattributed %s\n",
 	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->probe,
+	       a->freed_probe ? "at eviction by " : "by review", a->freed_probe ? a->freed_probe : "",
 	       sg_human_bytes(s->tracked, b1, sizeof(b1)), SG_PLURAL((unsigned long long)s->files_left, "file", "files"),
 	       sg_human_bytes(s->unattributed, b2, sizeof(b2)));
 	fprintf(out, "live requests pending at end: %s in %llu %s (not aborted: no leak)\n",
@@ -260,6 +261,10 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "unattributed_bytes", json_integer((json_int_t)s->unattributed));
 	json_object_set_new(root, "ambiguous_files", json_integer((json_int_t)a->ambiguous));
 	json_object_set_new(root, "probe", json_string(a->probe));
+	json_object_set_new(root, "freed_probe", a->freed_probe ? json_string(a->freed_probe) : json_null());
+	json_object_set_new(root, "freed_probe_unavailable", a->freed_probe ? json_null() : json_string(a->freed_why));
+	json_object_set_new(root, "files_freed_at_eviction", json_integer((json_int_t)a->freed_at_eviction));
+	json_object_set_new(root, "files_freed_by_review", json_integer((json_int_t)a->freed_by_review));
 	json_object_set_new(root, "events", json_integer((json_int_t)a->events));
 	json_object_set_new(root, "dropped_events", json_integer((json_int_t)a->dropped));
 	json_object_set_new(root, "auditor_max_rss_kib", json_integer(max_rss_kib()));

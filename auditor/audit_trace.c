@@ -13,13 +13,17 @@
 
 #include "audit.skel.h"
 #include "audit_event.h"
+#include "audit_freed.skel.h"
 
 struct audit_tracer {
 	struct audit_bpf *skel;
-	struct ring_buffer *rb; /* the links are the skeleton's own (skel->links) */
+	struct audit_freed_bpf *freed; /* NULL: freed files are not seen */
+	struct ring_buffer *rb; /* the links are the skeletons' own (skel->links) */
 	bool usdt;
 	const char *probe; /* the kind of programs that see files created */
 	const char *attach_probe; /* and opens, or NULL */
+	const char *freed_probe; /* and frees, or NULL (freed_why says why) */
+	char freed_why[160];
 	audit_trace_event_fn *on_event;
 	void *ctx;
 };
@@ -193,6 +197,8 @@ static int own_pidns(uint32_t *ino, char *why, size_t len)
 
 static void detach_all(struct audit_tracer *t)
 {
+	audit_freed_bpf__destroy(t->freed);
+	t->freed = NULL;
 	audit_bpf__destroy(t->skel);
 	t->skel = NULL;
 }
@@ -278,6 +284,66 @@ fail:
 	return -1;
 }
 
+/* The programs that see files freed, of kind a (fentry or kprobe), in an
+ * object of their own that shares the loaded object's ring buffer and
+ * devices; on failure nothing of it is left and why says what went wrong. */
+static int start_freed_kind(struct audit_tracer *t, enum attach_kind a, struct btf *btf, char *why, size_t len)
+{
+	struct audit_freed_bpf *f = audit_freed_bpf__open();
+	int ret;
+
+	if (!f) {
+		snprintf(why, len, "cannot open its BPF object: %s", strerror(errno));
+		return -1;
+	}
+	if (a == ATTACH_FENTRY && btf__find_by_name_kind(btf, "shmem_evict_inode", BTF_KIND_FUNC) < 0) {
+		snprintf(why, len, "this kernel's BTF lacks shmem_evict_inode");
+		goto fail;
+	}
+	bpf_program__set_autoload(f->progs.fentry_shmem_evict_inode, a == ATTACH_FENTRY);
+	bpf_program__set_autoload(f->progs.kprobe_shmem_evict_inode, a == ATTACH_KPROBE);
+	if (bpf_map__reuse_fd(f->maps.events, bpf_map__fd(t->skel->maps.events)) < 0 ||
+	    bpf_map__reuse_fd(f->maps.shm_devs, bpf_map__fd(t->skel->maps.shm_devs)) < 0) {
+		snprintf(why, len, "cannot share the event buffer: %s", strerror(errno));
+		goto fail;
+	}
+	ret = audit_freed_bpf__load(f);
+	if (ret) {
+		snprintf(why, len, (errno == EPERM || ret == -EPERM) ? "the kernel refuses %s programs (EPERM)"
+								     : "cannot load its %s program",
+			 attach_names[a]);
+		goto fail;
+	}
+	if (attach(f->progs.fentry_shmem_evict_inode, &f->links.fentry_shmem_evict_inode, why, len) ||
+	    attach(f->progs.kprobe_shmem_evict_inode, &f->links.kprobe_shmem_evict_inode, why, len))
+		goto fail;
+	t->freed = f;
+	t->freed_probe = attach_names[a];
+	return 0;
+fail:
+	audit_freed_bpf__destroy(f);
+	return -1;
+}
+
+/* Frees seen the way the creations are, where that is fentry or kprobe;
+ * else by fentry, else by kprobe; else freed_why says why neither. */
+static void start_freed(struct audit_tracer *t, enum probe_kind k, struct btf *btf)
+{
+	const enum attach_kind any[] = {ATTACH_FENTRY, ATTACH_KPROBE};
+	const enum attach_kind *kinds = k == PROBE_FENTRY ? &any[0] : k == PROBE_KPROBE ? &any[1] : any;
+	size_t nkinds = k == PROBE_FENTRY || k == PROBE_KPROBE ? 1 : 2, used = 0;
+
+	for (size_t i = 0; i < nkinds; i++) {
+		char why[120];
+
+		if (start_freed_kind(t, kinds[i], btf, why, sizeof(why)) == 0)
+			return;
+		if (used < sizeof(t->freed_why))
+			used += (size_t)snprintf(t->freed_why + used, sizeof(t->freed_why) - used, "%s%s: %s",
+						 used ? "; " : "", attach_names[kinds[i]], why);
+	}
+}
+
 struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *err, size_t errlen)
 {
 	struct audit_tracer *t = calloc(1, sizeof(*t));
@@ -319,6 +385,8 @@ struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *e
 			used += (size_t)snprintf(err + used, errlen - used, "%s%s: %s", used ? "; " : "",
 						 probe_names[k], why);
 	}
+	if (t->skel && o->freed)
+		start_freed(t, (enum probe_kind)audit_probe_by_name(t->probe), btf);
 	btf__free(btf);
 	btf = NULL;
 	if (!t->skel)
@@ -389,7 +457,8 @@ int audit_trace_consume(struct audit_tracer *t)
 
 uint64_t audit_trace_dropped(struct audit_tracer *t)
 {
-	return __atomic_load_n(&t->skel->bss->dropped, __ATOMIC_RELAXED);
+	return __atomic_load_n(&t->skel->bss->dropped, __ATOMIC_RELAXED) +
+	       (t->freed ? __atomic_load_n(&t->freed->bss->dropped, __ATOMIC_RELAXED) : 0);
 }
 
 bool audit_trace_has_usdt(struct audit_tracer *t)
@@ -400,6 +469,13 @@ bool audit_trace_has_usdt(struct audit_tracer *t)
 const char *audit_trace_attach_probe(struct audit_tracer *t)
 {
 	return t->attach_probe;
+}
+
+const char *audit_trace_freed_probe(struct audit_tracer *t, const char **why)
+{
+	if (why)
+		*why = t->freed_probe ? NULL : t->freed_why[0] ? t->freed_why : "not asked for";
+	return t->freed_probe;
 }
 
 const char *audit_trace_probe(struct audit_tracer *t)

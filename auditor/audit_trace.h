@@ -29,6 +29,7 @@ struct audit_trace_opts {
 	bool discover;      /* report tmpfs devices not followed (SG_AUDIT_NEW_DEV events) */
 	bool follow_tree;   /* only the processes audit_trace_follow() names, and theirs */
 	bool attachers;     /* report opens of followed files (SG_AUDIT_ATTACH) */
+	bool freed;         /* report followed files as they are freed (SG_AUDIT_FREED), where the kernel allows */
 	const char *shim;   /* the shim whose USDT tags to follow, or NULL */
 	const char *probe;  /* forced, or NULL: the best this kernel allows */
 	unsigned ring_kib;  /* the event buffer, a power of two; 0: the default */
@@ -74,6 +75,11 @@ const char *audit_trace_probe(struct audit_tracer *t);
 /* How opens are seen with attachers: fentry or kprobe (on vfs_open) or
  * syscalls (every system call's exit); NULL without. */
 const char *audit_trace_attach_probe(struct audit_tracer *t);
+
+/* How freed files are seen with o->freed: fentry or kprobe (on
+ * shmem_evict_inode); NULL when they are not, and then *why (if why is not
+ * NULL) says why not. */
+const char *audit_trace_freed_probe(struct audit_tracer *t, const char **why);
 
 void audit_trace_stop(struct audit_tracer *t);
 

@@ -132,6 +132,13 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	      "Events the kernel side could not send (its buffer was full).", m->dropped_events);
 	plain(out, "shmguard_files_over_limit_total", "counter", "Files not followed: the table was full.",
 	      m->files_over_limit);
+	plain(out, "shmguard_followed_files", "gauge", "Files the auditor follows now (its table's records).",
+	      m->followed_files);
+	plain(out, "shmguard_files_freed_at_eviction_total", "counter",
+	      "Followed files forgotten as their inode was evicted (fentry or kprobe): at once.", m->freed_at_eviction);
+	plain(out, "shmguard_files_freed_by_review_total", "counter",
+	      "Followed files forgotten when the review found them gone (where evictions are not seen).",
+	      m->freed_by_review);
 	plain(out, "shmguard_unfollowed_files_total", "counter",
 	      "Files of measured aborts on filesystems no root follows (the shim's tags say so): their bytes "
 	      "are not in the leak.", m->unfollowed_files);

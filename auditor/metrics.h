@@ -36,6 +36,8 @@ struct audit_metrics {
 	double last_review_unix_s; /* when the last review cycle ended (the run's start before the first) */
 	double last_review_duration_s; /* how long it took (0 before the first) */
 	uint64_t events, dropped_events, files_over_limit, lost_markers;
+	uint64_t followed_files; /* records in the file table now */
+	uint64_t freed_at_eviction, freed_by_review; /* records forgotten, by how their file's end was seen */
 	bool dead_reclaim;        /* --reclaim-dead runs: the two below are shown */
 	uint64_t dead_reclaimed_bytes, dead_reclaimed_files; /* dead creators' files it removed */
 	uint64_t unfollowed_files; /* files of aborted requests on filesystems not followed */

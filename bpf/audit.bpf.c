@@ -22,6 +22,7 @@
 #include <bpf/usdt.bpf.h>
 
 #include "audit_event.h"
+#include "audit_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -45,14 +46,6 @@ const volatile bool pidns_is_initial = false;
 const volatile long nr_open = -1, nr_creat = -1, nr_openat = -1, nr_openat2 = -1;
 const volatile long nr_rename = -1, nr_renameat = -1, nr_renameat2 = -1, nr_link = -1, nr_linkat = -1;
 
-/* Events the ring buffer had no room for: never silently lost. */
-__u64 dropped = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20);
-} events SEC(".maps");
-
 /* Processes of the traced tree (tgid -> 1), seeded by userspace. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -61,15 +54,8 @@ struct {
 	__type(value, __u8);
 } tree SEC(".maps");
 
-/* The followed devices (dev -> 1) and the roots' directories (for the
- * ctime probe), updated by userspace as roots are found and forgotten. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SG_AUDIT_MAX_ROOTS);
-	__type(key, __u32);
-	__type(value, __u8);
-} shm_devs SEC(".maps");
-
+/* The roots' directories (for the ctime probe), updated by userspace as
+ * roots are found and forgotten, with the devices (audit_maps.bpf.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SG_AUDIT_MAX_ROOTS);
@@ -114,11 +100,6 @@ struct {
 #define O_PATH 010000000        /* in f_flags before vfs_open sets f_mode */
 
 #define TMPFS_MAGIC 0x01021994
-
-static __always_inline bool on_shm_dev(__u32 dev)
-{
-	return bpf_map_lookup_elem(&shm_devs, &dev);
-}
 
 /* Pid namespaces nest at most this deep (the kernel's MAX_PID_NS_LEVEL). */
 #define MAX_PIDNS_LEVEL 32
@@ -169,27 +150,6 @@ static __always_inline void fill_header(struct sg_audit_header *h, __u32 type)
 	h->ts_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 	h->cgroup_id = bpf_get_current_cgroup_id();
-}
-
-/* Waking the reader for every event would cost the traced program an
- * inter-processor interrupt per file operation; the reader polls every few
- * milliseconds instead, and is woken only when the buffer fills up. */
-#define WAKEUP_BYTES (256 << 10)
-
-static __always_inline void submit(void *e)
-{
-	long pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-
-	bpf_ringbuf_submit(e, pending >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
-}
-
-static __always_inline void *reserve(__u64 size)
-{
-	void *e = bpf_ringbuf_reserve(&events, size, 0);
-
-	if (!e)
-		__sync_fetch_and_add(&dropped, 1);
-	return e;
 }
 
 static __always_inline void report_create(struct inode *inode, struct dentry *d);

@@ -16,6 +16,7 @@ enum sg_audit_event_type {
 	SG_AUDIT_NAME = 3,   /* a file on a shm device has a name (rename, link) */
 	SG_AUDIT_NEW_DEV = 4, /* a regular file was created on a tmpfs not followed */
 	SG_AUDIT_ATTACH = 5,  /* a followed file was opened, not created (watch's attachers) */
+	SG_AUDIT_FREED = 6,   /* a file on a shm device was freed (audit_freed.bpf.c) */
 };
 
 struct sg_audit_header {
@@ -68,6 +69,17 @@ struct sg_audit_attach {
 	__u64 ino;
 	__u64 dir_ino;  /* the directory of the name it was opened by */
 	__u64 start_ns; /* the opening process's start (CLOCK_BOOTTIME ns), 0 unknown */
+	__u32 dev;
+	__u32 pad;
+};
+
+/* A file on a followed device whose inode is being evicted: its last
+ * name, descriptor and mapping are gone, and so are its bytes.  The header
+ * has the type and the time only (who ends a file's last use says nothing
+ * of the file). */
+struct sg_audit_freed {
+	struct sg_audit_header h;
+	__u64 ino;
 	__u32 dev;
 	__u32 pad;
 };

@@ -168,6 +168,28 @@ static struct h_proc start_leakgen(bool shimmed, bool mapped, const char *probe)
 	return start_leakgen_in(NULL, NULL, shimmed, mapped, probe);
 }
 
+/* Every file leakgen freed left the table, each counted once, at its
+ * inode's eviction where the kernel allows fentry or kprobe, else at the
+ * review (which then says why): the consumed requests' 5 files each, and
+ * perhaps the aborted ones' mapped files, freed as leakgen ends. */
+static void expect_frees_counted(json_t *r)
+{
+	long long evicted = h_jint(r, "files_freed_at_eviction"), reviewed = h_jint(r, "files_freed_by_review");
+	const char *how = json_string_value(json_object_get(r, "freed_probe"));
+	const char *why = json_string_value(json_object_get(r, "freed_probe_unavailable"));
+
+	cr_expect(evicted + reviewed >= (REQUESTS - ABORTS) * 5 && evicted + reviewed <= (REQUESTS - ABORTS) * 5 + ABORTS,
+		  "%lld files freed at eviction, %lld at the review", evicted, reviewed);
+	if (how) {
+		cr_expect(strcmp(how, "fentry") == 0 || strcmp(how, "kprobe") == 0, "frees seen by %s", how);
+		cr_expect_gt(evicted, 0);
+		cr_expect_null(why);
+	} else {
+		cr_expect_eq(evicted, 0);
+		cr_expect(why && *why, "frees left to the review without a reason");
+	}
+}
+
 /* The leak measured with PROBE (NULL: the best here), the auditor run by
  * wrap and the pipeline by cmd_wrap (NULL: as they are), is the truth. */
 static void ground_truth_within_one_percent_in(const char *const *wrap, const char *const *cmd_wrap, const char *probe)
@@ -193,6 +215,7 @@ static void ground_truth_within_one_percent_in(const char *const *wrap, const ch
 	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "fail");
 	if (probe)
 		cr_expect_str_eq(json_string_value(json_object_get(r, "probe")) ?: "(none)", probe);
+	expect_frees_counted(r);
 	json_decref(r);
 }
 

@@ -28,6 +28,9 @@ static struct audit_metrics sample(void)
 		.dropped_events = 3,
 		.files_over_limit = 1,
 		.lost_markers = 2,
+		.followed_files = 7,
+		.freed_at_eviction = 5,
+		.freed_by_review = 4,
 		.aborts_measured = 18,
 		.leaked_bytes = 73728,
 		.last_review_unix_s = 1764619794.25,
@@ -62,6 +65,9 @@ Test(metrics, exposition_text)
 	cr_expect(strstr(text, "\nshmguard_dropped_events_total 3\n"));
 	cr_expect(strstr(text, "\nshmguard_files_over_limit_total 1\n"));
 	cr_expect(strstr(text, "\nshmguard_lost_markers_total 2\n"));
+	cr_expect(strstr(text, "# TYPE shmguard_followed_files gauge\nshmguard_followed_files 7\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_files_freed_at_eviction_total 5\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_files_freed_by_review_total 4\n"), "%s", text);
 	cr_expect(strstr(text, "\nshmguard_build_info{version=\"0.1.0\",probe=\"ctime\"} 1\n"), "%s", text);
 	cr_expect_null(strstr(text, "shmguard_audit_info"), "the old name");
 	/* Counters whose rates give the leak per abort, and the review's age. */
