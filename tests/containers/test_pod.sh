@@ -71,6 +71,17 @@ wait_for() {
 	done
 }
 
+# The pod deleted, its volume kept.  podman's kube down has been seen to
+# leave the pod behind (a second kube play then finds its name taken): what
+# it said is shown, and the pod removed as kube down should have.
+pod_down() {
+	pm kube down "$PM_DIR/pod.yaml" >"$PM_DIR/down.out" 2>&1
+	wait_for '[ -z "$(pm pod ps -q)" ]' 30 && return
+	echo "note: podman kube down left the pod ($(tr '\n' ' ' <"$PM_DIR/down.out")); removing it with pod rm -f" >&2
+	pm pod rm -f -a >/dev/null 2>&1
+	wait_for '[ -z "$(pm pod ps -q)" ]' 30 || fail "the pod could not be removed: $(pm pod ps)"
+}
+
 count() { # GLOB under the pod's /dev/shm
 	local n=0 f
 	for f in "$dshm"/$1; do [ -e "$f" ] && n=$((n + 1)); done
@@ -219,7 +230,7 @@ wait_for '[ "$(count "*sgc-s2-hold0_*")" = 0 ]' 20 ||
 srv=$(pm inspect --format '{{.State.Pid}}' "$server_ctr")
 : >"$PM_DIR/old-pidns"
 mount --bind "/proc/$srv/ns/pid" "$PM_DIR/old-pidns" || fail "cannot hold the old pod's pid namespace"
-pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
+pod_down
 [ "$(count "*sgc-s2-hold1_*")" = 4 ] || fail "the volume did not keep the old instance's files: $(ls "$dshm")"
 if ! pm kube play --log-driver k8s-file "$PM_DIR/pod.yaml" >"$PM_DIR/play2.out" 2>&1; then
 	cat "$PM_DIR/play2.out" >&2
