@@ -12,7 +12,8 @@
 static int check_programs(const struct sg_roots *roots)
 {
 	struct audit_trace_root rs[SG_MAX_ROOTS];
-	struct audit_trace_opts o = {.roots = rs};
+	struct audit_trace_opts o = {.roots = rs, .freed = true};
+	const char *freed, *why;
 	struct audit_tracer *t;
 	struct stat st;
 	char err[512];
@@ -27,6 +28,11 @@ static int check_programs(const struct sg_roots *roots)
 		    audit_trace_probe(t), strcmp(audit_trace_probe(t), "syscalls") == 0
 						  ? " (every system call pays for it: this kernel allows no cheaper one)"
 						  : "");
+	if ((freed = audit_trace_freed_probe(t, &why)))
+		doctor_line("frees", true, "freed files leave the auditor's table at once (%s on shmem_evict_inode)", freed);
+	else
+		doctor_line("frees", true, "freed files leave the auditor's table at its review's next look, not at once (%s)",
+			    why);
 	audit_trace_stop(t);
 	return 0;
 }

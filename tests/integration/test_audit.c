@@ -455,6 +455,17 @@ Test(audit, doctor_names_the_probe_the_audit_uses)
 	cr_expect(strstr(text, h_str("bpf        ok   the auditor's programs load and attach; it sees files created with "
 				     "the %s probe", probe)),
 		  "%s", text);
+	/* And how freed files are seen, as the audit saw them. */
+	const char *freed = json_string_value(json_object_get(r, "freed_probe"));
+	if (freed)
+		cr_expect(strstr(text, h_str("frees      ok   freed files leave the auditor's table at once (%s on "
+					     "shmem_evict_inode)", freed)),
+			  "%s", text);
+	else
+		cr_expect(strstr(text, h_str("frees      ok   freed files leave the auditor's table at its review's next "
+					     "look, not at once (%s)",
+					     json_string_value(json_object_get(r, "freed_probe_unavailable")))),
+			  "%s", text);
 	json_decref(r);
 }
 
