@@ -15,6 +15,34 @@ static const struct {
 	{"{any}", SG_TOK_ANY},
 };
 
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Whether {int} token k of p can only be a whole run of digits: the token
+ * on its side away from {req} is a literal whose byte next to it is no
+ * digit (a shorter run would leave a digit there). */
+static bool int_is_whole_run(const struct sg_pattern *p, unsigned k)
+{
+	const struct sg_token *t;
+
+	if (k < p->req_index) {
+		t = &p->tokens[k + 1];
+		return k + 1 != p->req_index && t->kind == SG_TOK_LITERAL && !is_digit(p->text[t->off]);
+	}
+	t = &p->tokens[k - 1];
+	return k - 1 != p->req_index && t->kind == SG_TOK_LITERAL && !is_digit(p->text[t->off + t->len - 1]);
+}
+
+static bool splits_one_way(const struct sg_pattern *p)
+{
+	for (unsigned k = 0; k < p->ntokens; k++)
+		if (p->tokens[k].kind == SG_TOK_ANY || (p->tokens[k].kind == SG_TOK_INT && !int_is_whole_run(p, k)))
+			return false;
+	return true;
+}
+
 static int parse_one(struct sg_pattern *p, const char *text, size_t len, char *err, size_t errlen)
 {
 	unsigned nreq = 0;
@@ -74,6 +102,7 @@ static int parse_one(struct sg_pattern *p, const char *text, size_t len, char *e
 	p->min_len = 0;
 	for (unsigned k = 0; k < p->ntokens; k++)
 		p->min_len += p->tokens[k].kind == SG_TOK_LITERAL ? p->tokens[k].len : 1;
+	p->direct = splits_one_way(p);
 	return 0;
 }
 
@@ -134,7 +163,7 @@ static void posset_add(struct posset *s, size_t pos)
 
 static bool is_run_char(enum sg_token_kind kind, char c)
 {
-	return kind == SG_TOK_INT ? (c >= '0' && c <= '9') : c != '/';
+	return kind == SG_TOK_INT ? is_digit(c) : c != '/';
 }
 
 /* One token, read left to right: from every position in in, where can it end? */
@@ -199,6 +228,50 @@ static bool ends_fit(const struct sg_pattern *p, const char *name, size_t len)
 	if (last->kind == SG_TOK_LITERAL)
 		return memcmp(name + len - last->len, p->text + last->off, last->len) == 0;
 	return last->kind != SG_TOK_INT || is_run_char(SG_TOK_INT, name[len - 1]);
+}
+
+/* extract() for a pattern that splits a name one way at most (p->direct):
+ * the tokens before {req} read forward from the start, those after it
+ * backward from the end, each {int} a whole run of digits. */
+static bool extract_direct(const struct sg_pattern *p, const char *name, size_t len,
+			   bool (*found)(const char *req, size_t rlen, void *ctx), void *ctx)
+{
+	size_t i = 0, j = len;
+
+	for (unsigned k = 0; k < p->req_index; k++) {
+		const struct sg_token *t = &p->tokens[k];
+		size_t start = i;
+
+		if (t->kind == SG_TOK_LITERAL) {
+			if (len - i < t->len || memcmp(name + i, p->text + t->off, t->len) != 0)
+				return true;
+			i += t->len;
+			continue;
+		}
+		while (i < len && is_digit(name[i]))
+			i++;
+		if (i == start)
+			return true;
+	}
+	for (unsigned k = p->ntokens; k-- > p->req_index + 1;) {
+		const struct sg_token *t = &p->tokens[k];
+		size_t end = j;
+
+		if (t->kind == SG_TOK_LITERAL) {
+			if (j < t->len || memcmp(name + j - t->len, p->text + t->off, t->len) != 0)
+				return true;
+			j -= t->len;
+			continue;
+		}
+		while (j > 0 && is_digit(name[j - 1]))
+			j--;
+		if (j == end)
+			return true;
+	}
+	/* {req}: one or more characters other than '/'. */
+	if (i >= j || memchr(name + i, '/', j - i))
+		return true;
+	return found(name + i, j - i, ctx);
 }
 
 /* Every request ID that pattern p can extract from name, reported through
@@ -279,7 +352,7 @@ enum sg_match_result sg_patterns_match(const struct sg_pattern_set *set, const c
 
 		if (!ends_fit(&set->patterns[k], name, len))
 			continue;
-		if (!extract(&set->patterns[k], name, len, on_found, &m))
+		if (!(set->patterns[k].direct ? extract_direct : extract)(&set->patterns[k], name, len, on_found, &m))
 			return SG_MATCH_AMBIGUOUS;
 		if (!had && m.have_req && shape)
 			*shape = k;

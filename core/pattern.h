@@ -12,6 +12,7 @@
 #ifndef SHMGUARD_PATTERN_H
 #define SHMGUARD_PATTERN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define SG_MAX_PATTERNS 32
@@ -31,6 +32,11 @@ struct sg_pattern {
 	unsigned ntokens;
 	unsigned req_index; /* index of the {req} token */
 	unsigned min_len;   /* the shortest name it can match: its literals, a byte per placeholder */
+	/* No {any}, and every {int} has a literal on its far side from {req}
+	 * whose adjacent byte is no digit: each {int} can then only be a whole
+	 * run of digits, so the pattern splits a name one way at most, found
+	 * by a scan from each end instead of the position sets. */
+	bool direct;
 };
 
 struct sg_pattern_set {

@@ -22,7 +22,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	const char *name = nl ? (const char *)nl + 1 : "";
 	size_t nlen = nl ? size - slen - 1 : 0;
-	switch (sg_patterns_match(&set, name, nlen, req, other, &shape)) {
+	enum sg_match_result r = sg_patterns_match(&set, name, nlen, req, other, &shape);
+
+	/* The direct scan answers as the position sets do. */
+	static struct sg_pattern_set general;
+	char greq[SG_NAME_MAX + 1], gother[SG_NAME_MAX + 1];
+	int gshape;
+	general = set;
+	for (unsigned k = 0; k < general.count; k++)
+		general.patterns[k].direct = false;
+	if (sg_patterns_match(&general, name, nlen, greq, gother, &gshape) != r || gshape != shape ||
+	    (r != SG_MATCH_NONE && strcmp(greq, req) != 0) || (r == SG_MATCH_AMBIGUOUS && strcmp(gother, other) != 0))
+		abort();
+	switch (r) {
 	case SG_MATCH_ONE:
 		/* The request is a non-empty part of the name, without '/'. */
 		if (!*req || strchr(req, '/') || !memmem(name, nlen, req, strlen(req)) || shape < 0 ||

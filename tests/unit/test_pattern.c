@@ -148,6 +148,104 @@ Test(pattern, ends_checked_first_change_no_answer)
 	cr_assert_eq(match("abba"), SG_MATCH_NONE);
 }
 
+static unsigned next_random(unsigned *seed)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return *seed >> 16;
+}
+
+static void append(char *name, size_t *len, const char *text, size_t n)
+{
+	if (*len + n < SG_NAME_MAX) {
+		memcpy(name + *len, text, n);
+		*len += n;
+		name[*len] = '\0';
+	}
+}
+
+/* A name shaped by pattern p, its pieces now and then changed: the names a
+ * pattern matches and those it narrowly does not. */
+static size_t shaped_name(const struct sg_pattern *p, unsigned *seed, char *name)
+{
+	static const char *const pieces[] = {"_", "0", "12", "x", "y", "-", "a", "ab", "ba", "/", ".", "1", "_7"};
+	const size_t npieces = sizeof(pieces) / sizeof(pieces[0]);
+	size_t len = 0;
+
+	name[0] = '\0';
+	for (unsigned k = 0; k < p->ntokens; k++) {
+		const struct sg_token *t = &p->tokens[k];
+		unsigned roll = next_random(seed) % 16;
+
+		if (roll == 0)
+			continue; /* a token left out */
+		if (roll == 1) {
+			const char *piece = pieces[next_random(seed) % npieces];
+			append(name, &len, piece, strlen(piece)); /* another in its place */
+			continue;
+		}
+		if (t->kind == SG_TOK_LITERAL) {
+			append(name, &len, p->text + t->off, t->len);
+			continue;
+		}
+		for (unsigned n = 1 + next_random(seed) % 3; n--;) {
+			const char *piece = t->kind == SG_TOK_INT ? pieces[1 + next_random(seed) % 2] : pieces[next_random(seed) % npieces];
+			append(name, &len, piece, strlen(piece));
+		}
+	}
+	if (next_random(seed) % 4 == 0) {
+		const char *piece = pieces[next_random(seed) % npieces];
+		append(name, &len, piece, strlen(piece));
+	}
+	return len;
+}
+
+/* Patterns whose every {int} is bounded by a non-digit literal on its far
+ * side split a name one way at most, and are matched by a scan from each
+ * end; the rest by the position sets.  Both give the same answer. */
+Test(pattern, the_direct_scan_answers_as_the_position_sets_do)
+{
+	static const char *const specs[] = {
+		"{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock",
+		"vllm_offload_{req}.mmap",
+		"{int}_{req};{req}_{int}x;x{int}-{req}-{int}y",
+		"{req}{int}_{int}",   /* {int} against {req}: the sets */
+		"{req}_1{int}",       /* a digit beside {int}: the sets */
+		"{int}{int}_{req}",   /* two {int}: the sets */
+		"{req}_{any};a{req}", /* {any}: the sets */
+		"ab{req}ba;{req}_{int}",
+	};
+	const bool want_direct[] = {true, true, true, false, false, false, false, true};
+	static struct sg_pattern_set general;
+	unsigned seed = 42;
+
+	for (size_t s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+		unsigned matched = 0;
+
+		parse_ok(specs[s]);
+		cr_expect_eq(set.patterns[0].direct, want_direct[s], "'%s'", specs[s]);
+		general = set;
+		for (unsigned k = 0; k < general.count; k++)
+			general.patterns[k].direct = false;
+		for (int n = 0; n < 20000; n++) {
+			char name[SG_NAME_MAX + 1], greq[SG_NAME_MAX + 1], gother[SG_NAME_MAX + 1];
+			size_t len = shaped_name(&set.patterns[next_random(&seed) % set.count], &seed, name);
+			int shape, gshape;
+			enum sg_match_result r = sg_patterns_match(&set, name, len, req, other, &shape);
+
+			cr_assert_eq(sg_patterns_match(&general, name, len, greq, gother, &gshape), r, "'%s' on '%s'",
+				     specs[s], name);
+			cr_assert_eq(gshape, shape, "'%s' on '%s'", specs[s], name);
+			matched += r != SG_MATCH_NONE;
+			if (r != SG_MATCH_NONE)
+				cr_assert_str_eq(req, greq, "'%s' on '%s'", specs[s], name);
+			if (r == SG_MATCH_AMBIGUOUS)
+				cr_assert_str_eq(other, gother, "'%s' on '%s'", specs[s], name);
+		}
+		/* Names the patterns match, and names they refuse. */
+		cr_expect(matched > 5000 && matched < 19000, "'%s': %u of 20000 matched", specs[s], matched);
+	}
+}
+
 Test(pattern, bad_patterns_are_rejected_with_a_reason)
 {
 	parse_fails("", "empty pattern");
