@@ -46,13 +46,34 @@ static size_t req_in(const char *req, const char *name)
 	return at && at - name < (ptrdiff_t)SG_JOURNAL_NO_REQ ? (size_t)(at - name) : SG_JOURNAL_NO_REQ;
 }
 
-unsigned sg_journal_span(const char *req, const char *name)
+unsigned sg_journal_text_make(struct sg_journal_text *t, const char *req, const char *name)
 {
 	size_t rlen = strlen(req), nlen = strlen(name);
 
+	t->span = 0;
 	if (!rlen || !nlen || rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
 		return 0;
-	return span_for(rlen + nlen - (req_in(req, name) == SG_JOURNAL_NO_REQ ? 0 : rlen));
+	t->rlen = rlen;
+	t->nlen = nlen;
+	t->req_at = req_in(req, name);
+	memcpy(t->text, req, rlen);
+	if (t->req_at == SG_JOURNAL_NO_REQ) {
+		memcpy(t->text + rlen, name, nlen);
+		t->len = rlen + nlen;
+	} else {
+		memcpy(t->text + rlen, name, t->req_at);
+		memcpy(t->text + rlen + t->req_at, name + t->req_at + rlen, nlen - t->req_at - rlen);
+		t->len = nlen;
+	}
+	t->text_hash = sg_hash_mem(t->text, t->len);
+	return t->span = span_for(t->len);
+}
+
+unsigned sg_journal_span(const char *req, const char *name)
+{
+	struct sg_journal_text t;
+
+	return sg_journal_text_make(&t, req, name);
 }
 
 _Static_assert(2 * SG_NAME_MAX <= FIRST_TEXT + (SG_JOURNAL_MAX_SPAN - 1) * CONT_TEXT, "the longest record fits");
@@ -84,9 +105,14 @@ static void text_copy(char *rec, size_t off, char *flat, size_t len, bool to_rec
 
 /* Its first byte in memory is never 0, whatever the byte order: that is how
  * a reader tells a record's first slot from the others. */
+static uint64_t rec_seal_hashed(const char *rec, uint64_t text_hash)
+{
+	return sg_hash_mix(sg_hash_mem(rec + FIELDS_AT, FIELDS_LEN), text_hash) | 1 | 1ull << 56;
+}
+
 static uint64_t rec_seal_flat(const char *rec, const char *text, size_t len)
 {
-	return sg_hash_mix(sg_hash_mem(rec + FIELDS_AT, FIELDS_LEN), sg_hash_mem(text, len)) | 1 | 1ull << 56;
+	return rec_seal_hashed(rec, sg_hash_mem(text, len));
 }
 
 /* The length of a record's text, 0 when its fields are out of range. */
@@ -113,37 +139,30 @@ uint64_t sg_journal_rec_seal(const void *at, unsigned avail_slots)
 	return rec_seal_flat(at, text, len);
 }
 
-int sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const char *req, const char *name)
+void sg_journal_text_commit(void *at, uint64_t ino, uint64_t created_ns, const struct sg_journal_text *t)
 {
 	struct sg_journal_rec *r = at;
-	size_t rlen = strlen(req), nlen = strlen(name), req_at, len;
-	unsigned span;
-	char text[2 * SG_NAME_MAX];
 
-	if (!rlen || !nlen || rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
-		return -EINVAL;
-	req_at = req_in(req, name);
-	memcpy(text, req, rlen);
-	if (req_at == SG_JOURNAL_NO_REQ) {
-		memcpy(text + rlen, name, nlen);
-		len = rlen + nlen;
-	} else {
-		memcpy(text + rlen, name, req_at);
-		memcpy(text + rlen + req_at, name + req_at + rlen, nlen - req_at - rlen);
-		len = nlen;
-	}
-	span = span_for(len);
 	r->ino = ino;
 	r->created_ns = created_ns;
-	r->span = (uint8_t)span;
-	r->req_len = (uint8_t)rlen;
-	r->name_len = (uint8_t)nlen;
-	r->req_at = (uint8_t)req_at;
-	for (unsigned i = 1; i < span; i++)
+	r->span = (uint8_t)t->span;
+	r->req_len = (uint8_t)t->rlen;
+	r->name_len = (uint8_t)t->nlen;
+	r->req_at = (uint8_t)t->req_at;
+	for (unsigned i = 1; i < t->span; i++)
 		((struct sg_journal_cont *)at)[i].zero = 0;
-	text_copy(at, 0, text, len, true);
-	__atomic_store_n(&r->seal, rec_seal_flat(at, text, len), __ATOMIC_RELEASE);
-	return (int)span;
+	text_copy(at, 0, (char *)t->text, t->len, true);
+	__atomic_store_n(&r->seal, rec_seal_hashed(at, t->text_hash), __ATOMIC_RELEASE);
+}
+
+int sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const char *req, const char *name)
+{
+	struct sg_journal_text t;
+
+	if (!sg_journal_text_make(&t, req, name))
+		return -EINVAL;
+	sg_journal_text_commit(at, ino, created_ns, &t);
+	return (int)t.span;
 }
 
 bool sg_journal_head_ok(const void *buf, size_t len, struct sg_journal_head *head)

@@ -91,6 +91,19 @@ void sg_journal_head_init(struct sg_journal_head *h, pid_t pid, uint64_t start_t
 /* The slots a record of req and name takes, 0 when either is empty or
  * longer than SG_NAME_MAX. */
 unsigned sg_journal_span(const char *req, const char *name);
+/* A record's text laid out, and hashed, ahead of its commit: a writer does
+ * this before it takes its lock. */
+struct sg_journal_text {
+	char text[2 * SG_NAME_MAX];
+	size_t len, rlen, nlen, req_at;
+	uint64_t text_hash;
+	unsigned span; /* 0: req or name empty, or longer than SG_NAME_MAX */
+};
+/* Fills t for req and name; its span (as sg_journal_span), 0 when they do not fit. */
+unsigned sg_journal_text_make(struct sg_journal_text *t, const char *req, const char *name);
+/* Fills the free slots at (t->span of them, t->span not 0) with the record of
+ * ino, created_ns and t, and commits it, as sg_journal_rec_commit does. */
+void sg_journal_text_commit(void *at, uint64_t ino, uint64_t created_ns, const struct sg_journal_text *t);
 /* Fills the free slots at (sg_journal_span() of them) with a record and
  * commits it (the seal stored last, with release order).  Returns the span,
  * or -EINVAL, writing nothing, when req or name is empty or does not fit. */

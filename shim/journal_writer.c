@@ -448,12 +448,9 @@ static void drop_inherited(const struct sg_self *self)
 /* The root path is spelled in, SG_MAX_ROOTS if none. */
 static unsigned root_of(const char *path)
 {
-	size_t name_off = sg_root_spelled(path);
+	int k = sg_root_index(path);
 
-	for (unsigned k = 0; name_off && k < sg_cfg.roots.n; k++)
-		if (sg_cfg.roots.len[k] + 1 == name_off && memcmp(path, sg_cfg.roots.dir[k], name_off - 1) == 0)
-			return k;
-	return SG_MAX_ROOTS;
+	return k < 0 ? SG_MAX_ROOTS : (unsigned)k;
 }
 
 /* A tick's precision is plenty for an age, and the coarse clock is a plain
@@ -469,6 +466,7 @@ static uint64_t now_ns(void)
 uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
 {
 	unsigned k = sg_cfg.tag_journal ? root_of(path) : SG_MAX_ROOTS;
+	struct sg_journal_text text;
 	const char *name;
 	const struct sg_self *self;
 	uint32_t slot = 0;
@@ -479,7 +477,7 @@ uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
 	if (k == SG_MAX_ROOTS)
 		return 0;
 	name = path + sg_cfg.roots.len[k] + 1;
-	if (!(span = sg_journal_span(req, name)))
+	if (!(span = sg_journal_text_make(&text, req, name)))
 		return 0; /* a name or request too long for a record */
 	/* Whose record this is: a child made without the fork handlers learns
 	 * here that it is not its parent (sg_self_known). */
@@ -510,7 +508,7 @@ uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
 		w->backoff = 0;
 	}
 	take(w, (size_t)idx, span);
-	sg_journal_rec_commit(slot_at(w, (size_t)idx), ino, now_ns(), req, name);
+	sg_journal_text_commit(slot_at(w, (size_t)idx), ino, now_ns(), &text);
 	slot = (k + 1) << SLOT_ROOT_SHIFT | (epoch & EPOCH_MASK) << SLOT_EPOCH_SHIFT | (uint32_t)idx;
 out:
 	pthread_mutex_unlock(&lock);

@@ -152,13 +152,18 @@ static int root_spelled(const char *dir, size_t len)
 	return -1;
 }
 
-size_t sg_root_spelled(const char *path)
+int sg_root_index(const char *path)
 {
 	const char *slash;
 
-	if (!file_name(path, &slash) || !slash || root_spelled(path, (size_t)(slash - path)) < 0)
-		return 0;
-	return (size_t)(slash - path) + 1;
+	return file_name(path, &slash) && slash ? root_spelled(path, (size_t)(slash - path)) : -1;
+}
+
+size_t sg_root_spelled(const char *path)
+{
+	int k = sg_root_index(path);
+
+	return k < 0 ? 0 : sg_cfg.roots.len[k] + 1;
 }
 
 const char *sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_PATH_MAX], size_t *name_off)

@@ -27,6 +27,8 @@ const char *sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_
 /* The offset of the name in path if path is spelled root/name, else 0.
  * No system call. */
 size_t sg_root_spelled(const char *path);
+/* The index of that root, or -1. */
+int sg_root_index(const char *path);
 
 /* The last component of path, if it can name a file (not empty, "." or
  * ".."), else NULL. */
