@@ -6,6 +6,8 @@
 # its own rounds: 5 a side of 5 s).  Takes 10-20 minutes on 2 CPUs (the
 # counts below about three of them, the marker rows most of the rest).
 #   scripts/bench.sh [ROUNDS]     (default 11 runs a side)
+#   scripts/bench.sh --counts     the rows' instructions and system calls only
+#                                 (no timing, no marker rows, no pgbench: a minute)
 # Each row also counts instructions and system calls per operation, without
 # and with the shim (bench-common.sh: per_op); COUNTS=0 leaves them out.
 # MARKER_ROUNDS (default 300) sets the aborts of each marker-under-load row.
@@ -13,6 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SHMGUARD_DEPS=bench scripts/build.sh
 
+counts_only=0
+if [ "${1:-}" = --counts ]; then
+	counts_only=1
+	shift
+fi
 rounds=${1:-11}
 bench=build/bench/bench_shim
 shim=$PWD/build/shim/libshmguard.so
@@ -34,16 +41,22 @@ remove_files() { (shopt -s nullglob && cd /dev/shm && printf '%s\0' "$1"* | xarg
 compare() {
 	local name=$1 workload=$2 without=() with=() i
 	shift 2
-	for ((i = 0; i < rounds; i++)); do
+	for ((i = 0; i < rounds * (1 - counts_only); i++)); do
 		without+=("$("$bench" "${FLOOR:-$workload}" "$@" ${FLOOR_ARGS:-} | awk '{ print $2 }')")
 		with+=("$(shimmed "$bench" "$workload" "$@" | awk '{ print $2 }')")
 	done
-	local a b wo=(- -) wi=(- -)
-	a=$(printf '%s\n' "${without[@]}" | median)
-	b=$(printf '%s\n' "${with[@]}" | median)
+	local a=0 b=0 wo=(- -) wi=(- -)
+	if [ "$counts_only" = 0 ]; then
+		a=$(printf '%s\n' "${without[@]}" | median)
+		b=$(printf '%s\n' "${with[@]}" | median)
+	fi
 	if [ "$insns_by" != none ] && [ "${COUNTS:-1}" != 0 ]; then
 		read -ra wo <<<"$(per_op $(($1 / 20)) plain "${FLOOR:-$workload}" "${@:2}" ${FLOOR_ARGS:-})"
 		read -ra wi <<<"$(per_op $(($1 / 20)) shimmed "$workload" "${@:2}")"
+	fi
+	if [ "$counts_only" = 1 ]; then
+		printf '%-34s %13s %13s %8s %9s %9s %7.1f %7.1f\n' "$name" - - - "${wo[0]}" "${wi[0]}" "${wo[1]}" "${wi[1]}"
+		return
 	fi
 	printf '%-34s %10.0f ns %10.0f ns %8.3f %9s %9s %7.1f %7.1f\n' "$name" "$a" "$b" "$(echo "$b / $a" | bc -l)" \
 		"${wo[0]}" "${wi[0]}" "${wo[1]}" "${wi[1]}"
@@ -51,7 +64,11 @@ compare() {
 plain() { "$@"; }
 
 insns_by=$(insn_method)
-echo "shmguard shim benchmarks: $rounds alternating runs a side, medians ($(nproc) CPUs, $(uname -r))"
+if [ "$counts_only" = 1 ]; then
+	echo "shmguard shim benchmarks: counts only ($(nproc) CPUs, $(uname -r))"
+else
+	echo "shmguard shim benchmarks: $rounds alternating runs a side, medians ($(nproc) CPUs, $(uname -r))"
+fi
 case $insns_by in
 perf) echo "per operation: instructions (perf, user and kernel) and system calls (strace -f -c), without / with" ;;
 callgrind) echo "per operation: user-space instructions (callgrind: this machine has no instruction counter for perf) and system calls (strace -f -c), without / with" ;;
@@ -73,6 +90,7 @@ PATTERNS='{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' \
 	compare "48 KiB put+get with its lock file" putget 10000 "$prefix"
 PATTERNS='{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' FLOOR=putget-floor \
 	FLOOR_ARGS="/dev/shm/${prefix}watch" compare "  against its system calls by hand" putget 10000 "$prefix"
+[ "$counts_only" = 0 ] || exit 0
 echo
 echo "marker to the last of a request's 4 segments unlinked (1000 aborts):"
 shimmed "$bench" sweep 1000 4 100 "$prefix" "$abort_dir"
