@@ -138,6 +138,7 @@ struct audit {
 	uint64_t live_pending, live_files; /* the part whose request is not (yet) aborted */
 	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
 	uint64_t freed_at_eviction, freed_by_review; /* records forgotten, by how their file was found freed */
+	uint64_t frees_unsent; /* frees the kernel side did not send (its buffer half full): left to the review */
 	uint32_t cycles;    /* review cycles ended */
 	double last_review_s, last_review_duration_s; /* when the last cycle ended (audit_now_s), how long it took */
 	uint64_t aborts_measured, leaked_measured; /* aborts measured so far, and the bytes they left */

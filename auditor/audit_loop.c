@@ -235,6 +235,7 @@ int audit_loop_run(struct audit *a)
 	}
 	a->end_s = audit_now_s(a);
 	a->dropped = audit_trace_dropped(t);
+	a->frees_unsent = audit_trace_frees_unsent(t);
 	audit_review_finish(a);
 	if (audit_live_flush(a, a->dropped) < 0)
 		fprintf(stderr, "shmguard audit: cannot write the metrics at the end: %s\n", strerror(errno));

@@ -265,6 +265,7 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "freed_probe_unavailable", a->freed_probe ? json_null() : json_string(a->freed_why));
 	json_object_set_new(root, "files_freed_at_eviction", json_integer((json_int_t)a->freed_at_eviction));
 	json_object_set_new(root, "files_freed_by_review", json_integer((json_int_t)a->freed_by_review));
+	json_object_set_new(root, "frees_left_to_review", json_integer((json_int_t)a->frees_unsent));
 	json_object_set_new(root, "events", json_integer((json_int_t)a->events));
 	json_object_set_new(root, "dropped_events", json_integer((json_int_t)a->dropped));
 	json_object_set_new(root, "auditor_max_rss_kib", json_integer(max_rss_kib()));

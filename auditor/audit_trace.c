@@ -457,8 +457,14 @@ int audit_trace_consume(struct audit_tracer *t)
 
 uint64_t audit_trace_dropped(struct audit_tracer *t)
 {
-	return __atomic_load_n(&t->skel->bss->dropped, __ATOMIC_RELAXED) +
-	       (t->freed ? __atomic_load_n(&t->freed->bss->dropped, __ATOMIC_RELAXED) : 0);
+	return __atomic_load_n(&t->skel->bss->dropped, __ATOMIC_RELAXED);
+}
+
+uint64_t audit_trace_frees_unsent(struct audit_tracer *t)
+{
+	return t->freed ? __atomic_load_n(&t->freed->bss->dropped, __ATOMIC_RELAXED) +
+				  __atomic_load_n(&t->freed->bss->skipped, __ATOMIC_RELAXED)
+			: 0;
 }
 
 bool audit_trace_has_usdt(struct audit_tracer *t)

@@ -63,8 +63,11 @@ int audit_trace_follow(struct audit_tracer *t, pid_t pid);
 int audit_trace_fd(struct audit_tracer *t);
 int audit_trace_consume(struct audit_tracer *t); /* -1 with errno on failure */
 
-/* Events the kernel side could not queue, so far. */
+/* Events the kernel side could not queue, so far: frees aside. */
 uint64_t audit_trace_dropped(struct audit_tracer *t);
+/* Frees not sent (the buffer half full, or full), so far: their records
+ * wait for the review, and no figure is wrong for it. */
+uint64_t audit_trace_frees_unsent(struct audit_tracer *t);
 
 /* Whether the shim's tags are followed (its USDT probe attached). */
 bool audit_trace_has_usdt(struct audit_tracer *t);

@@ -6,7 +6,7 @@
 #define SHMGUARD_BPF_AUDIT_MAPS_H
 
 /* Events the ring buffer had no room for: never silently lost (one count
- * per object: userspace adds them). */
+ * per object: userspace reads each). */
 __u64 dropped = 0;
 
 struct {

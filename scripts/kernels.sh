@@ -8,7 +8,7 @@
 # expectations below and prints a kernel x check table.
 #
 #   scripts/kernels.sh [--build DIR] [--kernels 5.10,6.1,6.12,host]
-#                      [--checks facts,abort,ls,dead,audit,freed,gate,pidns,node,watch,watch-kprobe]
+#                      [--checks facts,abort,ls,dead,audit,freed,freed-burst,gate,pidns,node,watch,watch-kprobe]
 #                      [--audit-args 'ARGS'] [--jobs N] [--timeout S]
 #                      [--refresh] [--markdown]
 #
@@ -47,7 +47,7 @@ host  freed  this machine refuses fentry and has no kprobes: freed files wait fo
 
 usage() { sed -n '/^#   scripts/,/^# --markdown/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
-build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,freed,gate,probe-fentry,probe-kprobe,probe-syscalls,pidns,node,watch,watch-kprobe audit_args=''
+build='' kernels=5.10,6.1,6.12,host checks=facts,abort,ls,dead,audit,freed,freed-burst,gate,probe-fentry,probe-kprobe,probe-syscalls,pidns,node,watch,watch-kprobe audit_args=''
 jobs=4 timeout=150 refresh=0 markdown=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -324,7 +324,8 @@ total=$((SECONDS - t0))
 # The table docs/kernels.md shows: kernel x check, then the facts.
 # shellcheck disable=SC2016 # the backquotes are Markdown's
 declare -A label=([abort]='shim abort sweep' [ls]='`ls` attribution' [dead]='`sweep --dead`'
-	[audit]='`audit` KiB/abort' [freed]='freed files leave at once' [gate]='gate exit codes' [pidns]='`audit` in a pid namespace'
+	[audit]='`audit` KiB/abort' [freed]='freed files leave at once'
+	[freed-burst]='a burst of frees loses nothing' [gate]='gate exit codes' [pidns]='`audit` in a pid namespace'
 	[node]="node mode: a pod's /dev/shm" [watch]='`watch`: programs without the shim'
 	[watch-kprobe]='`watch --probe kprobe`')
 declare -A suite=([5.10]=bullseye [6.1]=bookworm [6.12]=bookworm-backports)

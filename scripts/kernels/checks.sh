@@ -306,6 +306,33 @@ check_freed() {
 	fi
 }
 
+# A burst of frees (5,000 files removed by one rm, a 64 KiB event buffer;
+# the files made 200 at a time, so that their creations fit it) loses no
+# event that matters: the kernel side stops sending frees while
+# the buffer is half full, their records wait for the review, and every
+# record leaves the table by the end either way.
+check_freed_burst() {
+	p=sgk-fb-
+	# shellcheck disable=SC2016 # expanded by the command's shell
+	start freed-burst shmguard audit --patterns "$PATTERNS" --abort-dir "$AD" --ring-kib 64 \
+		--json "$W/freed-burst.json" $SGK_AUDIT_ARGS -- sh -c \
+		'i=0; while [ $i -lt 5000 ]; do : >"/dev/shm/$0$i"; i=$((i + 1)); [ $((i % 200)) != 0 ] || sleep 0.05; done
+		rm -f /dev/shm/"$0"*' "$p"
+	finish
+	evicted=$(jint "$W/freed-burst.json" files_freed_at_eviction)
+	reviewed=$(jint "$W/freed-burst.json" files_freed_by_review)
+	unsent=$(jint "$W/freed-burst.json" frees_left_to_review)
+	dropped=$(jint "$W/freed-burst.json" dropped_events)
+	if [ -z "$evicted" ]; then
+		result freed-burst FAIL "no report (exit $status): $(err_of "$W/freed-burst.err")"
+	elif [ "$dropped" != 0 ] || [ $((evicted + reviewed)) != 5000 ]; then
+		result freed-burst FAIL "$dropped events dropped; $evicted files freed at eviction and $reviewed by the review, of 5000"
+	else
+		result freed-burst PASS "0 events dropped; of 5000 files freed, $evicted left at their eviction, $reviewed at the review ($unsent frees not sent)"
+	fi
+	rm -f /dev/shm/"$p"*
+}
+
 # The same with one probe forced (probe-fentry, probe-kprobe, probe-syscalls):
 # every probe is proven on the kernels that allow it.
 check_probe() {
@@ -480,6 +507,7 @@ for c in $SGK_CHECKS; do
 	case $c in
 	facts) facts ;;
 	abort | ls | dead | audit | freed | gate | pidns | node) "check_$c" ;;
+	freed-burst) check_freed_burst ;;
 	watch) check_watch watch ;;
 	watch-kprobe) check_watch watch-kprobe --probe kprobe ;;
 	probe-fentry | probe-kprobe | probe-syscalls) check_probe "$c" ;;
