@@ -471,13 +471,12 @@ uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
 	const struct sg_self *self;
 	uint32_t slot = 0;
 	struct writer *w;
-	unsigned span;
 	long idx;
 
 	if (k == SG_MAX_ROOTS)
 		return 0;
 	name = path + sg_cfg.roots.len[k] + 1;
-	if (!(span = sg_journal_text_make(&text, req, name)))
+	if (!sg_journal_text_make(&text, req, name))
 		return 0; /* a name or request too long for a record */
 	/* Whose record this is: a child made without the fork handlers learns
 	 * here that it is not its parent (sg_self_known). */
@@ -498,16 +497,16 @@ uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
 			sg_log_once(&said_again, SG_LOG_INFO, "the ownership journal in %s works again",
 				    sg_cfg.roots.dir[k]);
 	}
-	if ((idx = find_room(w, span)) < 0) {
+	if ((idx = find_room(w, text.span)) < 0) {
 		if (w->retry_in && --w->retry_in)
 			goto out;
-		if (grow(w, k) < 0 || (idx = find_room(w, span)) < 0) {
+		if (grow(w, k) < 0 || (idx = find_room(w, text.span)) < 0) {
 			back_off(w);
 			goto out;
 		}
 		w->backoff = 0;
 	}
-	take(w, (size_t)idx, span);
+	take(w, (size_t)idx, text.span);
 	sg_journal_text_commit(slot_at(w, (size_t)idx), ino, now_ns(), &text);
 	slot = (k + 1) << SLOT_ROOT_SHIFT | (epoch & EPOCH_MASK) << SLOT_EPOCH_SHIFT | (uint32_t)idx;
 out:
