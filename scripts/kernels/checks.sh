@@ -89,10 +89,12 @@ leak_truth() {
 }
 # jint FILE KEY: an integer member of a JSON report's top object (indented 2).
 jint() { sed -n "s/^  \"$2\": \(-\{0,1\}[0-9]*\),\{0,1\}\$/\1/p" "$1" 2>/dev/null; }
+# jstr FILE KEY: a top-level string of a report (escapes left as they are).
+jstr() { sed -n "s/^  \"$2\": \"\(.*\)\",\{0,1\}\$/\1/p" "$1" 2>/dev/null; }
 # via FILE: ", probe NAME" when the report names the auditor's probe.
 via() {
-	probe=$(sed -n 's/^  "probe": "\([^"]*\)",\{0,1\}$/\1/p' "$1" 2>/dev/null)
-	freed=$(sed -n 's/^  "freed_probe": "\([^"]*\)",\{0,1\}$/\1/p' "$1" 2>/dev/null)
+	probe=$(jstr "$1" probe)
+	freed=$(jstr "$1" freed_probe)
 	[ -z "$probe" ] || echo ", probe $probe${freed:+, frees by $freed}"
 }
 
@@ -293,8 +295,8 @@ check_freed() {
 	plain_audit
 	evicted=$(jint "$W/audit.json" files_freed_at_eviction)
 	reviewed=$(jint "$W/audit.json" files_freed_by_review)
-	how=$(sed -n 's/^  "freed_probe": "\([a-z]*\)",\{0,1\}$/\1/p' "$W/audit.json" 2>/dev/null)
-	why=$(sed -n 's/^  "freed_probe_unavailable": "\(.*\)",\{0,1\}$/\1/p' "$W/audit.json" 2>/dev/null)
+	how=$(jstr "$W/audit.json" freed_probe)
+	why=$(jstr "$W/audit.json" freed_probe_unavailable)
 	if [ -z "$evicted" ]; then
 		result freed FAIL "no report (exit $plain_status): $(err_of "$W/audit.err")"
 	elif [ -z "$how" ]; then
@@ -341,7 +343,7 @@ check_probe() {
 	audit_leakgen "$1" 0
 	SGK_AUDIT_ARGS=$default_args
 	# fentry and kprobe see frees too, the same way.
-	how=$(sed -n 's/^  "freed_probe": "\([a-z]*\)",\{0,1\}$/\1/p' "$W/$1.json" 2>/dev/null)
+	how=$(jstr "$W/$1.json" freed_probe)
 	case ${1#probe-}/$how in
 	fentry/fentry | kprobe/kprobe | syscalls/*) judge "$1" ;;
 	*)
