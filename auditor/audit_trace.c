@@ -377,16 +377,18 @@ struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *e
 		/* The opens too, the best way this kernel allows with probe k. */
 		for (size_t i = 0; i < na && start_probe(t, (enum probe_kind)k, a[i], o, btf, why, sizeof(why)) < 0; i++)
 			;
-		if (t->skel)
+		if (t->skel) {
+			/* And the frees, the way probe k allows. */
+			if (o->freed)
+				start_freed(t, (enum probe_kind)k, btf);
 			break;
+		}
 		if (forced >= 0)
 			snprintf(err, errlen, "the probe '%s' is not available here: %s", probe_names[k], why);
 		else if (used < errlen)
 			used += (size_t)snprintf(err + used, errlen - used, "%s%s: %s", used ? "; " : "",
 						 probe_names[k], why);
 	}
-	if (t->skel && o->freed)
-		start_freed(t, (enum probe_kind)audit_probe_by_name(t->probe), btf);
 	btf__free(btf);
 	btf = NULL;
 	if (!t->skel)

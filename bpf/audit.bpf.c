@@ -93,8 +93,6 @@ struct {
 	__type(value, struct unknown_seen);
 } unknown_devs SEC(".maps");
 
-#define S_IFMT 00170000
-#define S_IFREG 0100000
 #define FMODE_CREATED 0x100000 /* the open created the file (4.19 and later) */
 #define FMODE_PATH 0x4000       /* an O_PATH descriptor: no access to the contents */
 #define O_PATH 010000000        /* in f_flags before vfs_open sets f_mode */

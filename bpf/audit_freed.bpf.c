@@ -19,9 +19,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define S_IFMT 00170000
-#define S_IFREG 0100000
-
 /* A free not sent costs nothing but time: its record waits for the
  * review.  So a free is not sent while the buffer is half full (a pod's
  * tmpfs unmounted frees all its files at once), leaving the room to the

@@ -1,9 +1,12 @@
-/* What both of the auditor's BPF objects use: the ring buffer of events
- * and the followed devices.  audit.bpf.c's are the maps themselves;
+/* What both of the auditor's BPF objects use: the ring buffer of events,
+ * the followed devices, and the file type bits.  audit.bpf.c's are the maps themselves;
  * audit_freed.bpf.c is given the same ones by userspace before it loads
  * (bpf_map__reuse_fd), so that its events come in the same order. */
 #ifndef SHMGUARD_BPF_AUDIT_MAPS_H
 #define SHMGUARD_BPF_AUDIT_MAPS_H
+
+#define S_IFMT 00170000
+#define S_IFREG 0100000
 
 /* Events the ring buffer had no room for: never silently lost (one count
  * per object: userspace reads each). */
