@@ -7,7 +7,7 @@
 # counts below about three of them, the marker rows most of the rest).
 #   scripts/bench.sh [ROUNDS]     (default 11 runs a side)
 #   scripts/bench.sh --counts     the rows' instructions and system calls only
-#                                 (no timing, no marker rows, no pgbench: a minute)
+#                                 (no timing, no marker rows, no pgbench: a few minutes)
 # Each row also counts instructions and system calls per operation, without
 # and with the shim (bench-common.sh: per_op); COUNTS=0 leaves them out.
 # MARKER_ROUNDS (default 300) sets the aborts of each marker-under-load row.
@@ -39,9 +39,10 @@ remove_files() { (shopt -s nullglob && cd /dev/shm && printf '%s\0' "$1"* | xarg
 # and with the shim; prints medians and the ratio.  With FLOOR set, the
 # "without" side runs the FLOOR workload instead, with FLOOR_ARGS added.
 compare() {
-	local name=$1 workload=$2 without=() with=() i
+	local name=$1 workload=$2 without=() with=() i timed=$rounds
 	shift 2
-	for ((i = 0; i < rounds * (1 - counts_only); i++)); do
+	[ "$counts_only" = 0 ] || timed=0
+	for ((i = 0; i < timed; i++)); do
 		without+=("$("$bench" "${FLOOR:-$workload}" "$@" ${FLOOR_ARGS:-} | awk '{ print $2 }')")
 		with+=("$(shimmed "$bench" "$workload" "$@" | awk '{ print $2 }')")
 	done
