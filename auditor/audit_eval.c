@@ -160,10 +160,10 @@ static bool stat_linked(struct pass *p, const struct audit_file *f, struct stat 
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
 
-	if (f->root < 0 || !f->name || (unsigned)f->root >= p->a->nroots || !p->a->roots[f->root].in_use ||
+	if (f->root < 0 || !f->named || (unsigned)f->root >= p->a->nroots || !p->a->roots[f->root].in_use ||
 	    p->a->roots[f->root].kdev != f->kdev)
 		return false;
-	snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
+	snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, audit_file_name(f));
 	return lstat(path, st) == 0 && st->st_ino == f->ino && sg_kdev(st->st_dev) == f->kdev;
 }
 
@@ -178,7 +178,7 @@ static struct measured found(struct measured m, const struct stat *st)
 /* f through its name, if that still refers to it. */
 static struct measured measure_linked(struct pass *p, struct audit_file *f)
 {
-	struct measured m = {.root = f->root, .linked = true, .name = f->name};
+	struct measured m = {.root = f->root, .linked = true, .name = audit_file_name(f)};
 	struct stat st;
 
 	return stat_linked(p, f, &st) ? found(m, &st) : (struct measured){0};
@@ -194,7 +194,7 @@ static struct measured measure_held(struct pass *p, struct audit_file *f)
 	if (!h || stat(h->stat_path, &st) < 0 || st.st_ino != f->ino)
 		return m;
 	m.holder = h->pid;
-	m.name = f->name ? f->name : h->name;
+	m.name = f->named ? audit_file_name(f) : h->name;
 	return found(m, &st);
 }
 
@@ -227,13 +227,13 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 
 	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
-	if (m->linked && f->root >= 0 && (unsigned)f->root < rv->nroots && f->name) {
-		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
+	if (m->linked && f->root >= 0 && (unsigned)f->root < rv->nroots && f->named) {
+		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, audit_file_name(f));
 		js = &rv->journals[f->root];
 		/* The owner and mode are looked up only for a claim or a tag. */
 		if (sg_journals_claim_any(js, f->ino) && lstat(path, &st) == 0 && st.st_ino == f->ino &&
-		    sg_journals_find(js, f->ino, st.st_uid, f->name, sg_birth_ns(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW),
-				     &tag)) {
+		    sg_journals_find(js, f->ino, st.st_uid, audit_file_name(f),
+				     sg_birth_ns(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW), &tag)) {
 			audit_files_attribute(p->a->files, f, tag.req, REQ_TAG, -1);
 			return;
 		}
@@ -264,11 +264,11 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 {
 	struct audit_root *root = f->root >= 0 && (unsigned)f->root < p->a->nroots ? &p->a->roots[f->root] : NULL;
 
-	if (!f->name && m->name)
+	if (!f->named && m->name)
 		audit_files_name(f, m->root, m->name);
 	f->bytes = m->bytes;
 	f->measured = true;
-	if (f->name && sg_journal_name(f->name))
+	if (f->named && sg_journal_name(audit_file_name(f)))
 		return;
 	if (!f->looked_up) { /* once per name: a file with no request keeps none */
 		attribute(p, rv, f, m);
@@ -308,7 +308,7 @@ static void note_name(struct audit *a, struct audit_review *rv, unsigned r, cons
 	if (!f)
 		return;
 	f->seen = rv->cycle;
-	if (f->root == (int)r && f->name && strcmp(f->name, e->d_name) == 0)
+	if (f->root == (int)r && f->named && strcmp(audit_file_name(f), e->d_name) == 0)
 		return;
 	audit_file_named(a, f, (int)r, e->d_name, true);
 	f->looked_up = false; /* its request is looked for under the new name */
@@ -367,7 +367,7 @@ static bool check_files(struct pass *p, struct audit_review *rv, uint64_t deadli
 			 * gave may be newer than the directory read. */
 			if (f->seen == rv->cycle && f->measured && !rv->exact)
 				count(p, rv, f, &(struct measured){.exists = true, .linked = true, .root = f->root,
-								   .name = f->name, .bytes = f->bytes});
+								   .name = audit_file_name(f), .bytes = f->bytes});
 			else if ((m = measure_linked(p, f)).exists)
 				count(p, rv, f, &m);
 			else
@@ -397,7 +397,7 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 		/* A file never named may have been passed over by a directory
 		 * read racing with other entries' creation and removal: it is
 		 * forgotten only when the next cycle cannot find it either. */
-		if (!f->name && (!f->missed || f->missed + 1 != rv->cycle)) {
+		if (!f->named && (!f->missed || f->missed + 1 != rv->cycle)) {
 			f->missed = rv->cycle;
 			rv->held_back++;
 			continue;

@@ -43,8 +43,8 @@ static void attribute_by(struct audit *a, struct audit_file *f, const char *name
 
 void audit_attribute_by_name(struct audit *a, struct audit_file *f)
 {
-	if (f->name)
-		attribute_by(a, f, f->name);
+	if (f->named)
+		attribute_by(a, f, audit_file_name(f));
 }
 
 /* A file's request follows its names.  The name a rename or a link gives
@@ -57,14 +57,14 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f)
 void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed)
 {
 	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
-	bool had_name = f->name;
+	bool had_name = f->named;
 	int shape;
 
 	if (had_name && !renamed) {
 		attribute_by(a, f, name);
 		return;
 	}
-	if (had_name && f->root == root && strcmp(f->name, name) == 0)
+	if (had_name && f->root == root && strcmp(audit_file_name(f), name) == 0)
 		return;
 	if (had_name && !f->indexed)
 		audit_attribute_by_name(a, f); /* before the old name is overwritten */

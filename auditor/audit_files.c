@@ -11,20 +11,22 @@
 
 _Static_assert(SG_MAX_PATTERNS <= INT8_MAX, "a pattern index fits a record's int8_t");
 
-/* A request's files, and its one copy of the request: freed with its last
- * file. */
-/* A request's files, oldest first: files mostly go in the order they came
- * (a pipeline consumes its segments), so the one to take off the chain is
- * mostly at its head. */
+/* A request of more than one file: its files, oldest first, and its one copy
+ * of the request, freed with its last file.  Files mostly go in the order
+ * they came (a pipeline consumes its segments), so the one to take off the
+ * chain is mostly at its head.  A request of one file is kept in that file's
+ * tail while there is room (most requests of a pipeline that names a file
+ * per request), its chain made when a second file comes. */
 struct req_chain {
 	struct sg_hnode node;
-	struct audit_file *files;
-	struct audit_file **tail; /* the last file's next_of_req, or &files */
+	struct sg_hnode *files;   /* the first file's by_req */
+	struct sg_hnode **tail;   /* the last file's by_req.next, or &files */
 	char request[];
 };
 
 struct audit_files {
-	struct sg_htable files, requests, creators;
+	/* alone: the files that are their request's only one, by request */
+	struct sg_htable files, requests, alone, creators;
 	size_t max_files;
 	uint64_t over_limit;
 	struct audit_file *oldest, *newest, *walk;
@@ -125,6 +127,16 @@ static bool is_request(const struct sg_hnode *node, const void *request)
 	return strcmp(sg_hnode_entry(node, struct req_chain, node)->request, request) == 0;
 }
 
+static struct audit_file *of_by_req(struct sg_hnode *node)
+{
+	return node ? sg_hnode_entry(node, struct audit_file, by_req) : NULL;
+}
+
+static bool is_alone(const struct sg_hnode *node, const void *request)
+{
+	return strcmp(sg_hnode_entry(node, struct audit_file, by_req)->request, request) == 0;
+}
+
 struct audit_files *audit_files_new(size_t max_files)
 {
 	struct audit_files *t = calloc(1, sizeof(*t));
@@ -133,40 +145,70 @@ struct audit_files *audit_files_new(size_t max_files)
 		return NULL;
 	t->max_files = max_files;
 	if (sg_htable_grow(&t->files, 1024) < 0 || sg_htable_grow(&t->requests, 256) < 0 ||
-	    sg_htable_grow(&t->creators, 64) < 0) {
+	    sg_htable_grow(&t->alone, 256) < 0 || sg_htable_grow(&t->creators, 64) < 0) {
 		audit_files_free(t);
 		return NULL;
 	}
 	return t;
 }
 
-static void free_name(struct audit_file *f)
-{
-	if (f->name != f->inline_name)
-		free(f->name);
-	f->name = NULL;
-}
-
 static void free_file(struct sg_hnode *node)
 {
 	struct audit_file *f = sg_hnode_entry(node, struct audit_file, node);
 
-	free_name(f);
+	if (f->name_outside)
+		free((char *)(uintptr_t)audit_file_name(f));
 	free(f);
+}
+
+/* The bytes at the tail's end that its request takes. */
+static size_t request_bytes(const struct audit_file *f)
+{
+	return f->alone ? strlen(f->request) + 1 : 0;
+}
+
+/* The bytes at the tail's start that its name takes. */
+static size_t name_bytes(const struct audit_file *f)
+{
+	return !f->named ? 0 : f->name_outside ? sizeof(char *) : strlen(f->tail) + 1;
+}
+
+static uint8_t hint(size_t bytes)
+{
+	return bytes < UINT8_MAX ? (uint8_t)bytes : UINT8_MAX;
+}
+
+/* What f's tail needs is what its creator's next file is given. */
+static void note_needs(struct audit_file *f)
+{
+	struct audit_creator *c = (struct audit_creator *)(uintptr_t)f->creator;
+	const char *name = audit_file_name(f);
+
+	c->name_hint = hint(name ? strlen(name) + 1 : 0);
+	c->request_hint = hint(request_bytes(f));
 }
 
 bool audit_files_name(struct audit_file *f, int root, const char *name)
 {
 	size_t len = name ? strlen(name) + 1 : 0;
-	char *heap = NULL;
+	char *old = f->name_outside ? (char *)(uintptr_t)audit_file_name(f) : NULL, *heap = NULL;
 
-	if (len > f->name_room && !(heap = malloc(len)))
-		return false;
-	if (name)
-		memmove(heap ? heap : f->inline_name, name, len); /* name may be f's own */
-	free_name(f);
-	f->name = !name ? NULL : heap ? heap : f->inline_name;
+	/* A request at the tail's end leaves a pointer's room before it
+	 * (audit_files_attribute). */
+	if (len > f->tail_room - request_bytes(f)) {
+		if (!(heap = malloc(len)))
+			return false;
+		memcpy(heap, name, len); /* name may be f's own */
+		memcpy(f->tail, &heap, sizeof(heap));
+	} else if (name) {
+		memmove(f->tail, name, len); /* the same */
+	}
+	free(old);
+	f->named = name != NULL;
+	f->name_outside = heap != NULL;
 	f->root = (int16_t)root; /* the roots table never holds more (audit_roots.h) */
+	if (name)
+		note_needs(f);
 	return true;
 }
 
@@ -186,6 +228,7 @@ void audit_files_free(struct audit_files *t)
 		return;
 	sg_htable_clear(&t->files, free_file);
 	sg_htable_clear(&t->requests, free_request);
+	free(t->alone.buckets); /* its nodes are the files' */
 	sg_htable_clear(&t->creators, free_creator);
 	free(t->excluded);
 	free(t);
@@ -247,24 +290,40 @@ void audit_files_end_exclusions(struct audit_files *t)
 	t->nexcluded = 0;
 }
 
+/* glibc's chunks are multiples of 16 B, 8 of them its own: a record asks for
+ * the whole chunk its size takes, and its tail has the rest for nothing. */
+static size_t chunk_fill(size_t n)
+{
+	size_t chunk = (n + 8 + 15) & ~(size_t)15;
+
+	return chunk < 32 ? 24 : chunk - 8;
+}
+
 struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, uint32_t tgid,
 				   const char *comm, struct audit_workload *w, size_t name_len)
 {
 	struct audit_file *old = audit_files_find(t, kdev, ino), *f;
-	size_t room = name_len < UINT8_MAX ? name_len + 1 : 0; /* longer ones: on the heap */
+	const struct audit_creator *c;
+	size_t room;
 
 	if (is_excluded(t, kdev, ino))
 		return NULL;
-	if (t->files.count >= t->max_files) {
+	if (t->files.count >= t->max_files || !(c = hold_creator(t, tgid, comm, w))) {
 		t->over_limit++;
 		return NULL;
 	}
-	if (!(f = calloc(1, offsetof(struct audit_file, inline_name) + room)) ||
-	    !(f->creator = hold_creator(t, tgid, comm, w))) {
-		free(f);
+	/* Room for the name it is about to be given, or its creator's last
+	 * file's, and for the request that file kept: files of one process are
+	 * mostly named alike.  Longer names go on the heap. */
+	room = (name_len ? name_len + 1 : c->name_hint) + c->request_hint;
+	room = chunk_fill(offsetof(struct audit_file, tail) + (room > sizeof(char *) ? room : sizeof(char *))) -
+	       offsetof(struct audit_file, tail);
+	if (!(f = calloc(1, offsetof(struct audit_file, tail) + (room < UINT8_MAX ? room : UINT8_MAX)))) {
+		release_creator(t, c);
 		t->over_limit++;
 		return NULL;
 	}
+	f->creator = c;
 	if (old)
 		audit_files_remove(t, old); /* the number could only be reused once it was freed */
 	sg_htable_reserve(&t->files, 1024); /* it has buckets: failing, it leaves longer chains */
@@ -272,7 +331,7 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 	f->ino = ino;
 	f->root = -1;
 	f->shape = -1;
-	f->name_room = (uint8_t)room;
+	f->tail_room = room < UINT8_MAX ? (uint8_t)room : UINT8_MAX;
 	f->node.hash = hash_key(kdev, ino);
 	sg_htable_insert_at(&t->files, sg_htable_slot(&t->files, f->node.hash, is_file, &(struct file_key){kdev, ino}),
 			    &f->node);
@@ -282,29 +341,90 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 	return f;
 }
 
-static struct req_chain *find_req(struct audit_files *t, const char *request)
+static struct req_chain *find_chain(struct audit_files *t, uint64_t h, const char *request)
 {
-	struct sg_hnode *node = sg_htable_find(&t->requests, sg_table_hash_str(request), is_request, request);
+	struct sg_hnode *node = sg_htable_find(&t->requests, h, is_request, request);
 
 	return node ? sg_hnode_entry(node, struct req_chain, node) : NULL;
 }
 
-/* Takes f off its request's chain, and the chain away with its last file. */
+static struct audit_file *find_alone(struct audit_files *t, uint64_t h, const char *request)
+{
+	return of_by_req(sg_htable_find(&t->alone, h, is_alone, request));
+}
+
+/* A new, empty chain for request (hashed h), which has none; NULL when
+ * memory is short. */
+static struct req_chain *new_chain(struct audit_files *t, uint64_t h, const char *request)
+{
+	size_t len = strlen(request) + 1;
+	struct req_chain *r;
+
+	if (sg_htable_reserve(&t->requests, 256) < 0 || !(r = malloc(sizeof(*r) + len)))
+		return NULL;
+	r->node.hash = h;
+	r->files = NULL;
+	r->tail = &r->files;
+	memcpy(r->request, request, len);
+	sg_htable_insert_at(&t->requests, sg_htable_slot(&t->requests, h, is_request, request), &r->node);
+	return r;
+}
+
+static void append(struct req_chain *r, struct audit_file *f)
+{
+	f->request = r->request;
+	f->by_req.next = NULL;
+	*r->tail = &f->by_req;
+	r->tail = &f->by_req.next;
+}
+
+/* Whether f's tail has room for a request of len bytes at its end, a name
+ * (or a pointer to one) still fitting before it. */
+static bool fits_alone(const struct audit_file *f, size_t len)
+{
+	size_t name = name_bytes(f);
+
+	return (size_t)f->tail_room >= (name > sizeof(char *) ? name : sizeof(char *)) + len;
+}
+
+/* f, with no request, its request's only file: the request kept in its
+ * tail.  False when there is no room, or memory for the table is short. */
+static bool keep_alone(struct audit_files *t, struct audit_file *f, uint64_t h, const char *request)
+{
+	size_t len = strlen(request) + 1;
+	char *at = f->tail + f->tail_room - len;
+
+	if (!fits_alone(f, len) || sg_htable_reserve(&t->alone, 256) < 0)
+		return false;
+	memcpy(at, request, len);
+	f->request = at;
+	f->alone = true;
+	f->by_req.hash = h;
+	sg_htable_insert_at(&t->alone, sg_htable_slot(&t->alone, h, is_alone, request), &f->by_req);
+	return true;
+}
+
+/* Takes f off its request's index, and the chain away with its last file. */
 static void unindex(struct audit_files *t, struct audit_file *f)
 {
-	/* f->request is the chain's own copy. */
-	struct req_chain *r = (struct req_chain *)(uintptr_t)(f->request - offsetof(struct req_chain, request));
-	struct audit_file **p = &r->files;
+	if (f->alone) {
+		sg_htable_remove(&t->alone, &f->by_req);
+		f->alone = false;
+	} else {
+		/* f->request is the chain's own copy. */
+		struct req_chain *r = (struct req_chain *)(uintptr_t)(f->request - offsetof(struct req_chain, request));
+		struct sg_hnode **p = &r->files;
 
-	while (*p && *p != f)
-		p = &(*p)->next_of_req;
-	if (*p)
-		*p = f->next_of_req;
-	if (r->tail == &f->next_of_req)
-		r->tail = p;
-	if (!r->files) {
-		sg_htable_remove(&t->requests, &r->node);
-		free(r);
+		while (*p && *p != &f->by_req)
+			p = &(*p)->next;
+		if (*p)
+			*p = f->by_req.next;
+		if (r->tail == &f->by_req.next)
+			r->tail = p;
+		if (!r->files) {
+			sg_htable_remove(&t->requests, &r->node);
+			free(r);
+		}
 	}
 	f->request = NULL;
 	f->indexed = false;
@@ -313,36 +433,33 @@ static void unindex(struct audit_files *t, struct audit_file *f)
 void audit_files_attribute(struct audit_files *t, struct audit_file *f, const char *request,
 			   enum audit_req_source source, int shape)
 {
-	struct sg_hnode **slot;
-	struct req_chain *r;
 	uint64_t h = sg_table_hash_str(request);
-	size_t len = strlen(request) + 1;
+	struct audit_file *first;
+	struct req_chain *r;
 
 	/* A tag beats patterns, whichever came first. */
 	if (f->indexed && f->source == REQ_PATTERN && source == REQ_TAG)
 		unindex(t, f);
 	if (f->indexed)
 		return;
-	sg_htable_reserve(&t->requests, 256);
-	slot = sg_htable_slot(&t->requests, h, is_request, request);
-	if (*slot) {
-		r = sg_hnode_entry(*slot, struct req_chain, node);
-	} else {
-		if (!(r = malloc(sizeof(*r) + len)))
+	if (!(r = find_chain(t, h, request))) {
+		if ((first = find_alone(t, h, request))) {
+			/* The second file: the request's chain, the first on it. */
+			if (!(r = new_chain(t, h, request)))
+				return;
+			sg_htable_remove(&t->alone, &first->by_req);
+			first->alone = false;
+			append(r, first);
+		} else if (!keep_alone(t, f, h, request) && !(r = new_chain(t, h, request))) {
 			return;
-		r->node.hash = h;
-		r->files = NULL;
-		r->tail = &r->files;
-		memcpy(r->request, request, len);
-		sg_htable_insert_at(&t->requests, slot, &r->node);
+		}
 	}
-	f->request = r->request;
+	if (r)
+		append(r, f);
 	f->source = (uint8_t)source;
 	f->shape = (int8_t)shape;
-	f->next_of_req = NULL;
-	*r->tail = f;
-	r->tail = &f->next_of_req;
 	f->indexed = true;
+	note_needs(f);
 }
 
 void audit_files_unattribute(struct audit_files *t, struct audit_file *f)
@@ -363,17 +480,25 @@ void audit_files_remove(struct audit_files *t, struct audit_file *f)
 	if (f->indexed)
 		unindex(t, f);
 	release_creator(t, f->creator);
-	free_name(f);
-	free(f);
+	free_file(&f->node);
 }
 
 void audit_files_of_request(struct audit_files *t, const char *request, void (*fn)(struct audit_file *, void *),
 			    void *ctx)
 {
-	struct req_chain *r = find_req(t, request);
+	uint64_t h = sg_table_hash_str(request);
+	struct req_chain *r = find_chain(t, h, request);
+	struct audit_file *f;
 
-	for (struct audit_file *f = r ? r->files : NULL; f; f = f->next_of_req)
-		fn(f, ctx);
+	if (!r) {
+		if ((f = find_alone(t, h, request)))
+			fn(f, ctx);
+		return;
+	}
+	for (struct sg_hnode *node = r->files, *next; node; node = next) {
+		next = node->next;
+		fn(of_by_req(node), ctx);
+	}
 }
 
 void audit_files_walk_begin(struct audit_files *t)

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "htable.h"
 
@@ -27,17 +28,22 @@ struct audit_creator {
 	struct audit_workload *workload; /* its cgroup's (held), NULL unknown */
 	uint32_t tgid;
 	char comm[16];
+	/* The tail its last file needed, for its name and for its request:
+	 * its next file's room. */
+	uint8_t name_hint, request_hint;
 };
 
 /* Packed: the auditor follows up to a million of these (docs/performance.md
- * has the bytes per file).  The name is kept in the record's own tail when it
- * fits the room the record was made with; the request points at its
- * chain's copy, the creator at its record, each shared by their files. */
+ * has the bytes per file).  The record's tail holds, from its start, the
+ * name, or a pointer to it when it does not fit; and at its end, when the
+ * file is its request's only one, the request.  A request of more files is
+ * one copy on their chain; the creator is one record for all its files. */
 struct audit_file {
 	struct sg_hnode node;         /* in the table, by (kdev, ino) */
-	struct audit_file *next_of_req; /* request index chain */
+	/* The next file of its request (by_req.next), or, its request's only
+	 * file, its node in the table of those (by the request's hash). */
+	struct sg_hnode by_req;
 	struct audit_file *prev_all, *next_all; /* every file, oldest first (the review's walk) */
-	char *name;                   /* name in its root, NULL unknown (audit_files_name) */
 	const char *request;          /* set by audit_files_attribute, NULL none */
 	const struct audit_creator *creator;
 	uint64_t ino;
@@ -49,12 +55,28 @@ struct audit_file {
 	int16_t root;                 /* index of the shm root holding the name, -1 unknown */
 	int8_t shape;                 /* pattern index for REQ_PATTERN */
 	uint8_t source;               /* enum audit_req_source */
-	bool indexed;                 /* on its request's chain */
-	bool measured;                /* bytes is known */
-	bool looked_up;               /* its request was looked for under its name */
-	uint8_t name_room;            /* bytes of inline_name */
-	char inline_name[];           /* the name, when it fits */
+	bool indexed : 1;             /* has a request, found by it */
+	bool alone : 1;               /* its request's only file, the request in the tail */
+	bool measured : 1;            /* bytes is known */
+	bool looked_up : 1;           /* its request was looked for under its name */
+	bool named : 1;               /* the name is known (audit_files_name) */
+	bool name_outside : 1;        /* the tail holds a pointer to the name */
+	uint8_t tail_room;            /* bytes of tail, at least a pointer's */
+	char tail[];
 };
+
+/* f's name in its root, NULL unknown. */
+static inline const char *audit_file_name(const struct audit_file *f)
+{
+	const char *name;
+
+	if (!f->named)
+		return NULL;
+	if (!f->name_outside)
+		return f->tail;
+	memcpy(&name, f->tail, sizeof(name)); /* the tail is not aligned */
+	return name;
+}
 
 struct audit_files;
 
@@ -74,11 +96,13 @@ struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64
 struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, uint32_t tgid,
 				   const char *comm, struct audit_workload *w, size_t name_len);
 
-/* f is called name (a copy) in root (-1: outside the roots), or has no name
- * when name is NULL.  False when out of memory: f is as it was. */
+/* f is called name (a copy; it may be f's own) in root (-1: outside the
+ * roots), or has no name when name is NULL.  False when out of memory: f is
+ * as it was. */
 bool audit_files_name(struct audit_file *f, int root, const char *name);
 
-/* Sets f's request (its chain's copy) and puts it on that request's chain; a
+/* Sets f's request and indexes f by it (in its tail when it is the
+ * request's only file and there is room, else on the request's chain); a
  * file keeps its first request, except that a tag replaces a pattern's. */
 void audit_files_attribute(struct audit_files *t, struct audit_file *f, const char *request,
 			   enum audit_req_source source, int shape);

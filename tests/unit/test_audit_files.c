@@ -1,5 +1,7 @@
 #include <criterion/criterion.h>
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "audit_files.h"
@@ -94,8 +96,8 @@ Test(audit_files, growth_collisions_and_requests)
 }
 
 /* The auditor follows up to a million records: their size is the bytes per
- * followed file (docs/performance.md).  112 B and the name in the record's
- * tail; the request's string and the creator are one copy each. */
+ * followed file (docs/performance.md).  The name in the record's tail; the
+ * creator one copy for its files. */
 Test(audit_files, a_record_is_packed_and_keeps_its_name_inline)
 {
 	struct audit_files *t = audit_files_new(100);
@@ -103,38 +105,136 @@ Test(audit_files, a_record_is_packed_and_keeps_its_name_inline)
 	struct audit_file *g = audit_files_add(t, 1, 11, 42, "vllm", NULL, 0), *h = audit_files_add(t, 1, 12, 43, "vllm", NULL, 0);
 	char longer[300];
 
-	cr_expect_leq(sizeof(struct audit_file), 112);
+	cr_expect_leq(offsetof(struct audit_file, tail), 106);
 	cr_assert(f && g && h);
 	cr_expect_eq(f->creator, g->creator, "one record per creator");
 	cr_expect_neq(f->creator, h->creator, "another process, another creator");
 	cr_expect_eq(f->creator->tgid, 42);
 	cr_expect_str_eq(f->creator->comm, "vllm");
+	cr_expect_null(audit_file_name(f));
 	cr_assert(audit_files_name(f, 0, "seg-1"));
-	cr_expect_eq(f->name, f->inline_name, "a name that fits the room is kept in the record");
-	cr_expect_str_eq(f->name, "seg-1");
+	cr_expect_eq(audit_file_name(f), f->tail, "a name that fits the room is kept in the record");
+	cr_expect_str_eq(audit_file_name(f), "seg-1");
 	cr_expect_eq(f->root, 0);
 	memset(longer, 'x', sizeof(longer) - 1);
 	longer[sizeof(longer) - 1] = '\0';
 	cr_assert(audit_files_name(f, 1, longer)); /* a rename to a longer name: on the heap */
-	cr_expect_neq(f->name, f->inline_name);
-	cr_expect_str_eq(f->name, longer);
+	cr_expect_neq(audit_file_name(f), f->tail);
+	cr_expect_str_eq(audit_file_name(f), longer);
+	cr_assert(audit_files_name(f, 1, audit_file_name(f)), "its own name again");
+	cr_expect_str_eq(audit_file_name(f), longer);
 	cr_assert(audit_files_name(f, 0, "s2"));
-	cr_expect_eq(f->name, f->inline_name, "a shorter one goes back into the record");
-	cr_expect_str_eq(f->name, "s2");
+	cr_expect_eq(audit_file_name(f), f->tail, "a shorter one goes back into the record");
+	cr_expect_str_eq(audit_file_name(f), "s2");
 	cr_assert(audit_files_name(f, -1, NULL));
-	cr_expect_null(f->name);
+	cr_expect_null(audit_file_name(f));
+	audit_files_free(t);
+}
 
-	audit_files_attribute(t, f, "r1", REQ_TAG, -1);
-	audit_files_attribute(t, g, "r1", REQ_PATTERN, 3);
-	cr_expect_str_eq(f->request, "r1");
-	cr_expect_eq(f->request, g->request, "one copy of a request for all its files");
-	cr_expect_eq(g->shape, 3);
+/* Whether f's request is kept in its own tail. */
+static bool request_in_tail(const struct audit_file *f)
+{
+	return f->request >= f->tail && f->request < f->tail + f->tail_room;
+}
+
+/* A request of one file costs no record of its own: kept in the file's tail,
+ * where the creator's last file showed the room is needed, until a second
+ * file shares it. */
+Test(audit_files, a_request_of_one_file_is_kept_in_its_tail_until_a_second_comes)
+{
+	struct audit_files *t = audit_files_new(100);
+	struct audit_file *first = audit_files_add(t, 1, 9, 42, "vllm", NULL, 0), *f, *g, *h;
+	char longer[300];
+
+	/* A new creator's first file is given the least room: its name goes
+	 * out, its request on a chain. */
+	cr_assert(first && audit_files_name(first, 0, "chatcmpl-0_0_0"));
+	audit_files_attribute(t, first, "chatcmpl-0", REQ_PATTERN, 0);
+	cr_expect(!request_in_tail(first));
+	cr_expect_neq(audit_file_name(first), first->tail);
+	cr_expect_eq(files_of(t, "chatcmpl-0"), 1);
+
+	/* Its next file has room for what that one needed. */
+	f = audit_files_add(t, 1, 10, 42, "vllm", NULL, 0);
+	cr_assert(f && audit_files_name(f, 0, "chatcmpl-1_0_0"));
+	cr_expect_eq(audit_file_name(f), f->tail);
+	audit_files_attribute(t, f, "chatcmpl-1", REQ_PATTERN, 0);
+	cr_expect(request_in_tail(f), "room for its request too");
+	cr_expect_str_eq(f->request, "chatcmpl-1");
+	cr_expect_str_eq(audit_file_name(f), "chatcmpl-1_0_0", "the name before it is whole");
+	cr_expect_eq(files_of(t, "chatcmpl-1"), 1);
+	cr_expect_eq(files_of(t, "chatcmpl-"), 0, "found by its whole request only");
+
+	/* Renamed longer than the room before the request: the name goes out,
+	 * the request stays. */
+	memset(longer, 'y', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	cr_assert(audit_files_name(f, 0, longer));
+	cr_expect_str_eq(audit_file_name(f), longer);
+	cr_expect_str_eq(f->request, "chatcmpl-1");
+	cr_assert(audit_files_name(f, 0, "chatcmpl-1_0_0"));
+	cr_expect_str_eq(f->request, "chatcmpl-1");
+
+	g = audit_files_add(t, 1, 11, 42, "vllm", NULL, 0);
+	cr_assert(g && audit_files_name(g, 0, "chatcmpl-2_0_0"));
+	audit_files_attribute(t, g, "chatcmpl-2", REQ_PATTERN, 0);
+	cr_expect(request_in_tail(g));
+	cr_expect_eq(files_of(t, "chatcmpl-2"), 1);
+
+	/* A second file of chatcmpl-1: one chain for both, oldest first. */
+	h = audit_files_add(t, 1, 12, 42, "vllm", NULL, 0);
+	cr_assert(h && audit_files_name(h, 0, "chatcmpl-1_1_0"));
+	audit_files_attribute(t, h, "chatcmpl-1", REQ_PATTERN, 0);
+	cr_expect(!request_in_tail(f) && !request_in_tail(h));
+	cr_expect_eq(f->request, h->request, "one copy of a request for all its files");
+	cr_expect_str_eq(f->request, "chatcmpl-1");
+	cr_expect_str_eq(audit_file_name(f), "chatcmpl-1_0_0");
+	cr_expect_eq(files_of(t, "chatcmpl-1"), 2);
+
+	/* A tag replaces the pattern's request, alone or chained. */
+	audit_files_attribute(t, g, "tagged", REQ_TAG, -1);
+	cr_expect_str_eq(g->request, "tagged");
+	cr_expect_eq(files_of(t, "chatcmpl-2"), 0);
+	cr_expect_eq(files_of(t, "tagged"), 1);
+	audit_files_attribute(t, g, "chatcmpl-2", REQ_PATTERN, 0);
+	cr_expect_str_eq(g->request, "tagged", "a pattern does not replace a tag");
+
 	audit_files_remove(t, f);
-	cr_expect_eq(g->creator->tgid, 42, "the creator stays while it has files");
-	audit_files_unattribute(t, g);
-	cr_expect_null(g->request);
-	cr_expect_eq(files_of(t, "r1"), 0, "the chain went with its last file");
-	audit_files_attribute(t, g, "r1", REQ_TAG, -1);
-	cr_expect_eq(files_of(t, "r1"), 1, "and comes back with the next");
+	cr_expect_eq(files_of(t, "chatcmpl-1"), 1);
+	audit_files_unattribute(t, h);
+	cr_expect_null(h->request);
+	cr_expect_eq(files_of(t, "chatcmpl-1"), 0, "the chain went with its last file");
+	audit_files_attribute(t, h, "chatcmpl-1", REQ_TAG, -1);
+	cr_expect_eq(files_of(t, "chatcmpl-1"), 1, "and the request comes back with the next");
+	audit_files_remove(t, g);
+	cr_expect_eq(files_of(t, "tagged"), 0);
+	audit_files_remove(t, first);
+	cr_expect_eq(files_of(t, "chatcmpl-0"), 0);
+	audit_files_free(t);
+}
+
+/* No room in the tail (a long name, a long request): a chain from the first
+ * file, the same answers. */
+Test(audit_files, a_request_without_room_in_the_tail_gets_a_chain)
+{
+	struct audit_files *t = audit_files_new(100);
+	struct audit_file *f = audit_files_add(t, 1, 10, 7, "p", NULL, 0), *g;
+	char request[200];
+
+	memset(request, 'r', sizeof(request) - 1);
+	request[sizeof(request) - 1] = '\0';
+	cr_assert(f && audit_files_name(f, 0, "a-name-of-twenty-six-bytes"));
+	audit_files_attribute(t, f, request, REQ_TAG, -1);
+	cr_expect(!request_in_tail(f));
+	cr_expect_str_eq(f->request, request);
+	cr_expect_str_eq(audit_file_name(f), "a-name-of-twenty-six-bytes");
+	g = audit_files_add(t, 1, 11, 7, "p", NULL, 0);
+	cr_assert(g);
+	audit_files_attribute(t, g, request, REQ_TAG, -1);
+	cr_expect_eq(f->request, g->request);
+	cr_expect_eq(files_of(t, request), 2);
+	audit_files_remove(t, f);
+	audit_files_remove(t, g);
+	cr_expect_eq(files_of(t, request), 0);
 	audit_files_free(t);
 }
