@@ -355,17 +355,54 @@ static __always_inline int on_ctime(struct inode *inode)
 	return 0;
 }
 
-/* The ctime programs are BTF-typed (tp_btf): the inode's own fields are read
- * directly, not through a helper call each, and the changes that need
- * nothing end here: an unlinked inode, a file of a filesystem not followed
- * that has a name, a directory or a process not followed on a shm device,
- * a file under its single name in a root.  The rest go to on_ctime().  (A
- * dentry behind an alias is reached through a helper still: pointer
- * arithmetic on a BTF pointer is refused.) */
+/* ---- ctime, BTF-typed (tp_btf): what most ctime changes take. ---- */
+
+/* A BTF pointer to the object at addr, read-only (Linux 6.2; the ctime
+ * tracepoints came later): pointer arithmetic on a BTF pointer itself is
+ * refused. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* The creating process's start and its parent's, read directly. */
+static __always_inline void fill_creator_btf(struct sg_audit_create *e)
+{
+	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
+	struct task_struct *parent = leader->real_parent;
+
+	e->start_ns = leader->start_boottime;
+	e->parent_tgid = !parent ? 0 : pidns_is_initial ? parent->tgid : seen_tgid(parent);
+	e->parent_start_ns = parent ? parent->group_leader->start_boottime : 0;
+}
+
+/* inode, of the followed device dev, is being created: it has no name yet. */
+static __always_inline void report_create_btf(struct inode *inode, __u32 dev)
+{
+	struct sg_audit_create *e = reserve(__builtin_offsetof(struct sg_audit_create, name) + 1);
+
+	if (!e)
+		return;
+	fill_header(&e->h, SG_AUDIT_CREATE);
+	e->ino = inode->i_ino;
+	e->dir_ino = 0;
+	e->dev = dev;
+	e->pad = 0;
+	fill_creator_btf(e);
+	e->pad2 = 0;
+	e->name[0] = '\0';
+	submit(e);
+}
+
+/* The inode's own fields, its dentry's and its creator's are read directly,
+ * not through a helper call each; the changes that need nothing end here
+ * (an unlinked inode, a file of a filesystem not followed that has a name,
+ * a directory or a process not followed on a shm device, a file under its
+ * single name in a root), and a creation is sent from here.  The rest (a
+ * tmpfs not followed, several names, a name outside the roots) go to
+ * on_ctime(). */
 static __always_inline int on_ctime_btf(struct inode *inode)
 {
-	struct hlist_node *alias = NULL;
 	unsigned int nlink = inode->__i_nlink;
+	struct hlist_node *alias;
+	struct dentry *d;
 	__u32 dev;
 
 	if (!nlink)
@@ -375,10 +412,15 @@ static __always_inline int on_ctime_btf(struct inode *inode)
 		return discover && !inode->i_dentry.first ? on_ctime(inode) : 0;
 	if ((inode->i_mode & S_IFMT) != S_IFREG || !in_tree(current_tgid()))
 		return 0;
-	if (nlink >= 2 || bpf_probe_read_kernel(&alias, sizeof(alias), &inode->i_dentry.first) || !alias)
+	if (!(alias = inode->i_dentry.first)) {
+		report_create_btf(inode, dev);
+		return 0;
+	}
+	if (nlink >= 2)
 		return on_ctime(inode);
-	struct dentry *d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
-	if (is_root_dir(dev, BPF_CORE_READ(d, d_parent, d_inode, i_ino)))
+	d = bpf_rdonly_cast((void *)((__u64)alias - bpf_core_field_offset(struct dentry, d_u.d_alias)),
+			    bpf_core_type_id_kernel(struct dentry));
+	if (is_root_dir(dev, d->d_parent->d_inode->i_ino))
 		return 0;
 	return on_ctime(inode);
 }
