@@ -316,43 +316,15 @@ static __always_inline bool is_root_dir(__u32 dev, __u64 ino)
 /* Names sent for one ctime change of a file with several (hard links). */
 #define MAX_ALIASES 4
 
-/* tmpfs pins a dentry for every name, so a linked inode without one is
- * being created right now (its ctime is set before its name).  One with a
- * name is changing: written, truncated, or being renamed, linked or
- * unlinked (its names are still the old ones).  Most are single names in a
- * root, which the auditor's passes find: those cost nothing more.  The
- * others send their names: a file with several (a link, then the first
- * name removed, must not take away the name it was created with) and a file
- * outside the roots' directories (it may be on its way into one). */
-static __always_inline int on_ctime(struct inode *inode)
+/* The names of inode, whose first dentry alias is alias. */
+static __always_inline void report_aliases(struct inode *inode, struct hlist_node *alias)
 {
-	unsigned int nlink = BPF_CORE_READ(inode, __i_nlink);
-	struct hlist_node *alias;
-	struct dentry *d;
-	__u32 dev;
-
-	if (!nlink)
-		return 0;
-	if (!followed(inode)) {
-		if (discover && !BPF_CORE_READ(inode, i_dentry.first))
-			note_unfollowed(inode); /* being created */
-		return 0;
-	}
-	alias = BPF_CORE_READ(inode, i_dentry.first);
-	if (!alias) {
-		report_create(inode, NULL);
-		return 0;
-	}
-	d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
-	dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	if (nlink < 2 && is_root_dir(dev, BPF_CORE_READ(d, d_parent, d_inode, i_ino)))
-		return 0;
 	for (int i = 0; i < MAX_ALIASES && alias; i++) {
-		d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
+		struct dentry *d = (void *)alias - bpf_core_field_offset(struct dentry, d_u.d_alias);
+
 		report_name(inode, d, 0, false);
 		alias = BPF_CORE_READ(alias, next);
 	}
-	return 0;
 }
 
 /* ---- ctime, BTF-typed (tp_btf): what most ctime changes take. ---- */
@@ -391,13 +363,19 @@ static __always_inline void report_create_btf(struct inode *inode, __u32 dev)
 	submit(e);
 }
 
-/* The inode's own fields, its dentry's and its creator's are read directly,
- * not through a helper call each; the changes that need nothing end here
- * (an unlinked inode, a file of a filesystem not followed that has a name,
- * a directory or a process not followed on a shm device, a file under its
- * single name in a root), and a creation is sent from here.  The rest (a
- * tmpfs not followed, several names, a name outside the roots) go to
- * on_ctime(). */
+/* tmpfs pins a dentry for every name, so a linked inode without one is
+ * being created right now (its ctime is set before its name).  One with a
+ * name is changing: written, truncated, or being renamed, linked or
+ * unlinked (its names are still the old ones).  Most are single names in a
+ * root, which the auditor's passes find: those cost nothing more.  The
+ * others send their names: a file with several (a link, then the first
+ * name removed, must not take away the name it was created with) and a file
+ * outside the roots' directories (it may be on its way into one).
+ * The inode's own fields, its dentry's and its creator's are read directly,
+ * not through a helper call each: what needs nothing (an unlinked inode, a
+ * file of a filesystem not followed that has a name, a directory or a
+ * process not followed on a shm device, a single name in a root) ends after
+ * a few loads and map lookups. */
 static __always_inline int on_ctime_btf(struct inode *inode)
 {
 	unsigned int nlink = inode->__i_nlink;
@@ -408,21 +386,25 @@ static __always_inline int on_ctime_btf(struct inode *inode)
 	if (!nlink)
 		return 0;
 	dev = inode->i_sb->s_dev;
-	if (!on_shm_dev(dev))
-		return discover && !inode->i_dentry.first ? on_ctime(inode) : 0;
+	if (!on_shm_dev(dev)) {
+		if (discover && !inode->i_dentry.first)
+			note_unfollowed(inode); /* being created */
+		return 0;
+	}
 	if ((inode->i_mode & S_IFMT) != S_IFREG || !in_tree(current_tgid()))
 		return 0;
 	if (!(alias = inode->i_dentry.first)) {
 		report_create_btf(inode, dev);
 		return 0;
 	}
-	if (nlink >= 2)
-		return on_ctime(inode);
-	d = bpf_rdonly_cast((void *)((__u64)alias - bpf_core_field_offset(struct dentry, d_u.d_alias)),
-			    bpf_core_type_id_kernel(struct dentry));
-	if (is_root_dir(dev, d->d_parent->d_inode->i_ino))
-		return 0;
-	return on_ctime(inode);
+	if (nlink < 2) {
+		d = bpf_rdonly_cast((void *)((__u64)alias - bpf_core_field_offset(struct dentry, d_u.d_alias)),
+				    bpf_core_type_id_kernel(struct dentry));
+		if (is_root_dir(dev, d->d_parent->d_inode->i_ino))
+			return 0;
+	}
+	report_aliases(inode, alias);
+	return 0;
 }
 
 /* With multigrain timestamps (tmpfs since 6.13) a new ctime is exchanged
