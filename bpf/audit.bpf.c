@@ -373,9 +373,9 @@ static __always_inline void report_create_btf(struct inode *inode, __u32 dev)
  * outside the roots' directories (it may be on its way into one).
  * The inode's own fields, its dentry's and its creator's are read directly,
  * not through a helper call each: what needs nothing (an unlinked inode, a
- * file of a filesystem not followed that has a name, a directory or a
- * process not followed on a shm device, a single name in a root) ends after
- * a few loads and map lookups. */
+ * file of a filesystem not followed that has a name, a directory on a shm
+ * device, a single name in a root, a process not followed) ends after a
+ * few loads and map lookups, the commonest first. */
 static __always_inline int on_ctime_btf(struct inode *inode)
 {
 	unsigned int nlink = inode->__i_nlink;
@@ -391,19 +391,21 @@ static __always_inline int on_ctime_btf(struct inode *inode)
 			note_unfollowed(inode); /* being created */
 		return 0;
 	}
-	if ((inode->i_mode & S_IFMT) != S_IFREG || !in_tree(current_tgid()))
+	if ((inode->i_mode & S_IFMT) != S_IFREG)
 		return 0;
-	if (!(alias = inode->i_dentry.first)) {
-		report_create_btf(inode, dev);
-		return 0;
-	}
-	if (nlink < 2) {
+	alias = inode->i_dentry.first;
+	if (alias && nlink < 2) { /* whoever changes it: the traced tree is not asked */
 		d = bpf_rdonly_cast((void *)((__u64)alias - bpf_core_field_offset(struct dentry, d_u.d_alias)),
 				    bpf_core_type_id_kernel(struct dentry));
 		if (is_root_dir(dev, d->d_parent->d_inode->i_ino))
 			return 0;
 	}
-	report_aliases(inode, alias);
+	if (!in_tree(current_tgid()))
+		return 0;
+	if (alias)
+		report_aliases(inode, alias);
+	else
+		report_create_btf(inode, dev);
 	return 0;
 }
 
