@@ -146,6 +146,50 @@ row() {
 	printf ' %9.0f ns %6.3f %10.0f ns %7.1f\n' "$b" "$(echo "$b / $p" | bc -l)" "$s" "$(echo "$s / $p" | bc -l)"
 	counts "$((n / 20))" "$w" "$@"
 	cpu_ratio "$w" "$n" "$@"
+	bpf_cost "$w" "$n" "$@"
+}
+
+# The BPF programs' runs and run time per operation, as the kernel counts
+# them (kernel.bpf_stats_enabled, set for the measure only: bpftool's
+# run_cnt and run_time_ns of the tracer's programs, those loaded since it
+# started, before and after the workload, over N).  Less moved by the
+# machine's noise than the wall ratios; each run also holds the counting's
+# own two clock reads.
+# bpf_programs TRACER... : the runs and ns per op under TRACER (audited,
+# under_watch --no-attachers, under_bpftrace), WORKLOAD N ARGS... after it.
+bpf_programs() {
+	local pre="/tmp/${prefix}bpf-pre.json" before="/tmp/${prefix}bpf-before.json" after="/tmp/${prefix}bpf-after.json"
+	local tracer=() n
+	while [ "$1" != -- ]; do tracer+=("$1"); shift; done
+	shift
+	n=$2
+	bpftool -j prog show >"$pre"
+	"${tracer[@]}" sh -c 'before=$1 after=$2; shift 2; bpftool -j prog show >"$before"; "$@" >/dev/null
+		bpftool -j prog show >"$after"' sh "$before" "$after" "$bench" "$@" >/dev/null 2>&1
+	python3 - "$pre" "$before" "$after" "$n" <<'PY'
+import json, sys
+pre, before, after = ({p["id"]: p for p in json.load(open(f))} for f in sys.argv[1:4])
+n = int(sys.argv[4])
+runs = ns = 0
+for i, p in after.items():
+    if i in pre or i not in before:
+        continue
+    runs += p.get("run_cnt", 0) - before[i].get("run_cnt", 0)
+    ns += p.get("run_time_ns", 0) - before[i].get("run_time_ns", 0)
+print(f"{runs / n:.1f} runs, {ns / n:.0f} ns")
+PY
+	rm -f "$pre" "$before" "$after"
+}
+
+bpf_cost() {
+	local was line=()
+	was=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+	line+=("audited $(bpf_programs audited -- "$@")")
+	line+=("watch -A $(bpf_programs under_watch --no-attachers -- "$@")")
+	line+=("bpftrace $(bpf_programs under_bpftrace -- "$@")")
+	sysctl -qw kernel.bpf_stats_enabled="$was"
+	printf '  BPF programs per op (bpf_stats): %s; %s; %s\n' "${line[@]}"
 }
 
 # cpu_ratio WORKLOAD N ARGS...: the workload's own CPU time (user + system,
