@@ -178,14 +178,9 @@ static uint8_t hint(size_t bytes)
 	return bytes < UINT8_MAX ? (uint8_t)bytes : UINT8_MAX;
 }
 
-/* What f's tail needs is what its creator's next file is given. */
-static void note_needs(struct audit_file *f)
+static struct audit_creator *creator_of(struct audit_file *f)
 {
-	struct audit_creator *c = (struct audit_creator *)(uintptr_t)f->creator;
-	const char *name = audit_file_name(f);
-
-	c->name_hint = hint(name ? strlen(name) + 1 : 0);
-	c->request_hint = hint(request_bytes(f));
+	return (struct audit_creator *)(uintptr_t)f->creator; /* the table's own */
 }
 
 bool audit_files_name(struct audit_file *f, int root, const char *name)
@@ -207,8 +202,8 @@ bool audit_files_name(struct audit_file *f, int root, const char *name)
 	f->named = name != NULL;
 	f->name_outside = heap != NULL;
 	f->root = (int16_t)root; /* the roots table never holds more (audit_roots.h) */
-	if (name)
-		note_needs(f);
+	if (name) /* its creator's next file is given room for as much */
+		creator_of(f)->name_hint = hint(len);
 	return true;
 }
 
@@ -290,6 +285,12 @@ void audit_files_end_exclusions(struct audit_files *t)
 	t->nexcluded = 0;
 }
 
+/* The tail of a file whose name is not known, of a creator none of whose
+ * files has been named yet: the ctime probe sends no name, and a review may
+ * come only after a great many files were made.  Room for a pipeline's
+ * short names and their request; the chunk holds it at little more. */
+#define UNNAMED_ROOM 24
+
 /* glibc's chunks are multiples of 16 B, 8 of them its own: a record asks for
  * the whole chunk its size takes, and its tail has the rest for nothing. */
 static size_t chunk_fill(size_t n)
@@ -316,6 +317,8 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 	 * file's, and for the request that file kept: files of one process are
 	 * mostly named alike.  Longer names go on the heap. */
 	room = (name_len ? name_len + 1 : c->name_hint) + c->request_hint;
+	if (!room)
+		room = UNNAMED_ROOM;
 	room = chunk_fill(offsetof(struct audit_file, tail) + (room > sizeof(char *) ? room : sizeof(char *))) -
 	       offsetof(struct audit_file, tail);
 	if (!(f = calloc(1, offsetof(struct audit_file, tail) + (room < UINT8_MAX ? room : UINT8_MAX)))) {
@@ -434,32 +437,34 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 			   enum audit_req_source source, int shape)
 {
 	uint64_t h = sg_table_hash_str(request);
-	struct audit_file *first;
+	struct audit_file *first = NULL;
 	struct req_chain *r;
+	bool shared;
 
 	/* A tag beats patterns, whichever came first. */
 	if (f->indexed && f->source == REQ_PATTERN && source == REQ_TAG)
 		unindex(t, f);
 	if (f->indexed)
 		return;
-	if (!(r = find_chain(t, h, request))) {
-		if ((first = find_alone(t, h, request))) {
-			/* The second file: the request's chain, the first on it. */
-			if (!(r = new_chain(t, h, request)))
-				return;
-			sg_htable_remove(&t->alone, &first->by_req);
-			first->alone = false;
-			append(r, first);
-		} else if (!keep_alone(t, f, h, request) && !(r = new_chain(t, h, request))) {
+	shared = (r = find_chain(t, h, request)) || (first = find_alone(t, h, request));
+	if (first) {
+		/* The second file: the request's chain, the first on it. */
+		if (!(r = new_chain(t, h, request)))
 			return;
-		}
+		sg_htable_remove(&t->alone, &first->by_req);
+		first->alone = false;
+		append(r, first);
+	} else if (!shared && !keep_alone(t, f, h, request) && !(r = new_chain(t, h, request))) {
+		return;
 	}
 	if (r)
 		append(r, f);
 	f->source = (uint8_t)source;
 	f->shape = (int8_t)shape;
 	f->indexed = true;
-	note_needs(f);
+	/* Room for a request in its creator's next file's tail while its files
+	 * start requests of their own; once they share them, none. */
+	creator_of(f)->request_hint = hint(shared ? 0 : strlen(request) + 1);
 }
 
 void audit_files_unattribute(struct audit_files *t, struct audit_file *f)

@@ -138,32 +138,36 @@ static bool request_in_tail(const struct audit_file *f)
 }
 
 /* A request of one file costs no record of its own: kept in the file's tail,
- * where the creator's last file showed the room is needed, until a second
- * file shares it. */
+ * where its creator's last file showed the room is needed, until a second
+ * file shares it.  (vLLM's offload names: longer than the room a first file
+ * is given.) */
+#define REQ(n) "chatcmpl-" #n "0123456789abcdef0123456789abcdef"
 Test(audit_files, a_request_of_one_file_is_kept_in_its_tail_until_a_second_comes)
 {
 	struct audit_files *t = audit_files_new(100);
 	struct audit_file *first = audit_files_add(t, 1, 9, 42, "vllm", NULL, 0), *f, *g, *h;
 	char longer[300];
 
-	/* A new creator's first file is given the least room: its name goes
-	 * out, its request on a chain. */
-	cr_assert(first && audit_files_name(first, 0, "chatcmpl-0_0_0"));
-	audit_files_attribute(t, first, "chatcmpl-0", REQ_PATTERN, 0);
-	cr_expect(!request_in_tail(first));
+	/* A creator's first file, of a name not known yet, is given room for a
+	 * short name and request: these go out of it, and on a chain. */
+	cr_assert(first && audit_files_name(first, 0, REQ(0) "_0_0"));
+	audit_files_attribute(t, first, REQ(0), REQ_PATTERN, 0);
 	cr_expect_neq(audit_file_name(first), first->tail);
-	cr_expect_eq(files_of(t, "chatcmpl-0"), 1);
+	cr_expect_str_eq(audit_file_name(first), REQ(0) "_0_0");
+	cr_expect(!request_in_tail(first));
+	cr_expect_eq(files_of(t, REQ(0)), 1);
 
-	/* Its next file has room for what that one needed. */
+	/* Its next file has room for what that one needed: its name and, as it
+	 * started a request of its own, a request. */
 	f = audit_files_add(t, 1, 10, 42, "vllm", NULL, 0);
-	cr_assert(f && audit_files_name(f, 0, "chatcmpl-1_0_0"));
+	cr_assert(f && audit_files_name(f, 0, REQ(1) "_0_0"));
 	cr_expect_eq(audit_file_name(f), f->tail);
-	audit_files_attribute(t, f, "chatcmpl-1", REQ_PATTERN, 0);
+	audit_files_attribute(t, f, REQ(1), REQ_PATTERN, 0);
 	cr_expect(request_in_tail(f), "room for its request too");
-	cr_expect_str_eq(f->request, "chatcmpl-1");
-	cr_expect_str_eq(audit_file_name(f), "chatcmpl-1_0_0", "the name before it is whole");
-	cr_expect_eq(files_of(t, "chatcmpl-1"), 1);
-	cr_expect_eq(files_of(t, "chatcmpl-"), 0, "found by its whole request only");
+	cr_expect_str_eq(f->request, REQ(1));
+	cr_expect_str_eq(audit_file_name(f), REQ(1) "_0_0", "the name before it is whole");
+	cr_expect_eq(files_of(t, REQ(1)), 1);
+	cr_expect_eq(files_of(t, "chatcmpl-1"), 0, "found by its whole request only");
 
 	/* Renamed longer than the room before the request: the name goes out,
 	 * the request stays. */
@@ -171,45 +175,64 @@ Test(audit_files, a_request_of_one_file_is_kept_in_its_tail_until_a_second_comes
 	longer[sizeof(longer) - 1] = '\0';
 	cr_assert(audit_files_name(f, 0, longer));
 	cr_expect_str_eq(audit_file_name(f), longer);
-	cr_expect_str_eq(f->request, "chatcmpl-1");
-	cr_assert(audit_files_name(f, 0, "chatcmpl-1_0_0"));
-	cr_expect_str_eq(f->request, "chatcmpl-1");
+	cr_expect_str_eq(f->request, REQ(1));
+	cr_assert(audit_files_name(f, 0, REQ(1) "_0_0"));
+	cr_expect_eq(audit_file_name(f), f->tail);
+	cr_expect_str_eq(f->request, REQ(1));
 
 	g = audit_files_add(t, 1, 11, 42, "vllm", NULL, 0);
-	cr_assert(g && audit_files_name(g, 0, "chatcmpl-2_0_0"));
-	audit_files_attribute(t, g, "chatcmpl-2", REQ_PATTERN, 0);
+	cr_assert(g && audit_files_name(g, 0, REQ(2) "_0_0"));
+	audit_files_attribute(t, g, REQ(2), REQ_PATTERN, 0);
 	cr_expect(request_in_tail(g));
-	cr_expect_eq(files_of(t, "chatcmpl-2"), 1);
+	cr_expect_eq(files_of(t, REQ(2)), 1);
 
-	/* A second file of chatcmpl-1: one chain for both, oldest first. */
+	/* A second file of REQ(1): one chain for both, oldest first. */
 	h = audit_files_add(t, 1, 12, 42, "vllm", NULL, 0);
-	cr_assert(h && audit_files_name(h, 0, "chatcmpl-1_1_0"));
-	audit_files_attribute(t, h, "chatcmpl-1", REQ_PATTERN, 0);
+	cr_assert(h && audit_files_name(h, 0, REQ(1) "_1_0"));
+	audit_files_attribute(t, h, REQ(1), REQ_PATTERN, 0);
 	cr_expect(!request_in_tail(f) && !request_in_tail(h));
 	cr_expect_eq(f->request, h->request, "one copy of a request for all its files");
-	cr_expect_str_eq(f->request, "chatcmpl-1");
-	cr_expect_str_eq(audit_file_name(f), "chatcmpl-1_0_0");
-	cr_expect_eq(files_of(t, "chatcmpl-1"), 2);
+	cr_expect_str_eq(f->request, REQ(1));
+	cr_expect_str_eq(audit_file_name(f), REQ(1) "_0_0");
+	cr_expect_eq(files_of(t, REQ(1)), 2);
 
 	/* A tag replaces the pattern's request, alone or chained. */
 	audit_files_attribute(t, g, "tagged", REQ_TAG, -1);
 	cr_expect_str_eq(g->request, "tagged");
-	cr_expect_eq(files_of(t, "chatcmpl-2"), 0);
+	cr_expect_eq(files_of(t, REQ(2)), 0);
 	cr_expect_eq(files_of(t, "tagged"), 1);
-	audit_files_attribute(t, g, "chatcmpl-2", REQ_PATTERN, 0);
+	audit_files_attribute(t, g, REQ(2), REQ_PATTERN, 0);
 	cr_expect_str_eq(g->request, "tagged", "a pattern does not replace a tag");
 
 	audit_files_remove(t, f);
-	cr_expect_eq(files_of(t, "chatcmpl-1"), 1);
+	cr_expect_eq(files_of(t, REQ(1)), 1);
 	audit_files_unattribute(t, h);
 	cr_expect_null(h->request);
-	cr_expect_eq(files_of(t, "chatcmpl-1"), 0, "the chain went with its last file");
-	audit_files_attribute(t, h, "chatcmpl-1", REQ_TAG, -1);
-	cr_expect_eq(files_of(t, "chatcmpl-1"), 1, "and the request comes back with the next");
+	cr_expect_eq(files_of(t, REQ(1)), 0, "the chain went with its last file");
+	audit_files_attribute(t, h, REQ(1), REQ_TAG, -1);
+	cr_expect_eq(files_of(t, REQ(1)), 1, "and the request comes back with the next");
 	audit_files_remove(t, g);
 	cr_expect_eq(files_of(t, "tagged"), 0);
 	audit_files_remove(t, first);
-	cr_expect_eq(files_of(t, "chatcmpl-0"), 0);
+	cr_expect_eq(files_of(t, REQ(0)), 0);
+	audit_files_free(t);
+}
+
+/* Files that share their requests: no room kept for a request in the next
+ * file's tail. */
+Test(audit_files, files_that_share_requests_keep_no_room_for_one)
+{
+	struct audit_files *t = audit_files_new(100);
+	struct audit_file *f[4];
+
+	for (unsigned i = 0; i < 4; i++) {
+		f[i] = audit_files_add(t, 1, 20 + i, 7, "p", NULL, 0);
+		cr_assert(f[i] && audit_files_name(f[i], 0, REQ(9) "_0_0"));
+		audit_files_attribute(t, f[i], REQ(9), REQ_PATTERN, 0);
+	}
+	cr_expect(f[2]->tail_room < f[1]->tail_room, "the second file had room for a request (the first started one)");
+	cr_expect_eq(f[3]->tail_room, f[2]->tail_room, "the third and fourth none");
+	cr_expect_eq(files_of(t, REQ(9)), 4);
 	audit_files_free(t);
 }
 
