@@ -194,18 +194,24 @@ bpf_cost() {
 
 # cpu_ratio WORKLOAD N ARGS...: the workload's own CPU time (user + system,
 # what the kernel side adds to it; the wall ratios above also hold the
-# machine's noise and the tracer's own work beside it), plain and audited,
-# medians of ROUNDS runs.
+# machine's noise and the tracer's own work beside it), plain, audited and
+# under bpftrace, medians of ROUNDS runs of 10 N operations (time counts in
+# 10 ms ticks).
 cpu_ratio() {
-	local plain=() audited_cpu=() i p a
+	local plain=() audited_cpu=() bpftrace_cpu=() i p a b w=$1 n=$(($2 * 10))
+	shift 2
 	cpu_of() { "$@" 2>&1 >/dev/null | awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { print $1 + $2 }' | tail -n1; }
 	for ((i = 0; i < rounds; i++)); do
-		plain+=("$(cpu_of /usr/bin/time -f '%S %U' "$bench" "$@")")
-		audited_cpu+=("$(cpu_of audited /usr/bin/time -f '%S %U' "$bench" "$@")")
+		plain+=("$(cpu_of /usr/bin/time -f '%S %U' "$bench" "$w" "$n" "$@")")
+		audited_cpu+=("$(cpu_of audited /usr/bin/time -f '%S %U' "$bench" "$w" "$n" "$@")")
+		bpftrace_cpu+=("$(under_bpftrace cpu_of /usr/bin/time -f '%S %U' "$bench" "$w" "$n" "$@")")
 	done
 	p=$(printf '%s\n' "${plain[@]}" | median)
 	a=$(printf '%s\n' "${audited_cpu[@]}" | median)
-	printf '  workload CPU (user + system): plain %s s, audited %s s: %.3f\n' "$p" "$a" "$(echo "$a / $p" | bc -l)"
+	b=$(printf '%s\n' "${bpftrace_cpu[@]}" | median)
+	per_op() { echo "$1 * 1000000000 / $n" | bc -l; }
+	printf '  workload CPU (user + system) per op: plain %.0f ns, audited %.0f ns (%.3f), bpftrace %.0f ns (%.3f)\n' \
+		"$(per_op "$p")" "$(per_op "$a")" "$(echo "$a / $p" | bc -l)" "$(per_op "$b")" "$(echo "$b / $p" | bc -l)"
 }
 
 # counts N WORKLOAD ARGS...: per operation (runs of N and 2N, the
