@@ -16,6 +16,10 @@
  *                                         also an idle thread holding an inotify watch on
  *                                         it, as the shim's marker watcher does: what no
  *                                         shim built as the issue asks can go below
+ *   bench_shim lifecycle-floor-journal N PREFIX WATCH_DIR
+ *                                         the same with journal tags (the default): the
+ *                                         statx alone (a journal record is stores into
+ *                                         memory) and the idle watcher
  *   bench_shim putget N PREFIX            ns per put and get of a 48 KiB payload as vllm-omni's
  *                                         SHM connector makes them: the segment guarded by an
  *                                         flock'ed lock file shm_KEY_lockfile.lock, written by
@@ -162,7 +166,11 @@ static int start_idle_watcher(const char *dir)
 	return 0;
 }
 
-static int lifecycle(long n, const char *prefix, bool floor, const char *watch_dir)
+/* What a lifecycle's floor makes by hand: nothing, the statx the shim
+ * makes for the inode, or that and the xattr tag. */
+enum lifecycle_floor { FLOOR_NONE, FLOOR_STATX, FLOOR_XATTR };
+
+static int lifecycle(long n, const char *prefix, enum lifecycle_floor floor, const char *watch_dir)
 {
 	static const char tag[] = "shmguard/1 pid=4242 start=123456 created=1795968667504769199 req=bench-0";
 	char name[256];
@@ -176,8 +184,8 @@ static int lifecycle(long n, const char *prefix, bool floor, const char *watch_d
 		snprintf(name, sizeof(name), "/%s%ld_0_0", prefix, i);
 		int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
 		if (fd < 0 ||
-		    (floor && (statx(fd, "", AT_EMPTY_PATH, STATX_INO, &stx) < 0 ||
-			       fsetxattr(fd, "user.shmguard", tag, sizeof(tag) - 1, 0) < 0)) ||
+		    (floor != FLOOR_NONE && statx(fd, "", AT_EMPTY_PATH, STATX_INO, &stx) < 0) ||
+		    (floor == FLOOR_XATTR && fsetxattr(fd, "user.shmguard", tag, sizeof(tag) - 1, 0) < 0) ||
 		    ftruncate(fd, 4096) < 0) {
 			perror(name);
 			return 1;
@@ -192,7 +200,7 @@ static int lifecycle(long n, const char *prefix, bool floor, const char *watch_d
 		close(fd);
 		shm_unlink(name);
 	}
-	printf("%s %.1f ns/op\n", floor ? "lifecycle-floor" : "lifecycle", (now_ns() - t0) / n);
+	printf("%s %.1f ns/op\n", floor == FLOOR_NONE ? "lifecycle" : "lifecycle-floor", (now_ns() - t0) / n);
 	if (watch_dir)
 		rmdir(watch_dir);
 	return 0;
@@ -628,9 +636,11 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "creat-close") == 0)
 		return open_close(atol(argv[2]), argv[3], true);
 	if (argc == 4 && strcmp(argv[1], "lifecycle") == 0)
-		return lifecycle(atol(argv[2]), argv[3], false, NULL);
+		return lifecycle(atol(argv[2]), argv[3], FLOOR_NONE, NULL);
 	if ((argc == 4 || argc == 5) && strcmp(argv[1], "lifecycle-floor") == 0)
-		return lifecycle(atol(argv[2]), argv[3], true, argc == 5 ? argv[4] : NULL);
+		return lifecycle(atol(argv[2]), argv[3], FLOOR_XATTR, argc == 5 ? argv[4] : NULL);
+	if (argc == 5 && strcmp(argv[1], "lifecycle-floor-journal") == 0)
+		return lifecycle(atol(argv[2]), argv[3], FLOOR_STATX, argv[4]);
 	if (argc == 4 && strcmp(argv[1], "putget") == 0)
 		return putget(atol(argv[2]), argv[3], NULL);
 	if (argc == 5 && strcmp(argv[1], "putget-floor") == 0)

@@ -85,6 +85,8 @@ compare "open+close, path outside /dev/shm" open-close 300000 /etc/hostname
 compare "mmap+munmap of a file outside /dev/shm" map 200000 "$other_abort_dir.map"
 compare "O_CREAT open+close outside /dev/shm" creat-close 300000 "$other_abort_dir.creat"
 compare "segment lifecycle (journal)" lifecycle 20000 "$prefix"
+FLOOR=lifecycle-floor-journal FLOOR_ARGS="/dev/shm/${prefix}watch" \
+	compare "  against its statx and an idle watcher by hand" lifecycle 20000 "$prefix"
 compare "fork, exit and wait" fork 3000
 TAG=xattr compare "lifecycle, SHMGUARD_TAG=xattr" lifecycle 20000 "$prefix"
 TAG=xattr FLOOR=lifecycle-floor compare "  against statx+fsetxattr by hand" lifecycle 20000 "$prefix"
