@@ -336,5 +336,24 @@ printf '  %s KiB and %s KiB: %.0f bytes per tracked file\n' "$rss0" "$rss1" "$(e
 # files of no request, of a request each, of 4 and of 100 files a request,
 # each named after it came, as the review names what the ctime probe saw made.
 for reqs in 0 1000000 250000 10000; do build/auditor/bench_audit_files 1000000 $reqs late | sed 's/^/  /'; done
+# At 1,000,000 files, the issue's measure: the peak RSS following them less
+# that following one, over 1,000,000, by how the patterns give their requests.
+rss_with() { # PATTERNS WORKLOAD N: the auditor's peak RSS (KiB) following N files
+	"$cli" audit --abort-dir "$abort_dir" --max-files 4000000 --patterns "$1" --json "$json" -- \
+		"$bench" "$2" "$3" "${prefix}k-" >/dev/null
+	remove_files "${prefix}k-"
+	remove_files "vllm_offload_chatcmpl-${prefix:0:16}"
+	jq_get auditor_max_rss_kib
+}
+echo "memory at 1,000,000 files (peak RSS less that following one file, over 1,000,000):"
+for case in "a request each:{req}_0_0:keep" "one request for all:{req}-k-{int}_0_0:keep" \
+	"no request (each name ambiguous):{req}{int}_0_0:keep" \
+	"vLLM's offload names, a request each:vllm_offload_{req}.mmap:keep-offload"; do
+	IFS=: read -r label patterns workload <<<"$case"
+	r0=$(rss_with "$patterns" "$workload" 1)
+	r1=$(rss_with "$patterns" "$workload" 1000000)
+	printf '  %s: %s KiB, %.0f bytes per file (dropped events: %s)\n' "$label" "$r1" \
+		"$(echo "($r1 - $r0) * 1024 / 1000000" | bc -l)" "$(jq_get dropped_events)"
+done
 echo
 large
