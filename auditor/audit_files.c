@@ -395,10 +395,11 @@ static bool fits_alone(const struct audit_file *f, size_t len)
 static bool keep_alone(struct audit_files *t, struct audit_file *f, uint64_t h, const char *request)
 {
 	size_t len = strlen(request) + 1;
-	char *at = f->tail + f->tail_room - len;
+	char *at;
 
 	if (!fits_alone(f, len) || sg_htable_reserve(&t->alone, 256) < 0)
 		return false;
+	at = f->tail + f->tail_room - len;
 	memcpy(at, request, len);
 	f->request = at;
 	f->alone = true;
