@@ -304,7 +304,7 @@ static __always_inline void report_name(struct inode *inode, struct dentry *d, _
 	send(e, __builtin_offsetof(struct sg_audit_name, name), read_name(d, e->name));
 }
 
-/* ---- ctime: every ctime change comes here, on every filesystem. ---- */
+/* ---- ctime: every ctime change comes here, on every filesystem (tp_btf). ---- */
 
 static __always_inline bool is_root_dir(__u32 dev, __u64 ino)
 {
@@ -327,14 +327,13 @@ static __always_inline void report_aliases(struct inode *inode, struct hlist_nod
 	}
 }
 
-/* ---- ctime, BTF-typed (tp_btf): what most ctime changes take. ---- */
-
-/* A BTF pointer to the object at addr, read-only (Linux 6.2; the ctime
+/* obj as a read-only BTF pointer of the type btf_id (Linux 6.2; the ctime
  * tracepoints came later): pointer arithmetic on a BTF pointer itself is
  * refused. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
-/* The creating process's start and its parent's, read directly. */
+/* The creating process's start and its parent's, read directly (the ctime
+ * tracepoints came after start_boottime and bpf_get_current_task_btf). */
 static __always_inline void fill_creator_btf(struct sg_audit_create *e)
 {
 	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
