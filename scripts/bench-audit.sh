@@ -325,19 +325,6 @@ events=$(jq_get events) duration=$(jq_get duration_s)
 printf '  %s events in %.2f s = %.0f events/s, dropped events: %s\n' "$events" "$duration" \
 	"$(echo "$events / $duration" | bc -l)" "$(jq_get dropped_events)"
 echo
-echo "memory: the auditor's peak RSS following 0 and 100,000 files:"
-audited "$bench" keep 1 "${prefix}m0-" >/dev/null
-rss0=$(jq_get auditor_max_rss_kib)
-audited "$bench" keep 100000 "${prefix}m1-" >/dev/null
-rss1=$(jq_get auditor_max_rss_kib)
-remove_files "${prefix}m"
-printf '  %s KiB and %s KiB: %.0f bytes per tracked file\n' "$rss0" "$rss1" "$(echo "($rss1 - $rss0) * 1024 / 100000" | bc -l)"
-# The table alone (without the ring buffer, which 100,000 creations fill):
-# files of no request, of a request each, of 4 and of 100 files a request,
-# each named after it came, as the review names what the ctime probe saw made.
-for reqs in 0 1000000 250000 10000; do build/auditor/bench_audit_files 1000000 $reqs late | sed 's/^/  /'; done
-# At 1,000,000 files, the issue's measure: the peak RSS following them less
-# that following one, over 1,000,000, by how the patterns give their requests.
 rss_with() { # PATTERNS WORKLOAD N: the auditor's peak RSS (KiB) following N files
 	"$cli" audit --abort-dir "$abort_dir" --max-files 4000000 --patterns "$1" --json "$json" -- \
 		"$bench" "$2" "$3" "${prefix}k-" >/dev/null
@@ -345,6 +332,16 @@ rss_with() { # PATTERNS WORKLOAD N: the auditor's peak RSS (KiB) following N fil
 	remove_files "vllm_offload_chatcmpl-${prefix:0:16}"
 	jq_get auditor_max_rss_kib
 }
+echo "memory: the auditor's peak RSS following 0 and 100,000 files:"
+rss0=$(rss_with '{req}_{int}_{int}' keep 1)
+rss1=$(rss_with '{req}_{int}_{int}' keep 100000)
+printf '  %s KiB and %s KiB: %.0f bytes per tracked file\n' "$rss0" "$rss1" "$(echo "($rss1 - $rss0) * 1024 / 100000" | bc -l)"
+# The table alone (without the ring buffer, which 100,000 creations fill):
+# files of no request, of a request each, of 4 and of 100 files a request,
+# each named after it came, as the review names what the ctime probe saw made.
+for reqs in 0 1000000 250000 10000; do build/auditor/bench_audit_files 1000000 $reqs late | sed 's/^/  /'; done
+# At 1,000,000 files, the issue's measure: the peak RSS following them less
+# that following one, over 1,000,000, by how the patterns give their requests.
 echo "memory at 1,000,000 files (peak RSS less that following one file, over 1,000,000):"
 for case in "a request each:{req}_0_0:keep" "one request for all:{req}-k-{int}_0_0:keep" \
 	"no request (each name ambiguous):{req}{int}_0_0:keep" \
