@@ -154,22 +154,33 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 
 	if (!d)
 		return -errno;
-	while ((e = readdir(d))) {
+	/* A listing cut short is no listing of the root: any failure is the
+	 * caller's to report. */
+	for (;;) {
 		struct stat st;
 		ssize_t vlen = -1;
 		int fd;
 
+		errno = 0;
+		if (!(e = readdir(d))) {
+			ret = -errno;
+			break;
+		}
 		if (sg_journal_name(e->d_name)) {
 			if (nnames == names_cap) {
 				size_t c = names_cap ? names_cap * 2 : 16;
 				char **n = realloc(names, c * sizeof(*n));
-				if (!n)
+				if (!n) {
+					ret = -ENOMEM;
 					break;
+				}
 				names = n;
 				names_cap = c;
 			}
-			if (!(names[nnames] = strdup(e->d_name)))
+			if (!(names[nnames] = strdup(e->d_name))) {
+				ret = -ENOMEM;
 				break;
+			}
 			nnames++;
 			continue;
 		}
@@ -184,15 +195,21 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 			close(fd);
 		}
 		struct sg_shm_file *f = append(l, cap);
-		if (!f)
+		if (!f) {
+			ret = -ENOMEM;
 			break;
+		}
+		if (!(f->name = strdup(e->d_name))) {
+			l->n--;
+			ret = -ENOMEM;
+			break;
+		}
 		f->root = (int)r;
-		f->name = strdup(e->d_name);
 		f->linked = true;
 		fill(f, &st, value, vlen, now);
 	}
 	size_t files_end = l->n;
-	if (read_journals(l, r, dirfd(d), names, nnames, first, cap, now) < 0)
+	if (!ret && read_journals(l, r, dirfd(d), names, nnames, first, cap, now) < 0)
 		ret = -ENOMEM;
 	sg_journals_index(&l->journals[r]);
 	for (size_t i = first; i < files_end; i++)
