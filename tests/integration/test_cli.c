@@ -1,6 +1,8 @@
 /* The shmguard command: exit codes and messages for good and bad input. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -352,6 +354,56 @@ Test(cli, ls_and_sweep_write_json_where_told)
 	const char *bad[] = {h_bin("SG_CLI"), "sweep", "--root", dir, "--dead", "--json", h_str("%s/no/such/x", dir), NULL};
 	cr_expect_eq(h_output(bad, NULL, &out, &err), 2, "%s", err);
 	rmdir(dir);
+}
+
+/* ls of dir (n files) with its address space bounded to kib: its exit
+ * status, a listing it gave checked to be whole. */
+static int ls_bounded(long kib, const char *dir, int n)
+{
+	const char *json = h_str("/dev/shm/%sls.json", prefix);
+	const char *argv[] = {"/bin/sh", "-c", h_str("ulimit -v %ld && exec \"$0\" ls --root \"$1\" --json \"$2\"", kib),
+			      h_bin("SG_CLI"), dir, json, NULL};
+	char *err;
+	int status = h_run(argv, NULL, &err);
+
+	cr_assert_lt(status, 128, "ls died of signal %d under %ld KiB: %s", status - 128, kib, err);
+	if (status == 0) {
+		json_t *r = h_json_load(json);
+		cr_assert_eq(h_jint(r, "total_files"), n, "exit 0 under %ld KiB with a part of the root", kib);
+		json_decref(r);
+	}
+	unlink(json);
+	return status;
+}
+
+/* Memory that runs out while a root is read: ls lists the root whole or says
+ * it cannot, never a part of it as all of it.  The bound that lets it list
+ * is found by halving, then every bound in 256 KiB steps for 6 MiB below it
+ * (where the listing's own allocations fail). */
+Test(cli, ls_lists_a_root_whole_or_not_at_all_when_memory_runs_out, .timeout = 120)
+{
+	enum { N = 10000 };
+	const char *dir = h_str("/dev/shm/%sroot", prefix);
+	long lo = 8 << 10, hi = 64 << 10;
+	int refused = 0;
+
+	if (getenv("SG_SANITIZED"))
+		cr_skip_test("the sanitizers' runtime needs more address space than any bound here: the plain "
+			     "build's pass runs this");
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	for (int i = 0; i < N; i++) {
+		int fd = open(h_str("%s/f%d", dir, i), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+		cr_assert_geq(fd, 0);
+		close(fd);
+	}
+	cr_assert_eq(ls_bounded(hi, dir, N), 0, "ls cannot list %d files in %ld KiB", N, hi);
+	while (hi - lo > 256) {
+		long mid = (lo + hi) / 2;
+		*(ls_bounded(mid, dir, N) == 0 ? &hi : &lo) = mid;
+	}
+	for (long kib = hi - 256; kib >= hi - (6 << 10) && kib > 0; kib -= 256)
+		refused += ls_bounded(kib, dir, N) != 0;
+	cr_expect_gt(refused, 0, "no bound below %ld KiB was refused", hi);
 }
 
 Test(cli, sweep_match_is_a_deprecated_alias_of_glob)
