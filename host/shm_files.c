@@ -105,6 +105,7 @@ static int read_journals(struct sg_shm_listing *l, unsigned r, int dfd, char **n
 {
 	struct owner_share *owners = calloc(l->n - first + nnames + 1, sizeof(*owners));
 	size_t nowners = 0;
+	int ret = 0;
 
 	if (!owners)
 		return -1;
@@ -122,15 +123,23 @@ static int read_journals(struct sg_shm_listing *l, unsigned r, int dfd, char **n
 		allowed = JOURNAL_BYTES_PER_UID + o->files * JOURNAL_BYTES_PER_FILE;
 		v = sg_journals_add_bounded(&l->journals[r], dfd, names[i], allowed > o->spent ? allowed - o->spent : 0, &got);
 		o->spent += got;
-		if (v < 0)
+		if (v < 0) {
+			ret = -1;
 			break;
+		}
 		if (v != SG_JOURNAL_FOREIGN && v != SG_JOURNAL_OVER_BUDGET)
 			continue;
 		struct sg_shm_file *f = append(l, cap);
-		if (!f)
+		if (!f) {
+			ret = -1;
 			break;
+		}
+		if (!(f->name = strdup(names[i]))) {
+			l->n--;
+			ret = -1;
+			break;
+		}
 		f->root = (int)r;
-		f->name = strdup(names[i]);
 		f->linked = true;
 		f->journal_like = v == SG_JOURNAL_FOREIGN ? JOURNAL_LIKE_FOREIGN : JOURNAL_LIKE_UNREAD;
 		fill(f, &st, NULL, -1, now);
@@ -140,7 +149,7 @@ static int read_journals(struct sg_shm_listing *l, unsigned r, int dfd, char **n
 			l->journals_unread++;
 	}
 	free(owners);
-	return 0;
+	return ret;
 }
 
 static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double now)
@@ -356,10 +365,15 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 			continue;
 		vlen = getxattr(h->stat_path, SG_TAG_XATTR, value, sizeof(value));
 		struct sg_shm_file *f = append(l, &cap);
-		if (!f)
-			break;
+		if (f && h->name && !(f->name = strdup(h->name))) {
+			l->n--;
+			f = NULL;
+		}
+		if (!f) {
+			snprintf(err, errlen, "cannot list the files held after their unlink: %s", strerror(ENOMEM));
+			return -ENOMEM;
+		}
 		f->root = root;
-		f->name = h->name ? strdup(h->name) : NULL;
 		fill(f, &st, value, vlen, now);
 		/* Unlinked: no name to match, so only with a birth time. */
 		if (f->root >= 0)
