@@ -2,15 +2,17 @@
 # The auditor's performance figures (docs/performance.md), side by side in
 # one run: each workload plain, under `shmguard audit`, while `shmguard
 # watch` runs (the node service: creators and attachers; and, as `watch -A`,
-# with --no-attachers), under an equivalent bpftrace script and under strace -f; then a burst of shm events (dropped
-# events must be 0), the auditor's memory per tracked file, and the
-# lifecycle and a burst with 1,000,000 followed files.  Needs root.
+# with --no-attachers), under an equivalent bpftrace script and under
+# strace -f, with the workload's CPU and the BPF programs' run time per
+# operation beside; then a burst of shm events (dropped events must be 0),
+# the auditor's memory per tracked file (at 100,000 and 1,000,000 files),
+# and the lifecycle and a burst with 1,000,000 followed files.  Needs root.
 #   scripts/bench-audit.sh [--probes P1,P2,...] [ROUNDS]
 #   scripts/bench-audit.sh [--probes P1,P2,...] --rows [ROUNDS]
 #                                    only the side-by-side rows
 #   scripts/bench-audit.sh --large   only the 1,000,000-file part (LIVE=N: N files;
 #                                    PLAIN_S, AUDITED_S: seconds of lifecycle a side)
-# ROUNDS: runs a side (default 7; a few minutes).  --probes: one audited
+# ROUNDS: runs a side (default 7; the rows about 3 minutes, all about 10).  --probes: one audited
 # column per probe, forced with `shmguard audit --probe` (ctime, fentry,
 # kprobe, syscalls; default: the one the auditor chooses here).
 set -euo pipefail
