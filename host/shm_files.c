@@ -31,7 +31,9 @@ const char *sg_comm(uint32_t pid, char *buf, size_t len)
 	return buf;
 }
 
-static struct sg_shm_file *append(struct sg_shm_listing *l, size_t *cap)
+/* A new entry, called a copy of name (NULL: no name); NULL when memory is
+ * short, the listing as it was. */
+static struct sg_shm_file *append(struct sg_shm_listing *l, size_t *cap, const char *name)
 {
 	if (l->n == *cap) {
 		size_t c = *cap ? *cap * 2 : 64;
@@ -41,8 +43,11 @@ static struct sg_shm_file *append(struct sg_shm_listing *l, size_t *cap)
 		l->files = f;
 		*cap = c;
 	}
-	struct sg_shm_file *f = &l->files[l->n++];
+	struct sg_shm_file *f = &l->files[l->n];
 	memset(f, 0, sizeof(*f));
+	if (name && !(f->name = strdup(name)))
+		return NULL;
+	l->n++;
 	return f;
 }
 
@@ -129,13 +134,8 @@ static int read_journals(struct sg_shm_listing *l, unsigned r, int dfd, char **n
 		}
 		if (v != SG_JOURNAL_FOREIGN && v != SG_JOURNAL_OVER_BUDGET)
 			continue;
-		struct sg_shm_file *f = append(l, cap);
+		struct sg_shm_file *f = append(l, cap, names[i]);
 		if (!f) {
-			ret = -1;
-			break;
-		}
-		if (!(f->name = strdup(names[i]))) {
-			l->n--;
 			ret = -1;
 			break;
 		}
@@ -203,13 +203,8 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 			vlen = getxattr(proc, SG_TAG_XATTR, value, sizeof(value));
 			close(fd);
 		}
-		struct sg_shm_file *f = append(l, cap);
+		struct sg_shm_file *f = append(l, cap, e->d_name);
 		if (!f) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (!(f->name = strdup(e->d_name))) {
-			l->n--;
 			ret = -ENOMEM;
 			break;
 		}
@@ -364,11 +359,7 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 		if (!h || st.st_nlink != 0 || st.st_ino != h->ino)
 			continue;
 		vlen = getxattr(h->stat_path, SG_TAG_XATTR, value, sizeof(value));
-		struct sg_shm_file *f = append(l, &cap);
-		if (f && h->name && !(f->name = strdup(h->name))) {
-			l->n--;
-			f = NULL;
-		}
+		struct sg_shm_file *f = append(l, &cap, h->name);
 		if (!f) {
 			snprintf(err, errlen, "cannot list the files held after their unlink: %s", strerror(ENOMEM));
 			return -ENOMEM;
