@@ -42,6 +42,7 @@ abort_dir="/dev/shm/${prefix}abort"
 json="/tmp/${prefix}report.json"
 tracer_pid=
 mounted_tracefs=false
+bpf_stats_was= # kernel.bpf_stats_enabled while bpf_cost has it on: put back at exit
 # A glob, not find: find fails when other programs' files vanish meanwhile.
 remove_files() { (shopt -s nullglob && cd /dev/shm && printf '%s\0' "$1"* | xargs -0r rm -rf); }
 cleanup() {
@@ -49,7 +50,8 @@ cleanup() {
 	remove_files "$prefix"
 	# The shim's journals of those files' creators, now orphans.
 	"$cli" sweep --ignore-unreadable --glob "${prefix}*" --older-than 0 >/dev/null || true
-	rm -rf "$json" "/tmp/${prefix}bpftrace.out" "/tmp/${prefix}watch.err" "/tmp/${prefix}store"
+	rm -rf "$json" "/tmp/${prefix}bpftrace.out" "/tmp/${prefix}watch.err" "/tmp/${prefix}store" "/tmp/${prefix}bpf-"*
+	[ -z "$bpf_stats_was" ] || sysctl -qw kernel.bpf_stats_enabled="$bpf_stats_was"
 	! $mounted_tracefs || umount /sys/kernel/tracing || true
 }
 trap cleanup EXIT
@@ -184,13 +186,14 @@ PY
 }
 
 bpf_cost() {
-	local was line=()
-	was=$(sysctl -n kernel.bpf_stats_enabled)
+	local line=()
+	bpf_stats_was=$(sysctl -n kernel.bpf_stats_enabled)
 	sysctl -qw kernel.bpf_stats_enabled=1
 	line+=("audited $(bpf_programs audited -- "$@")")
 	line+=("watch -A $(bpf_programs under_watch --no-attachers -- "$@")")
 	line+=("bpftrace $(bpf_programs under_bpftrace -- "$@")")
-	sysctl -qw kernel.bpf_stats_enabled="$was"
+	sysctl -qw kernel.bpf_stats_enabled="$bpf_stats_was"
+	bpf_stats_was=
 	printf '  BPF programs per op (bpf_stats): %s; %s; %s\n' "${line[@]}"
 }
 
