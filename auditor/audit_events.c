@@ -88,6 +88,12 @@ static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, 
 
 	memcpy(comm, h->comm, sizeof(comm));
 	comm[sizeof(comm) - 1] = '\0';
+	/* A full table may hold markers whose inotify events came after their
+	 * creations were read: read those now (their files leave the table)
+	 * rather than lose this file.  A failing inotify fd is the loop's to
+	 * report, at its next read. */
+	if (audit_files_count(a->files) >= a->o->max_files && a->markers_fd >= 0)
+		(void)audit_markers_read(a, a->markers_fd);
 	/* The cgroup is the event's: a process that predates the run counts too. */
 	w = audit_workload_of(&a->workloads, h->cgroup_id, audit_now_s(a));
 	if (!(f = audit_files_add(a->files, kdev, ino, h->tgid, comm, w, name ? strlen(name) : 0)))
