@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "pattern.h"
@@ -40,6 +41,7 @@ struct audit_opts {
 	double workload_expiry; /* a workload nothing refers to is forgotten this long after (--workload-expiry) */
 	const char *shim; /* the shim whose USDT tags to follow, or NULL: none found */
 	const char *version; /* shmguard's, for the metrics */
+	uid_t shim_uid; /* whose trust rule the abort directories and markers are checked by (--shim-uid) */
 	size_t max_files;
 	unsigned ring_kib; /* the kernel side's event buffer, a power of two */
 	const char *probe; /* forced (--probe), or NULL: the best one here */

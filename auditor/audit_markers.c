@@ -103,15 +103,16 @@ int audit_markers_open(struct audit *a, char *err, size_t errlen)
 	int fd = -1;
 
 	sg_text_escape(a->o->abort_dir, shown, sizeof(shown));
-	a->abort_dfd = sg_abort_dir_open_trusted(a->o->abort_dir, false, geteuid(), &st, &why);
+	a->abort_dfd = sg_abort_dir_open_trusted(a->o->abort_dir, false, a->o->shim_uid, &st, &why);
 	if (a->abort_dfd < 0) {
 		int e = -a->abort_dfd; /* a negative errno, with why where the check refused it */
 
 		a->abort_dfd = -1;
 		if (why)
-			snprintf(err, errlen, "abort directory %s %s (uid %u, mode %04o): the shims ignore its markers, "
-				 "so it cannot show aborts; %s", shown, why, (unsigned)st.st_uid,
-				 (unsigned)st.st_mode & 07777, sg_abort_dir_remedy(&st, geteuid()));
+			snprintf(err, errlen, "abort directory %s %s (uid %u, mode %04o): shims running as uid %u ignore "
+				 "its markers, so it cannot show aborts; %s (or --shim-uid: the shims' user)", shown, why,
+				 (unsigned)st.st_uid, (unsigned)st.st_mode & 07777, (unsigned)a->o->shim_uid,
+				 sg_abort_dir_remedy(&st, a->o->shim_uid));
 		else
 			snprintf(err, errlen, "cannot watch %s: %s", shown,
 				 e == ELOOP ? "it is a symbolic link" : strerror(e));
@@ -180,7 +181,7 @@ bool audit_abort_add(struct audit *a, uint32_t scope, int dfd, const char *reque
 	struct audit_abort *ab;
 	struct sg_hnode **slot;
 	struct stat st;
-	const char *why = sg_marker_refusal(dfd, request, geteuid(), &st);
+	const char *why = sg_marker_refusal(dfd, request, a->o->shim_uid, &st);
 
 	if (S_ISREG(st.st_mode)) /* a marker or not, no file of a request */
 		audit_files_exclude(a->files, sg_kdev(st.st_dev), st.st_ino);
@@ -264,7 +265,7 @@ void audit_markers_watch_root(struct audit *a, int root)
 	snprintf(path, sizeof(path), "%s/%s", r->path, a->o->root_abort_name);
 	/* Missing (a pod without the shim, or not yet) or refused: none; looked
 	 * for again at the next scan. */
-	if ((dfd = sg_abort_dir_open_trusted(path, false, geteuid(), &st, &why)) < 0)
+	if ((dfd = sg_abort_dir_open_trusted(path, false, a->o->shim_uid, &st, &why)) < 0)
 		return;
 	snprintf(proc_path, sizeof(proc_path), "/proc/self/fd/%d", dfd);
 	if ((r->abort_wd = inotify_add_watch(a->markers_fd, proc_path, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)) < 0) {

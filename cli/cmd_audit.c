@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "audit_trace.h"
@@ -28,6 +30,9 @@ static void usage(FILE *out)
 		"  -p, --patterns P           name patterns, ';'-separated (default: $SHMGUARD_PATTERNS)\n"
 		"  -a, --abort-dir DIR        where abort markers appear (default: $SHMGUARD_ABORT_DIR,\n"
 		"                             else %s); it must exist\n"
+		"      --shim-uid USER        the user the shims run as (a name or a number; default: the\n"
+		"                             auditor's own): the abort directory and its markers are\n"
+		"                             checked as the shims check them for that user\n"
 		"  -s, --shm-root DIR         another directory to watch besides /dev/shm (repeatable)\n"
 		"      --own-namespace        without COMMAND: follow only these roots, in the auditor's own\n"
 		"                             mount namespace (the default follows every tmpfs mounted at\n"
@@ -136,6 +141,22 @@ static int parse_count(const char *s, unsigned long long min, unsigned long long
 	return 0;
 }
 
+/* --shim-uid: a number, else a user name of the passwd database. */
+static int parse_user(const char *s, uid_t *out)
+{
+	unsigned long long n;
+	const struct passwd *pw;
+
+	if (parse_count(s, 0, (uid_t)-2, &n) == 0) {
+		*out = (uid_t)n;
+		return 0;
+	}
+	if (!*s || !(pw = getpwnam(s)))
+		return -1;
+	*out = pw->pw_uid;
+	return 0;
+}
+
 /* --metrics-file without --interval: node_exporter's scrapes are usually
  * 15 to 60 seconds apart. */
 #define METRICS_INTERVAL_S 15.0
@@ -179,7 +200,8 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"own-namespace", no_argument, NULL, 'O'},    {"all-namespaces", no_argument, NULL, 'W'},
 		{"root-abort-dir", required_argument, NULL, 'r'}, {"per-workload", no_argument, NULL, 'Y'},
 		{"pod-logs", required_argument, NULL, 'K'}, {"abort-detail", required_argument, NULL, 'T'},
-		{"container-logs", required_argument, NULL, 'Q'}, {"workload-expiry", required_argument, NULL, 'E'}, {0},
+		{"container-logs", required_argument, NULL, 'Q'}, {"workload-expiry", required_argument, NULL, 'E'},
+		{"shim-uid", required_argument, NULL, 'u'}, {0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
 	bool min_aborts_given = false, own_ns = false, all_ns = false;
@@ -192,6 +214,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	o->pod_logs = "/var/log/pods";
 	o->container_logs = "/var/log/containers";
 	o->workload_expiry = 600;
+	o->shim_uid = geteuid();
 	cli_default_root(&o->roots);
 	while ((c = getopt_long(argc, argv, "+p:a:s:g:b:j:d:i:vhV", opts, NULL)) != -1) {
 		switch (c) {
@@ -236,6 +259,10 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 			break;
 		case 'K': o->pod_logs = optarg; break;
 		case 'Q': o->container_logs = optarg; break;
+		case 'u':
+			if (parse_user(optarg, &o->shim_uid) < 0)
+				return cli_usage_fail(-1, "audit", "bad --shim-uid '%s': a user name or a number", optarg);
+			break;
 		case 'E':
 			if (parse_duration(optarg, &o->workload_expiry) < 0)
 				return cli_usage_fail(-1, "audit", "bad --workload-expiry '%s': expected a duration (90, 10m, 2h)",

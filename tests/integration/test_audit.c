@@ -904,6 +904,40 @@ Test(audit, an_abort_dir_the_shims_refuse_is_refused)
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);
 }
 
+/* The shims run as another user, with an abort directory of their own:
+ * --shim-uid checks it, and its markers, as those shims do, and their
+ * aborts are measured; a user that does not exist is bad usage. */
+Test(audit, shim_uid_measures_the_aborts_of_shims_running_as_another_user)
+{
+	need_bpf();
+	const struct h_user *u = h_hostile_user();
+	const char *mk[] = {"/bin/mkdir", "-m", "0755", abort_dir, NULL};
+	const char *seg = h_str("/dev/shm/%sr_0_0", prefix);
+	const char *cmd[] = {"/usr/bin/setpriv", h_str("--reuid=%u", (unsigned)u->uid), h_str("--regid=%u", (unsigned)u->gid),
+			     "--clear-groups", h_bin("SG_SHMTOOL"), "region", seg, "8192", ",", "touch",
+			     h_str("%s/%sr", abort_dir, prefix), NULL};
+	const char *bad[] = {"/bin/true", NULL};
+	char *out, *err;
+
+	cr_assert_eq(rmdir(abort_dir), 0);
+	cr_assert_eq(h_output_as(u, mk, NULL, &out, &err), 0, "%s", err);
+	cr_expect_eq(h_run(with_options(audit_argv(NULL, bad), "--shim-uid", "no-such-user-sg", NULL), NULL, &err), 2,
+		     "%s", err);
+	cr_expect(strstr(err, "bad --shim-uid 'no-such-user-sg'"), "%s", err);
+	int status = h_run(with_options(audit_argv(NULL, cmd), "--shim-uid", u->name, NULL), NULL, &err);
+	cr_expect_eq(status, 0, "exit %d: %s", status, err);
+	json_t *r = report();
+	cr_expect_eq(h_jint(r, "aborts"), 1);
+	cr_expect_eq(h_jint(r, "markers_refused"), 0);
+	cr_expect_eq(h_jint(r, "leaked_files"), 1);
+	cr_expect_str_eq(request_of(r, h_str("%sr_0_0", prefix)) ?: "(none)", h_str("%sr", prefix));
+	json_decref(r);
+	unlink(seg);
+	unlink(h_str("%s/%sr", abort_dir, prefix));
+	cr_assert_eq(rmdir(abort_dir), 0);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+}
+
 /* In a directory all may write to (root's, sticky), another user drops
  * files, a FIFO, a hard link to a file of root's and a marker for a live
  * request: none is an abort, each is counted apart. */
