@@ -47,6 +47,19 @@ static void after_fork_child(void)
 	sg_markers_after_fork();
 }
 
+/* A child of a raw clone(2), which ran no fork handler: the child's
+ * handler's work, with the locks made anew (the copy may hold them for
+ * threads it does not have) and the parent's records abandoned, not freed.
+ * The identity comes last: learning it ends the reset. */
+static void after_unseen_fork(void)
+{
+	sg_mappings_after_unseen_fork();
+	sg_jw_after_unseen_fork();
+	sg_registry_abandon();
+	sg_markers_after_fork();
+	sg_state_after_fork_child();
+}
+
 static void init(void)
 {
 	const char *weak_key;
@@ -76,6 +89,14 @@ static void init(void)
 bool sg_active(void)
 {
 	pthread_once(&init_once, init);
+	if (__builtin_expect(active, 1)) {
+		int copy = sg_self_claim_copy();
+
+		if (__builtin_expect(copy < 0, 0))
+			return false; /* another thread resets the shim: this call passes through */
+		if (__builtin_expect(copy > 0, 0))
+			after_unseen_fork();
+	}
 	return active;
 }
 

@@ -585,6 +585,13 @@ void sg_jw_unlock(void)
 	pthread_mutex_unlock(&lock);
 }
 
+void sg_jw_after_unseen_fork(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	pthread_mutex_lock(&lock);
+	sg_jw_after_fork_child();
+}
+
 void sg_jw_after_fork_child(void)
 {
 	for (unsigned k = 0; k < SG_MAX_ROOTS; k++) {

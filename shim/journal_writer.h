@@ -28,5 +28,8 @@ void sg_jw_unlock(void);
 /* In a fork child, with the lock held: the parent's journals are not the
  * child's; it makes its own on its first creation. */
 void sg_jw_after_fork_child(void);
+/* The same in a copy no fork handler saw, whose lock may be held for a
+ * thread it does not have: the lock is made anew. */
+void sg_jw_after_unseen_fork(void);
 
 #endif

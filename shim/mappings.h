@@ -48,5 +48,7 @@ void sg_mappings_unlock(void);
 
 /* In a fork child, which inherits the mappings but not the parent's counts. */
 void sg_mappings_after_fork(void);
+/* The same in a copy no fork handler saw: the lock made anew too. */
+void sg_mappings_after_unseen_fork(void);
 
 #endif

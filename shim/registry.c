@@ -274,6 +274,15 @@ static void free_aborted(struct sg_hnode *node)
 	free(sg_hnode_entry(node, struct aborted, node));
 }
 
+void sg_registry_abandon(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	by_path = (struct sg_htable){0};
+	aborted = (struct sg_htable){0};
+	by_request = NULL;
+	request_buckets = 0;
+}
+
 void sg_registry_forget_all(void)
 {
 	sg_htable_clear(&by_path, free_segment);

@@ -64,5 +64,8 @@ void sg_registry_lock(void);
 void sg_registry_unlock(void);
 /* In a fork child, with the lock free: drop every entry. */
 void sg_registry_forget_all(void);
+/* In a copy no fork handler saw: the lock made anew and every entry
+ * dropped unfreed (the copy may hold malloc's locks for threads it lacks). */
+void sg_registry_abandon(void);
 
 #endif

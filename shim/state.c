@@ -24,9 +24,11 @@ static bool self_known;
 static unsigned self_retry_in, self_backoff;
 /* A page the kernel empties in any child that does not share our memory
  * (MADV_WIPEONFORK): a fork or clone system call made without libc's fork,
- * whose child runs no fork handler, shows here as a zero.  NULL where the
- * kernel cannot (before 4.14): then getpid() is asked each time. */
+ * whose child runs no fork handler, shows here as a zero (COPY_SEEN), and
+ * as COPY_RESETTING while one thread of the child resets the shim.  NULL
+ * where the kernel cannot (before 4.14): then getpid() is asked each time. */
 static char *same_process;
+enum { COPY_SEEN = 0, SAME_PROCESS = 1, COPY_RESETTING = 2 };
 
 static bool still_self(void)
 {
@@ -40,7 +42,7 @@ static void learn_self(void)
 	__atomic_store_n(&self_known, false, __ATOMIC_RELEASE);
 	self_retry_in = self_backoff = 0;
 	if (same_process)
-		__atomic_store_n(same_process, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(same_process, SAME_PROCESS, __ATOMIC_RELEASE);
 }
 
 const struct sg_self *sg_self_known(void)
@@ -80,6 +82,18 @@ static void watch_for_children(void)
 		return;
 	}
 	same_process = page;
+}
+
+int sg_self_claim_copy(void)
+{
+	char seen = COPY_SEEN;
+
+	if (!same_process || __builtin_expect(__atomic_load_n(same_process, __ATOMIC_ACQUIRE) == SAME_PROCESS, 1))
+		return 0;
+	if (__atomic_compare_exchange_n(same_process, &seen, COPY_RESETTING, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return 1;
+	return seen == SAME_PROCESS ? 0 : -1;
 }
 
 void sg_self_init(void)

@@ -84,8 +84,14 @@ extern struct sg_self sg_self;
 const struct sg_self *sg_self_known(void);
 /* At start-up: the pid, and a page that tells a child no fork handler saw. */
 void sg_self_init(void);
-/* In a fork child (a fork handler): counters zeroed, the identity learnt anew. */
+/* In a fork child (a fork handler): counters zeroed, the identity learnt
+ * anew (which ends a copy's reset, below). */
 void sg_state_after_fork_child(void);
+/* Whether this process is a copy no fork handler saw (a raw clone(2)
+ * child): 0 not, or known since; 1 for the one thread that is to reset the
+ * shim, ending with sg_state_after_fork_child(); -1 for the others while it
+ * does. */
+int sg_self_claim_copy(void);
 
 struct sg_stats {
 	uint64_t tagged;          /* segments recorded at creation */

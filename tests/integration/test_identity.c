@@ -5,6 +5,7 @@
  * system call, which inherits its parent's journal without a fork handler. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -201,4 +202,43 @@ Test(identity, a_raw_clone_child_records_in_its_own_journal)
 	cr_expect(h_exists(in_root(child_seg)), "the live child's file was swept: %s", out);
 	cr_expect_eq(h_count(root, h_str(SG_JOURNAL_PREFIX "%d-", (int)p.pid)), 0, "%s", out);
 	kill(child, SIGKILL);
+}
+
+/* The same child is a process of its own for the abort too: its watcher
+ * sweeps its file when its request is aborted, and unlinks the file it
+ * makes for that request after the marker; its parent's file stays. */
+Test(identity, a_raw_clone_child_sweeps_its_own_aborted_request)
+{
+	const char *parent_seg = in_root(h_str("%sparent_0_0", prefix));
+	const char *child_seg = in_root(h_str("%schild_0_0", prefix)), *late = in_root(h_str("%schild_0_1", prefix));
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", parent_seg, "4096", "rawfork", "open", child_seg, "4096",
+			      "wait", "open", late, "4096", "say", "made", "wait", NULL};
+	struct h_proc p;
+	int child = 0, status;
+	bool ready = false;
+
+	ramfs_root();
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	p = h_spawn(argv, env_for(NULL));
+	for (int i = 0; i < 2; i++) {
+		char *line = h_read_line(&p, 10000);
+		cr_assert(line, "shmtool said nothing");
+		if (strcmp(line, "ready") == 0)
+			ready = true;
+		else
+			cr_assert_eq(sscanf(line, "child %d", &child), 1, "%s", line);
+	}
+	cr_assert(ready && child > 0);
+	cr_assert(h_exists(child_seg));
+	int fd = open(h_str("%s/%schild", abort_dir, prefix), O_CREAT | O_WRONLY, 0644);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_expect(h_wait_gone(child_seg, 10000), "the child did not sweep its aborted request's file");
+	cr_assert_eq(write(p.in, "\n", 1), 1);
+	cr_assert_str_eq(h_read_line(&p, 10000) ?: "(nothing)", "made");
+	cr_expect(!h_exists(late), "the child's file made after the abort survived");
+	cr_expect(h_exists(parent_seg), "the parent's file of another request was swept");
+	kill(child, SIGKILL);
+	kill(p.pid, SIGKILL);
+	cr_assert_eq(waitpid(p.pid, &status, 0), p.pid);
 }
