@@ -166,6 +166,25 @@ Test(identity, a_sweep_through_another_namespaces_proc_judges_no_creator)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
+/* The pid of shmtool's rawfork child, once it says "child PID" and the
+ * child has reached its "wait" (in either order). */
+static int raw_clone_child(struct h_proc *p)
+{
+	bool ready = false;
+	int child = 0;
+
+	for (int i = 0; i < 2; i++) {
+		char *line = h_read_line(p, 10000);
+		cr_assert(line, "shmtool said nothing");
+		if (strcmp(line, "ready") == 0)
+			ready = true;
+		else
+			cr_assert_eq(sscanf(line, "child %d", &child), 1, "%s", line);
+	}
+	cr_assert(ready && child > 0);
+	return child;
+}
+
 /* Issue 17 finding 4: a child made with the clone system call itself runs
  * no fork handler and inherits its parent's mapped journal.  Its records
  * must go into a journal of its own, under its own pid: after the parent is
@@ -176,21 +195,12 @@ Test(identity, a_raw_clone_child_records_in_its_own_journal)
 	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(parent_seg), "4096", "rawfork",
 			      "open", in_root(child_seg), "4096", "wait", NULL};
 	struct h_proc p;
-	int child = 0, pid, status;
-	bool ready = false;
+	int child, pid, status;
 	char *out;
 
 	ramfs_root();
 	p = h_spawn(argv, env_for(NULL));
-	for (int i = 0; i < 2; i++) {
-		char *line = h_read_line(&p, 10000);
-		cr_assert(line, "shmtool said nothing");
-		if (strcmp(line, "ready") == 0)
-			ready = true;
-		else
-			cr_assert_eq(sscanf(line, "child %d", &child), 1, "%s", line);
-	}
-	cr_assert(ready && child > 0);
+	child = raw_clone_child(&p);
 	cr_expect_eq(h_count(root, h_str(SG_JOURNAL_PREFIX "%d-", child)), 1, "the child has no journal of its own");
 
 	kill(p.pid, SIGKILL);
@@ -214,21 +224,12 @@ Test(identity, a_raw_clone_child_sweeps_its_own_aborted_request)
 	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", parent_seg, "4096", "rawfork", "open", child_seg, "4096",
 			      "wait", "open", late, "4096", "say", "made", "wait", NULL};
 	struct h_proc p;
-	int child = 0, status;
-	bool ready = false;
+	int child, status;
 
 	ramfs_root();
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);
 	p = h_spawn(argv, env_for(NULL));
-	for (int i = 0; i < 2; i++) {
-		char *line = h_read_line(&p, 10000);
-		cr_assert(line, "shmtool said nothing");
-		if (strcmp(line, "ready") == 0)
-			ready = true;
-		else
-			cr_assert_eq(sscanf(line, "child %d", &child), 1, "%s", line);
-	}
-	cr_assert(ready && child > 0);
+	child = raw_clone_child(&p);
 	cr_assert(h_exists(child_seg));
 	int fd = open(h_str("%s/%schild", abort_dir, prefix), O_CREAT | O_WRONLY, 0644);
 	cr_assert_geq(fd, 0);
