@@ -262,14 +262,14 @@ void sg_mappings_unlock(void)
 	pthread_mutex_unlock(&lock);
 }
 
-/* In a fork child: the swept mappings and flags describe the parent's
- * sweeps, whose counts the child does not inherit. */
 void sg_mappings_after_unseen_fork(void)
 {
 	pthread_mutex_init(&lock, NULL);
 	sg_mappings_after_fork();
 }
 
+/* In a fork child: the swept mappings and flags describe the parent's
+ * sweeps, whose counts the child does not inherit. */
 void sg_mappings_after_fork(void)
 {
 	nswept = 0;
