@@ -126,6 +126,8 @@ struct audit {
 	uint64_t marker_overflows, markers_recovered; /* the inotify queue's */
 	uint64_t markers_refused; /* entries of the abort directory that are no markers (sg_marker_refusal) */
 	int abort_dfd;            /* the abort directory, checked; -1: none */
+	uint32_t abort_kdev;      /* its device (the kernel's encoding) and inode */
+	uint64_t abort_ino;
 	int abort_wd;             /* its inotify watch */
 	struct audit_review *review;
 	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
@@ -177,10 +179,15 @@ int audit_markers_read(struct audit *a, int fd); /* -1 with errno: the fd failed
  * count_refused: a rescan would count the same entries again).
  * False if it is no marker, or an abort already.  A file in the abort
  * directory is no file of a request: when it is on a shm device its inode
- * is excluded from the table.  The kernel side sends a file's creation before
- * inotify queues the marker, so the caller reads the events after the
- * markers, then ends the exclusions. */
+ * is excluded from the table.  The ctime probe sends a file's creation
+ * before inotify queues the marker, so the caller reads the events after
+ * the markers, then ends the exclusions.  (The other probes send it later,
+ * but with its directory: audit_in_abort_dir.) */
 bool audit_abort_add(struct audit *a, uint32_t scope, int dfd, const char *request, bool count_refused);
+/* Whether dir_ino on kdev is an abort directory watched (the run's or a
+ * root's own): what is created there is a marker or nothing, never a file
+ * of a request. */
+bool audit_in_abort_dir(const struct audit *a, uint32_t kdev, uint64_t dir_ino);
 /* The abort of request in scope (audit_root_scope), or NULL if it has none (yet). */
 struct audit_abort *audit_abort_of(const struct audit *a, uint32_t scope, const char *request);
 /* A discovered root's own abort directory (o->root_abort_name), watched if

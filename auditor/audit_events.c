@@ -124,6 +124,10 @@ static void on_create(struct audit *a, const struct sg_audit_create *e, size_t s
 		audit_early_keep(a, &e->h, e->dev, e->ino);
 		return;
 	}
+	/* A marker: the probes that send the directory read its creation after
+	 * its inotify event, too late for audit_files_exclude. */
+	if (audit_in_abort_dir(a, e->dev, e->dir_ino))
+		return;
 	f = add(a, &e->h, e->dev, e->ino, named ? e->name : NULL);
 	if (f && named)
 		audit_file_named(a, f, audit_root_of_dir(a, e->dev, e->dir_ino), e->name, false);

@@ -118,6 +118,8 @@ int audit_markers_open(struct audit *a, char *err, size_t errlen)
 				 e == ELOOP ? "it is a symbolic link" : strerror(e));
 		return -1;
 	}
+	a->abort_kdev = sg_kdev(st.st_dev);
+	a->abort_ino = st.st_ino;
 	if ((fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 || (a->abort_wd = watch(a, fd)) < 0 ||
 	    note_markers_at_start(a) < 0) {
 		snprintf(err, errlen, "cannot watch %s: %s", shown, strerror(errno));
@@ -273,7 +275,22 @@ void audit_markers_watch_root(struct audit *a, int root)
 		return;
 	}
 	r->abort_dfd = dfd;
+	r->abort_kdev = sg_kdev(st.st_dev);
+	r->abort_ino = st.st_ino;
 	rescan_root(a, r, false);
+}
+
+bool audit_in_abort_dir(const struct audit *a, uint32_t kdev, uint64_t dir_ino)
+{
+	if (!dir_ino)
+		return false;
+	if (a->abort_dfd >= 0 && a->abort_kdev == kdev && a->abort_ino == dir_ino)
+		return true;
+	for (unsigned r = 0; r < a->nroots; r++)
+		if (a->roots[r].in_use && a->roots[r].abort_dfd >= 0 && a->roots[r].abort_kdev == kdev &&
+		    a->roots[r].abort_ino == dir_ino)
+			return true;
+	return false;
 }
 
 void audit_markers_unwatch_root(struct audit *a, int root)

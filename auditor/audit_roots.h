@@ -39,6 +39,8 @@ struct audit_root {
 	bool late; /* discovered after the run began: its files and markers predate its discovery */
 	/* Its own abort directory (discovered roots), or -1. */
 	int abort_dfd, abort_wd;
+	uint32_t abort_kdev; /* its device and inode, while abort_dfd is open */
+	uint64_t abort_ino;
 	struct audit_root_bytes bytes, counting;
 };
 

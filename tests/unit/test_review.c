@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "audit_engine.h"
+#include "audit_event.h"
 #include "audit_summary.h"
 #include "holders.h"
 
@@ -357,4 +358,33 @@ Test(review, measured_aborts_are_folded_and_the_records_held_stay_bounded)
 	/* The leaked files are followed still: their requests stay known as aborted. */
 	cr_expect_eq(a.aborted_held, truth);
 	cr_expect_leq(a.nkept, leaky);
+}
+
+/* The syscalls probe sends a creation at the open's return, after inotify
+ * queued it: a marker's creation can come after the marker was read and
+ * its exclusion ended.  Made in the abort directory, it is no file. */
+Test(review, a_markers_creation_read_after_the_marker_takes_no_place)
+{
+	char marker[128];
+	struct stat dir, st;
+	int fd;
+
+	cr_assert_eq(stat(abort_dir, &dir), 0);
+	a.abort_kdev = sg_kdev(dir.st_dev);
+	a.abort_ino = dir.st_ino;
+	snprintf(marker, sizeof(marker), "%s/req", abort_dir);
+	cr_assert_geq(fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644), 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	close(fd);
+	cr_assert(audit_abort_add(&a, 0, a.abort_dfd, "req", true));
+	audit_files_end_exclusions(a.files);
+
+	struct sg_audit_create e = {.h = {.type = SG_AUDIT_CREATE, .tgid = 1, .ts_ns = 2 * S},
+				    .ino = st.st_ino,
+				    .dir_ino = dir.st_ino,
+				    .dev = sg_kdev(st.st_dev)};
+	snprintf(e.name, sizeof(e.name), "req");
+	audit_on_event(&a, &e, sizeof(e));
+	cr_expect_eq(audit_files_count(a.files), 0, "the marker took a place in the table");
+	audit_workloads_free(&a.workloads);
 }
