@@ -47,7 +47,7 @@ static struct fake_clock clk;
 
 static void setup(void)
 {
-	struct stat st;
+	struct stat st, dir;
 
 	snprintf(root, sizeof(root), "/tmp/sgt-%d-review-XXXXXX", (int)getpid());
 	cr_assert_not_null(mkdtemp(root));
@@ -64,6 +64,9 @@ static void setup(void)
 				    .dfd = -1, .abort_dfd = -1, .abort_wd = -1};
 	snprintf(root0.path, sizeof(root0.path), "%s", root);
 	cr_assert_geq(a.abort_dfd = open(abort_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), 0);
+	cr_assert_eq(fstat(a.abort_dfd, &dir), 0);
+	a.abort_kdev = sg_kdev(dir.st_dev);
+	a.abort_ino = dir.st_ino;
 	cr_assert_not_null(a.files = audit_files_new(o.max_files));
 	cr_assert_not_null(a.review = audit_review_new());
 }
@@ -370,8 +373,6 @@ Test(review, a_markers_creation_read_after_the_marker_takes_no_place)
 	int fd;
 
 	cr_assert_eq(stat(abort_dir, &dir), 0);
-	a.abort_kdev = sg_kdev(dir.st_dev);
-	a.abort_ino = dir.st_ino;
 	snprintf(marker, sizeof(marker), "%s/req", abort_dir);
 	cr_assert_geq(fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644), 0);
 	cr_assert_eq(fstat(fd, &st), 0);
