@@ -166,13 +166,23 @@ Test(identity, a_sweep_through_another_namespaces_proc_judges_no_creator)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
-/* The pid of shmtool's rawfork child, once it says "child PID" and the
- * child has reached its "wait" (in either order). */
-static int raw_clone_child(struct h_proc *p)
+/* Starts argv, a shmtool script that opens the parent's file, waits, then
+ * goes on with "rawfork" and a "wait" in the child.  The clone is made once
+ * the parent's watcher has finished its first look, so that the copy is
+ * made while that thread holds no lock: a copy of a lock held stays held
+ * (in one loaded AddressSanitizer run, not reproduced, a child's watcher
+ * never swept).  Returns the child's pid, once it has said it and reached
+ * its "wait" (in either order). */
+static int start_clone_when_idle(struct h_proc *p, const char *const *argv)
 {
 	bool ready = false;
 	int child = 0;
 
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	*p = h_spawn(argv, env_for("SHMGUARD_LOG=info"));
+	cr_assert_str_eq(h_read_line(p, 10000) ?: "(nothing)", "ready");
+	cr_assert(h_wait_stderr(p, "first look done", 10000), "the parent's watcher never finished its first look");
+	cr_assert_eq(write(p->in, "\n", 1), 1);
 	for (int i = 0; i < 2; i++) {
 		char *line = h_read_line(p, 10000);
 		cr_assert(line, "shmtool said nothing");
@@ -192,15 +202,14 @@ static int raw_clone_child(struct h_proc *p)
 Test(identity, a_raw_clone_child_records_in_its_own_journal)
 {
 	const char *parent_seg = h_str("%sparent_0_0", prefix), *child_seg = h_str("%schild_0_0", prefix);
-	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(parent_seg), "4096", "rawfork",
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(parent_seg), "4096", "wait", "rawfork",
 			      "open", in_root(child_seg), "4096", "wait", NULL};
 	struct h_proc p;
 	int child, pid, status;
 	char *out;
 
 	ramfs_root();
-	p = h_spawn(argv, env_for(NULL));
-	child = raw_clone_child(&p);
+	child = start_clone_when_idle(&p, argv);
 	cr_expect_eq(h_count(root, h_str(SG_JOURNAL_PREFIX "%d-", child)), 1, "the child has no journal of its own");
 
 	kill(p.pid, SIGKILL);
@@ -216,11 +225,7 @@ Test(identity, a_raw_clone_child_records_in_its_own_journal)
 
 /* The same child is a process of its own for the abort too: its watcher
  * sweeps its file when its request is aborted, and unlinks the file it
- * makes for that request after the marker; its parent's file stays.  The
- * clone waits for the parent's watcher to finish its first look, so that
- * the copy is made while that thread holds no lock: a copy of a lock held
- * stays held (in one loaded AddressSanitizer run, not reproduced, the
- * child's watcher never swept). */
+ * makes for that request after the marker; its parent's file stays. */
 Test(identity, a_raw_clone_child_sweeps_its_own_aborted_request)
 {
 	const char *parent_seg = in_root(h_str("%sparent_0_0", prefix));
@@ -231,12 +236,7 @@ Test(identity, a_raw_clone_child_sweeps_its_own_aborted_request)
 	int child, status;
 
 	ramfs_root();
-	cr_assert_eq(mkdir(abort_dir, 0755), 0);
-	p = h_spawn(argv, env_for("SHMGUARD_LOG=info"));
-	cr_assert_str_eq(h_read_line(&p, 10000) ?: "(nothing)", "ready");
-	cr_assert(h_wait_stderr(&p, "first look done", 10000), "the parent's watcher never finished its first look");
-	cr_assert_eq(write(p.in, "\n", 1), 1);
-	child = raw_clone_child(&p);
+	child = start_clone_when_idle(&p, argv);
 	cr_assert(h_exists(child_seg));
 	int fd = open(h_str("%s/%schild", abort_dir, prefix), O_CREAT | O_WRONLY, 0644);
 	cr_assert_geq(fd, 0);
