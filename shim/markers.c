@@ -501,12 +501,17 @@ static int open_watched(int watched, dev_t dev, ino_t ino)
 	return fd;
 }
 
+bool sg_markers_first_look_done(void)
+{
+	return __atomic_load_n(&first_scan_done, __ATOMIC_ACQUIRE);
+}
+
 bool sg_markers_aborted(const char *request)
 {
 	bool aborted;
 	int fd, watched;
 
-	if (__atomic_load_n(&first_scan_done, __ATOMIC_ACQUIRE) || !in_own_process() ||
+	if (!in_own_process() ||
 	    (watched = __atomic_load_n(&first_dir_fd, __ATOMIC_ACQUIRE)) < 0 ||
 	    (fd = open_watched(watched, first_dev, first_ino)) < 0)
 		return false;

@@ -12,10 +12,14 @@
  * markers already present are read by the watcher afterwards. */
 void sg_markers_start(void);
 
-/* Whether an acceptable marker of request is in the abort directory while
- * the watcher has not read the markers already present yet (false once it
- * has: the registry knows them).  A creation for request asks, so that a
- * late put is swept at once without waiting for that reading. */
+/* Whether the watcher has read the markers that were present when its
+ * watch was placed: from then on the registry knows every abort. */
+bool sg_markers_first_look_done(void);
+
+/* Whether an acceptable marker of request is in the abort directory that
+ * was first watched.  A creation recorded before the first look was done
+ * asks, so that a late put is known as one (and swept at once) even when
+ * that look, meanwhile, found the record and swept it as an abort. */
 bool sg_markers_aborted(const char *request);
 
 /* Acts on every marker in the abort directory dfd changed at since_ns or

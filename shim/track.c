@@ -121,10 +121,12 @@ static void say_nomem(const char *path)
 
 /* Recorded and checked under one lock: an abort that comes after this
  * finds the record in the watcher's sweep, and one that came before is a
- * late put, swept here. */
-static void check_late(int added, const char *path, const char *req)
+ * late put, swept here.  looked: the watcher's first look at the markers
+ * already present was done before the record was made; until then the
+ * registry may not know an abort yet, and the marker itself is asked. */
+static void check_late(int added, bool looked, const char *path, const char *req)
 {
-	if (added == SG_ADDED_ABORTED || (added == SG_ADDED && sg_markers_aborted(req))) {
+	if (added == SG_ADDED_ABORTED || (added == SG_ADDED && !looked && sg_markers_aborted(req))) {
 		sg_count(late_puts, 1);
 		sg_log(SG_LOG_INFO, "request %s: %s was created after its abort", req, path);
 		sg_sweep(req);
@@ -136,6 +138,7 @@ static void check_late(int added, const char *path, const char *req)
  * the program's own, whose later mappings count after a sweep. */
 static void record(int fd, bool program_fd, dev_t dev, ino_t ino, const char *path, const char *req)
 {
+	bool looked;
 	int added;
 
 	if (__atomic_load_n(&sg_stats.signal_misses, __ATOMIC_RELAXED) && !__atomic_load_n(&said_signal, __ATOMIC_RELAXED))
@@ -148,6 +151,7 @@ static void record(int fd, bool program_fd, dev_t dev, ino_t ino, const char *pa
 	 * the fd, to count the mappings the program makes of it afterwards. */
 	if (program_fd)
 		sg_mappings_track_fd(fd, dev, ino);
+	looked = sg_markers_first_look_done();
 	added = sg_registry_add(path, dev, ino, req);
 	if (added < 0) {
 		if (program_fd)
@@ -161,7 +165,7 @@ static void record(int fd, bool program_fd, dev_t dev, ino_t ino, const char *pa
 	/* For `shmguard audit`: a nop until a tracer attaches. */
 	DTRACE_PROBE3(shmguard, tag, req, (uint64_t)dev, (uint64_t)ino);
 	sg_log(SG_LOG_DEBUG, "tagged %s for request %s", path, req);
-	check_late(added, path, req);
+	check_late(added, looked, path, req);
 }
 
 int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path, size_t name_off)
@@ -227,12 +231,13 @@ static void arrived(const char *path, const struct sg_source *src)
 /* A record moves to its file's new name, keeping its request. */
 static void rekey(struct sg_segment *seg, const char *to)
 {
+	bool looked = sg_markers_first_look_done();
 	int added = sg_registry_add(to, seg->dev, seg->ino, seg->request);
 
 	if (added < 0)
 		say_nomem(to);
 	else
-		check_late(added, to, seg->request);
+		check_late(added, looked, to, seg->request);
 }
 
 /* The record moved, if it is still that of the file src (or src was not
