@@ -24,13 +24,13 @@ _Static_assert(SG_AUDIT_NAME_MAX >= NAME_MAX + 1 && SG_AUDIT_NAME_MAX >= SG_NAME
 static void attribute_by(struct audit *a, struct audit_file *f, const char *name)
 {
 	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
-	int shape;
+	struct sg_match_at at;
 
 	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
-	switch (sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &shape)) {
+	switch (sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &at)) {
 	case SG_MATCH_ONE:
-		audit_files_attribute(a->files, f, req, REQ_PATTERN, shape);
+		audit_files_attribute(a->files, f, req, REQ_PATTERN, at.shape);
 		break;
 	case SG_MATCH_AMBIGUOUS:
 		f->source = REQ_AMBIGUOUS;
@@ -58,7 +58,7 @@ void audit_file_named(struct audit *a, struct audit_file *f, int root, const cha
 {
 	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
 	bool had_name = f->named;
-	int shape;
+	struct sg_match_at at;
 
 	if (had_name && !renamed) {
 		attribute_by(a, f, name);
@@ -71,11 +71,11 @@ void audit_file_named(struct audit *a, struct audit_file *f, int root, const cha
 	if (!audit_files_name(f, root, name))
 		return;
 	if (!had_name || f->source == REQ_TAG ||
-	    sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &shape) != SG_MATCH_ONE ||
+	    sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &at) != SG_MATCH_ONE ||
 	    (f->indexed && strcmp(f->request, req) == 0))
 		return;
 	audit_files_unattribute(a->files, f);
-	audit_files_attribute(a->files, f, req, REQ_PATTERN, shape);
+	audit_files_attribute(a->files, f, req, REQ_PATTERN, at.shape);
 }
 
 /* name: the one it is about to be given, or NULL. */

@@ -38,24 +38,27 @@ static unsigned span_for(size_t len)
 	return len <= FIRST_TEXT ? 1 : 1 + (unsigned)((len - FIRST_TEXT + CONT_TEXT - 1) / CONT_TEXT);
 }
 
-/* Where req stands in name, SG_JOURNAL_NO_REQ if nowhere (or too far). */
-static size_t req_in(const char *req, const char *name)
+/* Where req stands in name, SG_JOURNAL_NO_REQ if nowhere (or too far):
+ * at, when the caller knows it (and it holds), else the first place. */
+static size_t req_in(const char *req, size_t rlen, const char *name, size_t nlen, size_t at)
 {
-	const char *at = strstr(name, req);
+	const char *found;
 
-	return at && at - name < (ptrdiff_t)SG_JOURNAL_NO_REQ ? (size_t)(at - name) : SG_JOURNAL_NO_REQ;
+	if (at < SG_JOURNAL_NO_REQ && rlen <= nlen && at <= nlen - rlen && memcmp(name + at, req, rlen) == 0)
+		return at;
+	found = memmem(name, nlen, req, rlen);
+	return found && found - name < (ptrdiff_t)SG_JOURNAL_NO_REQ ? (size_t)(found - name) : SG_JOURNAL_NO_REQ;
 }
 
-unsigned sg_journal_text_make(struct sg_journal_text *t, const char *req, const char *name)
+unsigned sg_journal_text_make(struct sg_journal_text *t, const char *req, size_t rlen, const char *name, size_t nlen,
+			      size_t req_at)
 {
-	size_t rlen = strlen(req), nlen = strlen(name);
-
 	t->span = 0;
 	if (!rlen || !nlen || rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
 		return 0;
 	t->rlen = rlen;
 	t->nlen = nlen;
-	t->req_at = req_in(req, name);
+	t->req_at = req_in(req, rlen, name, nlen, req_at);
 	memcpy(t->text, req, rlen);
 	if (t->req_at == SG_JOURNAL_NO_REQ) {
 		memcpy(t->text + rlen, name, nlen);
@@ -73,7 +76,7 @@ unsigned sg_journal_span(const char *req, const char *name)
 {
 	struct sg_journal_text t;
 
-	return sg_journal_text_make(&t, req, name);
+	return sg_journal_text_make(&t, req, strlen(req), name, strlen(name), SG_JOURNAL_REQ_AT_UNKNOWN);
 }
 
 _Static_assert(2 * SG_NAME_MAX <= FIRST_TEXT + (SG_JOURNAL_MAX_SPAN - 1) * CONT_TEXT, "the longest record fits");
@@ -159,7 +162,7 @@ int sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const cha
 {
 	struct sg_journal_text t;
 
-	if (!sg_journal_text_make(&t, req, name))
+	if (!sg_journal_text_make(&t, req, strlen(req), name, strlen(name), SG_JOURNAL_REQ_AT_UNKNOWN))
 		return -EINVAL;
 	sg_journal_text_commit(at, ino, created_ns, &t);
 	return (int)t.span;

@@ -99,8 +99,13 @@ struct sg_journal_text {
 	uint64_t text_hash;
 	unsigned span; /* 0: req or name empty, or longer than SG_NAME_MAX */
 };
-/* Fills t for req and name; its span (as sg_journal_span), 0 when they do not fit. */
-unsigned sg_journal_text_make(struct sg_journal_text *t, const char *req, const char *name);
+/* req_at's value when the caller does not know where req stands in name. */
+#define SG_JOURNAL_REQ_AT_UNKNOWN ((size_t)-1)
+/* Fills t for req (rlen bytes) and name (nlen); its span (as
+ * sg_journal_span), 0 when they do not fit.  req_at: where req stands in
+ * name, as a pattern found it (checked), or SG_JOURNAL_REQ_AT_UNKNOWN. */
+unsigned sg_journal_text_make(struct sg_journal_text *t, const char *req, size_t rlen, const char *name, size_t nlen,
+			      size_t req_at);
 /* Fills the free slots at (t->span of them, t->span not 0) with the record of
  * ino, created_ns and t, and commits it, as sg_journal_rec_commit does. */
 void sg_journal_text_commit(void *at, uint64_t ino, uint64_t created_ns, const struct sg_journal_text *t);

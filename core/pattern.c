@@ -311,8 +311,9 @@ static bool extract(const struct sg_pattern *p, const char *name, size_t len,
 }
 
 struct match_ctx {
+	const char *name;
 	char *req, *other;
-	size_t req_len;
+	size_t req_at, req_len;
 	bool have_req, ambiguous;
 };
 
@@ -323,6 +324,7 @@ static bool on_found(const char *r, size_t rlen, void *opaque)
 	if (!m->have_req) {
 		memcpy(m->req, r, rlen);
 		m->req[rlen] = '\0';
+		m->req_at = (size_t)(r - m->name);
 		m->req_len = rlen;
 		m->have_req = true;
 		return true;
@@ -338,12 +340,12 @@ static bool on_found(const char *r, size_t rlen, void *opaque)
 }
 
 enum sg_match_result sg_patterns_match(const struct sg_pattern_set *set, const char *name, size_t len,
-				       char *req, char *other, int *shape)
+				       char *req, char *other, struct sg_match_at *at)
 {
-	struct match_ctx m = {.req = req, .other = other};
+	struct match_ctx m = {.name = name, .req = req, .other = other};
 
-	if (shape)
-		*shape = -1;
+	if (at)
+		at->shape = -1;
 	/* No file name holds a NUL byte: nothing that does is a name. */
 	if (len == 0 || len > SG_NAME_MAX || memchr(name, '\0', len))
 		return SG_MATCH_NONE;
@@ -354,8 +356,8 @@ enum sg_match_result sg_patterns_match(const struct sg_pattern_set *set, const c
 			continue;
 		if (!(set->patterns[k].direct ? extract_direct : extract)(&set->patterns[k], name, len, on_found, &m))
 			return SG_MATCH_AMBIGUOUS;
-		if (!had && m.have_req && shape)
-			*shape = k;
+		if (!had && m.have_req && at)
+			*at = (struct sg_match_at){(int)k, m.req_at, m.req_len};
 	}
 	return m.have_req ? SG_MATCH_ONE : SG_MATCH_NONE;
 }

@@ -54,10 +54,17 @@ enum sg_match_result {
  * message naming the fault in err. */
 int sg_patterns_parse(struct sg_pattern_set *set, const char *spec, char *err, size_t errlen);
 
+/* Where the request written to req was found. */
+struct sg_match_at {
+	int shape;      /* the index of the first pattern that matched; -1: none */
+	size_t req_at;  /* where the request ID stands in the name */
+	size_t req_len; /* its length */
+};
+
 /* Match name (not NUL-terminated: len bytes) against the set.  req and other
- * must hold SG_NAME_MAX + 1 bytes; other may be NULL.  *shape, when not NULL,
- * receives the index of the first pattern that matched. */
+ * must hold SG_NAME_MAX + 1 bytes; other may be NULL.  *at, when not NULL,
+ * receives where the request was found (with SG_MATCH_ONE). */
 enum sg_match_result sg_patterns_match(const struct sg_pattern_set *set, const char *name, size_t len,
-				       char *req, char *other, int *shape);
+				       char *req, char *other, struct sg_match_at *at);
 
 #endif

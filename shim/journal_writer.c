@@ -15,7 +15,6 @@
 #include "journal.h"
 #include "log.h"
 #include "real.h"
-#include "roots.h"
 #include "state.h"
 
 /* A slot names a root, the writer's generation and a record's first slot:
@@ -445,14 +444,6 @@ static void drop_inherited(const struct sg_self *self)
 		epoch++;
 }
 
-/* The root path is spelled in, SG_MAX_ROOTS if none. */
-static unsigned root_of(const char *path)
-{
-	int k = sg_root_index(path);
-
-	return k < 0 ? SG_MAX_ROOTS : (unsigned)k;
-}
-
 /* A tick's precision is plenty for an age, and the coarse clock is a plain
  * read where the precise one may be a paravirtual clock read. */
 static uint64_t now_ns(void)
@@ -463,20 +454,18 @@ static uint64_t now_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
-uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
+uint32_t sg_jw_record(const struct sg_new_file *f)
 {
-	unsigned k = sg_cfg.tag_journal ? root_of(path) : SG_MAX_ROOTS;
+	unsigned k = f->root;
 	struct sg_journal_text text;
-	const char *name;
 	const struct sg_self *self;
 	uint32_t slot = 0;
 	struct writer *w;
 	long idx;
 
-	if (k == SG_MAX_ROOTS)
+	if (!sg_cfg.tag_journal || k >= sg_cfg.roots.n)
 		return 0;
-	name = path + sg_cfg.roots.len[k] + 1;
-	if (!sg_journal_text_make(&text, req, name))
+	if (!sg_journal_text_make(&text, f->req, f->req_len, f->path + f->name_off, f->name_len, f->req_at))
 		return 0; /* a name or request too long for a record */
 	/* Whose record this is: a child made without the fork handlers learns
 	 * here that it is not its parent (sg_self_known). */
@@ -507,7 +496,7 @@ uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
 		w->backoff = 0;
 	}
 	take(w, (size_t)idx, text.span);
-	sg_journal_text_commit(slot_at(w, (size_t)idx), ino, now_ns(), &text);
+	sg_journal_text_commit(slot_at(w, (size_t)idx), f->ino, now_ns(), &text);
 	slot = (k + 1) << SLOT_ROOT_SHIFT | (epoch & EPOCH_MASK) << SLOT_EPOCH_SHIFT | (uint32_t)idx;
 out:
 	pthread_mutex_unlock(&lock);

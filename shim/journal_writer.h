@@ -9,11 +9,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Records, when SHMGUARD_TAG asks for the journal, that the file ino at
- * path (spelled root/name) is this process's, for req, as of now.  Returns
- * the record's slot for sg_jw_release(), or 0 when there is none (not asked,
- * or it could not be recorded: said once). */
-uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req);
+#include "new_file.h"
+
+/* Records, when SHMGUARD_TAG asks for the journal, that the file f is this
+ * process's, for its request, as of now.  Returns the record's slot for
+ * sg_jw_release(), or 0 when there is none (not asked, or it could not be
+ * recorded: said once). */
+uint32_t sg_jw_record(const struct sg_new_file *f);
 
 /* The file is gone, or no longer this process's to speak for. */
 void sg_jw_release(uint32_t slot);

@@ -106,28 +106,29 @@ static void release(struct sg_segment *seg)
 	seg->journal_slot = 0;
 }
 
-int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
+int sg_registry_add(const struct sg_new_file *f)
 {
-	size_t plen = strlen(path), rlen = strlen(request);
+	size_t plen = f->name_off + f->name_len, rlen = f->req_len;
 	struct sg_segment *seg = malloc(sizeof(*seg) + plen + 1 + rlen + 1);
 	struct sg_hnode **slot;
 	int ret = -1;
 
 	if (!seg)
 		return -1;
-	memcpy(seg->path, path, plen + 1);
-	memcpy(seg->path + plen + 1, request, rlen + 1);
+	memcpy(seg->path, f->path, plen + 1);
+	memcpy(seg->path + plen + 1, f->req, rlen);
+	seg->path[plen + 1 + rlen] = '\0';
 	seg->request = seg->path + plen + 1;
-	seg->by_path.hash = sg_table_hash(path, plen);
-	seg->req_hash = sg_table_hash(request, rlen);
-	seg->dev = dev;
-	seg->ino = ino;
+	seg->by_path.hash = sg_table_hash(f->path, plen);
+	seg->req_hash = sg_table_hash(f->req, rlen);
+	seg->dev = f->dev;
+	seg->ino = f->ino;
 	seg->journal_slot = 0;
 
 	pthread_mutex_lock(&lock);
 	if (sg_htable_reserve(&by_path, FIRST_BUCKETS) < 0 || request_room() < 0)
 		goto out;
-	slot = sg_htable_slot(&by_path, seg->by_path.hash, is_path, path);
+	slot = sg_htable_slot(&by_path, seg->by_path.hash, is_path, seg->path);
 	if (*slot) { /* an older file of that name, since unlinked by someone else */
 		struct sg_segment *old = segment_of(*slot);
 		detach_at(slot);
@@ -135,10 +136,10 @@ int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request)
 		free(old);
 	}
 	/* Under the lock, so that no forgetting can come before it. */
-	seg->journal_slot = sg_jw_record(path, ino, request);
+	seg->journal_slot = sg_jw_record(f);
 	sg_htable_insert_at(&by_path, slot, &seg->by_path);
 	link_request(&by_request[seg->req_hash & (request_buckets - 1)], seg);
-	ret = aborted_already(request, seg->req_hash) ? SG_ADDED_ABORTED : SG_ADDED;
+	ret = aborted_already(seg->request, seg->req_hash) ? SG_ADDED_ABORTED : SG_ADDED;
 	seg = NULL;
 out:
 	pthread_mutex_unlock(&lock);

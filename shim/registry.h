@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "htable.h"
+#include "new_file.h"
 
 struct sg_segment {
 	struct sg_hnode by_path;            /* (private) */
@@ -31,12 +32,13 @@ struct sg_segment {
 
 enum sg_added { SG_ADDED = 0, SG_ADDED_ABORTED = 1 };
 
-/* Records path (replacing a stale entry of the same path), and writes it
- * into the ownership journal, whose record goes when the entry is taken or
- * forgotten (a sweep releases the records of the entries it is handed).  Returns SG_ADDED, SG_ADDED_ABORTED when
- * its request is already aborted (a late put: sweep it), or -1 when out of
- * memory (the segment is not tracked). */
-int sg_registry_add(const char *path, dev_t dev, ino_t ino, const char *request);
+/* Records f (replacing a stale entry of the same path), and writes it into
+ * the ownership journal, whose record goes when the entry is taken or
+ * forgotten (a sweep releases the records of the entries it is handed).
+ * Returns SG_ADDED, SG_ADDED_ABORTED when its request is already aborted (a
+ * late put: sweep it), or -1 when out of memory (the segment is not
+ * tracked). */
+int sg_registry_add(const struct sg_new_file *f);
 
 /* The program unlinked path itself: forget it. */
 void sg_registry_forget_path(const char *path);

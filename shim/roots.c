@@ -152,6 +152,13 @@ static int root_spelled(const char *dir, size_t len)
 	return -1;
 }
 
+unsigned sg_root_at(const char *path, size_t name_off)
+{
+	int k = name_off ? root_spelled(path, name_off - 1) : -1;
+
+	return k < 0 ? SG_MAX_ROOTS : (unsigned)k;
+}
+
 int sg_root_index(const char *path)
 {
 	const char *slash;

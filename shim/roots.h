@@ -29,6 +29,9 @@ const char *sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_
 size_t sg_root_spelled(const char *path);
 /* The index of that root, or -1. */
 int sg_root_index(const char *path);
+/* The index of the root a path spelled root/name names, its name at
+ * name_off; SG_MAX_ROOTS if there is none.  No system call. */
+unsigned sg_root_at(const char *path, size_t name_off);
 
 /* The last component of path, if it can name a file (not empty, "." or
  * ".."), else NULL. */

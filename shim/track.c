@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "journal.h"
 #include "mappings.h"
 #include "markers.h"
 #include "real.h"
@@ -22,21 +23,28 @@
 
 static bool said_ambiguous, said_xattr, said_nomem, said_signal;
 
+/* An explicit request, copied to req; where it stands in the name is not known. */
+static bool explicit_request(const char *id, char *req, struct sg_match_at *at)
+{
+	size_t len = strlen(id);
+
+	memcpy(req, id, len + 1);
+	*at = (struct sg_match_at){.shape = -1, .req_at = SG_JOURNAL_REQ_AT_UNKNOWN, .req_len = len};
+	return true;
+}
+
 /* Explicit beats patterns: the thread's request, then the process's, then
- * the one request the patterns give.  False: leave the file untagged. */
-static bool attribute(const char *name, char *req)
+ * the one request the patterns give name (len bytes), with *at where it
+ * stands.  False: leave the file untagged. */
+static bool attribute(const char *name, size_t len, char *req, struct sg_match_at *at)
 {
 	char other[SG_NAME_MAX + 1];
 
-	if (sg_thread_request[0]) {
-		strcpy(req, sg_thread_request);
-		return true;
-	}
-	if (sg_cfg.request_id[0]) {
-		strcpy(req, sg_cfg.request_id);
-		return true;
-	}
-	switch (sg_patterns_match(&sg_cfg.patterns, name, strlen(name), req, other, NULL)) {
+	if (sg_thread_request[0])
+		return explicit_request(sg_thread_request, req, at);
+	if (sg_cfg.request_id[0])
+		return explicit_request(sg_cfg.request_id, req, at);
+	switch (sg_patterns_match(&sg_cfg.patterns, name, len, req, other, at)) {
 	case SG_MATCH_ONE:
 		return true;
 	case SG_MATCH_AMBIGUOUS:
@@ -133,11 +141,28 @@ static void check_late(int added, bool looked, const char *path, const char *req
 	}
 }
 
-/* Records the file this process just created as path (canonical) for req.
- * fd is open on it (-1: none could be, and no tag is written); program_fd:
- * the program's own, whose later mappings count after a sweep. */
-static void record(int fd, bool program_fd, dev_t dev, ino_t ino, const char *path, const char *req)
+/* The file dev, ino, named path (root/name, the name at name_off, name_len
+ * bytes long) and attributed to req as at says. */
+static struct sg_new_file new_file(const char *path, size_t name_off, size_t name_len, const char *req,
+				   const struct sg_match_at *at, dev_t dev, ino_t ino)
 {
+	return (struct sg_new_file){.path = path,
+				    .name_off = name_off,
+				    .name_len = name_len,
+				    .root = sg_root_at(path, name_off),
+				    .req = req,
+				    .req_len = at->req_len,
+				    .req_at = at->req_at,
+				    .dev = dev,
+				    .ino = ino};
+}
+
+/* Records f, which this process just created.  fd is open on it (-1: none
+ * could be, and no tag is written); program_fd: the program's own, whose
+ * later mappings count after a sweep. */
+static void record(int fd, bool program_fd, const struct sg_new_file *f)
+{
+	const char *path = f->path, *req = f->req;
 	bool looked;
 	int added;
 
@@ -150,9 +175,9 @@ static void record(int fd, bool program_fd, dev_t dev, ino_t ino, const char *pa
 	/* Before the record is visible: a sweep that comes at once must find
 	 * the fd, to count the mappings the program makes of it afterwards. */
 	if (program_fd)
-		sg_mappings_track_fd(fd, dev, ino);
+		sg_mappings_track_fd(fd, f->dev, f->ino);
 	looked = sg_markers_first_look_done();
-	added = sg_registry_add(path, dev, ino, req);
+	added = sg_registry_add(f);
 	if (added < 0) {
 		if (program_fd)
 			sg_mappings_forget_fd(fd);
@@ -163,7 +188,7 @@ static void record(int fd, bool program_fd, dev_t dev, ino_t ino, const char *pa
 	if (sg_cfg.tag_xattr && fd >= 0)
 		write_tag(fd, req);
 	/* For `shmguard audit`: a nop until a tracer attaches. */
-	DTRACE_PROBE3(shmguard, tag, req, (uint64_t)dev, (uint64_t)ino);
+	DTRACE_PROBE3(shmguard, tag, req, (uint64_t)f->dev, (uint64_t)f->ino);
 	sg_log(SG_LOG_DEBUG, "tagged %s for request %s", path, req);
 	check_late(added, looked, path, req);
 }
@@ -172,6 +197,8 @@ int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path
 {
 	char canon[SG_ROOT_PATH_MAX], req[SG_NAME_MAX + 1];
 	int fd, saved = errno;
+	struct sg_match_at at;
+	size_t name_len;
 	bool created;
 	dev_t dev;
 	ino_t ino;
@@ -181,28 +208,36 @@ int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path
 			sg_count(signal_misses, 1);
 		return call->open(call, flags);
 	}
-	if ((!name_off && !(path = sg_locate(dirfd, path, canon, false, &name_off))) ||
-	    !attribute(path + name_off, req)) {
-		sg_leave();
-		errno = saved;
-		return call->open(call, flags);
-	}
+	if (!name_off && !(path = sg_locate(dirfd, path, canon, false, &name_off)))
+		goto untracked;
+	name_len = strlen(path + name_off);
+	if (!attribute(path + name_off, name_len, req, &at))
+		goto untracked;
 	fd = open_learning_creation(call, flags, &created);
 	if (fd >= 0) {
-		if (created && sg_identify(fd, "", AT_EMPTY_PATH, &dev, &ino, NULL) == 0)
-			record(fd, true, dev, ino, path, req);
+		if (created && sg_identify(fd, "", AT_EMPTY_PATH, &dev, &ino, NULL) == 0) {
+			struct sg_new_file f = new_file(path, name_off, name_len, req, &at, dev, ino);
+			record(fd, true, &f);
+		}
 		errno = saved;
 	}
 	sg_leave();
 	return fd;
+untracked:
+	sg_leave();
+	errno = saved;
+	return call->open(call, flags);
 }
 
 /* A name that this process gave the file src in a root, other than by
- * opening it: records it for req.  The tag is written through a descriptor
+ * opening it (path, spelled root/name, the name at name_off): records it
+ * for req, found as at says.  The tag is written through a descriptor
  * opened on the name (never following a symlink), only once it is known to
  * be src; a file this process may not read is recorded untagged. */
-static void record_named(const char *path, const struct sg_source *src, const char *req)
+static void record_named(const char *path, size_t name_off, const struct sg_source *src, const char *req,
+			 const struct sg_match_at *at)
 {
+	struct sg_new_file f = new_file(path, name_off, strlen(path + name_off), req, at, src->dev, src->ino);
 	dev_t dev;
 	ino_t ino;
 	int fd = sg_real.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -214,7 +249,7 @@ static void record_named(const char *path, const struct sg_source *src, const ch
 		sg_real.close(fd); /* the name already refers to another file: not ours */
 		return;
 	}
-	record(fd, false, src->dev, src->ino, path, req);
+	record(fd, false, &f);
 	if (fd >= 0)
 		sg_real.close(fd);
 }
@@ -222,17 +257,22 @@ static void record_named(const char *path, const struct sg_source *src, const ch
 /* A name that a rename or link made in a root: a creation by this process. */
 static void arrived(const char *path, const struct sg_source *src)
 {
+	size_t name_off = (size_t)(strrchr(path, '/') + 1 - path);
 	char req[SG_NAME_MAX + 1];
+	struct sg_match_at at;
 
-	if (src->regular && attribute(strrchr(path, '/') + 1, req))
-		record_named(path, src, req);
+	if (src->regular && attribute(path + name_off, strlen(path + name_off), req, &at))
+		record_named(path, name_off, src, req, &at);
 }
 
 /* A record moves to its file's new name, keeping its request. */
 static void rekey(struct sg_segment *seg, const char *to)
 {
+	struct sg_match_at at = {.req_at = SG_JOURNAL_REQ_AT_UNKNOWN, .req_len = strlen(seg->request)};
+	size_t name_off = (size_t)(strrchr(to, '/') + 1 - to);
+	struct sg_new_file f = new_file(to, name_off, strlen(to + name_off), seg->request, &at, seg->dev, seg->ino);
 	bool looked = sg_markers_first_look_done();
-	int added = sg_registry_add(to, seg->dev, seg->ino, seg->request);
+	int added = sg_registry_add(&f);
 
 	if (added < 0)
 		say_nomem(to);
@@ -274,6 +314,7 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 {
 	char req[SG_NAME_MAX + 1];
 	struct sg_source src = {.regular = true};
+	struct sg_match_at at;
 	struct sg_file_id id;
 	int saved = errno;
 	sem_t *sem;
@@ -283,7 +324,7 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 			sg_count(signal_misses, 1);
 		return sg_real.sem_open(name, oflag, mode, value);
 	}
-	if (!attribute(path + name_off, req)) {
+	if (!attribute(path + name_off, strlen(path + name_off), req, &at)) {
 		errno = saved;
 		sem = sg_real.sem_open(name, oflag, mode, value);
 		goto out;
@@ -305,7 +346,7 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 		if (sg_mappings_file_at(sem, &id) == 0) {
 			src.dev = id.dev;
 			src.ino = id.ino;
-			record_named(path, &src, req);
+			record_named(path, name_off, &src, req, &at);
 		}
 		errno = saved;
 	} else if (!(oflag & O_EXCL) && errno == EEXIST) {

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char spec[1024], req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1], err[256];
 	const uint8_t *nl = memchr(data, '\n', size);
 	size_t slen = nl ? (size_t)(nl - data) : size;
-	int shape;
+	struct sg_match_at at;
 
 	if (slen >= sizeof(spec) || memchr(data, '\0', slen))
 		return 0;
@@ -22,23 +22,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	const char *name = nl ? (const char *)nl + 1 : "";
 	size_t nlen = nl ? size - slen - 1 : 0;
-	enum sg_match_result r = sg_patterns_match(&set, name, nlen, req, other, &shape);
+	enum sg_match_result r = sg_patterns_match(&set, name, nlen, req, other, &at);
 
 	/* The direct scan answers as the position sets do. */
 	static struct sg_pattern_set general;
 	char greq[SG_NAME_MAX + 1], gother[SG_NAME_MAX + 1];
-	int gshape;
+	struct sg_match_at gat;
 	general = set;
 	for (unsigned k = 0; k < general.count; k++)
 		general.patterns[k].direct = false;
-	if (sg_patterns_match(&general, name, nlen, greq, gother, &gshape) != r || gshape != shape ||
+	if (sg_patterns_match(&general, name, nlen, greq, gother, &gat) != r || gat.shape != at.shape ||
 	    (r != SG_MATCH_NONE && strcmp(greq, req) != 0) || (r == SG_MATCH_AMBIGUOUS && strcmp(gother, other) != 0))
 		abort();
 	switch (r) {
 	case SG_MATCH_ONE:
 		/* The request is a non-empty part of the name, without '/'. */
-		if (!*req || strchr(req, '/') || !memmem(name, nlen, req, strlen(req)) || shape < 0 ||
-		    (unsigned)shape >= set.count)
+		if (!*req || strchr(req, '/') || at.req_len != strlen(req) || at.req_len > nlen ||
+		    at.req_at > nlen - at.req_len || memcmp(name + at.req_at, req, at.req_len) != 0 ||
+		    gat.req_at != at.req_at || at.shape < 0 || (unsigned)at.shape >= set.count)
 			abort();
 		break;
 	case SG_MATCH_AMBIGUOUS:

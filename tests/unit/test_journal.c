@@ -106,6 +106,28 @@ Test(journal, a_typical_record_takes_two_slots)
 	cr_assert_str_eq(s.e[1].name, "no_request_here");
 }
 
+/* Where the request stands in the name, as a pattern found it, spares the
+ * writer a search; a place that does not hold the request is not taken on
+ * trust: the record is the same either way. */
+Test(journal, the_requests_place_told_or_found_gives_one_record)
+{
+	const char *req = "ab", *name = "ab_ab_1"; /* the pattern {any}_{req}_{int} finds it at 3 */
+	static const size_t told[] = {3, 0, SG_JOURNAL_REQ_AT_UNKNOWN, 4, 6, 200};
+	struct sg_journal_text t;
+
+	for (size_t i = 0; i < sizeof(told) / sizeof(told[0]); i++) {
+		struct seen s;
+
+		fresh();
+		cr_assert_eq(sg_journal_text_make(&t, req, 2, name, 7, told[i]), 2, "told %zu", told[i]);
+		cr_expect(t.req_at == (i == 0 ? 3 : 0), "told %zu: kept at %zu", told[i], t.req_at);
+		sg_journal_text_commit(rec(2), 5, 1, &t);
+		cr_assert_eq(parse(&s, sizeof(img)), 1, "told %zu", told[i]);
+		cr_expect_str_eq(s.e[0].name, name, "told %zu", told[i]);
+		cr_expect_str_eq(s.e[0].req, req, "told %zu", told[i]);
+	}
+}
+
 Test(journal, too_long_is_not_written)
 {
 	char over[SG_NAME_MAX + 2];

@@ -63,19 +63,22 @@ Test(pattern, one_pattern_with_two_readings_is_ambiguous)
 
 Test(pattern, agreeing_patterns_are_not_ambiguous)
 {
-	int shape;
+	struct sg_match_at at;
 	parse_ok("kv_{req};kv_{req}");
-	cr_assert_eq(sg_patterns_match(&set, "kv_x", 4, req, other, &shape), SG_MATCH_ONE);
-	cr_assert_eq(shape, 0);
+	cr_assert_eq(sg_patterns_match(&set, "kv_x", 4, req, other, &at), SG_MATCH_ONE);
+	cr_assert_eq(at.shape, 0);
 }
 
+/* ... and the request's place in the name is told, for the journal's record. */
 Test(pattern, shape_is_the_first_matching_pattern)
 {
-	int shape;
+	struct sg_match_at at;
 	parse_ok("{req}_{int}_{int};omni_{int}_to_{int}_kv_cache_{req}");
-	cr_assert_eq(sg_patterns_match(&set, "omni_0_to_1_kv_cache_r9", 23, req, other, &shape), SG_MATCH_ONE);
+	cr_assert_eq(sg_patterns_match(&set, "omni_0_to_1_kv_cache_r9", 23, req, other, &at), SG_MATCH_ONE);
 	cr_assert_str_eq(req, "r9");
-	cr_assert_eq(shape, 1);
+	cr_assert_eq(at.shape, 1);
+	cr_assert_eq(at.req_at, 21);
+	cr_assert_eq(at.req_len, 2);
 }
 
 Test(pattern, placeholders_do_not_cross_slash)
@@ -229,12 +232,17 @@ Test(pattern, the_direct_scan_answers_as_the_position_sets_do)
 		for (int n = 0; n < 20000; n++) {
 			char name[SG_NAME_MAX + 1], greq[SG_NAME_MAX + 1], gother[SG_NAME_MAX + 1];
 			size_t len = shaped_name(&set.patterns[next_random(&seed) % set.count], &seed, name);
-			int shape, gshape;
-			enum sg_match_result r = sg_patterns_match(&set, name, len, req, other, &shape);
+			struct sg_match_at at, gat;
+			enum sg_match_result r = sg_patterns_match(&set, name, len, req, other, &at);
 
-			cr_assert_eq(sg_patterns_match(&general, name, len, greq, gother, &gshape), r, "'%s' on '%s'",
+			cr_assert_eq(sg_patterns_match(&general, name, len, greq, gother, &gat), r, "'%s' on '%s'",
 				     specs[s], name);
-			cr_assert_eq(gshape, shape, "'%s' on '%s'", specs[s], name);
+			cr_assert_eq(gat.shape, at.shape, "'%s' on '%s'", specs[s], name);
+			if (r == SG_MATCH_ONE) {
+				cr_assert_eq(gat.req_at, at.req_at, "'%s' on '%s'", specs[s], name);
+				cr_assert(at.req_len == strlen(req) && memcmp(name + at.req_at, req, at.req_len) == 0,
+					  "'%s' on '%s': the request is not where it is said to be", specs[s], name);
+			}
 			matched += r != SG_MATCH_NONE;
 			if (r != SG_MATCH_NONE)
 				cr_assert_str_eq(req, greq, "'%s' on '%s'", specs[s], name);

@@ -1,22 +1,35 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "registry.h"
 
 /* The ownership journal the registry keeps its records in is not this
  * test's subject (the integration tests' owners suite is). */
-uint32_t sg_jw_record(const char *path, uint64_t ino, const char *req)
+uint32_t sg_jw_record(const struct sg_new_file *f)
 {
-	(void)path;
-	(void)ino;
-	(void)req;
+	(void)f;
 	return 0;
 }
 
 void sg_jw_release(uint32_t slot)
 {
 	(void)slot;
+}
+
+/* path (/dev/shm/NAME), file dev, ino, made for request. */
+static int add(const char *path, dev_t dev, ino_t ino, const char *request)
+{
+	struct sg_new_file f = {.path = path,
+				.name_off = sizeof("/dev/shm"),
+				.name_len = strlen(path) - sizeof("/dev/shm"),
+				.req = request,
+				.req_len = strlen(request),
+				.dev = dev,
+				.ino = ino};
+
+	return sg_registry_add(&f);
 }
 
 static unsigned count_and_free(struct sg_segment *list, const char *request)
@@ -34,8 +47,8 @@ static unsigned count_and_free(struct sg_segment *list, const char *request)
 
 Test(registry, add_take_and_forget)
 {
-	cr_assert_eq(sg_registry_add("/dev/shm/a", 1, 10, "r1"), SG_ADDED);
-	cr_assert_eq(sg_registry_add("/dev/shm/b", 1, 11, "r1"), SG_ADDED);
+	cr_assert_eq(add("/dev/shm/a", 1, 10, "r1"), SG_ADDED);
+	cr_assert_eq(add("/dev/shm/b", 1, 11, "r1"), SG_ADDED);
 	cr_expect_eq(sg_registry_count(), 2);
 
 	struct sg_segment *seg = sg_registry_take("/dev/shm/a");
@@ -53,8 +66,8 @@ Test(registry, add_take_and_forget)
 
 Test(registry, a_name_created_again_replaces_its_record)
 {
-	sg_registry_add("/dev/shm/a", 1, 10, "r1");
-	sg_registry_add("/dev/shm/a", 1, 20, "r2");
+	add("/dev/shm/a", 1, 10, "r1");
+	add("/dev/shm/a", 1, 20, "r2");
 	cr_expect_eq(sg_registry_count(), 1);
 	cr_expect_null(sg_registry_abort("r1", 1));
 	struct sg_segment *seg = sg_registry_abort("r2", 1);
@@ -65,9 +78,9 @@ Test(registry, a_name_created_again_replaces_its_record)
 
 Test(registry, abort_takes_exactly_its_request)
 {
-	sg_registry_add("/dev/shm/abc_0", 1, 1, "abc");
-	sg_registry_add("/dev/shm/abc_def_0", 1, 2, "abc_def");
-	sg_registry_add("/dev/shm/0", 1, 3, "0");
+	add("/dev/shm/abc_0", 1, 1, "abc");
+	add("/dev/shm/abc_def_0", 1, 2, "abc_def");
+	add("/dev/shm/0", 1, 3, "0");
 	cr_expect_eq(count_and_free(sg_registry_abort("abc", 1), "abc"), 1);
 	cr_expect_eq(sg_registry_count(), 2);
 	cr_expect_eq(count_and_free(sg_registry_abort("abc_def", 1), "abc_def"), 1);
@@ -78,12 +91,12 @@ Test(registry, abort_takes_exactly_its_request)
 Test(registry, late_put_and_expiry)
 {
 	cr_expect_null(sg_registry_abort("r1", 100));
-	cr_expect_eq(sg_registry_add("/dev/shm/late", 1, 1, "r1"), SG_ADDED_ABORTED);
-	cr_expect_eq(sg_registry_add("/dev/shm/other", 1, 2, "r2"), SG_ADDED);
+	cr_expect_eq(add("/dev/shm/late", 1, 1, "r1"), SG_ADDED_ABORTED);
+	cr_expect_eq(add("/dev/shm/other", 1, 2, "r2"), SG_ADDED);
 	sg_registry_expire_aborts(100);
-	cr_expect_eq(sg_registry_add("/dev/shm/late2", 1, 3, "r1"), SG_ADDED_ABORTED, "not older than the cutoff");
+	cr_expect_eq(add("/dev/shm/late2", 1, 3, "r1"), SG_ADDED_ABORTED, "not older than the cutoff");
 	sg_registry_expire_aborts(101);
-	cr_expect_eq(sg_registry_add("/dev/shm/late3", 1, 4, "r1"), SG_ADDED);
+	cr_expect_eq(add("/dev/shm/late3", 1, 4, "r1"), SG_ADDED);
 	sg_registry_forget_all();
 	cr_expect_eq(sg_registry_count(), 0);
 }
@@ -96,7 +109,7 @@ Test(registry, growth_with_many_segments_of_one_request)
 	/* One request's segments share one chain of the request index. */
 	for (int i = 0; i < N; i++) {
 		snprintf(path, sizeof(path), "/dev/shm/seg_%d", i);
-		cr_assert_eq(sg_registry_add(path, 1, (ino_t)i + 1, i % 4 ? "big" : "small"), SG_ADDED);
+		cr_assert_eq(add(path, 1, (ino_t)i + 1, i % 4 ? "big" : "small"), SG_ADDED);
 	}
 	cr_expect_eq(sg_registry_count(), N);
 	for (int i = 0; i < N; i += 8) {

@@ -110,6 +110,31 @@ static const char *in_root(const char *name)
 	return path;
 }
 
+/* The file name in the root, made for req: what a creation hands the
+ * registry and the journal. */
+static struct sg_new_file new_file(const char *name, dev_t dev, ino_t ino, const char *req)
+{
+	const char *path = in_root(name);
+	size_t name_off = strlen(path) - strlen(name);
+
+	return (struct sg_new_file){.path = path,
+				    .name_off = name_off,
+				    .name_len = strlen(name),
+				    .root = sg_root_at(path, name_off),
+				    .req = req,
+				    .req_len = strlen(req),
+				    .req_at = SG_JOURNAL_REQ_AT_UNKNOWN,
+				    .dev = dev,
+				    .ino = ino};
+}
+
+static uint32_t journal_record(const char *name, ino_t ino, const char *req)
+{
+	struct sg_new_file f = new_file(name, 0, ino, req);
+
+	return sg_jw_record(&f);
+}
+
 static bool exists(const char *name)
 {
 	return access(in_root(name), F_OK) == 0;
@@ -250,13 +275,15 @@ TestSuite(markers, .init = configure, .fini = cleanup);
 
 static void made_for(const char *name, const char *request)
 {
+	struct sg_new_file f;
 	struct stat st;
 	int fd = open(in_root(name), O_WRONLY | O_CREAT | O_EXCL, 0600);
 
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(fstat(fd, &st), 0);
 	close(fd);
-	cr_assert_geq(sg_registry_add(in_root(name), st.st_dev, st.st_ino, request), 0);
+	f = new_file(name, st.st_dev, st.st_ino, request);
+	cr_assert_geq(sg_registry_add(&f), 0);
 }
 
 Test(markers, a_marker_sweeps_exactly_its_requests_records)
@@ -378,7 +405,7 @@ static bool journal_says(uint64_t ino, const char *name, char *req)
 Test(journal, a_record_reads_back_with_its_request_until_released)
 {
 	char req[SG_NAME_MAX + 1];
-	uint32_t slot = sg_jw_record(in_root("seg"), 4242, "req-7");
+	uint32_t slot = journal_record("seg", 4242, "req-7");
 
 	cr_assert_neq(slot, 0);
 	cr_assert(journal_says(4242, "seg", req));
@@ -397,7 +424,7 @@ Test(journal, released_records_give_their_pages_back)
 
 	for (unsigned i = 0; i < N; i++) {
 		snprintf(seg, sizeof(seg), "seg-%u", i);
-		cr_assert_neq((slots[i] = sg_jw_record(in_root(seg), 1000 + i, "r")), 0);
+		cr_assert_neq((slots[i] = journal_record(seg, 1000 + i, "r")), 0);
 	}
 	full = journal_stat(name, sizeof(name));
 	for (unsigned i = 0; i < N; i++)
@@ -411,7 +438,7 @@ Test(journal, exit_removes_a_journal_with_no_live_file)
 {
 	char name[NAME_MAX + 1];
 
-	cr_assert_neq(sg_jw_record(in_root("seg"), 4242, "r"), 0);
+	cr_assert_neq(journal_record("seg", 4242, "r"), 0);
 	journal_stat(name, sizeof(name));
 	sg_jw_exit(true);
 	cr_expect_neq(access(in_root(name), F_OK), 0, "its one file never existed: nothing to speak for");
@@ -421,7 +448,7 @@ Test(journal, nothing_is_recorded_unless_the_journal_is_asked_for)
 {
 	env_tag = "xattr";
 	load_config();
-	cr_expect_eq(sg_jw_record(in_root("seg"), 4242, "r"), 0);
+	cr_expect_eq(journal_record("seg", 4242, "r"), 0);
 }
 
 Test(journal, exit_keeps_a_journal_that_speaks_for_a_live_file)
@@ -433,7 +460,7 @@ Test(journal, exit_keeps_a_journal_that_speaks_for_a_live_file)
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(fstat(fd, &st), 0);
 	close(fd);
-	cr_assert_neq(sg_jw_record(in_root("seg"), st.st_ino, "r"), 0);
+	cr_assert_neq(journal_record("seg", st.st_ino, "r"), 0);
 	journal_stat(name, sizeof(name));
 	sg_jw_exit(true);
 	cr_expect_eq(access(in_root(name), F_OK), 0, "its file remains: the journal stays for sweep --dead");
