@@ -303,7 +303,8 @@ static int start_freed_kind(struct audit_tracer *t, enum attach_kind a, struct b
 	bpf_program__set_autoload(f->progs.fentry_shmem_evict_inode, a == ATTACH_FENTRY);
 	bpf_program__set_autoload(f->progs.kprobe_shmem_evict_inode, a == ATTACH_KPROBE);
 	if (bpf_map__reuse_fd(f->maps.events, bpf_map__fd(t->skel->maps.events)) < 0 ||
-	    bpf_map__reuse_fd(f->maps.shm_devs, bpf_map__fd(t->skel->maps.shm_devs)) < 0) {
+	    bpf_map__reuse_fd(f->maps.shm_devs, bpf_map__fd(t->skel->maps.shm_devs)) < 0 ||
+	    bpf_map__reuse_fd(f->maps.anon_devs, bpf_map__fd(t->skel->maps.anon_devs)) < 0) {
 		snprintf(why, len, "cannot share the event buffer: %s", strerror(errno));
 		goto fail;
 	}
@@ -410,15 +411,32 @@ fail:
 	return NULL;
 }
 
+/* Marks the device dev followed (on) or not in the kernel side's maps: a
+ * bit of anon_devs for a filesystem without a block device, an entry of
+ * shm_devs for others (audit_maps.bpf.h). */
+static int follow_dev(struct audit_tracer *t, __u32 dev, bool on)
+{
+	__u32 minor = SG_AUDIT_KDEV_MINOR(dev), word = minor / 64;
+	__u64 bits, bit = 1ull << (minor % 64);
+	__u8 one = 1;
+
+	if (SG_AUDIT_KDEV_MAJOR(dev) != 0)
+		return on ? bpf_map__update_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), &one, sizeof(one), BPF_ANY)
+			  : bpf_map__delete_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), 0);
+	if (bpf_map__lookup_elem(t->skel->maps.anon_devs, &word, sizeof(word), &bits, sizeof(bits), 0) < 0)
+		return -1;
+	bits = on ? bits | bit : bits & ~bit;
+	return bpf_map__update_elem(t->skel->maps.anon_devs, &word, sizeof(word), &bits, sizeof(bits), BPF_ANY);
+}
+
 int audit_trace_add_root(struct audit_tracer *t, const struct audit_trace_root *root)
 {
 	struct sg_audit_root_key key = {.dev = root->kdev, .ino = root->dir_ino};
-	__u32 dev = root->kdev;
 	__u8 one = 1;
 
 	if (bpf_map__update_elem(t->skel->maps.root_dirs, &key, sizeof(key), &one, sizeof(one), BPF_ANY) < 0)
 		return -1;
-	if (bpf_map__update_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), &one, sizeof(one), BPF_ANY) < 0) {
+	if (follow_dev(t, root->kdev, true) < 0) {
 		bpf_map__delete_elem(t->skel->maps.root_dirs, &key, sizeof(key), 0);
 		return -1;
 	}
@@ -428,11 +446,10 @@ int audit_trace_add_root(struct audit_tracer *t, const struct audit_trace_root *
 void audit_trace_remove_root(struct audit_tracer *t, const struct audit_trace_root *root, bool dev_too)
 {
 	struct sg_audit_root_key key = {.dev = root->kdev, .ino = root->dir_ino};
-	__u32 dev = root->kdev;
 
 	bpf_map__delete_elem(t->skel->maps.root_dirs, &key, sizeof(key), 0);
 	if (dev_too)
-		bpf_map__delete_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), 0);
+		follow_dev(t, root->kdev, false);
 }
 
 int audit_trace_follow(struct audit_tracer *t, pid_t pid)

@@ -4,9 +4,15 @@
 #ifndef SHMGUARD_BPF_AUDIT_EVENT_H
 #define SHMGUARD_BPF_AUDIT_EVENT_H
 
-/* The devices and root directories the kernel side follows are hash maps
+/* The devices and root directories the kernel side follows are maps
  * userspace updates as roots come and go; at most this many of each. */
 #define SG_AUDIT_MAX_ROOTS 16384
+/* The kernel's own device numbers (a superblock's s_dev): 12 bits of
+ * major, 20 of minor.  Filesystems without a block device (tmpfs) have
+ * major 0, and their minors go up to SG_AUDIT_ANON_MINORS. */
+#define SG_AUDIT_KDEV_MAJOR(dev) ((dev) >> 20)
+#define SG_AUDIT_KDEV_MINOR(dev) ((dev) & 0xfffffu)
+#define SG_AUDIT_ANON_MINORS (1u << 20)
 #define SG_AUDIT_NAME_MAX 256
 #define SG_AUDIT_COMM_LEN 16
 

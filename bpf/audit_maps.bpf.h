@@ -17,8 +17,19 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
-/* The followed devices (dev -> 1), updated by userspace as roots are found
- * and forgotten. */
+/* The followed devices, updated by userspace as roots are found and
+ * forgotten.  A filesystem without a block device (tmpfs: major 0) is
+ * numbered by its minor alone, and those are a bit each in anon_devs,
+ * looked at by an array's lookup, which the verifier inlines: every ctime
+ * change of every filesystem asks.  Others (a root on a disk's
+ * filesystem) are in shm_devs (dev -> 1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SG_AUDIT_ANON_MINORS / 64);
+	__type(key, __u32);
+	__type(value, __u64);
+} anon_devs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SG_AUDIT_MAX_ROOTS);
@@ -28,6 +39,12 @@ struct {
 
 static __always_inline bool on_shm_dev(__u32 dev)
 {
+	if (SG_AUDIT_KDEV_MAJOR(dev) == 0) {
+		__u32 minor = SG_AUDIT_KDEV_MINOR(dev), word = minor / 64;
+		__u64 *bits = bpf_map_lookup_elem(&anon_devs, &word);
+
+		return bits && (*bits >> (minor % 64) & 1);
+	}
 	return bpf_map_lookup_elem(&shm_devs, &dev);
 }
 

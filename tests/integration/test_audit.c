@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -687,6 +688,40 @@ Test(audit, a_marker_burst_beyond_the_inotify_queue_fails_the_gate, .timeout = 1
 		}
 		json_decref(r);
 	}
+}
+
+/* A root on a disk's filesystem: its device has a major number, where a
+ * tmpfs has none, and the kernel side keeps those apart (audit_maps.bpf.h);
+ * the file and its abort are measured all the same. */
+Test(audit, a_root_on_a_disk_filesystem_is_followed_too)
+{
+	need_bpf();
+	char dir[] = "sg-disk-root-XXXXXX"; /* in the build directory, which is on a disk */
+	cr_assert_not_null(mkdtemp(dir));
+	const char *root = h_str("%s/%s", getcwd(NULL, 0), dir), *leak = h_str("%s/%sdisk_0_0", root, prefix);
+	const char *script = h_str("fallocate -l 65536 %s && touch %s/%sdisk", leak, abort_dir, prefix);
+	const char *cmd[] = {"/bin/sh", "-c", script, NULL};
+	const char *options[] = {"--patterns", PATTERNS, "--shm-root", root, NULL};
+	struct stat st;
+	uint64_t truth;
+	char *err;
+	int rc;
+
+	cr_assert_eq(stat(root, &st), 0);
+	if (major(st.st_dev) == 0) {
+		rmdir(root);
+		cr_assert_fail("%s is on a filesystem without a block device: this test needs one on a disk", root);
+	}
+	rc = h_run(audit_with(options, cmd), NULL, &err);
+	truth = blocks_of(leak);
+	unlink(leak);
+	rmdir(root);
+	cr_assert_eq(rc, 0, "%s", err);
+	json_t *r = report();
+	cr_assert_gt(truth, 0);
+	cr_expect_eq(h_jint(r, "aborts"), 1);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)truth);
+	json_decref(r);
 }
 
 /* With 100,000 files in a root, the review comes every few seconds once it
