@@ -15,6 +15,7 @@
 #include "journal.h"
 #include "log.h"
 #include "real.h"
+#include "roots.h"
 #include "state.h"
 
 /* A slot names a root, the writer's generation and a record's first slot:
@@ -456,14 +457,14 @@ static uint64_t now_ns(void)
 
 uint32_t sg_jw_record(const struct sg_new_file *f)
 {
-	unsigned k = f->root;
 	struct sg_journal_text text;
 	const struct sg_self *self;
 	uint32_t slot = 0;
 	struct writer *w;
+	unsigned k;
 	long idx;
 
-	if (!sg_cfg.tag_journal || k >= sg_cfg.roots.n)
+	if (!sg_cfg.tag_journal || (k = sg_root_at(f->path, f->name_off)) >= sg_cfg.roots.n)
 		return 0;
 	if (!sg_journal_text_make(&text, f->req, f->req_len, f->path + f->name_off, f->name_len, f->req_at))
 		return 0; /* a name or request too long for a record */

@@ -10,7 +10,6 @@
 struct sg_new_file {
 	const char *path; /* root/name, the one spelling: name_off + name_len bytes, then a NUL */
 	size_t name_off, name_len;
-	unsigned root; /* that root's index in sg_cfg.roots */
 	const char *req;
 	size_t req_len;
 	size_t req_at; /* where req stands in the name, as the patterns found it, or SG_JOURNAL_REQ_AT_UNKNOWN */

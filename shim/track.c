@@ -149,7 +149,6 @@ static struct sg_new_file new_file(const char *path, size_t name_off, size_t nam
 	return (struct sg_new_file){.path = path,
 				    .name_off = name_off,
 				    .name_len = name_len,
-				    .root = sg_root_at(path, name_off),
 				    .req = req,
 				    .req_len = at->req_len,
 				    .req_at = at->req_at,

@@ -120,7 +120,6 @@ static struct sg_new_file new_file(const char *name, dev_t dev, ino_t ino, const
 	return (struct sg_new_file){.path = path,
 				    .name_off = name_off,
 				    .name_len = strlen(name),
-				    .root = sg_root_at(path, name_off),
 				    .req = req,
 				    .req_len = strlen(req),
 				    .req_at = SG_JOURNAL_REQ_AT_UNKNOWN,
