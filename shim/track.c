@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "journal.h"
+#include "log.h"
 #include "mappings.h"
 #include "markers.h"
 #include "real.h"
