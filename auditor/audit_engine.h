@@ -101,6 +101,7 @@ struct audit {
 	uint32_t reported[64]; /* the devices reported since the last scan */
 	unsigned nreported;
 	double next_scan_s, scanned_at_s, last_scan_s, last_new_scan_s;
+	double full_scan_begun_s; /* when the last scan of every namespace began */
 	uint64_t *known_ns; /* the mount namespaces read so far, sorted (host/shm_mounts.h) */
 	size_t nknown_ns;
 	uint64_t roots_found, roots_late, roots_forgotten, roots_refused, new_devs, scans_failed, caught_up;

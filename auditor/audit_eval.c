@@ -459,12 +459,22 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 	c->ab->leaked_segments += l->segment;
 }
 
-/* Measures the aborts (in marker order) whose grace ended by until_s. */
+/* Whether ab's grace is over by until_s, and its files are where the
+ * auditor can see them: a pod's tmpfs reported but not found yet holds it
+ * back (audit_roots_unsearched). */
+static bool measurable(const struct audit *a, const struct audit_abort *ab, double until_s)
+{
+	double grace_end = ab->marker_s + a->o->grace;
+
+	return grace_end <= until_s && !audit_roots_unsearched(a, grace_end);
+}
+
+/* Measures the aborts (in marker order) measurable by until_s. */
 static void measure_aborts(struct pass *p, double until_s)
 {
 	struct audit *a = p->a;
 
-	for (struct audit_abort *ab; (ab = a->unmeasured) && ab->marker_s + a->o->grace <= until_s;) {
+	for (struct audit_abort *ab; (ab = a->unmeasured) && measurable(a, ab, until_s);) {
 		struct abort_ctx c = {p, ab};
 		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
 		audit_tags_count(a, ab);
@@ -501,10 +511,10 @@ void audit_review_free(struct audit_review *rv)
 	free(rv);
 }
 
-/* Whether an abort's grace is over: it waits for the end of a cycle. */
+/* Whether an abort is measurable: it waits for the end of a cycle. */
 static bool abort_waits(const struct audit *a, double now)
 {
-	return a->unmeasured && a->unmeasured->marker_s + a->o->grace <= now;
+	return a->unmeasured && measurable(a, a->unmeasured, now);
 }
 
 double audit_review_due_s(const struct audit *a)
@@ -516,7 +526,7 @@ double audit_review_due_s(const struct audit *a)
 		return 0;
 	if (rv->phase != REVIEW_IDLE)
 		return rv->slice_end_s + (rv->phase == REVIEW_NAMING ? NAMING_PAUSE_S : PAUSE_S);
-	if (a->unmeasured && a->unmeasured->marker_s + a->o->grace < due)
+	if (a->unmeasured && a->unmeasured->marker_s + a->o->grace < due && measurable(a, a->unmeasured, INFINITY))
 		due = a->unmeasured->marker_s + a->o->grace;
 	/* Freed files leave the table only at a cycle's end: not paced when
 	 * the table nears --max-files, which would lose new files. */

@@ -234,6 +234,7 @@ int audit_loop_run(struct audit *a)
 		ret = -1;
 	}
 	a->end_s = audit_now_s(a);
+	audit_roots_scan_before_end(a);
 	a->dropped = audit_trace_dropped(t);
 	a->frees_unsent = audit_trace_frees_unsent(t);
 	audit_review_finish(a);

@@ -216,6 +216,8 @@ static void scan(struct audit *a, bool full)
 
 	a->scan_wanted = false;
 	a->scanned_at_s = audit_now_s(a);
+	if (full)
+		a->full_scan_begun_s = a->scanned_at_s;
 	if (sg_shm_mounts_scan_new(&ms, NULL, 0, full ? NULL : a->known_ns, full ? 0 : a->nknown_ns) < 0) {
 		a->scans_failed++;
 		a->next_scan_s = audit_now_s(a) + RESCAN_S;
@@ -288,6 +290,17 @@ double audit_roots_due_s(const struct audit *a)
 		due = fmin(due, fmax(a->next_scan_s - RESCAN_S + MISSED_SCAN_S,
 				     a->scanned_at_s + a->last_scan_s / SCAN_SHARE));
 	return due;
+}
+
+bool audit_roots_unsearched(const struct audit *a, double since_s)
+{
+	return a->o->node_mode && a->full_wanted && a->full_scan_begun_s < since_s;
+}
+
+void audit_roots_scan_before_end(struct audit *a)
+{
+	if (a->o->node_mode && a->full_wanted)
+		scan(a, true);
 }
 
 void audit_roots_new_dev(struct audit *a, uint32_t kdev)

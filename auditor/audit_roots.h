@@ -55,6 +55,17 @@ void audit_roots_scan(struct audit *a);
 double audit_roots_due_s(const struct audit *a);
 /* A new device's event: a scan as soon as the pacing allows. */
 void audit_roots_new_dev(struct audit *a, uint32_t kdev);
+/* Whether files made before since_s may be in a tmpfs the scans have not
+ * found yet: one that was reported, that the scan of the new namespaces
+ * did not find (mounted in a namespace read before), and that no scan of
+ * every namespace begun since since_s has looked for.  An abort is not
+ * measured while it is so (until the next such scan, a few seconds at
+ * most): its files there would count as none. */
+bool audit_roots_unsearched(const struct audit *a, double since_s);
+/* Node mode, at the end of a run: every namespace read again if a
+ * reported device is still not found, so that the last aborts are
+ * measured with its files. */
+void audit_roots_scan_before_end(struct audit *a);
 
 /* The root of that directory, or -1. */
 int audit_root_of_dir(const struct audit *a, uint32_t kdev, uint64_t dir_ino);

@@ -208,6 +208,48 @@ Test(review, an_abort_is_measured_when_its_grace_is_over)
 	cr_expect_eq(ab->leaked_bytes, (uint64_t)st.st_blocks * 512);
 }
 
+/* Node mode: a tmpfs that was reported, and that the scan of the new
+ * namespaces did not find (a pod's, mounted in a namespace read before),
+ * holds the aborts back until a scan of every namespace has looked for it:
+ * the pod's files, found then, are its aborts' leftovers, not none. */
+Test(review, an_abort_waits_for_a_reported_tmpfs_to_be_looked_for)
+{
+	struct audit_abort *ab;
+
+	o.node_mode = true;
+	a.full_wanted = true;
+	a.full_scan_begun_s = 5.0;
+	at(10.0);
+	cr_assert_not_null(ab = mark("r1"));
+	cycle_at(12.5);
+	cr_expect_eq(a.unmeasured, ab, "measured while the reported tmpfs had not been looked for");
+	/* The scan of every namespace finds the pod's tmpfs and its file. */
+	a.full_wanted = false;
+	a.full_scan_begun_s = 12.6;
+	follow("r1-seg", 8192, "r1", NULL);
+	cycle_at(13.7);
+	cr_expect_null(a.unmeasured, "not measured once the tmpfs was looked for");
+	cr_expect_eq(ab->leaked_files, 1, "the pod's file is not the abort's leftover");
+}
+
+/* ... but a scan of every namespace begun since the grace ended is enough:
+ * a device reported later (another pod's, a tmpfs at /run) holds no abort
+ * whose files were made before. */
+Test(review, a_device_reported_after_the_last_full_scan_holds_no_older_abort)
+{
+	struct audit_abort *ab;
+
+	o.node_mode = true;
+	follow("r1-seg", 8192, "r1", NULL);
+	at(10.0);
+	cr_assert_not_null(ab = mark("r1"));
+	a.full_scan_begun_s = 12.2;
+	a.full_wanted = true;
+	cycle_at(12.5);
+	cr_expect_null(a.unmeasured, "held back by a device reported after the last full scan");
+	cr_expect_eq(ab->leaked_files, 1);
+}
+
 /* A file that was freed before the grace ended is no leftover. */
 Test(review, a_file_removed_within_the_grace_is_not_a_leftover)
 {
