@@ -448,6 +448,8 @@ void audit_trace_remove_root(struct audit_tracer *t, const struct audit_trace_ro
 	struct sg_audit_root_key key = {.dev = root->kdev, .ino = root->dir_ino};
 
 	bpf_map__delete_elem(t->skel->maps.root_dirs, &key, sizeof(key), 0);
+	/* After the delete: no CPU's last root is taken for this one again. */
+	__atomic_add_fetch(&t->skel->bss->roots_gen, 1, __ATOMIC_SEQ_CST);
 	if (dev_too)
 		follow_dev(t, root->kdev, false);
 }

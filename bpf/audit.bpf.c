@@ -306,11 +306,41 @@ static __always_inline void report_name(struct inode *inode, struct dentry *d, _
 
 /* ---- ctime: every ctime change comes here, on every filesystem (tp_btf). ---- */
 
+/* The root directory each CPU found last, and the roots' generation then:
+ * nearly every ctime change is of a file in the root the last one was in,
+ * and a per-CPU array's lookup is inlined where root_dirs' hash is a call.
+ * Userspace bumps roots_gen after it forgets a root, which empties every
+ * CPU's entry at once.  An entry is written whole before it is read again:
+ * tracepoint programs run with preemption off, and the ctime programs
+ * never run inside one another. */
+struct last_root {
+	__u32 dev;
+	__u32 gen;
+	__u64 ino;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct last_root);
+} last_root SEC(".maps");
+
+__u32 roots_gen = 0;
+
 static __always_inline bool is_root_dir(__u32 dev, __u64 ino)
 {
 	struct sg_audit_root_key key = {.dev = dev, .pad = 0, .ino = ino};
+	__u32 zero = 0, gen = *(volatile __u32 *)&roots_gen;
+	struct last_root *last = bpf_map_lookup_elem(&last_root, &zero);
 
-	return bpf_map_lookup_elem(&root_dirs, &key);
+	if (last && last->ino == ino && last->dev == dev && last->gen == gen)
+		return true;
+	if (!bpf_map_lookup_elem(&root_dirs, &key))
+		return false;
+	if (last)
+		*last = (struct last_root){.dev = dev, .gen = gen, .ino = ino};
+	return true;
 }
 
 /* Names sent for one ctime change of a file with several (hard links). */
