@@ -109,18 +109,18 @@ static pid_t child_of(pid_t pid)
 /* A pod running leakgen (aborts: every ABORT_EVERY-th request, or none),
  * its markers in its own abort directory (--root-abort-dir) or in markers; under the
  * shim when shimmed (whose own abort directory is elsewhere: the files
- * stay, as with a shim that missed the marker).  Returns once leakgen is
- * done (its files made, its aborted requests' files left). */
-static struct pod pod_start(const char *tag, bool aborts, const char *markers, bool shimmed)
+ * stay, as with a shim that missed the marker).  held: its namespaces are
+ * made, and it mounts its tmpfs only once it reads a line (pod_go).
+ * pod_ready() waits for it. */
+static struct pod pod_spawn(const char *tag, bool aborts, const char *markers, bool shimmed, bool held)
 {
 	struct pod p = {.name = h_str("%s%s", prefix, tag)};
 	const char *own_aborts = h_str("/dev/shm/%s", pod_aborts);
-	const char *script = h_str("mount -t tmpfs -o size=16m tmpfs /dev/shm && mkdir -m 0755 %s && exec \"$@\"",
-				   own_aborts);
+	const char *script = h_str("%smount -t tmpfs -o size=16m tmpfs /dev/shm && mkdir -m 0755 %s && exec \"$@\"",
+				   held ? "read go && " : "", own_aborts);
 	const char *argv[40] = {"/usr/bin/unshare", "--mount", "--pid", "--ipc", "--fork", "--propagation", "private",
 				"/bin/sh", "-c", script, "pod"};
 	size_t n = 11;
-	struct stat st;
 
 	if (shimmed) {
 		const char *run[] = {h_bin("SG_CLI"), "run", "--patterns", PATTERNS, "--abort-dir",
@@ -135,16 +135,38 @@ static struct pod pod_start(const char *tag, bool aborts, const char *markers, b
 		argv[n++] = leakgen[i];
 	argv[n] = NULL;
 	p.proc = h_spawn(argv, NULL);
-	char *line = h_read_line(&p.proc, 30000);
+	return p;
+}
+
+/* Once leakgen is done (its files made, its aborted requests' files left):
+ * its pid and its tmpfs. */
+static void pod_ready(struct pod *p)
+{
+	char *line = h_read_line(&p->proc, 30000);
+	struct stat st;
+
 	if (!line || strcmp(line, "done") != 0) {
 		char *err;
-		h_finish(&p.proc, &err);
+		h_finish(&p->proc, &err);
 		cr_assert_fail("the pod did not run: %s", err);
 	}
-	p.init = child_of(p.proc.pid); /* shmguard run execs its command */
-	cr_assert_eq(stat(h_str("/proc/%d/root/dev/shm", (int)p.init), &st), 0);
-	p.kdev = (uint32_t)(major(st.st_dev) << 20 | minor(st.st_dev));
-	cr_assert_neq(p.kdev, 0);
+	p->init = child_of(p->proc.pid); /* shmguard run execs its command */
+	cr_assert_eq(stat(h_str("/proc/%d/root/dev/shm", (int)p->init), &st), 0);
+	p->kdev = (uint32_t)(major(st.st_dev) << 20 | minor(st.st_dev));
+	cr_assert_neq(p->kdev, 0);
+}
+
+/* A held pod goes on: it mounts its tmpfs and runs. */
+static void pod_go(struct pod *p)
+{
+	cr_assert_eq(write(p->proc.in, "go\n", 3), 3);
+}
+
+static struct pod pod_start(const char *tag, bool aborts, const char *markers, bool shimmed)
+{
+	struct pod p = pod_spawn(tag, aborts, markers, shimmed, false);
+
+	pod_ready(&p);
 	return p;
 }
 
@@ -323,6 +345,38 @@ Test(node, a_late_pod_with_a_shared_abort_dir_is_not_diluted)
 	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)truth, "truth %llu", (unsigned long long)truth);
 	json_decref(r);
 	pod_stop(&p);
+}
+
+/* A pod whose tmpfs is mounted in a namespace the auditor has read already
+ * (another pod appeared while this one was being set up): its first file
+ * finds no namespace new, and only the next read of every namespace finds
+ * its tmpfs.  Its aborts wait for that read rather than count its files as
+ * none, and the gate fails on them as it must. */
+Test(node, a_pod_mounted_in_a_namespace_read_before_is_not_diluted)
+{
+	struct pod held, other;
+	struct h_proc a;
+	uint64_t truth;
+	char *err;
+
+	h_need_bpf(teardown);
+	a = start_auditor(shared_dir, "--max-kib-per-abort", "1", NULL);
+	held = pod_spawn("held", true, shared_dir, false, true);
+	child_of(held.proc.pid); /* its namespaces are made; its tmpfs is not mounted yet */
+	other = pod_start("other", false, shared_dir, false);
+	cr_assert(wait_fds(a.pid, other.kdev, true), "the other pod was not followed");
+	pod_go(&held);
+	pod_ready(&held);
+	h_wait_measured(&a, ABORTS);
+	truth = pod_truth(&held);
+	cr_assert_gt(truth, (uint64_t)ABORTS * 1024);
+	cr_expect_eq(stop_auditor(&a, &err, NULL), 1, "over a budget of 1 KiB/abort: %s", err);
+	json_t *r = report();
+	cr_expect_eq(h_jint(r, "aborts"), ABORTS);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)truth, "truth %llu", (unsigned long long)truth);
+	json_decref(r);
+	pod_stop(&held);
+	pod_stop(&other);
 }
 
 /* Following only its own namespace (the old behaviour), the auditor cannot
