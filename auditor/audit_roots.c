@@ -260,8 +260,11 @@ static void scan(struct audit *a, bool full)
 	 * tmpfs at /run, reported again at most every 10 s).  Every namespace
 	 * is read again, but not sooner than a second after the last time:
 	 * a machine's other tmpfs would otherwise keep the scans of every
-	 * namespace going, and the new pods' waiting behind them. */
-	a->full_wanted = false;
+	 * namespace going, and the new pods' waiting behind them.  Only that
+	 * read answers it: a scan of the new namespaces made meanwhile for
+	 * another device, found, leaves it wanted. */
+	if (full)
+		a->full_wanted = false;
 	for (unsigned i = 0; i < a->nreported; i++)
 		a->full_wanted |= !full && audit_root_of_dev(a, a->reported[i]) < 0;
 	a->nreported = 0;
