@@ -241,6 +241,10 @@ void audit_review_free(struct audit_review *rv);
 double audit_review_due_s(const struct audit *a);
 /* A slice of the review, if one is due: a few milliseconds at most. */
 void audit_review_step(struct audit *a);
+/* A file born at born_ns (the events' clock; the run's start when not
+ * known) was caught up (a root found late): the cycle under way, which
+ * does not look at it, knows no request from then on. */
+void audit_review_caught_up(struct audit *a, uint64_t born_ns);
 /* f's file is freed (by the review's look, or its inode's eviction): what
  * its abort gave back is counted and its record forgotten. */
 void audit_file_freed(struct audit *a, struct audit_file *f);

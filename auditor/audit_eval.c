@@ -94,6 +94,9 @@ struct audit_review {
 	bool urgent;    /* an abort waits for this cycle (its walk runs without pause) */
 	DIR *dir;
 	uint64_t started_ns; /* CLOCK_MONOTONIC, as the events' times: newer files wait */
+	/* The earliest birth of a file caught up since it began, UINT64_MAX none:
+	 * it knows no file's request from then on. */
+	uint64_t caught_up_from_ns;
 	uint64_t reading_ns; /* time spent in NAMING so far: reading directories */
 	double started_s, next_s, slice_end_s;
 	double paced_s; /* no cycle before this (READ_SHARE) */
@@ -495,8 +498,10 @@ struct audit_review *audit_review_new(void)
 {
 	struct audit_review *rv = calloc(1, sizeof(*rv));
 
-	if (rv)
+	if (rv) {
 		rv->next_s = REVIEW_S;
+		rv->caught_up_from_ns = UINT64_MAX;
+	}
 	return rv;
 }
 
@@ -545,12 +550,26 @@ double audit_review_due_s(const struct audit *a)
 static double covered_until(const struct audit *a, const struct audit_review *rv)
 {
 	uint64_t until_ns = audit_clock_ns(a);
+	double until_s;
 
 	for (const struct audit_file *f = audit_files_newest(a->files);
 	     f && f->created_ns + ORDER_SLACK_NS >= rv->started_ns; f = f->prev_all)
 		if (f->created_ns >= rv->started_ns && !f->indexed && f->created_ns < until_ns)
 			until_ns = f->created_ns;
-	return until_ns <= rv->started_ns ? rv->started_s : (until_ns - a->start_ns) / 1e9;
+	until_s = until_ns <= rv->started_ns ? rv->started_s : (until_ns - a->start_ns) / 1e9;
+	/* Files caught up meanwhile were born before they joined the table,
+	 * maybe before the cycle began. */
+	if (rv->caught_up_from_ns != UINT64_MAX)
+		until_s = fmin(until_s, rv->caught_up_from_ns > a->start_ns ? (rv->caught_up_from_ns - a->start_ns) / 1e9 : 0);
+	return until_s;
+}
+
+void audit_review_caught_up(struct audit *a, uint64_t born_ns)
+{
+	struct audit_review *rv = a->review;
+
+	if (rv && rv->phase != REVIEW_IDLE && born_ns < rv->caught_up_from_ns)
+		rv->caught_up_from_ns = born_ns;
 }
 
 /* A new cycle; one begun again keeps the reading done so far on its account. */
@@ -561,7 +580,7 @@ static void start_cycle(struct audit *a)
 	if (rv->dir)
 		closedir(rv->dir);
 	free_journals(rv);
-	*rv = (struct audit_review){.phase = REVIEW_NAMING, .started_ns = audit_clock_ns(a),
+	*rv = (struct audit_review){.phase = REVIEW_NAMING, .started_ns = audit_clock_ns(a), .caught_up_from_ns = UINT64_MAX,
 				    .started_s = audit_now_s(a), .cycle = rv->cycle + 1, .suspects = rv->suspects,
 				    .cap = rv->cap, .urgent = abort_waits(a, audit_now_s(a)),
 				    .reading_ns = rv->phase == REVIEW_IDLE ? 0 : rv->reading_ns};

@@ -143,6 +143,7 @@ static void catch_up(struct audit *a, int slot)
 					  strlen(e->d_name))))
 			continue;
 		f->created_ns = audit_clock_ns(a);
+		audit_review_caught_up(a, born ? a->start_ns + (born - start_unix_ns) : a->start_ns);
 		audit_file_named(a, f, slot, e->d_name, false);
 		if (w)
 			audit_workload_note_root(w, r->shown);

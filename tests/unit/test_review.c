@@ -250,6 +250,49 @@ Test(review, a_device_reported_after_the_last_full_scan_holds_no_older_abort)
 	cr_expect_eq(ab->leaked_files, 1);
 }
 
+/* Steps, as the event loop would, until the cycle under way ends. */
+static void finish_cycle(void)
+{
+	uint32_t before = a.cycles;
+
+	for (int i = 0; i < 100000 && a.cycles == before; i++) {
+		if (audit_review_due_s(&a) > audit_now_s(&a))
+			at(audit_review_due_s(&a) + 1e-6); /* past it: at() rounds down to the ns */
+		audit_review_step(&a);
+	}
+}
+
+/* A root found late: its files join the table while a cycle is under way,
+ * born before the abort's grace ended.  That cycle does not look at them,
+ * so it does not measure the abort; the next one does, with them. */
+Test(review, files_caught_up_during_a_cycle_wait_for_the_next)
+{
+	struct audit_abort *ab;
+	char err[128];
+
+	cr_assert_eq(sg_patterns_parse(&o.patterns, "{req}-seg", err, sizeof(err)), 0, "%s", err);
+	for (int i = 0; i < 200; i++) { /* enough for a cycle of several slices */
+		char name[32];
+		snprintf(name, sizeof(name), "other%d-seg", i);
+		follow(name, 4096, NULL, NULL);
+	}
+	at(10.0);
+	cr_assert_not_null(ab = mark("r1"));
+	at(12.5);
+	clk.per_read = S / 10; /* the slice ends at the first look at the clock */
+	audit_review_step(&a);
+	clk.per_read = 0;
+	cr_assert_eq(a.cycles, 0, "the cycle ended in its first slice");
+	follow("r1-seg", 8192, NULL, NULL); /* caught up: named, its request not looked at yet */
+	audit_review_caught_up(&a, a.start_ns + (uint64_t)(10.5 * S));
+	finish_cycle();
+	cr_assert_eq(a.cycles, 1);
+	cr_expect_eq(a.unmeasured, ab, "measured by a cycle that did not look at the file caught up");
+	finish_cycle();
+	cr_expect_null(a.unmeasured, "not measured by the next cycle");
+	cr_expect_eq(ab->leaked_files, 1, "the file caught up is not the abort's leftover");
+}
+
 /* A file that was freed before the grace ended is no leftover. */
 Test(review, a_file_removed_within_the_grace_is_not_a_leftover)
 {
