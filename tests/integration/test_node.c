@@ -322,6 +322,23 @@ Test(node, a_deleted_pods_root_is_forgotten_and_its_tmpfs_freed)
 	json_decref(r);
 }
 
+/* Once the auditor a (with a budget of 1 KiB/abort) has measured p's
+ * aborts: they are p's whole leak, and the gate fails on them. */
+static void expect_the_pods_leak_fails(struct h_proc *a, const struct pod *p)
+{
+	uint64_t truth;
+	char *err;
+
+	h_wait_measured(a, ABORTS);
+	truth = pod_truth(p);
+	cr_assert_gt(truth, (uint64_t)ABORTS * 1024);
+	cr_expect_eq(stop_auditor(a, &err, NULL), 1, "over a budget of 1 KiB/abort: %s", err);
+	json_t *r = report();
+	cr_expect_eq(h_jint(r, "aborts"), ABORTS);
+	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)truth, "truth %llu", (unsigned long long)truth);
+	json_decref(r);
+}
+
 /* The issue's late pod: its markers go to a directory it shares with the
  * auditor, its files to its own /dev/shm, made after the auditor started.
  * Every abort is counted; its bytes must be too, or the figure is diluted
@@ -330,20 +347,11 @@ Test(node, a_late_pod_with_a_shared_abort_dir_is_not_diluted)
 {
 	struct h_proc a;
 	struct pod p;
-	uint64_t truth;
-	char *err;
 
 	h_need_bpf(teardown);
 	a = start_auditor(shared_dir, "--max-kib-per-abort", "1", NULL);
 	p = pod_start("late", true, shared_dir, false);
-	h_wait_measured(&a, ABORTS);
-	truth = pod_truth(&p);
-	cr_assert_gt(truth, (uint64_t)ABORTS * 1024);
-	cr_expect_eq(stop_auditor(&a, &err, NULL), 1, "over a budget of 1 KiB/abort: %s", err);
-	json_t *r = report();
-	cr_expect_eq(h_jint(r, "aborts"), ABORTS);
-	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)truth, "truth %llu", (unsigned long long)truth);
-	json_decref(r);
+	expect_the_pods_leak_fails(&a, &p);
 	pod_stop(&p);
 }
 
@@ -356,8 +364,6 @@ Test(node, a_pod_mounted_in_a_namespace_read_before_is_not_diluted)
 {
 	struct pod held, other;
 	struct h_proc a;
-	uint64_t truth;
-	char *err;
 
 	h_need_bpf(teardown);
 	a = start_auditor(shared_dir, "--max-kib-per-abort", "1", NULL);
@@ -367,14 +373,7 @@ Test(node, a_pod_mounted_in_a_namespace_read_before_is_not_diluted)
 	cr_assert(wait_fds(a.pid, other.kdev, true), "the other pod was not followed");
 	pod_go(&held);
 	pod_ready(&held);
-	h_wait_measured(&a, ABORTS);
-	truth = pod_truth(&held);
-	cr_assert_gt(truth, (uint64_t)ABORTS * 1024);
-	cr_expect_eq(stop_auditor(&a, &err, NULL), 1, "over a budget of 1 KiB/abort: %s", err);
-	json_t *r = report();
-	cr_expect_eq(h_jint(r, "aborts"), ABORTS);
-	cr_expect_eq(h_jint(r, "leaked_bytes"), (long long)truth, "truth %llu", (unsigned long long)truth);
-	json_decref(r);
+	expect_the_pods_leak_fails(&a, &held);
 	pod_stop(&held);
 	pod_stop(&other);
 }
