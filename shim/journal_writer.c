@@ -59,8 +59,11 @@ struct writer {
 	size_t map_cap;  /* blocks taken and hole have room for */
 	size_t idle;     /* empty pages still reserved */
 	size_t idle_kept; /* of them, those that could not be given back (inside, without holes) */
-	/* No block below hint[n] has n free slots in a row. */
+	/* No block below hint[n] has n free slots in a row.  Only the spans
+	 * asked for so far (up to max_span, two or three for most names) are
+	 * kept up: the others stay 0, which is true of any journal. */
 	size_t hint[SG_JOURNAL_MAX_SPAN + 1];
+	unsigned max_span;
 	unsigned retry_in, backoff; /* creations to let pass before the next try */
 	dev_t dev;
 	ino_t ino;
@@ -236,6 +239,7 @@ static int open_writer(struct writer *w, unsigned k, const struct sg_self *self)
 	memset(w->hole, 0, PAGE_BLOCKS);
 	w->taken[0] = (1ull << SG_JOURNAL_HEAD_SLOTS) - 1; /* the header */
 	memset(w->hint, 0, sizeof(w->hint));
+	w->max_span = 0;
 	w->idle = w->idle_kept = 0;
 	set_top(w, 1);
 	w->dev = st.st_dev;
@@ -327,12 +331,14 @@ static bool page_empty(const struct writer *w, size_t page)
  * given back; -1 when there are none. */
 static long find_room(struct writer *w, unsigned n)
 {
+	if (n > w->max_span)
+		w->max_span = n;
 	for (size_t b = w->hint[n]; b < w->blocks; b++) {
 		int at = run_of(w->taken[b], n);
 		if (at < 0)
 			continue;
 		w->hint[n] = b;
-		for (unsigned m = n + 1; m <= SG_JOURNAL_MAX_SPAN; m++)
+		for (unsigned m = n + 1; m <= w->max_span; m++)
 			if (w->hint[m] < b)
 				w->hint[m] = b;
 		if (w->hole[b]) {
@@ -407,7 +413,7 @@ static void release_at(struct writer *w, size_t idx)
 		return;
 	sg_journal_rec_free(r);
 	w->taken[b] &= ~(((1ull << n) - 1) << at);
-	for (unsigned m = 1; m <= SG_JOURNAL_MAX_SPAN; m++)
+	for (unsigned m = 1; m <= w->max_span; m++)
 		if (w->hint[m] > b)
 			w->hint[m] = b;
 	if (w->taken[b])

@@ -433,6 +433,36 @@ Test(journal, released_records_give_their_pages_back)
 		     (long long)full.st_blocks);
 }
 
+/* Slots freed are found again by records of another length: the search for
+ * room passes over no block that has it, whichever lengths came before (a
+ * long record first placed after every short one, then the short ones
+ * released: the long ones that follow go where they were). */
+Test(journal, freed_slots_are_found_again_by_longer_records)
+{
+	enum { SHORT = 2000, LONG = 600 };
+	static uint32_t slots[SHORT];
+	char name[NAME_MAX + 1], seg[32], req[101];
+	struct stat full, after;
+
+	memset(req, 'q', 100);
+	req[100] = '\0';
+	for (unsigned i = 0; i < SHORT; i++) {
+		snprintf(seg, sizeof(seg), "seg-%u", i);
+		cr_assert_neq((slots[i] = journal_record(seg, 1000 + i, "r")), 0);
+	}
+	cr_assert_neq(journal_record("long-first", 9999, req), 0);
+	full = journal_stat(name, sizeof(name));
+	for (unsigned i = 0; i < SHORT; i++)
+		sg_jw_release(slots[i]);
+	for (unsigned i = 0; i < LONG; i++) {
+		snprintf(seg, sizeof(seg), "long-%u", i);
+		cr_assert_neq(journal_record(seg, 20000 + i, req), 0);
+	}
+	after = journal_stat(name, sizeof(name));
+	cr_expect_leq(after.st_size, full.st_size, "the journal grew from %lld to %lld bytes", (long long)full.st_size,
+		      (long long)after.st_size);
+}
+
 Test(journal, exit_removes_a_journal_with_no_live_file)
 {
 	char name[NAME_MAX + 1];
