@@ -160,7 +160,9 @@ row() {
 # machine's noise than the wall ratios; each run also holds the counting's
 # own two clock reads.
 # bpf_programs TRACER... : the runs and ns per op under TRACER (audited,
-# under_watch --no-attachers, under_bpftrace), WORKLOAD N ARGS... after it.
+# under_watch --no-attachers, under_bpftrace), WORKLOAD N ARGS... after it;
+# then, in parentheses, each program that runs for every other operation at
+# least: its runs per op and ns per run.
 bpf_programs() {
 	local pre="/tmp/${prefix}bpf-pre.json" before="/tmp/${prefix}bpf-before.json" after="/tmp/${prefix}bpf-after.json"
 	local tracer=() n
@@ -175,12 +177,17 @@ import json, sys
 pre, before, after = ({p["id"]: p for p in json.load(open(f))} for f in sys.argv[1:4])
 n = int(sys.argv[4])
 runs = ns = 0
+each = []
 for i, p in after.items():
     if i in pre or i not in before:
         continue
-    runs += p.get("run_cnt", 0) - before[i].get("run_cnt", 0)
-    ns += p.get("run_time_ns", 0) - before[i].get("run_time_ns", 0)
-print(f"{runs / n:.1f} runs, {ns / n:.0f} ns")
+    r = p.get("run_cnt", 0) - before[i].get("run_cnt", 0)
+    t = p.get("run_time_ns", 0) - before[i].get("run_time_ns", 0)
+    runs += r
+    ns += t
+    if r >= n / 2:  # the programs of every operation, not those of a fork now and then
+        each.append(f"{p.get('name', i)} {r / n:.1f} x {t / r:.0f} ns")
+print(f"{runs / n:.1f} runs, {ns / n:.0f} ns" + (f" ({', '.join(each)})" if each else ""))
 PY
 	rm -f "$pre" "$before" "$after"
 }
