@@ -124,13 +124,15 @@ static void on_create(struct audit *a, const struct sg_audit_create *e, size_t s
 		audit_early_keep(a, &e->h, e->dev, e->ino);
 		return;
 	}
-	/* A marker: the probes that send the directory read its creation after
-	 * its inotify event, too late for audit_files_exclude. */
-	if (audit_in_abort_dir(a, e->dev, e->dir_ino))
+	/* A marker (in a directory that is no root): the probes that send the
+	 * directory read its creation after its inotify event, too late for
+	 * audit_files_exclude. */
+	int dir_root = audit_root_of_dir(a, e->dev, e->dir_ino);
+	if (dir_root < 0 && audit_in_abort_dir(a, e->dev, e->dir_ino))
 		return;
 	f = add(a, &e->h, e->dev, e->ino, named ? e->name : NULL);
 	if (f && named)
-		audit_file_named(a, f, audit_root_of_dir(a, e->dev, e->dir_ino), e->name, false);
+		audit_file_named(a, f, dir_root, e->name, false);
 	/* The workload's root: the one its file is named in, else the first on
 	 * its filesystem (the ctime probe sends no name). */
 	int r = f ? (f->root >= 0 ? f->root : audit_root_of_dev(a, e->dev)) : -1;
