@@ -229,14 +229,14 @@ untracked:
 }
 
 /* A name that this process gave the file src in a root, other than by
- * opening it (path, spelled root/name, the name at name_off): records it
- * for req, found as at says.  The tag is written through a descriptor
+ * opening it (path, spelled root/name, the name at name_off, name_len
+ * bytes long): records it for req, found as at says.  The tag is written through a descriptor
  * opened on the name (never following a symlink), only once it is known to
  * be src; a file this process may not read is recorded untagged. */
-static void record_named(const char *path, size_t name_off, const struct sg_source *src, const char *req,
-			 const struct sg_match_at *at)
+static void record_named(const char *path, size_t name_off, size_t name_len, const struct sg_source *src,
+			 const char *req, const struct sg_match_at *at)
 {
-	struct sg_new_file f = new_file(path, name_off, strlen(path + name_off), req, at, src->dev, src->ino);
+	struct sg_new_file f = new_file(path, name_off, name_len, req, at, src->dev, src->ino);
 	dev_t dev;
 	ino_t ino;
 	int fd = sg_real.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -256,12 +256,12 @@ static void record_named(const char *path, size_t name_off, const struct sg_sour
 /* A name that a rename or link made in a root: a creation by this process. */
 static void arrived(const char *path, const struct sg_source *src)
 {
-	size_t name_off = (size_t)(strrchr(path, '/') + 1 - path);
+	size_t name_off = (size_t)(strrchr(path, '/') + 1 - path), name_len = strlen(path + name_off);
 	char req[SG_NAME_MAX + 1];
 	struct sg_match_at at;
 
-	if (src->regular && attribute(path + name_off, strlen(path + name_off), req, &at))
-		record_named(path, name_off, src, req, &at);
+	if (src->regular && attribute(path + name_off, name_len, req, &at))
+		record_named(path, name_off, name_len, src, req, &at);
 }
 
 /* A record moves to its file's new name, keeping its request. */
@@ -316,6 +316,7 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 	struct sg_match_at at;
 	struct sg_file_id id;
 	int saved = errno;
+	size_t name_len;
 	sem_t *sem;
 
 	if (!sg_active() || !sg_enter()) {
@@ -323,7 +324,8 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 			sg_count(signal_misses, 1);
 		return sg_real.sem_open(name, oflag, mode, value);
 	}
-	if (!attribute(path + name_off, strlen(path + name_off), req, &at)) {
+	name_len = strlen(path + name_off);
+	if (!attribute(path + name_off, name_len, req, &at)) {
 		errno = saved;
 		sem = sg_real.sem_open(name, oflag, mode, value);
 		goto out;
@@ -345,7 +347,7 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 		if (sg_mappings_file_at(sem, &id) == 0) {
 			src.dev = id.dev;
 			src.ino = id.ino;
-			record_named(path, name_off, &src, req, &at);
+			record_named(path, name_off, name_len, &src, req, &at);
 		}
 		errno = saved;
 	} else if (!(oflag & O_EXCL) && errno == EEXIST) {
