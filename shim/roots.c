@@ -159,16 +159,10 @@ unsigned sg_root_at(const char *path, size_t name_off)
 	return k < 0 ? SG_MAX_ROOTS : (unsigned)k;
 }
 
-int sg_root_index(const char *path)
-{
-	const char *slash;
-
-	return file_name(path, &slash) && slash ? root_spelled(path, (size_t)(slash - path)) : -1;
-}
-
 size_t sg_root_spelled(const char *path)
 {
-	int k = sg_root_index(path);
+	const char *slash;
+	int k = file_name(path, &slash) && slash ? root_spelled(path, (size_t)(slash - path)) : -1;
 
 	return k < 0 ? 0 : sg_cfg.roots.len[k] + 1;
 }

@@ -27,8 +27,6 @@ const char *sg_root_path(int dirfd, const char *path, char canon[static SG_ROOT_
 /* The offset of the name in path if path is spelled root/name, else 0.
  * No system call. */
 size_t sg_root_spelled(const char *path);
-/* The index of that root, or -1. */
-int sg_root_index(const char *path);
 /* The index of the root a path spelled root/name names, its name at
  * name_off; SG_MAX_ROOTS if there is none.  No system call. */
 unsigned sg_root_at(const char *path, size_t name_off);
