@@ -258,9 +258,11 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 const struct audit_abort *audit_abort_of_file(const struct audit *a, const struct audit_file *f)
 {
 	uint32_t scope = audit_root_scope(a, f->kdev, f->root);
-	const struct audit_abort *ab = scope ? audit_abort_of(a, scope, f->request) : NULL;
+	char buf[AUDIT_FILE_REQUEST_MAX];
+	const char *request = audit_file_request(f, buf);
+	const struct audit_abort *ab = scope ? audit_abort_of(a, scope, request) : NULL;
 
-	return ab ? ab : audit_abort_of(a, 0, f->request);
+	return ab ? ab : audit_abort_of(a, 0, request);
 }
 
 static void count(struct pass *p, struct audit_review *rv, struct audit_file *f, const struct measured *m)
@@ -268,7 +270,7 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 	struct audit_root *root = f->root >= 0 && (unsigned)f->root < p->a->nroots ? &p->a->roots[f->root] : NULL;
 
 	if (!f->named && m->name)
-		audit_files_name(f, m->root, m->name);
+		audit_files_name(p->a->files, f, m->root, m->name);
 	f->bytes = m->bytes;
 	f->measured = true;
 	if (f->named && sg_journal_name(audit_file_name(f)))

@@ -56,7 +56,7 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f)
  * and stays. */
 void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed)
 {
-	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
+	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1], had[AUDIT_FILE_REQUEST_MAX];
 	bool had_name = f->named;
 	struct sg_match_at at;
 
@@ -68,11 +68,11 @@ void audit_file_named(struct audit *a, struct audit_file *f, int root, const cha
 		return;
 	if (had_name && !f->indexed)
 		audit_attribute_by_name(a, f); /* before the old name is overwritten */
-	if (!audit_files_name(f, root, name))
+	if (!audit_files_name(a->files, f, root, name))
 		return;
 	if (!had_name || f->source == REQ_TAG ||
 	    sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &at) != SG_MATCH_ONE ||
-	    (f->indexed && strcmp(f->request, req) == 0))
+	    (f->indexed && strcmp(audit_file_request(f, had), req) == 0))
 		return;
 	audit_files_unattribute(a->files, f);
 	audit_files_attribute(a->files, f, req, REQ_PATTERN, at.shape);

@@ -10,13 +10,15 @@
 #include "pattern.h"
 
 _Static_assert(SG_MAX_PATTERNS <= INT8_MAX, "a pattern index fits a record's int8_t");
+_Static_assert(AUDIT_FILE_REQUEST_MAX > UINT8_MAX, "a request spelled by a name (its length a uint8_t) fits, with its NUL");
 
 /* A request of more than one file: its files, oldest first, and its one copy
  * of the request, freed with its last file.  Files mostly go in the order
  * they came (a pipeline consumes its segments), so the one to take off the
- * chain is mostly at its head.  A request of one file is kept in that file's
- * tail while there is room (most requests of a pipeline that names a file
- * per request), its chain made when a second file comes. */
+ * chain is mostly at its head.  A request of one file (most requests of a
+ * pipeline that names a file per request) is kept in that file's record, as
+ * the bytes of its name that spell it or at its tail's end, its chain made
+ * when a second file comes. */
 struct req_chain {
 	struct sg_hnode node;
 	struct sg_hnode *files;   /* the first file's by_req */
@@ -132,9 +134,20 @@ static struct audit_file *of_by_req(struct sg_hnode *node)
 	return node ? sg_hnode_entry(node, struct audit_file, by_req) : NULL;
 }
 
+/* Whether f, its request's only file, has that request. */
+static bool alone_with(const struct audit_file *f, const char *request)
+{
+	size_t len;
+
+	if (!f->req_in_name)
+		return strcmp(f->req.copy, request) == 0;
+	len = f->req.in_name.len;
+	return memcmp(audit_file_name(f) + f->req.in_name.at, request, len) == 0 && request[len] == '\0';
+}
+
 static bool is_alone(const struct sg_hnode *node, const void *request)
 {
-	return strcmp(sg_hnode_entry(node, struct audit_file, by_req)->request, request) == 0;
+	return alone_with(sg_hnode_entry(node, struct audit_file, by_req), request);
 }
 
 struct audit_files *audit_files_new(size_t max_files)
@@ -164,7 +177,7 @@ static void free_file(struct sg_hnode *node)
 /* The bytes at the tail's end that its request takes. */
 static size_t request_bytes(const struct audit_file *f)
 {
-	return f->alone ? strlen(f->request) + 1 : 0;
+	return f->alone && !f->req_in_name ? strlen(f->req.copy) + 1 : 0;
 }
 
 /* The bytes at the tail's start that its name takes. */
@@ -183,7 +196,8 @@ static struct audit_creator *creator_of(struct audit_file *f)
 	return (struct audit_creator *)(uintptr_t)f->creator; /* the table's own */
 }
 
-bool audit_files_name(struct audit_file *f, int root, const char *name)
+/* Gives f its name; its request is none of the name's bytes. */
+static bool set_name(struct audit_file *f, int root, const char *name)
 {
 	size_t len = name ? strlen(name) + 1 : 0;
 	char *old = f->name_outside ? (char *)(uintptr_t)audit_file_name(f) : NULL, *heap = NULL;
@@ -375,7 +389,8 @@ static struct req_chain *new_chain(struct audit_files *t, uint64_t h, const char
 
 static void append(struct req_chain *r, struct audit_file *f)
 {
-	f->request = r->request;
+	f->req.copy = r->request;
+	f->req_in_name = false;
 	f->by_req.next = NULL;
 	*r->tail = &f->by_req;
 	r->tail = &f->by_req.next;
@@ -390,18 +405,27 @@ static bool fits_alone(const struct audit_file *f, size_t len)
 	return (size_t)f->tail_room >= (name > sizeof(char *) ? name : sizeof(char *)) + len;
 }
 
-/* f, with no request, its request's only file: the request kept in its
- * tail.  False when there is no room, or memory for the table is short. */
+/* f, with no request, its request's only file: the request kept as the
+ * bytes of its name that spell it, else in its tail.  False when neither
+ * holds it, or memory for the table is short. */
 static bool keep_alone(struct audit_files *t, struct audit_file *f, uint64_t h, const char *request)
 {
 	size_t len = strlen(request) + 1;
+	const char *name = audit_file_name(f), *in = name ? memmem(name, strlen(name), request, len - 1) : NULL;
+	bool spelled = in && in - name <= UINT8_MAX && len - 1 <= UINT8_MAX; /* its place fits the record */
 	char *at;
 
-	if (!fits_alone(f, len) || sg_htable_reserve(&t->alone, 256) < 0)
+	if ((!spelled && !fits_alone(f, len)) || sg_htable_reserve(&t->alone, 256) < 0)
 		return false;
-	at = f->tail + f->tail_room - len;
-	memcpy(at, request, len);
-	f->request = at;
+	if (spelled) {
+		f->req.in_name.at = (uint8_t)(in - name);
+		f->req.in_name.len = (uint8_t)(len - 1);
+		f->req_in_name = true;
+	} else {
+		at = f->tail + f->tail_room - len;
+		memcpy(at, request, len);
+		f->req.copy = at;
+	}
 	f->alone = true;
 	f->by_req.hash = h;
 	sg_htable_insert_at(&t->alone, sg_htable_slot(&t->alone, h, is_alone, request), &f->by_req);
@@ -415,8 +439,8 @@ static void unindex(struct audit_files *t, struct audit_file *f)
 		sg_htable_remove(&t->alone, &f->by_req);
 		f->alone = false;
 	} else {
-		/* f->request is the chain's own copy. */
-		struct req_chain *r = (struct req_chain *)(uintptr_t)(f->request - offsetof(struct req_chain, request));
+		/* f->req.copy is the chain's own. */
+		struct req_chain *r = (struct req_chain *)(uintptr_t)(f->req.copy - offsetof(struct req_chain, request));
 		struct sg_hnode **p = &r->files;
 
 		while (*p && *p != &f->by_req)
@@ -430,7 +454,8 @@ static void unindex(struct audit_files *t, struct audit_file *f)
 			free(r);
 		}
 	}
-	f->request = NULL;
+	f->req.copy = NULL;
+	f->req_in_name = false;
 	f->indexed = false;
 }
 
@@ -464,8 +489,9 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 	f->shape = (int8_t)shape;
 	f->indexed = true;
 	/* Room for a request in its creator's next file's tail while its files
-	 * start requests of their own; once they share them, none. */
-	creator_of(f)->request_hint = hint(shared ? 0 : strlen(request) + 1);
+	 * start requests of their own that their names do not hold; once they
+	 * share them, none. */
+	creator_of(f)->request_hint = hint(shared || f->req_in_name ? 0 : strlen(request) + 1);
 }
 
 void audit_files_unattribute(struct audit_files *t, struct audit_file *f)
@@ -474,6 +500,24 @@ void audit_files_unattribute(struct audit_files *t, struct audit_file *f)
 		unindex(t, f);
 	f->source = REQ_NONE;
 	f->shape = -1;
+}
+
+bool audit_files_name(struct audit_files *t, struct audit_file *f, int root, const char *name)
+{
+	char request[AUDIT_FILE_REQUEST_MAX];
+	enum audit_req_source source = f->source;
+	int shape = f->shape;
+	bool named;
+
+	if (!f->req_in_name)
+		return set_name(f, root, name);
+	/* The name holds the request: taken out of it first, and kept again
+	 * where the new one leaves room. */
+	audit_file_request(f, request);
+	unindex(t, f);
+	named = set_name(f, root, name);
+	audit_files_attribute(t, f, request, source, shape);
+	return named;
 }
 
 void audit_files_remove(struct audit_files *t, struct audit_file *f)

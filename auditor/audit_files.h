@@ -35,16 +35,23 @@ struct audit_creator {
 
 /* Packed: the auditor follows up to a million of these (docs/performance.md
  * has the bytes per file).  The record's tail holds, from its start, the
- * name, or a pointer to it when it does not fit; and at its end, when the
- * file is its request's only one, the request.  A request of more files is
- * one copy on their chain; the creator is one record for all its files. */
+ * name, or a pointer to it when it does not fit.  A file that is its
+ * request's only one keeps the request as a piece of its own name where
+ * the name holds it (as a pattern's request always is), else at the
+ * tail's end.  A request of more files is one copy on their chain; the
+ * creator is one record for all its files. */
 struct audit_file {
 	struct sg_hnode node;         /* in the table, by (kdev, ino) */
 	/* The next file of its request (by_req.next), or, its request's only
 	 * file, its node in the table of those (by the request's hash). */
 	struct sg_hnode by_req;
 	struct audit_file *prev_all, *next_all; /* every file, oldest first (the review's walk) */
-	const char *request;          /* set by audit_files_attribute, NULL none */
+	union {                       /* set by audit_files_attribute (indexed) */
+		const char *copy;     /* the chain's, or the tail's */
+		struct {
+			uint8_t at, len;
+		} in_name;            /* req_in_name: those bytes of the name */
+	} req;
 	const struct audit_creator *creator;
 	uint64_t ino;
 	uint64_t created_ns;          /* monotonic */
@@ -61,6 +68,7 @@ struct audit_file {
 	bool looked_up : 1;           /* its request was looked for under its name */
 	bool named : 1;               /* the name is known (audit_files_name) */
 	bool name_outside : 1;        /* the tail holds a pointer to the name */
+	bool req_in_name : 1;         /* its request is a piece of its name (alone) */
 	uint8_t tail_room;            /* bytes of tail, at least a pointer's */
 	char tail[];
 };
@@ -76,6 +84,22 @@ static inline const char *audit_file_name(const struct audit_file *f)
 		return f->tail;
 	memcpy(&name, f->tail, sizeof(name)); /* the tail is not aligned */
 	return name;
+}
+
+/* Room for any request a record holds, with its NUL (a request in a name
+ * is no longer than a name). */
+#define AUDIT_FILE_REQUEST_MAX 256
+
+/* f's request, NULL none: its own copy, or one made in buf. */
+static inline const char *audit_file_request(const struct audit_file *f, char buf[AUDIT_FILE_REQUEST_MAX])
+{
+	if (!f->indexed)
+		return NULL;
+	if (!f->req_in_name)
+		return f->req.copy;
+	memcpy(buf, audit_file_name(f) + f->req.in_name.at, f->req.in_name.len);
+	buf[f->req.in_name.len] = '\0';
+	return buf;
 }
 
 struct audit_files;
@@ -96,14 +120,15 @@ struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64
 struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, uint32_t tgid,
 				   const char *comm, struct audit_workload *w, size_t name_len);
 
-/* f is called name (a copy; it may be f's own) in root (-1: outside the
- * roots), or has no name when name is NULL.  False when out of memory: f is
- * as it was. */
-bool audit_files_name(struct audit_file *f, int root, const char *name);
+/* f, in t, is called name (a copy; it may be f's own) in root (-1: outside
+ * the roots), or has no name when name is NULL.  False when out of memory:
+ * f is as it was. */
+bool audit_files_name(struct audit_files *t, struct audit_file *f, int root, const char *name);
 
-/* Sets f's request and indexes f by it (in its tail when it is the
- * request's only file and there is room, else on the request's chain); a
- * file keeps its first request, except that a tag replaces a pattern's. */
+/* Sets f's request and indexes f by it (in its name or its tail when it is
+ * the request's only file and either holds it, else on the request's
+ * chain); a file keeps its first request, except that a tag replaces a
+ * pattern's. */
 void audit_files_attribute(struct audit_files *t, struct audit_file *f, const char *request,
 			   enum audit_req_source source, int shape);
 

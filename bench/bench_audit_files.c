@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 		int len = snprintf(name, sizeof(name), "sgm-k-%zu_0_0", i);
 		struct audit_file *f =
 			audit_files_add(t, 1, 1000 + i, 4242, "bench_shim", NULL, late ? 0 : (size_t)len);
-		if (!f || !audit_files_name(f, 0, name)) {
+		if (!f || !audit_files_name(t, f, 0, name)) {
 			fprintf(stderr, "bench_audit_files: out of memory at %zu files\n", i);
 			return 1;
 		}

@@ -112,21 +112,21 @@ Test(audit_files, a_record_is_packed_and_keeps_its_name_inline)
 	cr_expect_eq(f->creator->tgid, 42);
 	cr_expect_str_eq(f->creator->comm, "vllm");
 	cr_expect_null(audit_file_name(f));
-	cr_assert(audit_files_name(f, 0, "seg-1"));
+	cr_assert(audit_files_name(t, f, 0, "seg-1"));
 	cr_expect_eq(audit_file_name(f), f->tail, "a name that fits the room is kept in the record");
 	cr_expect_str_eq(audit_file_name(f), "seg-1");
 	cr_expect_eq(f->root, 0);
 	memset(longer, 'x', sizeof(longer) - 1);
 	longer[sizeof(longer) - 1] = '\0';
-	cr_assert(audit_files_name(f, 1, longer)); /* a rename to a longer name: on the heap */
+	cr_assert(audit_files_name(t, f, 1, longer)); /* a rename to a longer name: on the heap */
 	cr_expect_neq(audit_file_name(f), f->tail);
 	cr_expect_str_eq(audit_file_name(f), longer);
-	cr_assert(audit_files_name(f, 1, audit_file_name(f)), "its own name again");
+	cr_assert(audit_files_name(t, f, 1, audit_file_name(f)), "its own name again");
 	cr_expect_str_eq(audit_file_name(f), longer);
-	cr_assert(audit_files_name(f, 0, "s2"));
+	cr_assert(audit_files_name(t, f, 0, "s2"));
 	cr_expect_eq(audit_file_name(f), f->tail, "a shorter one goes back into the record");
 	cr_expect_str_eq(audit_file_name(f), "s2");
-	cr_assert(audit_files_name(f, -1, NULL));
+	cr_assert(audit_files_name(t, f, -1, NULL));
 	cr_expect_null(audit_file_name(f));
 	audit_files_free(t);
 }
@@ -134,87 +134,121 @@ Test(audit_files, a_record_is_packed_and_keeps_its_name_inline)
 /* Whether f's request is kept in its own tail. */
 static bool request_in_tail(const struct audit_file *f)
 {
-	return f->request >= f->tail && f->request < f->tail + f->tail_room;
+	return f->indexed && !f->req_in_name && f->req.copy >= f->tail && f->req.copy < f->tail + f->tail_room;
 }
 
-/* A request of one file costs no record of its own: kept in the file's tail,
- * where its creator's last file showed the room is needed, until a second
- * file shares it.  (vLLM's offload names: longer than the room a first file
- * is given.) */
+/* f's request (NULL none), valid until the next call. */
+static const char *request_of(const struct audit_file *f)
+{
+	static char buf[AUDIT_FILE_REQUEST_MAX];
+
+	return audit_file_request(f, buf);
+}
+
+/* A request of one file costs no record of its own: kept as the piece of
+ * the file's name that spells it (as a pattern's request always is), else
+ * in the file's tail where its creator's last file showed the room is
+ * needed, until a second file shares it.  (vLLM's offload names: longer
+ * than the room a first file is given.) */
 #define REQ(n) "chatcmpl-" #n "0123456789abcdef0123456789abcdef"
-Test(audit_files, a_request_of_one_file_is_kept_in_its_tail_until_a_second_comes)
+Test(audit_files, a_request_of_one_file_is_kept_in_its_name_until_a_second_comes)
 {
 	struct audit_files *t = audit_files_new(100);
-	struct audit_file *first = audit_files_add(t, 1, 9, 42, "vllm", NULL, 0), *f, *g, *h;
+	struct audit_file *first = audit_files_add(t, 1, 9, 42, "vllm", NULL, 0), *f, *h;
 	char longer[300];
 
 	/* A creator's first file, of a name not known yet, is given room for a
-	 * short name and request: these go out of it, and on a chain. */
-	cr_assert(first && audit_files_name(first, 0, REQ(0) "_0_0"));
+	 * short name and request: the name goes out of it, the request is in
+	 * the name. */
+	cr_assert(first && audit_files_name(t, first, 0, "x" REQ(0) "_0_0"));
 	audit_files_attribute(t, first, REQ(0), REQ_PATTERN, 0);
 	cr_expect_neq(audit_file_name(first), first->tail);
-	cr_expect_str_eq(audit_file_name(first), REQ(0) "_0_0");
-	cr_expect(!request_in_tail(first));
+	cr_expect(first->req_in_name && first->req.in_name.at == 1);
+	cr_expect_str_eq(request_of(first), REQ(0));
 	cr_expect_eq(files_of(t, REQ(0)), 1);
+	cr_expect_eq(files_of(t, "chatcmpl-0"), 0, "found by its whole request only");
+	cr_expect_eq(files_of(t, REQ(0) "_"), 0);
 
-	/* Its next file has room for what that one needed: its name and, as it
-	 * started a request of its own, a request. */
+	/* Its next file has room for what that one needed: its name, and no
+	 * request, which the name holds. */
 	f = audit_files_add(t, 1, 10, 42, "vllm", NULL, 0);
-	cr_assert(f && audit_files_name(f, 0, REQ(1) "_0_0"));
+	cr_assert(f && audit_files_name(t, f, 0, REQ(1) "_0_0"));
 	cr_expect_eq(audit_file_name(f), f->tail);
 	audit_files_attribute(t, f, REQ(1), REQ_PATTERN, 0);
-	cr_expect(request_in_tail(f), "room for its request too");
-	cr_expect_str_eq(f->request, REQ(1));
-	cr_expect_str_eq(audit_file_name(f), REQ(1) "_0_0", "the name before it is whole");
+	cr_expect(f->req_in_name && !request_in_tail(f));
+	cr_expect_lt(f->tail_room, strlen(REQ(1) "_0_0") + 1 + strlen(REQ(1)) + 1, "no room kept for a request");
 	cr_expect_eq(files_of(t, REQ(1)), 1);
-	cr_expect_eq(files_of(t, "chatcmpl-1"), 0, "found by its whole request only");
 
-	/* Renamed longer than the room before the request: the name goes out,
-	 * the request stays. */
+	/* Renamed to a name without it: the request is taken out of the old
+	 * name first, into the tail where it fits, else onto a chain. */
+	cr_assert(audit_files_name(t, f, 0, "s2"));
+	cr_expect(request_in_tail(f));
+	cr_expect_str_eq(request_of(f), REQ(1));
+	cr_expect_str_eq(audit_file_name(f), "s2");
 	memset(longer, 'y', sizeof(longer) - 1);
 	longer[sizeof(longer) - 1] = '\0';
-	cr_assert(audit_files_name(f, 0, longer));
+	cr_assert(audit_files_name(t, f, 0, longer));
 	cr_expect_str_eq(audit_file_name(f), longer);
-	cr_expect_str_eq(f->request, REQ(1));
-	cr_assert(audit_files_name(f, 0, REQ(1) "_0_0"));
-	cr_expect_eq(audit_file_name(f), f->tail);
-	cr_expect_str_eq(f->request, REQ(1));
-
-	g = audit_files_add(t, 1, 11, 42, "vllm", NULL, 0);
-	cr_assert(g && audit_files_name(g, 0, REQ(2) "_0_0"));
-	audit_files_attribute(t, g, REQ(2), REQ_PATTERN, 0);
-	cr_expect(request_in_tail(g));
-	cr_expect_eq(files_of(t, REQ(2)), 1);
+	cr_expect_str_eq(request_of(f), REQ(1), "a request not in the name stays where it is");
+	cr_expect_eq(files_of(t, REQ(1)), 1);
+	cr_assert(audit_files_name(t, first, 0, NULL), "no name: the request still kept");
+	cr_expect(!first->req_in_name);
+	cr_expect_str_eq(request_of(first), REQ(0));
+	cr_expect_eq(files_of(t, REQ(0)), 1);
+	cr_assert(audit_files_name(t, first, 0, REQ(0)));
+	cr_expect_str_eq(request_of(first), REQ(0));
 
 	/* A second file of REQ(1): one chain for both, oldest first. */
 	h = audit_files_add(t, 1, 12, 42, "vllm", NULL, 0);
-	cr_assert(h && audit_files_name(h, 0, REQ(1) "_1_0"));
+	cr_assert(h && audit_files_name(t, h, 0, REQ(1) "_1_0"));
 	audit_files_attribute(t, h, REQ(1), REQ_PATTERN, 0);
-	cr_expect(!request_in_tail(f) && !request_in_tail(h));
-	cr_expect_eq(f->request, h->request, "one copy of a request for all its files");
-	cr_expect_str_eq(f->request, REQ(1));
-	cr_expect_str_eq(audit_file_name(f), REQ(1) "_0_0");
+	cr_expect(!request_in_tail(f) && !request_in_tail(h) && !h->req_in_name);
+	cr_expect_eq(f->req.copy, h->req.copy, "one copy of a request for all its files");
+	cr_expect_str_eq(request_of(f), REQ(1));
 	cr_expect_eq(files_of(t, REQ(1)), 2);
 
-	/* A tag replaces the pattern's request, alone or chained. */
-	audit_files_attribute(t, g, "tagged", REQ_TAG, -1);
-	cr_expect_str_eq(g->request, "tagged");
-	cr_expect_eq(files_of(t, REQ(2)), 0);
+	/* A tag replaces the pattern's request, in the name or chained. */
+	audit_files_attribute(t, first, "tagged", REQ_TAG, -1);
+	cr_expect_str_eq(request_of(first), "tagged");
+	cr_expect_eq(files_of(t, REQ(0)), 0);
 	cr_expect_eq(files_of(t, "tagged"), 1);
-	audit_files_attribute(t, g, REQ(2), REQ_PATTERN, 0);
-	cr_expect_str_eq(g->request, "tagged", "a pattern does not replace a tag");
+	audit_files_attribute(t, first, REQ(0), REQ_PATTERN, 0);
+	cr_expect_str_eq(request_of(first), "tagged", "a pattern does not replace a tag");
 
 	audit_files_remove(t, f);
 	cr_expect_eq(files_of(t, REQ(1)), 1);
 	audit_files_unattribute(t, h);
-	cr_expect_null(h->request);
+	cr_expect_null(request_of(h));
 	cr_expect_eq(files_of(t, REQ(1)), 0, "the chain went with its last file");
 	audit_files_attribute(t, h, REQ(1), REQ_TAG, -1);
+	cr_expect(h->req_in_name, "a tag its name spells is kept there too");
 	cr_expect_eq(files_of(t, REQ(1)), 1, "and the request comes back with the next");
-	audit_files_remove(t, g);
-	cr_expect_eq(files_of(t, "tagged"), 0);
 	audit_files_remove(t, first);
-	cr_expect_eq(files_of(t, REQ(0)), 0);
+	cr_expect_eq(files_of(t, "tagged"), 0);
+	audit_files_remove(t, h);
+	cr_expect_eq(files_of(t, REQ(1)), 0);
+	audit_files_free(t);
+}
+
+/* A request its file's name does not hold (a tag): kept at the end of its
+ * tail, the name before it whole. */
+Test(audit_files, a_request_the_name_does_not_hold_is_kept_in_the_tail)
+{
+	struct audit_files *t = audit_files_new(100);
+	struct audit_file *f = audit_files_add(t, 1, 10, 42, "vllm", NULL, 0), *g;
+
+	cr_assert(f && audit_files_name(t, f, 0, "seg_0_0"));
+	audit_files_attribute(t, f, REQ(1), REQ_TAG, -1);
+	cr_expect(!f->req_in_name);
+	g = audit_files_add(t, 1, 11, 42, "vllm", NULL, 0);
+	cr_assert(g && audit_files_name(t, g, 0, "seg_1_0"));
+	audit_files_attribute(t, g, REQ(2), REQ_TAG, -1);
+	cr_expect(request_in_tail(g), "room for its request too, as its creator's last file needed");
+	cr_expect_str_eq(request_of(g), REQ(2));
+	cr_expect_str_eq(audit_file_name(g), "seg_1_0");
+	cr_assert(audit_files_name(t, g, 0, "seg_1_0_renamed"));
+	cr_expect_str_eq(request_of(g), REQ(2));
+	cr_expect_eq(files_of(t, REQ(2)), 1);
 	audit_files_free(t);
 }
 
@@ -227,8 +261,8 @@ Test(audit_files, files_that_share_requests_keep_no_room_for_one)
 
 	for (unsigned i = 0; i < 4; i++) {
 		f[i] = audit_files_add(t, 1, 20 + i, 7, "p", NULL, 0);
-		cr_assert(f[i] && audit_files_name(f[i], 0, REQ(9) "_0_0"));
-		audit_files_attribute(t, f[i], REQ(9), REQ_PATTERN, 0);
+		cr_assert(f[i] && audit_files_name(t, f[i], 0, "seg_0_0"));
+		audit_files_attribute(t, f[i], REQ(9), REQ_TAG, -1);
 	}
 	cr_expect(f[2]->tail_room < f[1]->tail_room, "the second file had room for a request (the first started one)");
 	cr_expect_eq(f[3]->tail_room, f[2]->tail_room, "the third and fourth none");
@@ -246,15 +280,15 @@ Test(audit_files, a_request_without_room_in_the_tail_gets_a_chain)
 
 	memset(request, 'r', sizeof(request) - 1);
 	request[sizeof(request) - 1] = '\0';
-	cr_assert(f && audit_files_name(f, 0, "a-name-of-twenty-six-bytes"));
+	cr_assert(f && audit_files_name(t, f, 0, "a-name-of-twenty-six-bytes"));
 	audit_files_attribute(t, f, request, REQ_TAG, -1);
 	cr_expect(!request_in_tail(f));
-	cr_expect_str_eq(f->request, request);
+	cr_expect_str_eq(request_of(f), request);
 	cr_expect_str_eq(audit_file_name(f), "a-name-of-twenty-six-bytes");
 	g = audit_files_add(t, 1, 11, 7, "p", NULL, 0);
 	cr_assert(g);
 	audit_files_attribute(t, g, request, REQ_TAG, -1);
-	cr_expect_eq(f->request, g->request);
+	cr_expect_eq(f->req.copy, g->req.copy);
 	cr_expect_eq(files_of(t, request), 2);
 	audit_files_remove(t, f);
 	audit_files_remove(t, g);

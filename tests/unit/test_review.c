@@ -358,7 +358,7 @@ Test(review, a_file_unlinked_but_held_is_counted_and_kept)
 	struct stat st;
 
 	f = follow("held", 8192, "r1", &held.ino);
-	audit_files_name(f, f->root, NULL); /* as for a creation event that carried no name */
+	audit_files_name(a.files, f, f->root, NULL); /* as for a creation event that carried no name */
 	f->root = -1;
 	snprintf(held.path, sizeof(held.path), "%s/held", root);
 	snprintf(held.stat_path, sizeof(held.stat_path), "%s/held", abort_dir);
