@@ -126,15 +126,32 @@ bool sg_creators_proc_foreign(struct sg_creators *c)
 	return !c->proc_own;
 }
 
-/* Whether the process behind piddir is in this process's time namespace
- * (the clock its start time is read with): unknown counts as not. */
-static bool same_time(const struct sg_creators *c, int piddir)
+enum time_ns {
+	TIME_SAME,     /* this process's: the clock its start time is read with */
+	TIME_OTHER,    /* another, or not known to be this one */
+	TIME_RELEASED, /* none: only its exit lets its namespaces go */
+};
+
+/* The time namespace of the process behind piddir, against this process's. */
+static enum time_ns time_ns_of(const struct sg_creators *c, int piddir)
 {
 	uint64_t t = ns_inode(piddir, "ns/time");
 
-	if (!t && errno == ENOENT && !c->self_timens)
-		return true; /* a kernel without time namespaces */
-	return t && t == c->self_timens;
+	if (t)
+		return t == c->self_timens ? TIME_SAME : TIME_OTHER;
+	if (errno != ENOENT)
+		return TIME_OTHER;
+	return c->self_timens ? TIME_RELEASED : TIME_SAME; /* or a kernel without time namespaces */
+}
+
+/* Whether the process behind piddir, whose stat is ps, has exited: a
+ * zombie, or its one thread has released its namespaces, which only its
+ * exit does, after its memory and its files (a group leader that left its
+ * threads running releases its own too).  *time: its time namespace. */
+static bool exited_at(const struct sg_creators *c, int piddir, const struct sg_proc_stat *ps, enum time_ns *time)
+{
+	*time = time_ns_of(c, piddir);
+	return sg_proc_exited(ps) || (*time == TIME_RELEASED && ps->threads <= 1);
 }
 
 /* Reads one process into *p: 0; 1 when it went away meanwhile; -1 when it
@@ -163,8 +180,10 @@ static int read_ident(const struct sg_creators *c, int procfd, const char *name,
 		r = nr;
 	if (r == 0 && (r = sg_proc_stat_at(piddir, &ps)) == 0) {
 		p->start_ticks = ps.start_ticks;
-		p->exited = sg_proc_exited(&ps);
-		p->other_time = !p->exited && !same_time(c, piddir);
+		enum time_ns time;
+
+		p->exited = exited_at(c, piddir, &ps, &time);
+		p->other_time = !p->exited && time != TIME_SAME;
 	}
 	close(piddir);
 	return r == 0 ? 0 : r == -ENOENT || r == -ESRCH ? 1 : -1;
@@ -274,7 +293,8 @@ static enum sg_creator_state judge_by_index(struct sg_creators *c, const struct 
 /* A creator of this pid namespace: its pid.  A reused pid is not the
  * creator (the start time must match), unless the process there reads
  * another clock.  A zombie (exited, not yet reaped: a container's PID 1 may
- * never reap) is dead. */
+ * never reap), or a process that has released its namespaces on its way
+ * there, is dead. */
 static enum sg_creator_state judge_by_pid(const struct sg_creators *c, const struct sg_tag *t,
 					  enum sg_creator_proof *proof)
 {
@@ -298,9 +318,11 @@ static enum sg_creator_state judge_by_pid(const struct sg_creators *c, const str
 			close(piddir);
 		return *proof = SG_PROOF_PID_UNREADABLE, CREATOR_UNKNOWN;
 	}
-	enum sg_creator_state s = ps.start_ticks == t->start_ticks && !sg_proc_exited(&ps) ? CREATOR_ALIVE
-				  : sg_proc_exited(&ps) || same_time(c, piddir) ? CREATOR_DEAD
-										: CREATOR_UNKNOWN;
+	enum time_ns time;
+	bool exited = exited_at(c, piddir, &ps, &time);
+	enum sg_creator_state s = ps.start_ticks == t->start_ticks && !exited ? CREATOR_ALIVE
+				  : exited || time == TIME_SAME ? CREATOR_DEAD
+								 : CREATOR_UNKNOWN;
 	if (s == CREATOR_UNKNOWN)
 		*proof = SG_PROOF_OTHER_TIME_NAMESPACE;
 	close(piddir);
