@@ -163,7 +163,7 @@ static bool stat_linked(struct pass *p, const struct audit_file *f, struct stat 
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
 
-	if (f->root < 0 || !f->named || (unsigned)f->root >= p->a->nroots || !p->a->roots[f->root].in_use ||
+	if (f->root < 0 || !f->name || (unsigned)f->root >= p->a->nroots || !p->a->roots[f->root].in_use ||
 	    p->a->roots[f->root].kdev != f->kdev)
 		return false;
 	snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, audit_file_name(f));
@@ -197,7 +197,7 @@ static struct measured measure_held(struct pass *p, struct audit_file *f)
 	if (!h || stat(h->stat_path, &st) < 0 || st.st_ino != f->ino)
 		return m;
 	m.holder = h->pid;
-	m.name = f->named ? audit_file_name(f) : h->name;
+	m.name = f->name ? audit_file_name(f) : h->name;
 	return found(m, &st);
 }
 
@@ -230,7 +230,7 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 
 	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
-	if (m->linked && f->root >= 0 && (unsigned)f->root < rv->nroots && f->named) {
+	if (m->linked && f->root >= 0 && (unsigned)f->root < rv->nroots && f->name) {
 		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, audit_file_name(f));
 		js = &rv->journals[f->root];
 		/* The owner and mode are looked up only for a claim or a tag. */
@@ -269,11 +269,11 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 {
 	struct audit_root *root = f->root >= 0 && (unsigned)f->root < p->a->nroots ? &p->a->roots[f->root] : NULL;
 
-	if (!f->named && m->name)
+	if (!f->name && m->name)
 		audit_files_name(p->a->files, f, m->root, m->name);
 	f->bytes = m->bytes;
 	f->measured = true;
-	if (f->named && sg_journal_name(audit_file_name(f)))
+	if (f->name && sg_journal_name(f->name))
 		return;
 	if (!f->looked_up) { /* once per name: a file with no request keeps none */
 		attribute(p, rv, f, m);
@@ -313,7 +313,7 @@ static void note_name(struct audit *a, struct audit_review *rv, unsigned r, cons
 	if (!f)
 		return;
 	f->seen = rv->cycle;
-	if (f->root == (int)r && f->named && strcmp(audit_file_name(f), e->d_name) == 0)
+	if (f->root == (int)r && f->name && strcmp(audit_file_name(f), e->d_name) == 0)
 		return;
 	audit_file_named(a, f, (int)r, e->d_name, true);
 	f->looked_up = false; /* its request is looked for under the new name */
@@ -402,7 +402,7 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 		/* A file never named may have been passed over by a directory
 		 * read racing with other entries' creation and removal: it is
 		 * forgotten only when the next cycle cannot find it either. */
-		if (!f->named && (!f->missed || f->missed + 1 != rv->cycle)) {
+		if (!f->name && (!f->missed || f->missed + 1 != rv->cycle)) {
 			f->missed = rv->cycle;
 			rv->held_back++;
 			continue;
@@ -555,7 +555,7 @@ static double covered_until(const struct audit *a, const struct audit_review *rv
 	double until_s;
 
 	for (const struct audit_file *f = audit_files_newest(a->files);
-	     f && f->created_ns + ORDER_SLACK_NS >= rv->started_ns; f = f->prev_all)
+	     f && f->created_ns + ORDER_SLACK_NS >= rv->started_ns; f = audit_files_older(a->files, f))
 		if (f->created_ns >= rv->started_ns && !f->indexed && f->created_ns < until_ns)
 			until_ns = f->created_ns;
 	until_s = until_ns <= rv->started_ns ? rv->started_s : (until_ns - a->start_ns) / 1e9;

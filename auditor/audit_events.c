@@ -43,7 +43,7 @@ static void attribute_by(struct audit *a, struct audit_file *f, const char *name
 
 void audit_attribute_by_name(struct audit *a, struct audit_file *f)
 {
-	if (f->named)
+	if (f->name)
 		attribute_by(a, f, audit_file_name(f));
 }
 
@@ -57,7 +57,7 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f)
 void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed)
 {
 	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1], had[AUDIT_FILE_REQUEST_MAX];
-	bool had_name = f->named;
+	bool had_name = f->name != NULL;
 	struct sg_match_at at;
 
 	if (had_name && !renamed) {
@@ -78,9 +78,7 @@ void audit_file_named(struct audit *a, struct audit_file *f, int root, const cha
 	audit_files_attribute(a->files, f, req, REQ_PATTERN, at.shape);
 }
 
-/* name: the one it is about to be given, or NULL. */
-static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino,
-			      const char *name)
+static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino)
 {
 	char comm[SG_AUDIT_COMM_LEN];
 	struct audit_workload *w;
@@ -96,7 +94,7 @@ static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, 
 		(void)audit_markers_read(a, a->markers_fd);
 	/* The cgroup is the event's: a process that predates the run counts too. */
 	w = audit_workload_of(&a->workloads, h->cgroup_id, audit_now_s(a));
-	if (!(f = audit_files_add(a->files, kdev, ino, h->tgid, comm, w, name ? strlen(name) : 0)))
+	if (!(f = audit_files_add(a->files, kdev, ino, h->tgid, comm, w)))
 		return NULL;
 	f->created_ns = h->ts_ns;
 	return f;
@@ -130,7 +128,7 @@ static void on_create(struct audit *a, const struct sg_audit_create *e, size_t s
 	int dir_root = audit_root_of_dir(a, e->dev, e->dir_ino);
 	if (dir_root < 0 && audit_in_abort_dir(a, e->dev, e->dir_ino))
 		return;
-	f = add(a, &e->h, e->dev, e->ino, named ? e->name : NULL);
+	f = add(a, &e->h, e->dev, e->ino);
 	if (f && named)
 		audit_file_named(a, f, dir_root, e->name, false);
 	/* The workload's root: the one its file is named in, else the first on
@@ -183,7 +181,7 @@ static void on_name(struct audit *a, const struct sg_audit_name *e, size_t size)
 		name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
 	}
 	f = audit_files_find(a->files, kdev, ino);
-	if (!f && (audit_root_of_dir(a, kdev, from) >= 0 || !(f = add(a, &e->h, kdev, ino, name))))
+	if (!f && (audit_root_of_dir(a, kdev, from) >= 0 || !(f = add(a, &e->h, kdev, ino))))
 		return;
 	audit_file_named(a, f, audit_root_of_dir(a, kdev, dir_ino), name, e->renamed);
 }

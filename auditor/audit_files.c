@@ -9,29 +9,73 @@
 #include "config.h"
 #include "pattern.h"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 _Static_assert(SG_MAX_PATTERNS <= INT8_MAX, "a pattern index fits a record's int8_t");
 _Static_assert(AUDIT_FILE_REQUEST_MAX > UINT8_MAX, "a request spelled by a name (its length a uint8_t) fits, with its NUL");
+
+/* Records are slots of one size in slabs of SLAB_SLOTS, numbered slab <<
+ * SLAB_SHIFT | slot; a slab lives as long as the table, and a freed slot
+ * is the next one taken.  Links of 32 bits, and no hash kept in a record
+ * (the buckets' growth hashes the keys again): half the bytes a pointer's
+ * chained node takes. */
+#define SLAB_SHIFT 12
+#define SLAB_SLOTS (1u << SLAB_SHIFT)
+
+/* Names, and the requests of one file that its name does not spell, as
+ * strings of up to STR_MAX bytes with their NUL, each in a slot of the next
+ * multiple of STR_STEP, carved from blocks that live as long as the table;
+ * a freed slot, which holds the next, is the next of its size taken.
+ * Longer strings (no file name is) are malloc's.  A string's length tells
+ * its slot: no header, no rounding to malloc's 16 bytes. */
+#define STR_STEP 8
+#define STR_MAX 256
+#define STR_BLOCK 65536
+
+struct strings {
+	char *free[STR_MAX / STR_STEP]; /* by size */
+	char *next, *end;               /* the newest block's rest */
+	char **blocks;
+	size_t nblocks, room;
+};
 
 /* A request of more than one file: its files, oldest first, and its one copy
  * of the request, freed with its last file.  Files mostly go in the order
  * they came (a pipeline consumes its segments), so the one to take off the
  * chain is mostly at its head.  A request of one file (most requests of a
- * pipeline that names a file per request) is kept in that file's record, as
- * the bytes of its name that spell it or at its tail's end, its chain made
- * when a second file comes. */
+ * pipeline that names a file per request) costs no chain: it is kept by
+ * the file, its chain made when a second file comes. */
 struct req_chain {
 	struct sg_hnode node;
-	struct sg_hnode *files;   /* the first file's by_req */
-	struct sg_hnode **tail;   /* the last file's by_req.next, or &files */
+	uint32_t first, last; /* files, by next_of_req */
 	char request[];
 };
 
+/* Buckets of records linked by number: a power of two of them, at least as
+ * many as records. */
+struct buckets {
+	uint32_t *heads;
+	size_t n, count;
+};
+
 struct audit_files {
-	/* alone: the files that are their request's only one, by request */
-	struct sg_htable files, requests, alone, creators;
+	struct audit_file **slabs;
+	size_t nslabs, slabs_room;
+	uint32_t carved;    /* slots ever taken from the slabs */
+	uint32_t free_slot; /* freed slots, by next */
+	struct buckets files, alone; /* alone: the files that are their request's only one, by request */
+	struct sg_htable requests, creators;
+	struct strings strings;
 	size_t max_files;
 	uint64_t over_limit;
-	struct audit_file *oldest, *newest, *walk;
+	uint32_t oldest, newest, walk;
 	struct excluded *excluded; /* open addressing, at most half full */
 	size_t nexcluded, excluded_size;
 };
@@ -42,6 +86,141 @@ struct excluded {
 	bool used;
 };
 
+static struct audit_file *file_at(const struct audit_files *t, uint32_t i)
+{
+	return i == AUDIT_FILE_NONE ? NULL : &t->slabs[i >> SLAB_SHIFT][i & (SLAB_SLOTS - 1)];
+}
+
+/* A slot for a record, zeroed but for its number; NULL when memory is short
+ * or the numbers ran out. */
+static struct audit_file *take_slot(struct audit_files *t)
+{
+	struct audit_file *f;
+	uint32_t i;
+
+	if (t->free_slot != AUDIT_FILE_NONE) {
+		i = t->free_slot;
+		f = file_at(t, i);
+		UNPOISON(f, sizeof(*f));
+		t->free_slot = f->next;
+	} else {
+		if (t->carved == AUDIT_FILE_NONE)
+			return NULL;
+		if (t->carved == t->nslabs * SLAB_SLOTS) {
+			struct audit_file *slab;
+			if (t->nslabs == t->slabs_room) {
+				size_t room = t->slabs_room ? 2 * t->slabs_room : 16;
+				struct audit_file **slabs = realloc(t->slabs, room * sizeof(*slabs));
+				if (!slabs)
+					return NULL;
+				t->slabs = slabs;
+				t->slabs_room = room;
+			}
+			if (!(slab = malloc(SLAB_SLOTS * sizeof(*slab))))
+				return NULL;
+			POISON(slab, SLAB_SLOTS * sizeof(*slab));
+			t->slabs[t->nslabs++] = slab;
+		}
+		i = t->carved++;
+		f = file_at(t, i);
+		UNPOISON(f, sizeof(*f));
+	}
+	memset(f, 0, sizeof(*f));
+	f->self = i;
+	return f;
+}
+
+static void put_slot(struct audit_files *t, struct audit_file *f)
+{
+	f->next = t->free_slot;
+	t->free_slot = f->self;
+	POISON(f, sizeof(*f));
+	/* Its links stay readable to the free list alone. */
+	UNPOISON(&f->next, sizeof(f->next));
+}
+
+static size_t str_class(size_t size)
+{
+	return (size + STR_STEP - 1) / STR_STEP - 1;
+}
+
+/* A copy of s in the arena, NULL when memory is short. */
+static char *str_dup(struct strings *a, const char *s)
+{
+	size_t size = strlen(s) + 1, c = str_class(size), slot = (c + 1) * STR_STEP;
+	char *p;
+
+	if (size > STR_MAX) {
+		if ((p = malloc(size)))
+			memcpy(p, s, size);
+		return p;
+	}
+	if ((p = a->free[c])) {
+		UNPOISON(p, slot);
+		memcpy(&a->free[c], p, sizeof(p));
+	} else {
+		if ((size_t)(a->end - a->next) < slot) {
+			char *block;
+			if (a->nblocks == a->room) {
+				size_t room = a->room ? 2 * a->room : 16;
+				char **blocks = realloc(a->blocks, room * sizeof(*blocks));
+				if (!blocks)
+					return NULL;
+				a->blocks = blocks;
+				a->room = room;
+			}
+			if (!(block = malloc(STR_BLOCK)))
+				return NULL;
+			POISON(block, STR_BLOCK);
+			a->blocks[a->nblocks++] = block;
+			a->next = block;
+			a->end = block + STR_BLOCK;
+		}
+		p = a->next;
+		a->next += slot;
+		UNPOISON(p, slot);
+	}
+	memcpy(p, s, size);
+	return p;
+}
+
+static void str_free(struct strings *a, const char *s)
+{
+	size_t size = strlen(s) + 1, c = str_class(size);
+	char *p = (char *)(uintptr_t)s; /* the arena's own */
+
+	if (size > STR_MAX) {
+		free(p);
+		return;
+	}
+	memcpy(p, &a->free[c], sizeof(p));
+	a->free[c] = p;
+	POISON(p + sizeof(p), (c + 1) * STR_STEP - sizeof(p));
+}
+
+static void str_clear(struct strings *a)
+{
+	for (size_t i = 0; i < a->nblocks; i++) {
+		UNPOISON(a->blocks[i], STR_BLOCK);
+		free(a->blocks[i]);
+	}
+	free(a->blocks);
+}
+
+/* Empty buckets, n of them (a power of two); -1 when memory is short. */
+static int buckets_make(struct buckets *b, size_t n)
+{
+	uint32_t *heads = malloc(n * sizeof(*heads));
+
+	if (!heads)
+		return -1;
+	memset(heads, 0xff, n * sizeof(*heads)); /* AUDIT_FILE_NONE */
+	free(b->heads);
+	b->heads = heads;
+	b->n = n;
+	return 0;
+}
+
 /* Inode numbers are given out in order, and anyone can make files: keyed
  * too. */
 static uint64_t hash_key(uint32_t kdev, uint64_t ino)
@@ -51,17 +230,107 @@ static uint64_t hash_key(uint32_t kdev, uint64_t ino)
 	return sg_table_hash(words, sizeof(words));
 }
 
-struct file_key {
-	uint32_t kdev;
-	uint64_t ino;
-};
-
-static bool is_file(const struct sg_hnode *node, const void *key)
+static uint32_t *file_bucket(struct audit_files *t, uint32_t kdev, uint64_t ino)
 {
-	const struct audit_file *f = sg_hnode_entry(node, struct audit_file, node);
-	const struct file_key *k = key;
+	return &t->files.heads[hash_key(kdev, ino) & (t->files.n - 1)];
+}
 
-	return f->kdev == k->kdev && f->ino == k->ino;
+/* Whether f, its request's only file, has that request. */
+static bool alone_with(const struct audit_file *f, const char *request)
+{
+	size_t len;
+
+	if (!f->req_in_name)
+		return strcmp(f->req.copy, request) == 0;
+	len = f->req.in_name.len;
+	return strnlen(request, len + 1) == len && memcmp(f->name + f->req.in_name.at, request, len) == 0;
+}
+
+/* The hash of the request of f, its only file. */
+static uint64_t alone_hash(const struct audit_file *f)
+{
+	if (f->req_in_name)
+		return sg_table_hash(f->name + f->req.in_name.at, f->req.in_name.len);
+	return sg_table_hash_str(f->req.copy);
+}
+
+static uint32_t *alone_bucket(struct audit_files *t, uint64_t h)
+{
+	return &t->alone.heads[h & (t->alone.n - 1)];
+}
+
+/* Room for one more file in the table: more buckets, each record hashed
+ * again, once there would be more files than buckets.  Memory short, the
+ * buckets stay, their chains longer. */
+static void files_reserve(struct audit_files *t)
+{
+	struct buckets old = t->files;
+
+	if (t->files.count + 1 <= t->files.n)
+		return;
+	t->files.heads = NULL;
+	if (buckets_make(&t->files, 2 * old.n) < 0) {
+		t->files = old;
+		return;
+	}
+	for (size_t i = 0; i < old.n; i++) {
+		for (uint32_t k = old.heads[i], next; k != AUDIT_FILE_NONE; k = next) {
+			struct audit_file *f = file_at(t, k);
+			uint32_t *head = file_bucket(t, f->kdev, f->ino);
+			next = f->next;
+			f->next = *head;
+			*head = k;
+		}
+	}
+	free(old.heads);
+}
+
+/* The same for the files alone with their requests. */
+static void alone_reserve(struct audit_files *t)
+{
+	struct buckets old = t->alone;
+
+	if (t->alone.count + 1 <= t->alone.n)
+		return;
+	t->alone.heads = NULL;
+	if (buckets_make(&t->alone, 2 * old.n) < 0) {
+		t->alone = old;
+		return;
+	}
+	for (size_t i = 0; i < old.n; i++) {
+		for (uint32_t k = old.heads[i], next; k != AUDIT_FILE_NONE; k = next) {
+			struct audit_file *f = file_at(t, k);
+			uint32_t *head = alone_bucket(t, alone_hash(f));
+			next = f->next_of_req;
+			f->next_of_req = *head;
+			*head = k;
+		}
+	}
+	free(old.heads);
+}
+
+/* The link of file k to the next of its bucket in the table, or (by_req)
+ * of its request's chain or bucket. */
+static uint32_t *link_of(struct audit_files *t, uint32_t k, bool by_req)
+{
+	struct audit_file *f = file_at(t, k);
+
+	return by_req ? &f->next_of_req : &f->next;
+}
+
+/* Takes f out of the chain from *head; the file before it, or
+ * AUDIT_FILE_NONE. */
+static uint32_t unchain(struct audit_files *t, uint32_t *head, struct audit_file *f, bool by_req)
+{
+	uint32_t *link = head, before = AUDIT_FILE_NONE;
+
+	while (*link != AUDIT_FILE_NONE && *link != f->self) {
+		before = *link;
+		link = link_of(t, *link, by_req);
+	}
+	if (*link == f->self)
+		*link = *link_of(t, f->self, by_req);
+	return before;
 }
 
 struct creator_key {
@@ -129,27 +398,6 @@ static bool is_request(const struct sg_hnode *node, const void *request)
 	return strcmp(sg_hnode_entry(node, struct req_chain, node)->request, request) == 0;
 }
 
-static struct audit_file *of_by_req(struct sg_hnode *node)
-{
-	return node ? sg_hnode_entry(node, struct audit_file, by_req) : NULL;
-}
-
-/* Whether f, its request's only file, has that request. */
-static bool alone_with(const struct audit_file *f, const char *request)
-{
-	size_t len;
-
-	if (!f->req_in_name)
-		return strcmp(f->req.copy, request) == 0;
-	len = f->req.in_name.len;
-	return memcmp(audit_file_name(f) + f->req.in_name.at, request, len) == 0 && request[len] == '\0';
-}
-
-static bool is_alone(const struct sg_hnode *node, const void *request)
-{
-	return alone_with(sg_hnode_entry(node, struct audit_file, by_req), request);
-}
-
 struct audit_files *audit_files_new(size_t max_files)
 {
 	struct audit_files *t = calloc(1, sizeof(*t));
@@ -157,68 +405,13 @@ struct audit_files *audit_files_new(size_t max_files)
 	if (!t)
 		return NULL;
 	t->max_files = max_files;
-	if (sg_htable_grow(&t->files, 1024) < 0 || sg_htable_grow(&t->requests, 256) < 0 ||
-	    sg_htable_grow(&t->alone, 256) < 0 || sg_htable_grow(&t->creators, 64) < 0) {
+	t->free_slot = t->oldest = t->newest = t->walk = AUDIT_FILE_NONE;
+	if (buckets_make(&t->files, 1024) < 0 || buckets_make(&t->alone, 256) < 0 ||
+	    sg_htable_grow(&t->requests, 256) < 0 || sg_htable_grow(&t->creators, 64) < 0) {
 		audit_files_free(t);
 		return NULL;
 	}
 	return t;
-}
-
-static void free_file(struct sg_hnode *node)
-{
-	struct audit_file *f = sg_hnode_entry(node, struct audit_file, node);
-
-	if (f->name_outside)
-		free((char *)(uintptr_t)audit_file_name(f));
-	free(f);
-}
-
-/* The bytes at the tail's end that its request takes. */
-static size_t request_bytes(const struct audit_file *f)
-{
-	return f->alone && !f->req_in_name ? strlen(f->req.copy) + 1 : 0;
-}
-
-/* The bytes at the tail's start that its name takes. */
-static size_t name_bytes(const struct audit_file *f)
-{
-	return !f->named ? 0 : f->name_outside ? sizeof(char *) : strlen(f->tail) + 1;
-}
-
-static uint8_t hint(size_t bytes)
-{
-	return bytes < UINT8_MAX ? (uint8_t)bytes : UINT8_MAX;
-}
-
-static struct audit_creator *creator_of(struct audit_file *f)
-{
-	return (struct audit_creator *)(uintptr_t)f->creator; /* the table's own */
-}
-
-/* Gives f its name; its request is none of the name's bytes. */
-static bool set_name(struct audit_file *f, int root, const char *name)
-{
-	size_t len = name ? strlen(name) + 1 : 0;
-	char *old = f->name_outside ? (char *)(uintptr_t)audit_file_name(f) : NULL, *heap = NULL;
-
-	/* A request at the tail's end leaves a pointer's room before it
-	 * (audit_files_attribute). */
-	if (len > f->tail_room - request_bytes(f)) {
-		if (!(heap = malloc(len)))
-			return false;
-		memcpy(heap, name, len); /* name may be f's own */
-		memcpy(f->tail, &heap, sizeof(heap));
-	} else if (name) {
-		memmove(f->tail, name, len); /* the same */
-	}
-	free(old);
-	f->named = name != NULL;
-	f->name_outside = heap != NULL;
-	f->root = (int16_t)root; /* the roots table never holds more (audit_roots.h) */
-	if (name) /* its creator's next file is given room for as much */
-		creator_of(f)->name_hint = hint(len);
-	return true;
 }
 
 static void free_request(struct sg_hnode *node)
@@ -231,13 +424,30 @@ static void free_creator(struct sg_hnode *node)
 	free(sg_hnode_entry(node, struct audit_creator, node));
 }
 
+/* The strings of f that malloc holds (longer than the arena's). */
+static void free_long_strings(struct audit_file *f)
+{
+	if (f->name && strlen(f->name) + 1 > STR_MAX)
+		free((char *)(uintptr_t)f->name);
+	if (f->indexed && f->alone && !f->req_in_name && strlen(f->req.copy) + 1 > STR_MAX)
+		free((char *)(uintptr_t)f->req.copy);
+}
+
 void audit_files_free(struct audit_files *t)
 {
 	if (!t)
 		return;
-	sg_htable_clear(&t->files, free_file);
+	for (struct audit_file *f = file_at(t, t->oldest); f; f = file_at(t, f->newer))
+		free_long_strings(f);
+	for (size_t i = 0; i < t->nslabs; i++) {
+		UNPOISON(t->slabs[i], SLAB_SLOTS * sizeof(*t->slabs[i]));
+		free(t->slabs[i]);
+	}
+	free(t->slabs);
+	free(t->files.heads);
+	free(t->alone.heads);
+	str_clear(&t->strings);
 	sg_htable_clear(&t->requests, free_request);
-	free(t->alone.buckets); /* its nodes are the files' */
 	sg_htable_clear(&t->creators, free_creator);
 	free(t->excluded);
 	free(t);
@@ -245,10 +455,12 @@ void audit_files_free(struct audit_files *t)
 
 struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64_t ino)
 {
-	struct file_key k = {kdev, ino};
-	struct sg_hnode *node = sg_htable_find(&t->files, hash_key(kdev, ino), is_file, &k);
+	struct audit_file *f;
 
-	return node ? sg_hnode_entry(node, struct audit_file, node) : NULL;
+	for (uint32_t k = *file_bucket(t, kdev, ino); (f = file_at(t, k)); k = f->next)
+		if (f->kdev == kdev && f->ino == ino)
+			return f;
+	return NULL;
 }
 
 static struct excluded *excluded_slot(struct excluded *set, size_t size, uint32_t kdev, uint64_t ino)
@@ -299,27 +511,12 @@ void audit_files_end_exclusions(struct audit_files *t)
 	t->nexcluded = 0;
 }
 
-/* The tail of a file whose name is not known, of a creator none of whose
- * files has been named yet: the ctime probe sends no name, and a review may
- * come only after a great many files were made.  Room for a pipeline's
- * short names and their request; the chunk holds it at little more. */
-#define UNNAMED_ROOM 24
-
-/* glibc's chunks are multiples of 16 B, 8 of them its own: a record asks for
- * the whole chunk its size takes, and its tail has the rest for nothing. */
-static size_t chunk_fill(size_t n)
-{
-	size_t chunk = (n + 8 + 15) & ~(size_t)15;
-
-	return chunk < 32 ? 24 : chunk - 8;
-}
-
 struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, uint32_t tgid,
-				   const char *comm, struct audit_workload *w, size_t name_len)
+				   const char *comm, struct audit_workload *w)
 {
 	struct audit_file *old = audit_files_find(t, kdev, ino), *f;
 	const struct audit_creator *c;
-	size_t room;
+	uint32_t *head;
 
 	if (is_excluded(t, kdev, ino))
 		return NULL;
@@ -327,34 +524,30 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 		t->over_limit++;
 		return NULL;
 	}
-	/* Room for the name it is about to be given, or its creator's last
-	 * file's, and for the request that file kept: files of one process are
-	 * mostly named alike.  Longer names go on the heap. */
-	room = (name_len ? name_len + 1 : c->name_hint) + c->request_hint;
-	if (!room)
-		room = UNNAMED_ROOM;
-	room = chunk_fill(offsetof(struct audit_file, tail) + (room > sizeof(char *) ? room : sizeof(char *))) -
-	       offsetof(struct audit_file, tail);
-	if (!(f = calloc(1, offsetof(struct audit_file, tail) + (room < UINT8_MAX ? room : UINT8_MAX)))) {
+	if (!(f = take_slot(t))) {
 		release_creator(t, c);
 		t->over_limit++;
 		return NULL;
 	}
-	f->creator = c;
 	if (old)
 		audit_files_remove(t, old); /* the number could only be reused once it was freed */
-	sg_htable_reserve(&t->files, 1024); /* it has buckets: failing, it leaves longer chains */
+	files_reserve(t);
+	f->creator = c;
 	f->kdev = kdev;
 	f->ino = ino;
 	f->root = -1;
 	f->shape = -1;
-	f->tail_room = room < UINT8_MAX ? (uint8_t)room : UINT8_MAX;
-	f->node.hash = hash_key(kdev, ino);
-	sg_htable_insert_at(&t->files, sg_htable_slot(&t->files, f->node.hash, is_file, &(struct file_key){kdev, ino}),
-			    &f->node);
-	f->prev_all = t->newest;
-	*(t->newest ? &t->newest->next_all : &t->oldest) = f;
-	t->newest = f;
+	f->next_of_req = f->newer = AUDIT_FILE_NONE;
+	head = file_bucket(t, kdev, ino);
+	f->next = *head;
+	*head = f->self;
+	t->files.count++;
+	f->older = t->newest;
+	if (t->newest != AUDIT_FILE_NONE)
+		file_at(t, t->newest)->newer = f->self;
+	else
+		t->oldest = f->self;
+	t->newest = f->self;
 	return f;
 }
 
@@ -367,7 +560,12 @@ static struct req_chain *find_chain(struct audit_files *t, uint64_t h, const cha
 
 static struct audit_file *find_alone(struct audit_files *t, uint64_t h, const char *request)
 {
-	return of_by_req(sg_htable_find(&t->alone, h, is_alone, request));
+	struct audit_file *f;
+
+	for (uint32_t k = *alone_bucket(t, h); (f = file_at(t, k)); k = f->next_of_req)
+		if (alone_with(f, request))
+			return f;
+	return NULL;
 }
 
 /* A new, empty chain for request (hashed h), which has none; NULL when
@@ -380,82 +578,78 @@ static struct req_chain *new_chain(struct audit_files *t, uint64_t h, const char
 	if (sg_htable_reserve(&t->requests, 256) < 0 || !(r = malloc(sizeof(*r) + len)))
 		return NULL;
 	r->node.hash = h;
-	r->files = NULL;
-	r->tail = &r->files;
+	r->first = r->last = AUDIT_FILE_NONE;
 	memcpy(r->request, request, len);
 	sg_htable_insert_at(&t->requests, sg_htable_slot(&t->requests, h, is_request, request), &r->node);
 	return r;
 }
 
-static void append(struct req_chain *r, struct audit_file *f)
+static void append(struct audit_files *t, struct req_chain *r, struct audit_file *f)
 {
 	f->req.copy = r->request;
-	f->req_in_name = false;
-	f->by_req.next = NULL;
-	*r->tail = &f->by_req;
-	r->tail = &f->by_req.next;
+	f->next_of_req = AUDIT_FILE_NONE;
+	if (r->last != AUDIT_FILE_NONE)
+		file_at(t, r->last)->next_of_req = f->self;
+	else
+		r->first = f->self;
+	r->last = f->self;
 }
 
-/* Whether f's tail has room for a request of len bytes at its end, a name
- * (or a pointer to one) still fitting before it. */
-static bool fits_alone(const struct audit_file *f, size_t len)
-{
-	size_t name = name_bytes(f);
-
-	return (size_t)f->tail_room >= (name > sizeof(char *) ? name : sizeof(char *)) + len;
-}
-
-/* f, with no request, its request's only file: the request kept as the
- * bytes of its name that spell it, else in its tail.  False when neither
- * holds it, or memory for the table is short. */
+/* f, with no request, its request's only file (request hashed h): the
+ * request kept as the bytes of its name that spell it, else as a string of
+ * its own.  False when memory is short. */
 static bool keep_alone(struct audit_files *t, struct audit_file *f, uint64_t h, const char *request)
 {
-	size_t len = strlen(request) + 1;
-	const char *name = audit_file_name(f), *in = name ? memmem(name, strlen(name), request, len - 1) : NULL;
-	bool spelled = in && in - name <= UINT8_MAX && len - 1 <= UINT8_MAX; /* its place fits the record */
-	char *at;
+	size_t len = strlen(request);
+	const char *in = f->name ? memmem(f->name, strlen(f->name), request, len) : NULL;
+	uint32_t *head;
 
-	if ((!spelled && !fits_alone(f, len)) || sg_htable_reserve(&t->alone, 256) < 0)
-		return false;
-	if (spelled) {
-		f->req.in_name.at = (uint8_t)(in - name);
-		f->req.in_name.len = (uint8_t)(len - 1);
+	if (in && in - f->name <= UINT8_MAX && len <= UINT8_MAX) { /* its place fits the record */
+		f->req.in_name.at = (uint8_t)(in - f->name);
+		f->req.in_name.len = (uint8_t)len;
 		f->req_in_name = true;
-	} else {
-		at = f->tail + f->tail_room - len;
-		memcpy(at, request, len);
-		f->req.copy = at;
+	} else if (!(f->req.copy = str_dup(&t->strings, request))) {
+		return false;
 	}
 	f->alone = true;
-	f->by_req.hash = h;
-	sg_htable_insert_at(&t->alone, sg_htable_slot(&t->alone, h, is_alone, request), &f->by_req);
+	alone_reserve(t);
+	head = alone_bucket(t, h);
+	f->next_of_req = *head;
+	*head = f->self;
+	t->alone.count++;
 	return true;
+}
+
+/* Takes f, its request's only file (request hashed h), out of those: its
+ * request is no more. */
+static void leave_alone(struct audit_files *t, struct audit_file *f, uint64_t h)
+{
+	unchain(t, alone_bucket(t, h), f, true);
+	t->alone.count--;
+	if (!f->req_in_name)
+		str_free(&t->strings, f->req.copy);
+	f->alone = f->req_in_name = false;
+	f->req.copy = NULL;
 }
 
 /* Takes f off its request's index, and the chain away with its last file. */
 static void unindex(struct audit_files *t, struct audit_file *f)
 {
 	if (f->alone) {
-		sg_htable_remove(&t->alone, &f->by_req);
-		f->alone = false;
+		leave_alone(t, f, alone_hash(f));
 	} else {
 		/* f->req.copy is the chain's own. */
 		struct req_chain *r = (struct req_chain *)(uintptr_t)(f->req.copy - offsetof(struct req_chain, request));
-		struct sg_hnode **p = &r->files;
+		uint32_t before = unchain(t, &r->first, f, true);
 
-		while (*p && *p != &f->by_req)
-			p = &(*p)->next;
-		if (*p)
-			*p = f->by_req.next;
-		if (r->tail == &f->by_req.next)
-			r->tail = p;
-		if (!r->files) {
+		if (r->last == f->self)
+			r->last = before;
+		if (r->first == AUDIT_FILE_NONE) {
 			sg_htable_remove(&t->requests, &r->node);
 			free(r);
 		}
+		f->req.copy = NULL;
 	}
-	f->req.copy = NULL;
-	f->req_in_name = false;
 	f->indexed = false;
 }
 
@@ -477,21 +671,16 @@ void audit_files_attribute(struct audit_files *t, struct audit_file *f, const ch
 		/* The second file: the request's chain, the first on it. */
 		if (!(r = new_chain(t, h, request)))
 			return;
-		sg_htable_remove(&t->alone, &first->by_req);
-		first->alone = false;
-		append(r, first);
+		leave_alone(t, first, h);
+		append(t, r, first);
 	} else if (!shared && !keep_alone(t, f, h, request) && !(r = new_chain(t, h, request))) {
 		return;
 	}
 	if (r)
-		append(r, f);
+		append(t, r, f);
 	f->source = (uint8_t)source;
 	f->shape = (int8_t)shape;
 	f->indexed = true;
-	/* Room for a request in its creator's next file's tail while its files
-	 * start requests of their own that their names do not hold; once they
-	 * share them, none. */
-	creator_of(f)->request_hint = hint(shared || f->req_in_name ? 0 : strlen(request) + 1);
 }
 
 void audit_files_unattribute(struct audit_files *t, struct audit_file *f)
@@ -502,6 +691,20 @@ void audit_files_unattribute(struct audit_files *t, struct audit_file *f)
 	f->shape = -1;
 }
 
+/* Gives f its name; its request is none of the name's bytes. */
+static bool set_name(struct audit_files *t, struct audit_file *f, int root, const char *name)
+{
+	char *copy = NULL;
+
+	if (name && !(copy = str_dup(&t->strings, name))) /* before the old goes: name may be f's own */
+		return false;
+	if (f->name)
+		str_free(&t->strings, f->name);
+	f->name = copy;
+	f->root = (int16_t)root; /* the roots table never holds more (audit_roots.h) */
+	return true;
+}
+
 bool audit_files_name(struct audit_files *t, struct audit_file *f, int root, const char *name)
 {
 	char request[AUDIT_FILE_REQUEST_MAX];
@@ -510,27 +713,36 @@ bool audit_files_name(struct audit_files *t, struct audit_file *f, int root, con
 	bool named;
 
 	if (!f->req_in_name)
-		return set_name(f, root, name);
+		return set_name(t, f, root, name);
 	/* The name holds the request: taken out of it first, and kept again
-	 * where the new one leaves room. */
+	 * as the new name allows. */
 	audit_file_request(f, request);
 	unindex(t, f);
-	named = set_name(f, root, name);
+	named = set_name(t, f, root, name);
 	audit_files_attribute(t, f, request, source, shape);
 	return named;
 }
 
 void audit_files_remove(struct audit_files *t, struct audit_file *f)
 {
-	sg_htable_remove(&t->files, &f->node);
-	if (t->walk == f)
-		t->walk = f->next_all;
-	*(f->prev_all ? &f->prev_all->next_all : &t->oldest) = f->next_all;
-	*(f->next_all ? &f->next_all->prev_all : &t->newest) = f->prev_all;
+	unchain(t, file_bucket(t, f->kdev, f->ino), f, false);
+	t->files.count--;
+	if (t->walk == f->self)
+		t->walk = f->newer;
+	if (f->older != AUDIT_FILE_NONE)
+		file_at(t, f->older)->newer = f->newer;
+	else
+		t->oldest = f->newer;
+	if (f->newer != AUDIT_FILE_NONE)
+		file_at(t, f->newer)->older = f->older;
+	else
+		t->newest = f->older;
 	if (f->indexed)
 		unindex(t, f);
 	release_creator(t, f->creator);
-	free_file(&f->node);
+	if (f->name)
+		str_free(&t->strings, f->name);
+	put_slot(t, f);
 }
 
 void audit_files_of_request(struct audit_files *t, const char *request, void (*fn)(struct audit_file *, void *),
@@ -545,9 +757,9 @@ void audit_files_of_request(struct audit_files *t, const char *request, void (*f
 			fn(f, ctx);
 		return;
 	}
-	for (struct sg_hnode *node = r->files, *next; node; node = next) {
-		next = node->next;
-		fn(of_by_req(node), ctx);
+	for (uint32_t k = r->first, next; (f = file_at(t, k)); k = next) {
+		next = f->next_of_req;
+		fn(f, ctx);
 	}
 }
 
@@ -558,15 +770,20 @@ void audit_files_walk_begin(struct audit_files *t)
 
 struct audit_file *audit_files_newest(struct audit_files *t)
 {
-	return t->newest;
+	return file_at(t, t->newest);
+}
+
+struct audit_file *audit_files_older(struct audit_files *t, const struct audit_file *f)
+{
+	return file_at(t, f->older);
 }
 
 struct audit_file *audit_files_walk_next(struct audit_files *t)
 {
-	struct audit_file *f = t->walk;
+	struct audit_file *f = file_at(t, t->walk);
 
 	if (f)
-		t->walk = f->next_all;
+		t->walk = f->newer;
 	return f;
 }
 

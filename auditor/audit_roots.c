@@ -139,8 +139,7 @@ static void catch_up(struct audit *a, int slot)
 		struct audit_early_create c;
 		bool known = audit_early_claim(a, r->kdev, st.st_ino, &c);
 		struct audit_workload *w = known ? audit_workload_of(&a->workloads, c.cgroup_id, audit_now_s(a)) : NULL;
-		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, known ? c.tgid : 0, known ? c.comm : "?", w,
-					  strlen(e->d_name))))
+		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, known ? c.tgid : 0, known ? c.comm : "?", w)))
 			continue;
 		f->created_ns = audit_clock_ns(a);
 		audit_review_caught_up(a, born ? a->start_ns + (born - start_unix_ns) : a->start_ns);

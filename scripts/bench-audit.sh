@@ -351,7 +351,7 @@ printf '  %s KiB and %s KiB: %.0f bytes per tracked file\n' "$rss0" "$rss1" "$(e
 # The table alone (without the ring buffer, which 100,000 creations fill):
 # files of no request, of a request each, of 4 and of 100 files a request,
 # each named after it came, as the review names what the ctime probe saw made.
-for reqs in 0 1000000 250000 10000; do build/auditor/bench_audit_files 1000000 $reqs late | sed 's/^/  /'; done
+for reqs in 0 1000000 250000 10000; do build/auditor/bench_audit_files 1000000 $reqs | sed 's/^/  /'; done
 # At 1,000,000 files, the issue's measure: the peak RSS following them less
 # that following one, over 1,000,000, by how the patterns give their requests.
 echo "memory at 1,000,000 files (peak RSS less that following one file, over 1,000,000):"

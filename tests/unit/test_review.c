@@ -110,7 +110,7 @@ static struct audit_file *follow(const char *name, size_t bytes, const char *req
 	} else {
 		n = *ino; /* an inode no entry names */
 	}
-	cr_assert_not_null(f = audit_files_add(a.files, a.roots[0].kdev, n, 1, "test", NULL, name ? strlen(name) : 0));
+	cr_assert_not_null(f = audit_files_add(a.files, a.roots[0].kdev, n, 1, "test", NULL));
 	f->created_ns = clk.now;
 	if (name)
 		audit_file_named(&a, f, 0, name, false);
