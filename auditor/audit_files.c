@@ -259,56 +259,6 @@ static uint32_t *alone_bucket(struct audit_files *t, uint64_t h)
 	return &t->alone.heads[h & (t->alone.n - 1)];
 }
 
-/* Room for one more file in the table: more buckets, each record hashed
- * again, once there would be more files than buckets.  Memory short, the
- * buckets stay, their chains longer. */
-static void files_reserve(struct audit_files *t)
-{
-	struct buckets old = t->files;
-
-	if (t->files.count + 1 <= t->files.n)
-		return;
-	t->files.heads = NULL;
-	if (buckets_make(&t->files, 2 * old.n) < 0) {
-		t->files = old;
-		return;
-	}
-	for (size_t i = 0; i < old.n; i++) {
-		for (uint32_t k = old.heads[i], next; k != AUDIT_FILE_NONE; k = next) {
-			struct audit_file *f = file_at(t, k);
-			uint32_t *head = file_bucket(t, f->kdev, f->ino);
-			next = f->next;
-			f->next = *head;
-			*head = k;
-		}
-	}
-	free(old.heads);
-}
-
-/* The same for the files alone with their requests. */
-static void alone_reserve(struct audit_files *t)
-{
-	struct buckets old = t->alone;
-
-	if (t->alone.count + 1 <= t->alone.n)
-		return;
-	t->alone.heads = NULL;
-	if (buckets_make(&t->alone, 2 * old.n) < 0) {
-		t->alone = old;
-		return;
-	}
-	for (size_t i = 0; i < old.n; i++) {
-		for (uint32_t k = old.heads[i], next; k != AUDIT_FILE_NONE; k = next) {
-			struct audit_file *f = file_at(t, k);
-			uint32_t *head = alone_bucket(t, alone_hash(f));
-			next = f->next_of_req;
-			f->next_of_req = *head;
-			*head = k;
-		}
-	}
-	free(old.heads);
-}
-
 /* The link of file k to the next of its bucket in the table, or (by_req)
  * of its request's chain or bucket. */
 static uint32_t *link_of(struct audit_files *t, uint32_t k, bool by_req)
@@ -316,6 +266,35 @@ static uint32_t *link_of(struct audit_files *t, uint32_t k, bool by_req)
 	struct audit_file *f = file_at(t, k);
 
 	return by_req ? &f->next_of_req : &f->next;
+}
+
+/* Room for one more record in b, the table's buckets or (by_req) those of
+ * the files alone with their requests: twice the buckets, each record's
+ * key hashed again, once there would be more records than buckets.  Memory
+ * short, the buckets stay, their chains longer. */
+static void buckets_reserve(struct audit_files *t, struct buckets *b, bool by_req)
+{
+	struct buckets old = *b;
+
+	if (b->count + 1 <= b->n)
+		return;
+	b->heads = NULL;
+	if (buckets_make(b, 2 * old.n) < 0) {
+		*b = old;
+		return;
+	}
+	for (size_t i = 0; i < old.n; i++) {
+		for (uint32_t k = old.heads[i], next; k != AUDIT_FILE_NONE; k = next) {
+			struct audit_file *f = file_at(t, k);
+			uint32_t *link = link_of(t, k, by_req);
+			uint64_t h = by_req ? alone_hash(f) : hash_key(f->kdev, f->ino);
+			uint32_t *head = &b->heads[h & (b->n - 1)];
+			next = *link;
+			*link = *head;
+			*head = k;
+		}
+	}
+	free(old.heads);
 }
 
 /* Takes f out of the chain from *head; the file before it, or
@@ -531,7 +510,7 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 	}
 	if (old)
 		audit_files_remove(t, old); /* the number could only be reused once it was freed */
-	files_reserve(t);
+	buckets_reserve(t, &t->files, false);
 	f->creator = c;
 	f->kdev = kdev;
 	f->ino = ino;
@@ -612,7 +591,7 @@ static bool keep_alone(struct audit_files *t, struct audit_file *f, uint64_t h, 
 		return false;
 	}
 	f->alone = true;
-	alone_reserve(t);
+	buckets_reserve(t, &t->alone, true);
 	head = alone_bucket(t, h);
 	f->next_of_req = *head;
 	*head = f->self;
