@@ -166,7 +166,7 @@ static bool stat_linked(struct pass *p, const struct audit_file *f, struct stat 
 	if (f->root < 0 || !f->name || (unsigned)f->root >= p->a->nroots || !p->a->roots[f->root].in_use ||
 	    p->a->roots[f->root].kdev != f->kdev)
 		return false;
-	snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, audit_file_name(f));
+	snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
 	return lstat(path, st) == 0 && st->st_ino == f->ino && sg_kdev(st->st_dev) == f->kdev;
 }
 
@@ -181,7 +181,7 @@ static struct measured found(struct measured m, const struct stat *st)
 /* f through its name, if that still refers to it. */
 static struct measured measure_linked(struct pass *p, struct audit_file *f)
 {
-	struct measured m = {.root = f->root, .linked = true, .name = audit_file_name(f)};
+	struct measured m = {.root = f->root, .linked = true, .name = f->name};
 	struct stat st;
 
 	return stat_linked(p, f, &st) ? found(m, &st) : (struct measured){0};
@@ -197,7 +197,7 @@ static struct measured measure_held(struct pass *p, struct audit_file *f)
 	if (!h || stat(h->stat_path, &st) < 0 || st.st_ino != f->ino)
 		return m;
 	m.holder = h->pid;
-	m.name = f->name ? audit_file_name(f) : h->name;
+	m.name = f->name ? f->name : h->name;
 	return found(m, &st);
 }
 
@@ -231,11 +231,11 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
 	if (m->linked && f->root >= 0 && (unsigned)f->root < rv->nroots && f->name) {
-		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, audit_file_name(f));
+		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
 		js = &rv->journals[f->root];
 		/* The owner and mode are looked up only for a claim or a tag. */
 		if (sg_journals_claim_any(js, f->ino) && lstat(path, &st) == 0 && st.st_ino == f->ino &&
-		    sg_journals_find(js, f->ino, st.st_uid, audit_file_name(f),
+		    sg_journals_find(js, f->ino, st.st_uid, f->name,
 				     sg_birth_ns(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW), &tag)) {
 			audit_files_attribute(p->a->files, f, tag.req, REQ_TAG, -1);
 			return;
@@ -313,7 +313,7 @@ static void note_name(struct audit *a, struct audit_review *rv, unsigned r, cons
 	if (!f)
 		return;
 	f->seen = rv->cycle;
-	if (f->root == (int)r && f->name && strcmp(audit_file_name(f), e->d_name) == 0)
+	if (f->root == (int)r && f->name && strcmp(f->name, e->d_name) == 0)
 		return;
 	audit_file_named(a, f, (int)r, e->d_name, true);
 	f->looked_up = false; /* its request is looked for under the new name */
@@ -372,7 +372,7 @@ static bool check_files(struct pass *p, struct audit_review *rv, uint64_t deadli
 			 * gave may be newer than the directory read. */
 			if (f->seen == rv->cycle && f->measured && !rv->exact)
 				count(p, rv, f, &(struct measured){.exists = true, .linked = true, .root = f->root,
-								   .name = audit_file_name(f), .bytes = f->bytes});
+								   .name = f->name, .bytes = f->bytes});
 			else if ((m = measure_linked(p, f)).exists)
 				count(p, rv, f, &m);
 			else

@@ -44,7 +44,7 @@ static void attribute_by(struct audit *a, struct audit_file *f, const char *name
 void audit_attribute_by_name(struct audit *a, struct audit_file *f)
 {
 	if (f->name)
-		attribute_by(a, f, audit_file_name(f));
+		attribute_by(a, f, f->name);
 }
 
 /* A file's request follows its names.  The name a rename or a link gives
@@ -64,7 +64,7 @@ void audit_file_named(struct audit *a, struct audit_file *f, int root, const cha
 		attribute_by(a, f, name);
 		return;
 	}
-	if (had_name && f->root == root && strcmp(audit_file_name(f), name) == 0)
+	if (had_name && f->root == root && strcmp(f->name, name) == 0)
 		return;
 	if (had_name && !f->indexed)
 		audit_attribute_by_name(a, f); /* before the old name is overwritten */

@@ -70,12 +70,6 @@ struct audit_file {
 	bool looked_up : 1;           /* its request was looked for under its name */
 };
 
-/* f's name in its root, NULL unknown. */
-static inline const char *audit_file_name(const struct audit_file *f)
-{
-	return f->name;
-}
-
 /* Room for any request a record holds, with its NUL (a request in a name
  * is no longer than a name). */
 #define AUDIT_FILE_REQUEST_MAX 256

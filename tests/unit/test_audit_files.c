@@ -112,24 +112,24 @@ Test(audit_files, a_record_is_small_and_keeps_a_copy_of_its_name)
 	cr_expect_neq(f->creator, h->creator, "another process, another creator");
 	cr_expect_eq(f->creator->tgid, 42);
 	cr_expect_str_eq(f->creator->comm, "vllm");
-	cr_expect_null(audit_file_name(f));
+	cr_expect_null(f->name);
 	strcpy(name, "seg-1");
 	cr_assert(audit_files_name(t, f, 0, name));
 	name[0] = 'X';
-	cr_expect_str_eq(audit_file_name(f), "seg-1", "a copy");
+	cr_expect_str_eq(f->name, "seg-1", "a copy");
 	cr_expect_eq(f->root, 0);
 	memset(longer, 'x', sizeof(longer) - 1);
 	longer[sizeof(longer) - 1] = '\0';
 	cr_assert(audit_files_name(t, f, 1, longer)); /* longer than any file name: malloc's */
-	cr_expect_str_eq(audit_file_name(f), longer);
-	cr_assert(audit_files_name(t, f, 1, audit_file_name(f)), "its own name again");
-	cr_expect_str_eq(audit_file_name(f), longer);
+	cr_expect_str_eq(f->name, longer);
+	cr_assert(audit_files_name(t, f, 1, f->name), "its own name again");
+	cr_expect_str_eq(f->name, longer);
 	cr_assert(audit_files_name(t, f, 0, "s2"));
-	cr_expect_str_eq(audit_file_name(f), "s2");
-	cr_assert(audit_files_name(t, g, 0, audit_file_name(f)));
+	cr_expect_str_eq(f->name, "s2");
+	cr_assert(audit_files_name(t, g, 0, f->name));
 	cr_assert(audit_files_name(t, f, -1, NULL));
-	cr_expect_null(audit_file_name(f));
-	cr_expect_str_eq(audit_file_name(g), "s2", "a name of its own");
+	cr_expect_null(f->name);
+	cr_expect_str_eq(g->name, "s2", "a name of its own");
 	audit_files_free(t);
 }
 
@@ -143,12 +143,12 @@ Test(audit_files, a_forgotten_record_and_its_name_make_room_for_the_next)
 	const char *name;
 
 	cr_assert(f && g && h && audit_files_name(t, g, 0, "the-name_0_0"));
-	name = audit_file_name(g);
+	name = g->name;
 	audit_files_remove(t, g);
 	cr_assert_not_null(again = audit_files_add(t, 1, 13, 42, "p", NULL));
 	cr_expect_eq(again, g, "the freed slot");
 	cr_assert(audit_files_name(t, again, 0, "other-name_0"));
-	cr_expect_eq(audit_file_name(again), name, "the freed name's slot (the same size)");
+	cr_expect_eq(again->name, name, "the freed name's slot (the same size)");
 	cr_expect_null(audit_files_find(t, 1, 11));
 	cr_expect_eq(audit_files_find(t, 1, 13), again);
 	audit_files_walk_begin(t);
@@ -207,11 +207,11 @@ Test(audit_files, a_request_of_one_file_is_kept_in_its_name_until_a_second_comes
 	cr_assert(audit_files_name(t, f, 0, "s2"));
 	cr_expect(own_request(f));
 	cr_expect_str_eq(request_of(f), REQ(1));
-	cr_expect_str_eq(audit_file_name(f), "s2");
+	cr_expect_str_eq(f->name, "s2");
 	memset(longer, 'y', sizeof(longer) - 1);
 	longer[sizeof(longer) - 1] = '\0';
 	cr_assert(audit_files_name(t, f, 0, longer));
-	cr_expect_str_eq(audit_file_name(f), longer);
+	cr_expect_str_eq(f->name, longer);
 	cr_expect_str_eq(request_of(f), REQ(1), "a request not in the name stays where it is");
 	cr_expect_eq(files_of(t, REQ(1)), 1);
 	cr_assert(audit_files_name(t, first, 0, NULL), "no name: the request still kept");
@@ -291,7 +291,7 @@ Test(audit_files, a_request_the_name_does_not_spell_is_a_copy_of_its_own)
 	audit_files_attribute(t, f, REQ(2), REQ_TAG, -1);
 	cr_expect(own_request(f));
 	cr_expect_str_eq(request_of(f), REQ(2));
-	cr_expect_str_eq(audit_file_name(f), "seg_1_0");
+	cr_expect_str_eq(f->name, "seg_1_0");
 	cr_assert(audit_files_name(t, f, 0, "seg_1_0_renamed"));
 	cr_expect_str_eq(request_of(f), REQ(2));
 	cr_expect_eq(files_of(t, REQ(2)), 1);
@@ -316,7 +316,7 @@ Test(audit_files, a_long_request_of_two_files_is_one_chain)
 	cr_assert(f && audit_files_name(t, f, 0, "a-name-of-twenty-six-bytes"));
 	audit_files_attribute(t, f, request, REQ_TAG, -1);
 	cr_expect_str_eq(request_of(f), request);
-	cr_expect_str_eq(audit_file_name(f), "a-name-of-twenty-six-bytes");
+	cr_expect_str_eq(f->name, "a-name-of-twenty-six-bytes");
 	g = audit_files_add(t, 1, 11, 7, "p", NULL);
 	cr_assert(g);
 	audit_files_attribute(t, g, request, REQ_TAG, -1);

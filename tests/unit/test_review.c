@@ -371,7 +371,7 @@ Test(review, a_file_unlinked_but_held_is_counted_and_kept)
 	cr_expect_not_null(audit_files_find(a.files, a.roots[0].kdev, held.ino));
 	cr_expect_eq(a.files_left, 1);
 	cr_expect_eq(a.tracked, (uint64_t)st.st_blocks * 512);
-	cr_expect_str_eq(audit_file_name(f), "held");
+	cr_expect_str_eq(f->name, "held");
 }
 
 /* The listed aborts and their total, as the report reads them. */
