@@ -91,6 +91,26 @@ static struct audit_file *file_at(const struct audit_files *t, uint32_t i)
 	return i == AUDIT_FILE_NONE ? NULL : &t->slabs[i >> SLAB_SHIFT][i & (SLAB_SLOTS - 1)];
 }
 
+/* One more slab; false when memory is short. */
+static bool add_slab(struct audit_files *t)
+{
+	struct audit_file *slab;
+
+	if (t->nslabs == t->slabs_room) {
+		size_t room = t->slabs_room ? 2 * t->slabs_room : 16;
+		struct audit_file **slabs = realloc(t->slabs, room * sizeof(*slabs));
+		if (!slabs)
+			return false;
+		t->slabs = slabs;
+		t->slabs_room = room;
+	}
+	if (!(slab = malloc(SLAB_SLOTS * sizeof(*slab))))
+		return false;
+	POISON(slab, SLAB_SLOTS * sizeof(*slab));
+	t->slabs[t->nslabs++] = slab;
+	return true;
+}
+
 /* A slot for a record, zeroed but for its number; NULL when memory is short
  * or the numbers ran out. */
 static struct audit_file *take_slot(struct audit_files *t)
@@ -104,23 +124,8 @@ static struct audit_file *take_slot(struct audit_files *t)
 		UNPOISON(f, sizeof(*f));
 		t->free_slot = f->next;
 	} else {
-		if (t->carved == AUDIT_FILE_NONE)
+		if (t->carved == AUDIT_FILE_NONE || (t->carved == t->nslabs * SLAB_SLOTS && !add_slab(t)))
 			return NULL;
-		if (t->carved == t->nslabs * SLAB_SLOTS) {
-			struct audit_file *slab;
-			if (t->nslabs == t->slabs_room) {
-				size_t room = t->slabs_room ? 2 * t->slabs_room : 16;
-				struct audit_file **slabs = realloc(t->slabs, room * sizeof(*slabs));
-				if (!slabs)
-					return NULL;
-				t->slabs = slabs;
-				t->slabs_room = room;
-			}
-			if (!(slab = malloc(SLAB_SLOTS * sizeof(*slab))))
-				return NULL;
-			POISON(slab, SLAB_SLOTS * sizeof(*slab));
-			t->slabs[t->nslabs++] = slab;
-		}
 		i = t->carved++;
 		f = file_at(t, i);
 		UNPOISON(f, sizeof(*f));
@@ -144,6 +149,29 @@ static size_t str_class(size_t size)
 	return (size + STR_STEP - 1) / STR_STEP - 1;
 }
 
+/* A new block to carve strings from (the rest of the last one is left);
+ * false when memory is short. */
+static bool add_block(struct strings *a)
+{
+	char *block;
+
+	if (a->nblocks == a->room) {
+		size_t room = a->room ? 2 * a->room : 16;
+		char **blocks = realloc(a->blocks, room * sizeof(*blocks));
+		if (!blocks)
+			return false;
+		a->blocks = blocks;
+		a->room = room;
+	}
+	if (!(block = malloc(STR_BLOCK)))
+		return false;
+	POISON(block, STR_BLOCK);
+	a->blocks[a->nblocks++] = block;
+	a->next = block;
+	a->end = block + STR_BLOCK;
+	return true;
+}
+
 /* A copy of s in the arena, NULL when memory is short. */
 static char *str_dup(struct strings *a, const char *s)
 {
@@ -159,23 +187,8 @@ static char *str_dup(struct strings *a, const char *s)
 		UNPOISON(p, slot);
 		memcpy(&a->free[c], p, sizeof(p));
 	} else {
-		if ((size_t)(a->end - a->next) < slot) {
-			char *block;
-			if (a->nblocks == a->room) {
-				size_t room = a->room ? 2 * a->room : 16;
-				char **blocks = realloc(a->blocks, room * sizeof(*blocks));
-				if (!blocks)
-					return NULL;
-				a->blocks = blocks;
-				a->room = room;
-			}
-			if (!(block = malloc(STR_BLOCK)))
-				return NULL;
-			POISON(block, STR_BLOCK);
-			a->blocks[a->nblocks++] = block;
-			a->next = block;
-			a->end = block + STR_BLOCK;
-		}
+		if ((size_t)(a->end - a->next) < slot && !add_block(a))
+			return NULL;
 		p = a->next;
 		a->next += slot;
 		UNPOISON(p, slot);
