@@ -416,13 +416,13 @@ static void free_creator(struct sg_hnode *node)
 	free(sg_hnode_entry(node, struct audit_creator, node));
 }
 
-/* The strings of f that malloc holds (longer than the arena's). */
-static void free_long_strings(struct audit_file *f)
+/* Gives back f's own strings (str_free knows those malloc holds). */
+static void free_strings(struct audit_files *t, struct audit_file *f)
 {
-	if (f->name && strlen(f->name) + 1 > STR_MAX)
-		free((char *)(uintptr_t)f->name);
-	if (f->indexed && f->alone && !f->req_in_name && strlen(f->req.copy) + 1 > STR_MAX)
-		free((char *)(uintptr_t)f->req.copy);
+	if (f->name)
+		str_free(&t->strings, f->name);
+	if (f->indexed && f->alone && !f->req_in_name)
+		str_free(&t->strings, f->req.copy);
 }
 
 void audit_files_free(struct audit_files *t)
@@ -430,7 +430,7 @@ void audit_files_free(struct audit_files *t)
 	if (!t)
 		return;
 	for (struct audit_file *f = file_at(t, t->oldest); f; f = file_at(t, f->newer))
-		free_long_strings(f);
+		free_strings(t, f);
 	for (size_t i = 0; i < t->nslabs; i++) {
 		UNPOISON(t->slabs[i], SLAB_SLOTS * sizeof(*t->slabs[i]));
 		free(t->slabs[i]);
