@@ -1,7 +1,7 @@
 /* shmguard audit's parts, and what they share.  The run's state lives in
  * one struct audit, private to auditor/: the tracer (audit_trace.c), the
  * events' effect on the file table (audit_events.c), the abort markers
- * (audit_markers.c), the review of what is left (audit_eval.c), the event
+ * (audit_markers.c), the review of what is left (audit_review.c), the event
  * loop that drives them (audit_loop.c), the live metrics (audit_live.c)
  * and the reports (audit_report.c, audit_ci.c).  audit.c is the front
  * door (audit.h). */
@@ -232,7 +232,7 @@ void audit_fold_measured(struct audit *a);
 void audit_fold_sweep(struct audit *a);
 void audit_fold_free(struct audit *a);
 
-/* audit_eval.c: what is left of files.  The review forgets freed files,
+/* audit_review.c: what is left of files.  The review forgets freed files,
  * sums those that exist (a->tracked, unattributed, files_left) and
  * measures the aborts whose grace is over, in cycles spread over steps. */
 struct audit_review *audit_review_new(void);

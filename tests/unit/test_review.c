@@ -1,4 +1,4 @@
-/* The review (audit_eval.c) on a clock and a view of the holders the test
+/* The review (audit_review.c) on a clock and a view of the holders the test
  * gives: its pacing, an abort's grace and the rule that forgets a file
  * never named only after two cycles missed it.  The root is a directory
  * of the test's own; no BPF, no root, no wall clock. */
