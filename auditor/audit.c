@@ -139,6 +139,15 @@ static int block_signals(struct audit *a, char *err, size_t errlen)
 	return 0;
 }
 
+/* A root followed: its abort directory watched, and, found late, its
+ * files caught up. */
+static void root_found(struct audit *a, int slot, bool late)
+{
+	audit_markers_watch_root(a, slot);
+	if (late)
+		audit_events_catch_up(a, slot);
+}
+
 struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 {
 	struct audit *a = calloc(1, sizeof(*a));
@@ -148,7 +157,8 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 		return NULL;
 	}
 	*a = (struct audit){.o = o, .aborts_tail = &a->aborts, .cmd_status = -1, .child = -1, .markers_fd = -1,
-			    .abort_dfd = -1, .abort_wd = -1, .signal_fd = -1, .json_fd = -1, .junit_fd = -1, .plot_fd = -1};
+			    .abort_dfd = -1, .abort_wd = -1, .signal_fd = -1, .json_fd = -1, .junit_fd = -1, .plot_fd = -1,
+			    .root_hooks = {root_found, audit_markers_watch_root, audit_markers_unwatch_root}};
 	if (resolve_roots(a, err, errlen) < 0 ||
 	    open_reports(a, err, errlen) < 0 ||
 	    block_signals(a, err, errlen) < 0)
@@ -349,7 +359,8 @@ void audit_free(struct audit *a)
 	audit_reclaim_free(a->reclaim);
 	audit_files_free(a->files);
 	audit_review_free(a->review);
-	audit_roots_free(a); /* with the markers' watches: before the inotify fd */
+	audit_markers_unwatch_roots(a); /* before the inotify fd */
+	audit_roots_free(a);
 	if (a->markers_fd >= 0)
 		close(a->markers_fd);
 	audit_aborts_free(a);

@@ -92,6 +92,7 @@ struct audit {
 	struct audit_clock clock; /* the events' clock (CLOCK_MONOTONIC), or a test's */
 	struct audit_holders_view holders; /* /proc, or a test's */
 	struct audit_root *roots; /* slots, some unused (audit_roots.h) */
+	struct audit_root_hooks root_hooks;
 	unsigned nroots, roots_cap;
 	uint32_t next_root_id;
 	/* Node mode's scans of the mounts (audit_roots.c). */
@@ -165,7 +166,13 @@ struct audit {
 /* audit_events.c: one event from the ring buffer (size bytes of data,
  * checked before use) and its effect on the file table. */
 void audit_on_event(struct audit *a, const void *data, size_t size);
-/* Gives f a request from its name when it has none (patterns). */
+/* A root found late (slot): the files it holds made since the run began
+ * are followed from now on, with the creator and tag kept for each
+ * (audit_early_claim, audit_tags_claim). */
+void audit_events_catch_up(struct audit *a, int slot);
+
+/* audit_attribution.c: a file's request from its names.
+ * Gives f a request from its name when it has none (patterns). */
 void audit_attribute_by_name(struct audit *a, struct audit_file *f);
 /* f is called name in root (-1: outside the roots).  renamed: that name is
  * its newest (a rename or a link, seen by an event or by a pass), and its
@@ -195,6 +202,8 @@ struct audit_abort *audit_abort_of(const struct audit *a, uint32_t scope, const 
  * it exists; tried again at each scan until it does. */
 void audit_markers_watch_root(struct audit *a, int root);
 void audit_markers_unwatch_root(struct audit *a, int root);
+/* Every root's, at the end of the run (before the roots are freed). */
+void audit_markers_unwatch_roots(struct audit *a);
 
 /* audit_tags.c: tags of files on devices not followed. */
 void audit_tags_keep(struct audit *a, uint32_t kdev, uint64_t ino, const char *request);

@@ -1,4 +1,6 @@
 /* What the BPF events say about the files created under the shm roots. */
+#include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/types.h>
 #include <stddef.h>
@@ -7,10 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "audit_engine.h"
 #include "audit_event.h"
 #include "holders.h"
+#include "journal_read.h"
 #include "reqid.h"
 
 /* The kernel side's limits and the records they fill here. */
@@ -19,64 +23,6 @@ _Static_assert(sizeof(((struct audit_creator *)0)->comm) == SG_AUDIT_COMM_LEN &&
 	       "a file keeps the whole command name an event gives");
 _Static_assert(SG_AUDIT_NAME_MAX >= NAME_MAX + 1 && SG_AUDIT_NAME_MAX >= SG_NAME_MAX + 1,
 	       "an event holds any file name and any request ID, with its NUL");
-
-/* Gives f, which has no request, the one the patterns give name. */
-static void attribute_by(struct audit *a, struct audit_file *f, const char *name)
-{
-	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
-	struct sg_match_at at;
-
-	if (f->indexed || f->source == REQ_AMBIGUOUS)
-		return;
-	switch (sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &at)) {
-	case SG_MATCH_ONE:
-		audit_files_attribute(a->files, f, req, REQ_PATTERN, at.shape);
-		break;
-	case SG_MATCH_AMBIGUOUS:
-		f->source = REQ_AMBIGUOUS;
-		a->ambiguous++;
-		break;
-	case SG_MATCH_NONE:
-		break;
-	}
-}
-
-void audit_attribute_by_name(struct audit *a, struct audit_file *f)
-{
-	if (f->name)
-		attribute_by(a, f, f->name);
-}
-
-/* A file's request follows its names.  The name a rename or a link gives
- * it replaces the request of the one before, when the patterns give that
- * name one; a name it had before, never looked at, still counts when the
- * new one gives none (a link, then the first name removed, before any
- * pass).  Any name it has gives a request it has none of.  The first name
- * is looked at by the next pass (the shim's xattr first).  A tag is exact
- * and stays. */
-void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed)
-{
-	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1], had[AUDIT_FILE_REQUEST_MAX];
-	bool had_name = f->name != NULL;
-	struct sg_match_at at;
-
-	if (had_name && !renamed) {
-		attribute_by(a, f, name);
-		return;
-	}
-	if (had_name && f->root == root && strcmp(f->name, name) == 0)
-		return;
-	if (had_name && !f->indexed)
-		audit_attribute_by_name(a, f); /* before the old name is overwritten */
-	if (!audit_files_name(a->files, f, root, name))
-		return;
-	if (!had_name || f->source == REQ_TAG ||
-	    sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &at) != SG_MATCH_ONE ||
-	    (f->indexed && strcmp(audit_file_request(f, had), req) == 0))
-		return;
-	audit_files_unattribute(a->files, f);
-	audit_files_attribute(a->files, f, req, REQ_PATTERN, at.shape);
-}
 
 static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino)
 {
@@ -242,4 +188,49 @@ void audit_on_event(struct audit *a, const void *data, size_t size)
 			audit_roots_new_dev(a, ((const struct sg_audit_new_dev *)data)->dev);
 		break;
 	}
+}
+
+/* The files a root found late holds that were made after the run began
+ * (their birth time says so, where the kernel keeps one): created before
+ * the kernel side followed its device.  Each is followed from now on, its
+ * creator the one kept for it (audit_early_claim) or unknown, its request
+ * from a tag kept for it (audit_tags_claim), its journal, xattr or name. */
+void audit_events_catch_up(struct audit *a, int slot)
+{
+	struct audit_root *r = &a->roots[slot];
+	uint64_t start_unix_ns = a->start_unix_ns;
+	int fd = openat(r->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	struct stat st;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct audit_file *f;
+		uint64_t born;
+
+		if ((e->d_type != DT_REG && e->d_type != DT_UNKNOWN) || audit_files_find(a->files, r->kdev, e->d_ino) ||
+		    fstatat(r->dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		born = sg_birth_ns(r->dfd, e->d_name, AT_SYMLINK_NOFOLLOW);
+		if (born && born < start_unix_ns)
+			continue; /* there before the run */
+		struct audit_early_create c;
+		bool known = audit_early_claim(a, r->kdev, st.st_ino, &c);
+		struct audit_workload *w = known ? audit_workload_of(&a->workloads, c.cgroup_id, audit_now_s(a)) : NULL;
+		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, known ? c.tgid : 0, known ? c.comm : "?", w)))
+			continue;
+		f->created_ns = audit_clock_ns(a);
+		audit_review_caught_up(a, born ? a->start_ns + (born - start_unix_ns) : a->start_ns);
+		audit_file_named(a, f, slot, e->d_name, false);
+		if (w)
+			audit_workload_note_root(w, r->shown);
+		audit_tags_claim(a, f);
+		a->caught_up++;
+	}
+	closedir(d);
 }

@@ -163,6 +163,32 @@ void audit_abort_note_file(struct audit_abort *ab, const struct audit_file *f)
 		audit_workload_set_add(&ab->workloads, f->creator->workload);
 }
 
+/* The abort of f's request: its root's own abort directory's, else
+ * --abort-dir's (a directory the pods share aborts every pod's files of
+ * the request: otherwise its aborts would count and their files not). */
+const struct audit_abort *audit_abort_of_file(const struct audit *a, const struct audit_file *f)
+{
+	uint32_t scope = audit_root_scope(a, f->kdev, f->root);
+	char buf[AUDIT_FILE_REQUEST_MAX];
+	const char *request = audit_file_request(f, buf);
+	const struct audit_abort *ab = scope ? audit_abort_of(a, scope, request) : NULL;
+
+	return ab ? ab : audit_abort_of(a, 0, request);
+}
+
+/* What an abort's sweep (or its owner) gave back.  Its abort, not measured
+ * yet, still counts for its workload. */
+void audit_file_freed(struct audit *a, struct audit_file *f)
+{
+	struct audit_abort *ab = f->indexed ? (struct audit_abort *)audit_abort_of_file(a, f) : NULL;
+
+	if (ab)
+		audit_abort_note_file(ab, f);
+	if (ab && f->measured)
+		a->reclaimed += f->bytes;
+	audit_files_remove(a->files, f);
+}
+
 struct note_ctx {
 	const struct audit *a;
 	struct audit_abort *ab;
@@ -371,4 +397,11 @@ void audit_aborts_free(struct audit *a)
 	if (a->abort_dfd >= 0)
 		close(a->abort_dfd);
 	a->abort_dfd = -1;
+}
+
+void audit_markers_unwatch_roots(struct audit *a)
+{
+	for (unsigned r = 0; r < a->nroots; r++)
+		if (a->roots[r].in_use)
+			audit_markers_unwatch_root(a, (int)r);
 }

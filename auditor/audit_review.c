@@ -252,19 +252,6 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 
 /* A file that exists counts in the cycle's totals, with its request.  The
  * shim's ownership journals are its own bookkeeping: they do not count. */
-/* The abort of f's request: its root's own abort directory's, else
- * --abort-dir's (a directory the pods share aborts every pod's files of
- * the request: otherwise its aborts would count and their files not). */
-const struct audit_abort *audit_abort_of_file(const struct audit *a, const struct audit_file *f)
-{
-	uint32_t scope = audit_root_scope(a, f->kdev, f->root);
-	char buf[AUDIT_FILE_REQUEST_MAX];
-	const char *request = audit_file_request(f, buf);
-	const struct audit_abort *ab = scope ? audit_abort_of(a, scope, request) : NULL;
-
-	return ab ? ab : audit_abort_of(a, 0, request);
-}
-
 static void count(struct pass *p, struct audit_review *rv, struct audit_file *f, const struct measured *m)
 {
 	struct audit_root *root = f->root >= 0 && (unsigned)f->root < p->a->nroots ? &p->a->roots[f->root] : NULL;
@@ -411,19 +398,6 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 		p->a->freed_by_review++;
 	}
 	rv->nsuspects = 0;
-}
-
-/* What an abort's sweep (or its owner) gave back.  Its abort, not measured
- * yet, still counts for its workload. */
-void audit_file_freed(struct audit *a, struct audit_file *f)
-{
-	struct audit_abort *ab = f->indexed ? (struct audit_abort *)audit_abort_of_file(a, f) : NULL;
-
-	if (ab)
-		audit_abort_note_file(ab, f);
-	if (ab && f->measured)
-		a->reclaimed += f->bytes;
-	audit_files_remove(a->files, f);
 }
 
 struct abort_ctx {

@@ -107,51 +107,6 @@ static struct audit_root *new_slot(struct audit *a)
 	return &a->roots[a->nroots++];
 }
 
-/* The files a root found late holds that were made after the run began
- * (their birth time says so, where the kernel keeps one): created before
- * the kernel side followed its device.  Each is followed from now on, its
- * creator the one kept for it (audit_early_claim) or unknown, its request
- * from a tag kept for it (audit_tags_claim), its journal, xattr or name. */
-static void catch_up(struct audit *a, int slot)
-{
-	struct audit_root *r = &a->roots[slot];
-	uint64_t start_unix_ns = a->start_unix_ns;
-	int fd = openat(r->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *e;
-	struct stat st;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		struct audit_file *f;
-		uint64_t born;
-
-		if ((e->d_type != DT_REG && e->d_type != DT_UNKNOWN) || audit_files_find(a->files, r->kdev, e->d_ino) ||
-		    fstatat(r->dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		born = sg_birth_ns(r->dfd, e->d_name, AT_SYMLINK_NOFOLLOW);
-		if (born && born < start_unix_ns)
-			continue; /* there before the run */
-		struct audit_early_create c;
-		bool known = audit_early_claim(a, r->kdev, st.st_ino, &c);
-		struct audit_workload *w = known ? audit_workload_of(&a->workloads, c.cgroup_id, audit_now_s(a)) : NULL;
-		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, known ? c.tgid : 0, known ? c.comm : "?", w)))
-			continue;
-		f->created_ns = audit_clock_ns(a);
-		audit_review_caught_up(a, born ? a->start_ns + (born - start_unix_ns) : a->start_ns);
-		audit_file_named(a, f, slot, e->d_name, false);
-		if (w)
-			audit_workload_note_root(w, r->shown);
-		audit_tags_claim(a, f);
-		a->caught_up++;
-	}
-	closedir(d);
-}
-
 /* Follows m (its descriptor taken over), found by the scan numbered scan. */
 static void follow(struct audit *a, struct sg_shm_mount *m, uint32_t scan, bool late)
 {
@@ -175,9 +130,8 @@ static void follow(struct audit *a, struct sg_shm_mount *m, uint32_t scan, bool 
 	slot = (int)(r - a->roots);
 	a->roots_found++;
 	a->roots_late += late;
-	audit_markers_watch_root(a, slot);
-	if (late)
-		catch_up(a, slot);
+	if (a->root_hooks.found)
+		a->root_hooks.found(a, slot, late);
 }
 
 static void forget(struct audit *a, unsigned slot)
@@ -185,7 +139,8 @@ static void forget(struct audit *a, unsigned slot)
 	struct audit_root *r = &a->roots[slot];
 	struct audit_trace_root tr = {r->kdev, r->dir_ino};
 
-	audit_markers_unwatch_root(a, (int)slot);
+	if (a->root_hooks.forgetting)
+		a->root_hooks.forgetting(a, (int)slot);
 	r->in_use = false;
 	if (a->tracer)
 		audit_trace_remove_root(a->tracer, &tr, audit_root_of_dev(a, r->kdev) < 0);
@@ -233,8 +188,8 @@ static void scan(struct audit *a, bool full)
 		if (r >= 0) {
 			a->roots[r].scan = scan;
 			close(ms.m[i].dfd);
-			if (a->roots[r].discovered)
-				audit_markers_watch_root(a, r); /* made since, if it had none */
+			if (a->roots[r].discovered && a->root_hooks.seen_again)
+				a->root_hooks.seen_again(a, r); /* its abort directory made since, if it had none */
 		} else {
 			follow(a, &ms.m[i], scan, late);
 		}
@@ -330,10 +285,8 @@ unsigned audit_roots_in_use(const struct audit *a)
 void audit_roots_free(struct audit *a)
 {
 	for (unsigned r = 0; r < a->nroots; r++)
-		if (a->roots[r].in_use && a->roots[r].discovered) {
-			audit_markers_unwatch_root(a, (int)r);
+		if (a->roots[r].in_use && a->roots[r].discovered)
 			close(a->roots[r].dfd);
-		}
 	free(a->roots);
 	a->roots = NULL;
 	a->nroots = 0;

@@ -44,6 +44,16 @@ struct audit_root {
 	struct audit_root_bytes bytes, counting;
 };
 
+/* What the run does as the table changes: audit.c wires them to the
+ * markers' watch of a root's abort directory and to the events' catch-up
+ * of a root found late, so that the table calls no part above it.  NULL:
+ * nothing. */
+struct audit_root_hooks {
+	void (*found)(struct audit *a, int slot, bool late); /* late: found after the run began */
+	void (*seen_again)(struct audit *a, int slot);         /* a discovered root found by a later scan */
+	void (*forgetting)(struct audit *a, int slot);         /* before its slot is freed */
+};
+
 /* The roots given (o->roots), which must exist: -1 with err when one does not. */
 int audit_roots_given(struct audit *a, char *err, size_t errlen);
 
