@@ -23,8 +23,8 @@ void audit_early_keep(struct audit *a, const struct sg_audit_header *h, uint32_t
 {
 	struct audit_early_create *c;
 
-	if (a->early.n == EARLY_KEEP_MAX)
-		audit_kept_drop(&a->early, &a->early.head);
+	if (a->pending.early.n == EARLY_KEEP_MAX)
+		audit_kept_drop(&a->pending.early, &a->pending.early.head);
 	if (!(c = malloc(sizeof(*c))))
 		return;
 	c->kdev = kdev;
@@ -33,7 +33,7 @@ void audit_early_keep(struct audit *a, const struct sg_audit_header *h, uint32_t
 	c->cgroup_id = h->cgroup_id;
 	memcpy(c->comm, h->comm, sizeof(c->comm));
 	c->comm[sizeof(c->comm) - 1] = '\0';
-	audit_kept_push(&a->early, &c->k, audit_now_s(a));
+	audit_kept_push(&a->pending.early, &c->k, audit_now_s(a));
 }
 
 bool audit_early_claim(struct audit *a, uint32_t kdev, uint64_t ino, struct audit_early_create *out)
@@ -41,22 +41,22 @@ bool audit_early_claim(struct audit *a, uint32_t kdev, uint64_t ino, struct audi
 	/* The newest creation of an inode number is the file's. */
 	struct audit_kept **found = NULL;
 
-	for (struct audit_kept **at = &a->early.head; *at; at = &(*at)->next)
+	for (struct audit_kept **at = &a->pending.early.head; *at; at = &(*at)->next)
 		if (early_of(*at)->kdev == kdev && early_of(*at)->ino == ino)
 			found = at;
 	if (!found)
 		return false;
 	*out = *early_of(*found);
-	audit_kept_drop(&a->early, found);
+	audit_kept_drop(&a->pending.early, found);
 	return true;
 }
 
 void audit_early_expire(struct audit *a)
 {
-	audit_kept_expire(&a->early, audit_now_s(a) - EARLY_KEEP_S);
+	audit_kept_expire(&a->pending.early, audit_now_s(a) - EARLY_KEEP_S);
 }
 
 void audit_early_free(struct audit *a)
 {
-	audit_kept_free(&a->early);
+	audit_kept_free(&a->pending.early);
 }

@@ -87,15 +87,8 @@ struct audit_early_create {
 	char comm[16];
 };
 
-struct audit {
-	const struct audit_opts *o;
-	struct audit_clock clock; /* the events' clock (CLOCK_MONOTONIC), or a test's */
-	struct audit_holders_view holders; /* /proc, or a test's */
-	struct audit_root *roots; /* slots, some unused (audit_roots.h) */
-	struct audit_root_hooks root_hooks;
-	unsigned nroots, roots_cap;
-	uint32_t next_root_id;
-	/* Node mode's scans of the mounts (audit_roots.c). */
+/* Node mode's scans of the mounts (audit_roots.c). */
+struct audit_root_scans {
 	uint32_t root_scans;
 	bool scan_wanted; /* a new device was reported */
 	bool full_wanted; /* one a scan of the new namespaces did not find */
@@ -105,17 +98,30 @@ struct audit {
 	double full_scan_begun_s; /* when the last scan of every namespace began */
 	uint64_t *known_ns; /* the mount namespaces read so far, sorted (host/shm_mounts.h) */
 	size_t nknown_ns;
-	uint64_t roots_found, roots_late, roots_forgotten, roots_refused, new_devs, scans_failed, caught_up;
+	uint64_t new_devs, scans_failed;
 	unsigned namespaces, namespaces_unreadable; /* as of the last scan */
-	uint64_t start_unix_ns; /* the run's start, CLOCK_REALTIME: birth times are compared with it */
-	/* Tags of files not followed (audit_tags.c), oldest first. */
+};
+
+/* The roots followed (audit_roots.c). */
+struct audit_root_table {
+	struct audit_root *roots; /* slots, some unused (audit_roots.h) */
+	unsigned nroots, roots_cap;
+	uint32_t next_root_id;
+	struct audit_root_hooks root_hooks;
+	uint64_t roots_found, roots_late, roots_forgotten, roots_refused, caught_up;
+};
+
+/* Records kept for a root found later (audit_tags.c, audit_early.c), oldest first. */
+struct audit_pending {
 	struct audit_kept_list tags;  /* struct audit_pending_tag (audit_tags.c) */
 	struct audit_kept_list early; /* struct audit_early_create (audit_early.c) */
-	size_t npending;
 	uint64_t tags_expired; /* kept as long as allowed, never claimed nor counted */
 	uint64_t unfollowed_files; /* files of aborted requests on filesystems not followed */
-	struct audit_files *files;
-	struct audit_workloads workloads; /* the cgroups that created followed files */
+};
+
+/* The aborts: the markers seen, measured or not, listed or folded
+ * (audit_markers.c, audit_fold.c). */
+struct audit_abort_set {
 	struct audit_abort *aborts, **aborts_tail; /* in marker order */
 	struct audit_abort *unmeasured; /* the first abort not measured yet */
 	unsigned naborts;
@@ -131,36 +137,59 @@ struct audit {
 	uint32_t abort_kdev;      /* its device (the kernel's encoding) and inode */
 	uint64_t abort_ino;
 	int abort_wd;             /* its inotify watch */
-	struct audit_review *review;
-	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
+	uint64_t aborts_measured, leaked_measured; /* aborts measured so far, and the bytes they left */
+	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
+};
+
+/* The run's figures, for the reports and the metrics (audit_live.c). */
+struct audit_figures {
 	const char *probe; /* how the kernel side sees files created (audit_trace.c) */
 	const char *freed_probe, *freed_why; /* and files freed, or NULL and why not */
-	double end_s;
 	uint64_t events, dropped, ambiguous;
 	uint64_t tracked, unattributed, files_left; /* as of the last review */
 	uint64_t aborted_held;  /* the part of tracked whose request is aborted */
 	uint64_t live_pending, live_files; /* the part whose request is not (yet) aborted */
-	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
 	uint64_t freed_at_eviction, freed_by_review; /* records forgotten, by how their file was found freed */
 	uint64_t frees_unsent; /* frees the kernel side did not send (its buffer half full): left to the review */
 	uint32_t cycles;    /* review cycles ended */
 	double last_review_s, last_review_duration_s; /* when the last cycle ended (audit_now_s), how long it took */
-	uint64_t aborts_measured, leaked_measured; /* aborts measured so far, and the bytes they left */
-	struct audit_live *live; /* metrics and the plot's samples (audit_live.c) */
-	int cmd_status; /* -1: no COMMAND or still running */
-	int cmd_signal; /* the signal that ended COMMAND, or 0 */
-	bool interrupted; /* a second SIGINT (or SIGTERM, SIGHUP) ended the run */
-	/* What the run holds (audit.c): */
+};
+
+/* What the run holds (audit.c, audit_loop.c). */
+struct audit_run {
 	struct audit_tracer *tracer;
 	int markers_fd, signal_fd; /* inotify on the abort directory; SIGINT, SIGTERM, SIGHUP, SIGCHLD */
 	sigset_t old_mask; /* the mask before audit_new(): COMMAND's */
 	pid_t child; /* COMMAND, or -1 */
+	int cmd_status; /* -1: no COMMAND or still running */
+	int cmd_signal; /* the signal that ended COMMAND, or 0 */
+	bool interrupted; /* a second SIGINT (or SIGTERM, SIGHUP) ended the run */
 	int json_fd, junit_fd, plot_fd; /* the report files, opened by audit_new(), or -1 */
 	struct sg_outfile reports[3];   /* --json, --junit, --plot (host/outfile.h) */
 	bool report_failed[3];          /* its writing failed: not put in place */
 	bool report_on_stdout;          /* one of them is stdout: the text report goes to stderr */
 	struct metrics_server *metrics_server; /* --listen */
 	struct audit_reclaim *reclaim; /* --reclaim-dead, or NULL */
+};
+
+/* A run: its parts, each changed by the file named beside it. */
+struct audit {
+	const struct audit_opts *o;
+	struct audit_clock clock; /* the events' clock (CLOCK_MONOTONIC), or a test's */
+	struct audit_holders_view holders; /* /proc, or a test's */
+	uint64_t start_ns; /* CLOCK_MONOTONIC, the clock of the BPF events */
+	uint64_t start_unix_ns; /* the run's start, CLOCK_REALTIME: birth times are compared with it */
+	double end_s;
+	struct audit_root_table root_table; /* audit_roots.c */
+	struct audit_root_scans scans;      /* audit_roots.c, node mode */
+	struct audit_pending pending;       /* audit_tags.c, audit_early.c */
+	struct audit_files *files;          /* audit_files.c, named by audit_attribution.c */
+	struct audit_workloads workloads;   /* the cgroups that created followed files */
+	struct audit_abort_set abort_set;   /* audit_markers.c, audit_fold.c */
+	struct audit_review *review;        /* audit_review.c */
+	struct audit_figures fig;           /* the events', the review's and the loop's counts */
+	struct audit_live *live;            /* metrics and the plot's samples (audit_live.c) */
+	struct audit_run run;               /* audit.c, audit_loop.c */
 };
 
 /* audit_events.c: one event from the ring buffer (size bytes of data,

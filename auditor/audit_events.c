@@ -36,8 +36,8 @@ static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, 
 	 * creations were read: read those now (their files leave the table)
 	 * rather than lose this file.  A failing inotify fd is the loop's to
 	 * report, at its next read. */
-	if (audit_files_count(a->files) >= a->o->max_files && a->markers_fd >= 0)
-		(void)audit_markers_read(a, a->markers_fd);
+	if (audit_files_count(a->files) >= a->o->max_files && a->run.markers_fd >= 0)
+		(void)audit_markers_read(a, a->run.markers_fd);
 	/* The cgroup is the event's: a process that predates the run counts too. */
 	w = audit_workload_of(&a->workloads, h->cgroup_id, audit_now_s(a));
 	if (!(f = audit_files_add(a->files, kdev, ino, h->tgid, comm, w)))
@@ -61,7 +61,7 @@ static void on_create(struct audit *a, const struct sg_audit_create *e, size_t s
 
 	bool named = has_name(e->name, size - offsetof(struct sg_audit_create, name));
 
-	a->events++;
+	a->fig.events++;
 	/* A device no root follows yet: a file made in a new tmpfs's first
 	 * moments, kept for when its root is found. */
 	if (audit_root_of_dev(a, e->dev) < 0) {
@@ -80,8 +80,8 @@ static void on_create(struct audit *a, const struct sg_audit_create *e, size_t s
 	/* The workload's root: the one its file is named in, else the first on
 	 * its filesystem (the ctime probe sends no name). */
 	int r = f ? (f->root >= 0 ? f->root : audit_root_of_dev(a, e->dev)) : -1;
-	if (r >= 0 && (unsigned)r < a->nroots && a->roots[r].in_use)
-		audit_workload_note_root(f->creator->workload, a->roots[r].shown);
+	if (r >= 0 && (unsigned)r < a->root_table.nroots && a->root_table.roots[r].in_use)
+		audit_workload_note_root(f->creator->workload, a->root_table.roots[r].shown);
 }
 
 /* The syscalls probe gives the path a rename or link created, as the
@@ -93,14 +93,14 @@ static bool find_in_roots(struct audit *a, const char *path, uint32_t *kdev, uin
 	struct stat st;
 
 	base = base ? base + 1 : path;
-	for (unsigned r = 0; *base && r < a->nroots; r++) {
-		if (!a->roots[r].in_use)
+	for (unsigned r = 0; *base && r < a->root_table.nroots; r++) {
+		if (!a->root_table.roots[r].in_use)
 			continue;
-		snprintf(full, sizeof(full), "%s/%s", a->roots[r].path, base);
-		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && sg_kdev(st.st_dev) == a->roots[r].kdev) {
-			*kdev = a->roots[r].kdev;
+		snprintf(full, sizeof(full), "%s/%s", a->root_table.roots[r].path, base);
+		if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && sg_kdev(st.st_dev) == a->root_table.roots[r].kdev) {
+			*kdev = a->root_table.roots[r].kdev;
 			*ino = st.st_ino;
-			*dir_ino = a->roots[r].dir_ino;
+			*dir_ino = a->root_table.roots[r].dir_ino;
 			return true;
 		}
 	}
@@ -118,7 +118,7 @@ static void on_name(struct audit *a, const struct sg_audit_name *e, size_t size)
 	const char *name = e->name;
 	struct audit_file *f;
 
-	a->events++;
+	a->fig.events++;
 	if (!has_name(name, size - offsetof(struct sg_audit_name, name)) ||
 	    (!ino && !find_in_roots(a, name, &kdev, &ino, &dir_ino)))
 		return;
@@ -136,7 +136,7 @@ static void on_tag(struct audit *a, const struct sg_audit_tag *e)
 {
 	struct audit_file *f = audit_files_find(a->files, sg_kdev(e->dev), e->ino);
 
-	a->events++;
+	a->fig.events++;
 	/* The kernel side terminates the string; a request must still be one. */
 	if (!memchr(e->request, '\0', sizeof(e->request)) || sg_reqid_invalid(e->request))
 		return;
@@ -153,11 +153,11 @@ static void on_freed(struct audit *a, const struct sg_audit_freed *e)
 {
 	struct audit_file *f = audit_files_find(a->files, e->dev, e->ino);
 
-	a->events++;
+	a->fig.events++;
 	if (!f || f->created_ns > e->h.ts_ns)
 		return;
 	audit_file_freed(a, f);
-	a->freed_at_eviction++;
+	a->fig.freed_at_eviction++;
 }
 
 void audit_on_event(struct audit *a, const void *data, size_t size)
@@ -197,7 +197,7 @@ void audit_on_event(struct audit *a, const void *data, size_t size)
  * from a tag kept for it (audit_tags_claim), its journal, xattr or name. */
 void audit_events_catch_up(struct audit *a, int slot)
 {
-	struct audit_root *r = &a->roots[slot];
+	struct audit_root *r = &a->root_table.roots[slot];
 	uint64_t start_unix_ns = a->start_unix_ns;
 	int fd = openat(r->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -230,7 +230,7 @@ void audit_events_catch_up(struct audit *a, int slot)
 		if (w)
 			audit_workload_note_root(w, r->shown);
 		audit_tags_claim(a, f);
-		a->caught_up++;
+		a->root_table.caught_up++;
 	}
 	closedir(d);
 }

@@ -27,17 +27,17 @@ enum { FD_EVENTS, FD_MARKERS, FD_SIGNALS };
 
 static void progress(struct audit *a, bool tty, double *next)
 {
-	double now = audit_now_s(a), kib = a->leaked_measured / 1024.0;
-	unsigned measured = (unsigned)a->aborts_measured;
+	double now = audit_now_s(a), kib = a->abort_set.leaked_measured / 1024.0;
+	unsigned measured = (unsigned)a->abort_set.aborts_measured;
 	char line[160], tracked[16];
 	struct winsize ws;
 
 	if ((!tty && a->o->interval <= 0) || now < *next)
 		return;
 	snprintf(line, sizeof(line), "[%6.1f s] aborts %u (measured %u)   %.1f KiB/abort so far   tracked %s in %llu %s",
-		 now, a->naborts, measured, measured ? kib / measured : 0.0,
-		 sg_human_bytes(a->tracked, tracked, sizeof(tracked)), (unsigned long long)a->files_left,
-		 a->files_left == 1 ? "file" : "files");
+		 now, a->abort_set.naborts, measured, measured ? kib / measured : 0.0,
+		 sg_human_bytes(a->fig.tracked, tracked, sizeof(tracked)), (unsigned long long)a->fig.files_left,
+		 a->fig.files_left == 1 ? "file" : "files");
 	/* A line that wraps would scroll with every redraw: cut it to the
 	 * terminal's width (it is ASCII: a byte a column), leaving the last
 	 * column free. */
@@ -90,8 +90,8 @@ static bool ignores(pid_t pid, int sig)
 
 static void record_status(struct audit *a, int status)
 {
-	a->cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	a->cmd_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	a->run.cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	a->run.cmd_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
 /* How long a killed COMMAND is waited for: SIGKILL ends it at once unless
@@ -117,12 +117,12 @@ static void reap_killed(struct audit *a, pid_t child)
  * at the second, and the run ends without waiting for it. */
 static int on_signals(struct audit *a, unsigned *interrupts, bool *running)
 {
-	pid_t child = a->child;
+	pid_t child = a->run.child;
 	struct signalfd_siginfo si;
 	ssize_t n;
 	int status;
 
-	while ((n = read(a->signal_fd, &si, sizeof(si))) == sizeof(si)) {
+	while ((n = read(a->run.signal_fd, &si, sizeof(si))) == sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD) {
 			if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
 				record_status(a, status);
@@ -137,9 +137,9 @@ static int on_signals(struct audit *a, unsigned *interrupts, bool *running)
 				fprintf(stderr, "%sshmguard audit: COMMAND ignores SIG%s; a second one (Ctrl-C again) kills it "
 						"and ends the run\n",
 					isatty(STDERR_FILENO) ? "\r\033[K" : "", sigabbrev_np((int)si.ssi_signo));
-		} else if (a->cmd_status < 0) {
+		} else if (a->run.cmd_status < 0) {
 			kill(child, SIGKILL);
-			a->interrupted = true;
+			a->run.interrupted = true;
 			*running = false;
 			reap_killed(a, child);
 		}
@@ -151,10 +151,10 @@ static int on_signals(struct audit *a, unsigned *interrupts, bool *running)
  * table (audit_files_exclude). */
 static int read_markers(struct audit *a)
 {
-	int ret = audit_markers_read(a, a->markers_fd);
+	int ret = audit_markers_read(a, a->run.markers_fd);
 
 	if (ret == 0)
-		ret = audit_trace_consume(a->tracer);
+		ret = audit_trace_consume(a->run.tracer);
 	audit_files_end_exclusions(a->files);
 	return ret;
 }
@@ -169,7 +169,7 @@ static int watch(int ep, int fd, uint32_t what)
 /* Turns until the run ends; -1 with errno when a descriptor fails. */
 static int turns(struct audit *a, int ep)
 {
-	struct audit_tracer *t = a->tracer;
+	struct audit_tracer *t = a->run.tracer;
 	bool tty = isatty(STDERR_FILENO), show = tty || a->o->interval > 0;
 	double next_progress = 0;
 	unsigned interrupts = 0;
@@ -218,13 +218,13 @@ static int turns(struct audit *a, int ep)
 
 int audit_loop_run(struct audit *a)
 {
-	struct audit_tracer *t = a->tracer;
+	struct audit_tracer *t = a->run.tracer;
 	int ep = epoll_create1(EPOLL_CLOEXEC), ret = -1, saved;
 
 	if (ep < 0)
 		return -1;
-	if (watch(ep, audit_trace_fd(t), FD_EVENTS) == 0 && watch(ep, a->markers_fd, FD_MARKERS) == 0 &&
-	    watch(ep, a->signal_fd, FD_SIGNALS) == 0)
+	if (watch(ep, audit_trace_fd(t), FD_EVENTS) == 0 && watch(ep, a->run.markers_fd, FD_MARKERS) == 0 &&
+	    watch(ep, a->run.signal_fd, FD_SIGNALS) == 0)
 		ret = turns(a, ep);
 	saved = errno;
 	/* What is still queued belongs to the run; aborts not yet due are
@@ -235,10 +235,10 @@ int audit_loop_run(struct audit *a)
 	}
 	a->end_s = audit_now_s(a);
 	audit_roots_scan_before_end(a);
-	a->dropped = audit_trace_dropped(t);
-	a->frees_unsent = audit_trace_frees_unsent(t);
+	a->fig.dropped = audit_trace_dropped(t);
+	a->fig.frees_unsent = audit_trace_frees_unsent(t);
 	audit_review_finish(a);
-	if (audit_live_flush(a, a->dropped) < 0)
+	if (audit_live_flush(a, a->fig.dropped) < 0)
 		fprintf(stderr, "shmguard audit: cannot write the metrics at the end: %s\n", strerror(errno));
 	close(ep);
 	errno = saved;

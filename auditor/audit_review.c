@@ -134,11 +134,11 @@ static const struct sg_holder *holder_in_root(struct pass *p, uint32_t kdev, uin
 	size_t n;
 
 	if (!p->holders_read) {
-		uint32_t *kdevs = calloc(p->a->nroots ? p->a->nroots : 1, sizeof(*kdevs));
+		uint32_t *kdevs = calloc(p->a->root_table.nroots ? p->a->root_table.nroots : 1, sizeof(*kdevs));
 		unsigned n = 0;
-		for (unsigned r = 0; kdevs && r < p->a->nroots; r++)
-			if (p->a->roots[r].in_use)
-				kdevs[n++] = p->a->roots[r].kdev;
+		for (unsigned r = 0; kdevs && r < p->a->root_table.nroots; r++)
+			if (p->a->root_table.roots[r].in_use)
+				kdevs[n++] = p->a->root_table.roots[r].kdev;
 		if (p->a->holders.scan)
 			p->a->holders.scan(p->a->holders.ctx, &p->holders, kdevs, n);
 		else
@@ -163,10 +163,10 @@ static bool stat_linked(struct pass *p, const struct audit_file *f, struct stat 
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
 
-	if (f->root < 0 || !f->name || (unsigned)f->root >= p->a->nroots || !p->a->roots[f->root].in_use ||
-	    p->a->roots[f->root].kdev != f->kdev)
+	if (f->root < 0 || !f->name || (unsigned)f->root >= p->a->root_table.nroots || !p->a->root_table.roots[f->root].in_use ||
+	    p->a->root_table.roots[f->root].kdev != f->kdev)
 		return false;
-	snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
+	snprintf(path, sizeof(path), "%s/%s", p->a->root_table.roots[f->root].path, f->name);
 	return lstat(path, st) == 0 && st->st_ino == f->ino && sg_kdev(st->st_dev) == f->kdev;
 }
 
@@ -231,7 +231,7 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
 	if (m->linked && f->root >= 0 && (unsigned)f->root < rv->nroots && f->name) {
-		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
+		snprintf(path, sizeof(path), "%s/%s", p->a->root_table.roots[f->root].path, f->name);
 		js = &rv->journals[f->root];
 		/* The owner and mode are looked up only for a claim or a tag. */
 		if (sg_journals_claim_any(js, f->ino) && lstat(path, &st) == 0 && st.st_ino == f->ino &&
@@ -254,7 +254,7 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
  * shim's ownership journals are its own bookkeeping: they do not count. */
 static void count(struct pass *p, struct audit_review *rv, struct audit_file *f, const struct measured *m)
 {
-	struct audit_root *root = f->root >= 0 && (unsigned)f->root < p->a->nroots ? &p->a->roots[f->root] : NULL;
+	struct audit_root *root = f->root >= 0 && (unsigned)f->root < p->a->root_table.nroots ? &p->a->root_table.roots[f->root] : NULL;
 
 	if (!f->name && m->name)
 		audit_files_name(p->a->files, f, m->root, m->name);
@@ -295,7 +295,7 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
  * there, under that name. */
 static void note_name(struct audit *a, struct audit_review *rv, unsigned r, const struct dirent *e)
 {
-	struct audit_file *f = audit_files_find(a->files, a->roots[r].kdev, e->d_ino);
+	struct audit_file *f = audit_files_find(a->files, a->root_table.roots[r].kdev, e->d_ino);
 
 	if (!f)
 		return;
@@ -313,7 +313,7 @@ static bool name_files(struct audit *a, struct audit_review *rv, uint64_t deadli
 	unsigned n = 0;
 
 	for (; rv->root < rv->nroots; rv->root++) {
-		if (!rv->dir && (!a->roots[rv->root].in_use || !(rv->dir = opendir(a->roots[rv->root].path))))
+		if (!rv->dir && (!a->root_table.roots[rv->root].in_use || !(rv->dir = opendir(a->root_table.roots[rv->root].path))))
 			continue;
 		while ((e = readdir(rv->dir))) {
 			if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && sg_journal_name(e->d_name))
@@ -395,7 +395,7 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 			continue;
 		}
 		audit_file_freed(p->a, f);
-		p->a->freed_by_review++;
+		p->a->fig.freed_by_review++;
 	}
 	rv->nsuspects = 0;
 }
@@ -453,7 +453,7 @@ static void measure_aborts(struct pass *p, double until_s)
 {
 	struct audit *a = p->a;
 
-	for (struct audit_abort *ab; (ab = a->unmeasured) && measurable(a, ab, until_s);) {
+	for (struct audit_abort *ab; (ab = a->abort_set.unmeasured) && measurable(a, ab, until_s);) {
 		struct abort_ctx c = {p, ab};
 		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
 		audit_tags_count(a, ab);
@@ -463,9 +463,9 @@ static void measure_aborts(struct pass *p, double until_s)
 			a->workloads.aborts_without++;
 		ab->measured = true;
 		audit_workload_set_free(&ab->workloads);
-		a->unmeasured = ab->next;
-		a->aborts_measured++;
-		a->leaked_measured += ab->leaked_bytes;
+		a->abort_set.unmeasured = ab->next;
+		a->abort_set.aborts_measured++;
+		a->abort_set.leaked_measured += ab->leaked_bytes;
 	}
 	audit_fold_measured(a);
 }
@@ -495,7 +495,7 @@ void audit_review_free(struct audit_review *rv)
 /* Whether an abort is measurable: it waits for the end of a cycle. */
 static bool abort_waits(const struct audit *a, double now)
 {
-	return a->unmeasured && measurable(a, a->unmeasured, now);
+	return a->abort_set.unmeasured && measurable(a, a->abort_set.unmeasured, now);
 }
 
 double audit_review_due_s(const struct audit *a)
@@ -507,8 +507,8 @@ double audit_review_due_s(const struct audit *a)
 		return 0;
 	if (rv->phase != REVIEW_IDLE)
 		return rv->slice_end_s + (rv->phase == REVIEW_NAMING ? NAMING_PAUSE_S : PAUSE_S);
-	if (a->unmeasured && a->unmeasured->marker_s + a->o->grace < due && measurable(a, a->unmeasured, INFINITY))
-		due = a->unmeasured->marker_s + a->o->grace;
+	if (a->abort_set.unmeasured && a->abort_set.unmeasured->marker_s + a->o->grace < due && measurable(a, a->abort_set.unmeasured, INFINITY))
+		due = a->abort_set.unmeasured->marker_s + a->o->grace;
 	/* Freed files leave the table only at a cycle's end: not paced when
 	 * the table nears --max-files, which would lose new files. */
 	if (audit_files_count(a->files) >= a->o->max_files / 4 * 3)
@@ -562,10 +562,10 @@ static void start_cycle(struct audit *a)
 				    .reading_ns = rv->phase == REVIEW_IDLE ? 0 : rv->reading_ns};
 	/* Memory short: no directory is read this cycle, each file is looked
 	 * at through its name instead (slower, as right). */
-	if ((rv->journals = calloc(a->nroots ? a->nroots : 1, sizeof(*rv->journals))))
-		rv->nroots = a->nroots;
-	for (unsigned r = 0; r < a->nroots; r++)
-		a->roots[r].counting = (struct audit_root_bytes){0};
+	if ((rv->journals = calloc(a->root_table.nroots ? a->root_table.nroots : 1, sizeof(*rv->journals))))
+		rv->nroots = a->root_table.nroots;
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		a->root_table.roots[r].counting = (struct audit_root_bytes){0};
 }
 
 /* Works on the cycle until deadline (CLOCK_MONOTONIC); true at its end. */
@@ -596,20 +596,20 @@ static void work(struct audit *a, uint64_t deadline)
 	if (!advance(a, &p, deadline))
 		return;
 	settle_suspects(&p, rv);
-	a->tracked = rv->tracked;
-	a->unattributed = rv->unattributed;
-	a->files_left = rv->files;
-	a->aborted_held = rv->aborted_held;
-	a->live_pending = rv->live_pending;
-	a->live_files = rv->live_files;
-	for (unsigned r = 0; r < a->nroots; r++)
-		a->roots[r].bytes = a->roots[r].counting;
-	a->cycles++;
-	a->last_review_s = audit_now_s(a);
-	a->last_review_duration_s = a->last_review_s - rv->started_s;
+	a->fig.tracked = rv->tracked;
+	a->fig.unattributed = rv->unattributed;
+	a->fig.files_left = rv->files;
+	a->fig.aborted_held = rv->aborted_held;
+	a->fig.live_pending = rv->live_pending;
+	a->fig.live_files = rv->live_files;
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		a->root_table.roots[r].bytes = a->root_table.roots[r].counting;
+	a->fig.cycles++;
+	a->fig.last_review_s = audit_now_s(a);
+	a->fig.last_review_duration_s = a->fig.last_review_s - rv->started_s;
 	measure_aborts(&p, covered_until(a, rv));
 	end_pass(&p);
-	audit_workloads_cycle_end(&a->workloads, a->last_review_s);
+	audit_workloads_cycle_end(&a->workloads, a->fig.last_review_s);
 	audit_fold_sweep(a);
 	rv->phase = REVIEW_IDLE;
 	rv->next_s = audit_now_s(a) + REVIEW_S;
@@ -627,7 +627,7 @@ void audit_review_step(struct audit *a)
 	 * requests of the files made since begins again, once. */
 	if (rv->phase != REVIEW_IDLE && !rv->urgent && abort_waits(a, now)) {
 		rv->urgent = true;
-		if (covered_until(a, rv) < a->unmeasured->marker_s + a->o->grace)
+		if (covered_until(a, rv) < a->abort_set.unmeasured->marker_s + a->o->grace)
 			start_cycle(a);
 	}
 	if (rv->phase == REVIEW_IDLE)
