@@ -189,9 +189,9 @@ fail:
 	return NULL;
 }
 
-static void on_event(void *ctx, const void *data, size_t size)
+static void on_event(void *ctx, const struct audit_event *e)
 {
-	audit_on_event(ctx, data, size);
+	audit_on_event(ctx, e);
 }
 
 /* The first pid namespace's inode (the kernel's PROC_PID_INIT_INO). */

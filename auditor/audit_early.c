@@ -4,12 +4,11 @@
  * EARLY_KEEP_S (at most EARLY_KEEP_MAX of them), so that the root's
  * catch-up (audit_roots.c) knows who made each file it finds, and for which
  * workload, instead of an unknown creator. */
-#include <linux/types.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "audit_engine.h"
-#include "audit_event.h"
+#include "audit_trace.h"
 
 #define EARLY_KEEP_S 60.0
 #define EARLY_KEEP_MAX 65536
@@ -19,7 +18,7 @@ static struct audit_early_create *early_of(struct audit_kept *k)
 	return (struct audit_early_create *)k;
 }
 
-void audit_early_keep(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino)
+void audit_early_keep(struct audit *a, const struct audit_event *e)
 {
 	struct audit_early_create *c;
 
@@ -27,12 +26,11 @@ void audit_early_keep(struct audit *a, const struct sg_audit_header *h, uint32_t
 		audit_kept_drop(&a->pending.early, &a->pending.early.head);
 	if (!(c = malloc(sizeof(*c))))
 		return;
-	c->kdev = kdev;
-	c->tgid = h->tgid;
-	c->ino = ino;
-	c->cgroup_id = h->cgroup_id;
-	memcpy(c->comm, h->comm, sizeof(c->comm));
-	c->comm[sizeof(c->comm) - 1] = '\0';
+	c->kdev = e->kdev;
+	c->tgid = e->tgid;
+	c->ino = e->ino;
+	c->cgroup_id = e->cgroup_id;
+	memcpy(c->comm, e->comm, sizeof(c->comm));
 	audit_kept_push(&a->pending.early, &c->k, audit_now_s(a));
 }
 

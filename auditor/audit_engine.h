@@ -24,7 +24,7 @@
 #include "outfile.h"
 
 struct metrics_server;
-struct sg_audit_header;
+struct audit_event;
 struct audit_folded;
 struct audit_tracer;
 struct sg_holders;
@@ -192,9 +192,9 @@ struct audit {
 	struct audit_run run;               /* audit.c, audit_loop.c */
 };
 
-/* audit_events.c: one event from the ring buffer (size bytes of data,
- * checked before use) and its effect on the file table. */
-void audit_on_event(struct audit *a, const void *data, size_t size);
+/* audit_events.c: one event of the tracer (decoded and checked there) and
+ * its effect on the file table. */
+void audit_on_event(struct audit *a, const struct audit_event *e);
 /* A root found late (slot): the files it holds made since the run began
  * are followed from now on, with the creator and tag kept for each
  * (audit_early_claim, audit_tags_claim). */
@@ -244,7 +244,7 @@ void audit_tags_expire(struct audit *a);
 void audit_tags_free(struct audit *a);
 /* audit_early.c: the creators of files made on a tmpfs before its root
  * was found, kept a while for the root's catch-up. */
-void audit_early_keep(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino);
+void audit_early_keep(struct audit *a, const struct audit_event *e);
 /* The creator kept for (kdev, ino), taken: false if none. */
 bool audit_early_claim(struct audit *a, uint32_t kdev, uint64_t ino, struct audit_early_create *out);
 void audit_early_expire(struct audit *a);

@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/types.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,26 +11,23 @@
 #include <unistd.h>
 
 #include "audit_engine.h"
-#include "audit_event.h"
+#include "audit_trace.h"
 #include "holders.h"
 #include "journal_read.h"
 #include "reqid.h"
 
 /* The kernel side's limits and the records they fill here. */
-_Static_assert(sizeof(((struct audit_creator *)0)->comm) == SG_AUDIT_COMM_LEN &&
-		       sizeof(((struct audit_leftover *)0)->comm) == SG_AUDIT_COMM_LEN,
+_Static_assert(sizeof(((struct audit_creator *)0)->comm) == AUDIT_EVENT_COMM_LEN &&
+		       sizeof(((struct audit_leftover *)0)->comm) == AUDIT_EVENT_COMM_LEN,
 	       "a file keeps the whole command name an event gives");
-_Static_assert(SG_AUDIT_NAME_MAX >= NAME_MAX + 1 && SG_AUDIT_NAME_MAX >= SG_NAME_MAX + 1,
+_Static_assert(AUDIT_EVENT_NAME_MAX >= NAME_MAX + 1 && AUDIT_EVENT_NAME_MAX >= SG_NAME_MAX + 1,
 	       "an event holds any file name and any request ID, with its NUL");
 
-static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, uint32_t kdev, uint64_t ino)
+static struct audit_file *add(struct audit *a, const struct audit_event *e, uint32_t kdev, uint64_t ino)
 {
-	char comm[SG_AUDIT_COMM_LEN];
 	struct audit_workload *w;
 	struct audit_file *f;
 
-	memcpy(comm, h->comm, sizeof(comm));
-	comm[sizeof(comm) - 1] = '\0';
 	/* A full table may hold markers whose inotify events came after their
 	 * creations were read: read those now (their files leave the table)
 	 * rather than lose this file.  A failing inotify fd is the loop's to
@@ -39,47 +35,36 @@ static struct audit_file *add(struct audit *a, const struct sg_audit_header *h, 
 	if (audit_files_count(a->files) >= a->o->max_files && a->run.markers_fd >= 0)
 		(void)audit_markers_read(a, a->run.markers_fd);
 	/* The cgroup is the event's: a process that predates the run counts too. */
-	w = audit_workload_of(&a->workloads, h->cgroup_id, audit_now_s(a));
-	if (!(f = audit_files_add(a->files, kdev, ino, h->tgid, comm, w)))
+	w = audit_workload_of(&a->workloads, e->cgroup_id, audit_now_s(a));
+	if (!(f = audit_files_add(a->files, kdev, ino, e->tgid, e->comm, w)))
 		return NULL;
-	f->created_ns = h->ts_ns;
+	f->created_ns = e->ts_ns;
 	return f;
 }
 
-/* An event with a name ends with it, NUL included (the kernel side sends
- * only that much); check anyway. */
-#define NAMED_SIZE(type) (offsetof(type, name) + 1)
-
-static bool has_name(const char *name, size_t room)
-{
-	return name[0] && memchr(name, '\0', room);
-}
-
-static void on_create(struct audit *a, const struct sg_audit_create *e, size_t size)
+static void on_create(struct audit *a, const struct audit_event *e)
 {
 	struct audit_file *f;
-
-	bool named = has_name(e->name, size - offsetof(struct sg_audit_create, name));
 
 	a->fig.events++;
 	/* A device no root follows yet: a file made in a new tmpfs's first
 	 * moments, kept for when its root is found. */
-	if (audit_root_of_dev(a, e->dev) < 0) {
-		audit_early_keep(a, &e->h, e->dev, e->ino);
+	if (audit_root_of_dev(a, e->kdev) < 0) {
+		audit_early_keep(a, e);
 		return;
 	}
 	/* A marker (in a directory that is no root): the probes that send the
 	 * directory read its creation after its inotify event, too late for
 	 * audit_files_exclude. */
-	int dir_root = audit_root_of_dir(a, e->dev, e->dir_ino);
-	if (dir_root < 0 && audit_in_abort_dir(a, e->dev, e->dir_ino))
+	int dir_root = audit_root_of_dir(a, e->kdev, e->dir_ino);
+	if (dir_root < 0 && audit_in_abort_dir(a, e->kdev, e->dir_ino))
 		return;
-	f = add(a, &e->h, e->dev, e->ino);
-	if (f && named)
+	f = add(a, e, e->kdev, e->ino);
+	if (f && e->name[0])
 		audit_file_named(a, f, dir_root, e->name, false);
 	/* The workload's root: the one its file is named in, else the first on
 	 * its filesystem (the ctime probe sends no name). */
-	int r = f ? (f->root >= 0 ? f->root : audit_root_of_dev(a, e->dev)) : -1;
+	int r = f ? (f->root >= 0 ? f->root : audit_root_of_dev(a, e->kdev)) : -1;
 	if (r >= 0 && (unsigned)r < a->root_table.nroots && a->root_table.roots[r].in_use)
 		audit_workload_note_root(f->creator->workload, a->root_table.roots[r].shown);
 }
@@ -89,7 +74,7 @@ static void on_create(struct audit *a, const struct sg_audit_create *e, size_t s
 static bool find_in_roots(struct audit *a, const char *path, uint32_t *kdev, uint64_t *ino, uint64_t *dir_ino)
 {
 	const char *base = strrchr(path, '/');
-	char full[SG_PATH_MAX + SG_AUDIT_NAME_MAX + 2];
+	char full[SG_PATH_MAX + AUDIT_EVENT_NAME_MAX + 2];
 	struct stat st;
 
 	base = base ? base + 1 : path;
@@ -107,85 +92,77 @@ static bool find_in_roots(struct audit *a, const char *path, uint32_t *kdev, uin
 	return false;
 }
 
-/* A name of a file (struct sg_audit_name).  A file the table does not hold
- * is added when it comes from outside the roots' directories (staged in a
- * subdirectory, or from where the probe cannot tell): it has just come into
- * view.  A file of a root that only changes is not: it predates the run. */
-static void on_name(struct audit *a, const struct sg_audit_name *e, size_t size)
+/* A name of a file.  A file the table does not hold is added when it
+ * comes from outside the roots' directories (staged in a subdirectory, or
+ * from where the probe cannot tell): it has just come into view.  A file
+ * of a root that only changes is not: it predates the run. */
+static void on_name(struct audit *a, const struct audit_event *e)
 {
-	uint32_t kdev = e->dev;
+	uint32_t kdev = e->kdev;
 	uint64_t ino = e->ino, dir_ino = e->dir_ino, from = e->renamed ? e->old_dir_ino : e->dir_ino;
 	const char *name = e->name;
 	struct audit_file *f;
 
 	a->fig.events++;
-	if (!has_name(name, size - offsetof(struct sg_audit_name, name)) ||
-	    (!ino && !find_in_roots(a, name, &kdev, &ino, &dir_ino)))
+	if (!name[0] || (!ino && !find_in_roots(a, name, &kdev, &ino, &dir_ino)))
 		return;
 	if (!e->ino) {
 		from = 0;
 		name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
 	}
 	f = audit_files_find(a->files, kdev, ino);
-	if (!f && (audit_root_of_dir(a, kdev, from) >= 0 || !(f = add(a, &e->h, kdev, ino))))
+	if (!f && (audit_root_of_dir(a, kdev, from) >= 0 || !(f = add(a, e, kdev, ino))))
 		return;
 	audit_file_named(a, f, audit_root_of_dir(a, kdev, dir_ino), name, e->renamed);
 }
 
-static void on_tag(struct audit *a, const struct sg_audit_tag *e)
+static void on_tag(struct audit *a, const struct audit_event *e)
 {
-	struct audit_file *f = audit_files_find(a->files, sg_kdev(e->dev), e->ino);
+	struct audit_file *f = audit_files_find(a->files, e->kdev, e->ino);
 
 	a->fig.events++;
-	/* The kernel side terminates the string; a request must still be one. */
-	if (!memchr(e->request, '\0', sizeof(e->request)) || sg_reqid_invalid(e->request))
+	/* A request must still be one. */
+	if (sg_reqid_invalid(e->name))
 		return;
 	if (f)
-		audit_files_attribute(a->files, f, e->request, REQ_TAG, -1);
-	else if (audit_root_of_dev(a, sg_kdev(e->dev)) < 0)
-		audit_tags_keep(a, sg_kdev(e->dev), e->ino, e->request);
+		audit_files_attribute(a->files, f, e->name, REQ_TAG, -1);
+	else if (audit_root_of_dev(a, e->kdev) < 0)
+		audit_tags_keep(a, e->kdev, e->ino, e->name);
 }
 
 /* A followed file's inode is being evicted: nothing holds it any more.
  * The events come in the order they were queued, so a record made after
  * this is another file's, whose inode number was handed out again. */
-static void on_freed(struct audit *a, const struct sg_audit_freed *e)
+static void on_freed(struct audit *a, const struct audit_event *e)
 {
-	struct audit_file *f = audit_files_find(a->files, e->dev, e->ino);
+	struct audit_file *f = audit_files_find(a->files, e->kdev, e->ino);
 
 	a->fig.events++;
-	if (!f || f->created_ns > e->h.ts_ns)
+	if (!f || f->created_ns > e->ts_ns)
 		return;
 	audit_file_freed(a, f);
 	a->fig.freed_at_eviction++;
 }
 
-void audit_on_event(struct audit *a, const void *data, size_t size)
+void audit_on_event(struct audit *a, const struct audit_event *e)
 {
-	const struct sg_audit_header *h = data;
-
-	if (size < sizeof(*h))
-		return;
-	switch (h->type) {
-	case SG_AUDIT_CREATE:
-		if (size >= NAMED_SIZE(struct sg_audit_create))
-			on_create(a, data, size);
+	switch (e->type) {
+	case AUDIT_EVENT_CREATE:
+		on_create(a, e);
 		break;
-	case SG_AUDIT_TAG:
-		if (size >= sizeof(struct sg_audit_tag))
-			on_tag(a, data);
+	case AUDIT_EVENT_TAG:
+		on_tag(a, e);
 		break;
-	case SG_AUDIT_NAME:
-		if (size >= NAMED_SIZE(struct sg_audit_name))
-			on_name(a, data, size);
+	case AUDIT_EVENT_NAME:
+		on_name(a, e);
 		break;
-	case SG_AUDIT_FREED:
-		if (size >= sizeof(struct sg_audit_freed))
-			on_freed(a, data);
+	case AUDIT_EVENT_FREED:
+		on_freed(a, e);
 		break;
-	case SG_AUDIT_NEW_DEV:
-		if (size >= sizeof(struct sg_audit_new_dev))
-			audit_roots_new_dev(a, ((const struct sg_audit_new_dev *)data)->dev);
+	case AUDIT_EVENT_NEW_DEV:
+		audit_roots_new_dev(a, e->kdev);
+		break;
+	case AUDIT_EVENT_ATTACH:
 		break;
 	}
 }

@@ -14,6 +14,7 @@
 #include "audit.skel.h"
 #include "audit_event.h"
 #include "audit_freed.skel.h"
+#include "holders.h"
 
 struct audit_tracer {
 	struct audit_bpf *skel;
@@ -37,12 +38,99 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+_Static_assert(AUDIT_EVENT_COMM_LEN == SG_AUDIT_COMM_LEN && AUDIT_EVENT_NAME_MAX == SG_AUDIT_NAME_MAX,
+	       "the decoded event holds what the kernel side sends");
+
+/* An event with a name ends with it, NUL included (the kernel side sends
+ * only that much). */
+#define NAMED_SIZE(type) (offsetof(type, name) + 1)
+
+/* The string at s, room bytes at most: "" when it has no NUL there. */
+static const char *string_in(const char *s, size_t room)
+{
+	return memchr(s, '\0', room) ? s : "";
+}
+
+bool audit_trace_decode(const void *data, size_t size, struct audit_event *e)
+{
+	const struct sg_audit_header *h = data;
+
+	if (size < sizeof(*h))
+		return false;
+	*e = (struct audit_event){.type = h->type, .tgid = h->tgid, .ts_ns = h->ts_ns, .cgroup_id = h->cgroup_id};
+	memcpy(e->comm, h->comm, sizeof(e->comm));
+	e->comm[sizeof(e->comm) - 1] = '\0';
+	switch (h->type) {
+	case SG_AUDIT_CREATE: {
+		const struct sg_audit_create *c = data;
+		if (size < NAMED_SIZE(struct sg_audit_create))
+			return false;
+		e->kdev = c->dev;
+		e->ino = c->ino;
+		e->dir_ino = c->dir_ino;
+		e->start_ns = c->start_ns;
+		e->parent_start_ns = c->parent_start_ns;
+		e->parent_tgid = c->parent_tgid;
+		e->name = string_in(c->name, size - offsetof(struct sg_audit_create, name));
+		return true;
+	}
+	case SG_AUDIT_NAME: {
+		const struct sg_audit_name *n = data;
+		if (size < NAMED_SIZE(struct sg_audit_name))
+			return false;
+		e->kdev = n->dev;
+		e->ino = n->ino;
+		e->dir_ino = n->dir_ino;
+		e->old_dir_ino = n->old_dir_ino;
+		e->renamed = n->renamed;
+		e->name = string_in(n->name, size - offsetof(struct sg_audit_name, name));
+		return true;
+	}
+	case SG_AUDIT_TAG: {
+		const struct sg_audit_tag *g = data;
+		if (size < sizeof(*g))
+			return false;
+		e->kdev = sg_kdev(g->dev);
+		e->ino = g->ino;
+		e->name = string_in(g->request, sizeof(g->request));
+		return true;
+	}
+	case SG_AUDIT_ATTACH: {
+		const struct sg_audit_attach *at = data;
+		if (size < sizeof(*at))
+			return false;
+		e->kdev = at->dev;
+		e->ino = at->ino;
+		e->dir_ino = at->dir_ino;
+		e->start_ns = at->start_ns;
+		return true;
+	}
+	case SG_AUDIT_FREED: {
+		const struct sg_audit_freed *f = data;
+		if (size < sizeof(*f))
+			return false;
+		e->kdev = f->dev;
+		e->ino = f->ino;
+		return true;
+	}
+	case SG_AUDIT_NEW_DEV: {
+		const struct sg_audit_new_dev *d = data;
+		if (size < sizeof(*d))
+			return false;
+		e->kdev = d->dev;
+		return true;
+	}
+	}
+	return false;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct audit_tracer *t = ctx;
+	struct audit_event e;
 
-	if (t->on_event)
-		t->on_event(t->ctx, data, size);
+	if (t->on_event && audit_trace_decode(data, size, &e))
+		t->on_event(t->ctx, &e);
 	return 0;
 }
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "audit_engine.h"
-#include "audit_event.h"
+#include "audit_trace.h"
 #include "audit_summary.h"
 #include "holders.h"
 
@@ -465,12 +465,9 @@ Test(review, a_markers_creation_read_after_the_marker_takes_no_place)
 	cr_assert(audit_abort_add(&a, 0, a.abort_set.abort_dfd, "req", true));
 	audit_files_end_exclusions(a.files);
 
-	struct sg_audit_create e = {.h = {.type = SG_AUDIT_CREATE, .tgid = 1, .ts_ns = 2 * S},
-				    .ino = st.st_ino,
-				    .dir_ino = dir.st_ino,
-				    .dev = sg_kdev(st.st_dev)};
-	snprintf(e.name, sizeof(e.name), "req");
-	audit_on_event(&a, &e, sizeof(e));
+	struct audit_event e = {.type = AUDIT_EVENT_CREATE, .tgid = 1, .ts_ns = 2 * S, .ino = st.st_ino,
+				.dir_ino = dir.st_ino, .kdev = sg_kdev(st.st_dev), .name = "req"};
+	audit_on_event(&a, &e);
 	cr_expect_eq(audit_files_count(a.files), 0, "the marker took a place in the table");
 	audit_workloads_free(&a.workloads);
 }
