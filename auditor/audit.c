@@ -281,7 +281,7 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 static int start_command(struct audit *a, char *err, size_t errlen)
 {
 	char **cmd = a->o->cmd;
-	int p[2], saved;
+	int p[2], e;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return say(err, errlen, "cannot start %s: %s", cmd[0], strerror(errno));
@@ -296,11 +296,12 @@ static int start_command(struct audit *a, char *err, size_t errlen)
 		fprintf(stderr, "shmguard audit: cannot run %s: %s\n", cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
-	saved = errno;
+	e = a->run.child < 0 ? errno : 0;
 	close(p[0]);
-	if (a->run.child < 0 || audit_trace_follow(a->run.tracer, a->run.child) < 0 || write(p[1], "g", 1) != 1) {
-		errno = a->run.child < 0 ? saved : errno;
-		say(err, errlen, "cannot start %s: %s", cmd[0], strerror(errno));
+	if (!e && (e = -audit_trace_follow(a->run.tracer, a->run.child)) == 0 && write(p[1], "g", 1) != 1)
+		e = errno;
+	if (e) {
+		say(err, errlen, "cannot start %s: %s", cmd[0], strerror(e));
 		close(p[1]);
 		return -1;
 	}
@@ -316,8 +317,10 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	a->start_unix_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	if ((a->run.markers_fd = audit_markers_open(a, err, errlen)) < 0)
+	if ((a->run.markers_fd = audit_markers_open(a, err, errlen)) < 0) {
+		a->run.markers_fd = -1;
 		return AUDIT_USAGE;
+	}
 	if (start_tracer(a, err, errlen) < 0)
 		return AUDIT_NO_TRACING;
 	a->start_ns = audit_clock_ns(a);
@@ -343,7 +346,7 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 	int ret = audit_loop_run(a);
 	audit_reclaim_finish(a->run.reclaim); /* the report's totals are final */
 	if (ret < 0)
-		return say(err, errlen, "the run stopped early: %s", strerror(errno));
+		return say(err, errlen, "the run stopped early: %s", strerror(-ret));
 	return 0;
 }
 

@@ -77,11 +77,13 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 {
 	unsigned tests = 0, failures = 0;
 	FILE *out = NULL;
-	int fd = -1, ret = -1;
+	int fd = -1, ret;
 
 	/* A new, empty file made before the run (or stdout). */
-	if ((fd = dup(a->run.junit_fd)) < 0 || !(out = fdopen(fd, "w")))
+	if ((fd = dup(a->run.junit_fd)) < 0 || !(out = fdopen(fd, "w"))) {
+		ret = -errno;
 		goto cleanup;
+	}
 	fd = -1;
 	tests = by_proc->n ? (unsigned)by_proc->n : 1;
 	if (by_proc->n && !(a->o->gate.have_budget && !s->over_budget))
@@ -122,7 +124,7 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 	ret = 0;
 cleanup:
 	if (out && fclose(out) != 0)
-		ret = -1;
+		ret = -EIO;
 	if (fd >= 0)
 		close(fd);
 	if (ret < 0)

@@ -4,7 +4,10 @@
  * (audit_markers.c), the review of what is left (audit_review.c), the event
  * loop that drives them (audit_loop.c), the live metrics (audit_live.c)
  * and the reports (audit_report.c, audit_ci.c).  audit.c is the front
- * door (audit.h). */
+ * door (audit.h).
+ *
+ * Errors: a negative errno, and a sentence in err where a function takes
+ * one; the front door (audit.h) turns them into an exit status. */
 #ifndef SHMGUARD_AUDIT_ENGINE_H
 #define SHMGUARD_AUDIT_ENGINE_H
 
@@ -132,7 +135,7 @@ struct audit_abort_set {
 	char **markers_at_start; /* sorted */
 	size_t nmarkers_at_start;
 	uint64_t marker_overflows, markers_recovered; /* the inotify queue's */
-	uint64_t markers_refused; /* entries of the abort directory that are no markers (sg_marker_refusal) */
+	uint64_t markers_refused; /* entries of the abort directory that are no markers (sg_marker_check) */
 	int abort_dfd;            /* the abort directory, checked; -1: none */
 	uint32_t abort_kdev;      /* its device (the kernel's encoding) and inode */
 	uint64_t abort_ino;
@@ -209,9 +212,10 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f);
 void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed);
 
 /* audit_markers.c: a marker appearing in the abort directory is an abort. */
-/* The inotify fd, or -1 with err set (the directory is refused, or cannot be watched). */
+/* The inotify fd, or a negative errno with err set (the directory is
+ * refused, or cannot be watched). */
 int audit_markers_open(struct audit *a, char *err, size_t errlen);
-int audit_markers_read(struct audit *a, int fd); /* -1 with errno: the fd failed */
+int audit_markers_read(struct audit *a, int fd); /* 0, or a negative errno: the fd failed */
 /* A new abort: request's marker, if it is one (else counted as refused, if
  * count_refused: a rescan would count the same entries again).
  * False if it is no marker, or an abort already.  A file in the abort
@@ -292,8 +296,8 @@ void audit_review_finish(struct audit *a);
 /* audit_loop.c: the run, until COMMAND ends (its status in a->cmd_status),
  * --duration is over, or a signal arrives on a->signal_fd (SIGINT, SIGTERM,
  * SIGHUP go to COMMAND first; a second one kills it and ends the run).
- * Then the events still queued are read and the review finished.  -1 with
- * errno when waiting or reading fails (what was measured is kept). */
+ * Then the events still queued are read and the review finished.  A
+ * negative errno when waiting or reading fails (what was measured is kept). */
 int audit_loop_run(struct audit *a);
 
 /* audit_live.c: what the run shows while it goes: the metrics (published
@@ -304,12 +308,13 @@ void audit_live_free(struct audit_live *l);
 /* After each turn of the loop: a review cycle that ended is published and
  * sampled; the metrics file is rewritten when its interval is over. */
 void audit_live_update(struct audit *a, uint64_t dropped);
-/* The figures now, written once more (the end of the run, or its start). */
+/* The figures now, written once more (the end of the run, or its start):
+ * 0, or a negative errno. */
 int audit_live_flush(struct audit *a, uint64_t dropped);
-/* Why the metrics file could not be written (after a -1 from the above). */
+/* Why the metrics file could not be written (after an error from the above). */
 const char *audit_live_why(const struct audit *a);
 /* --plot: the timeline of the run, written to its fd, its title saying
- * the leak per abort and the verdict.  0, or -1. */
+ * the leak per abort and the verdict.  0, or a negative errno. */
 int audit_live_plot(const struct audit *a, double kib_per_abort, const char *verdict);
 
 /* audit_report.c: the report itself (audit_report() adds the report

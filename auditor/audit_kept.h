@@ -1,7 +1,10 @@
 /* Records kept a while for a root found later, oldest first: the shim's
  * tags of files on devices not followed (audit_tags.c) and the creators of
  * files made in a new tmpfs's first moments (audit_early.c).  Each record
- * starts with a struct audit_kept; the list is bounded by its owner. */
+ * starts with a struct audit_kept; the list is bounded by its owner.
+ *
+ * Errors: nothing here can fail (the auditor reports a failure as a
+ * negative errno). */
 #ifndef SHMGUARD_AUDIT_KEPT_H
 #define SHMGUARD_AUDIT_KEPT_H
 

@@ -138,7 +138,7 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 }
 
 /* The figures to the server and, if it is time (or now is true), to the
- * file.  -1 with errno when the file cannot be written. */
+ * file.  A negative errno, with l->why, when the file cannot be written. */
 static int emit(struct audit *a, uint64_t dropped, bool publish, bool now)
 {
 	struct audit_live *l = a->live;
@@ -153,8 +153,10 @@ static int emit(struct audit *a, uint64_t dropped, bool publish, bool now)
 	snapshot(a, dropped, &m);
 	text = metrics_render(&m, &len);
 	free(m.roots);
-	if (!text)
-		return -1;
+	if (!text) {
+		snprintf(l->why, sizeof(l->why), "out of memory");
+		return -ENOMEM;
+	}
 	if (publish && a->run.metrics_server)
 		metrics_publish(a->run.metrics_server, text, len);
 	if (write) {
@@ -216,7 +218,7 @@ void audit_live_update(struct audit *a, uint64_t dropped)
 
 const char *audit_live_why(const struct audit *a)
 {
-	return a->live && a->live->why[0] ? a->live->why : strerror(errno);
+	return a->live && a->live->why[0] ? a->live->why : "no reason known";
 }
 
 int audit_live_flush(struct audit *a, uint64_t dropped)
@@ -255,7 +257,7 @@ int audit_live_plot(const struct audit *a, double kib_per_abort, const char *ver
 	char title[200];
 	struct plot p;
 	FILE *out = NULL;
-	int fd = -1, ret = -1;
+	int fd = -1, ret = -ENOMEM;
 
 	if (!abort_s)
 		goto cleanup;
@@ -264,13 +266,15 @@ int audit_live_plot(const struct audit *a, double kib_per_abort, const char *ver
 			 .abort_s = abort_s, .naborts = n, .has_budget = a->o->gate.have_budget,
 			 .budget_kib_per_abort = a->o->gate.budget_kib};
 	/* A new, empty file made before the run (or stdout). */
-	if ((fd = dup(a->run.plot_fd)) < 0 || !(out = fdopen(fd, "w")))
+	if ((fd = dup(a->run.plot_fd)) < 0 || !(out = fdopen(fd, "w"))) {
+		ret = -errno;
 		goto cleanup;
+	}
 	fd = -1;
 	ret = plot_svg_write(out, &p);
 cleanup:
 	if (out && fclose(out) != 0)
-		ret = -1;
+		ret = -EIO;
 	if (fd >= 0)
 		close(fd);
 	free(abort_s);

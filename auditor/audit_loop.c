@@ -144,7 +144,7 @@ static int on_signals(struct audit *a, unsigned *interrupts, bool *running)
 			reap_killed(a, child);
 		}
 	}
-	return n < 0 && errno != EAGAIN ? -1 : 0;
+	return n < 0 && errno != EAGAIN ? -errno : 0;
 }
 
 /* New markers, then the events that may still add their files to the
@@ -166,7 +166,7 @@ static int watch(int ep, int fd, uint32_t what)
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
-/* Turns until the run ends; -1 with errno when a descriptor fails. */
+/* Turns until the run ends; a negative errno when a descriptor fails. */
 static int turns(struct audit *a, int ep)
 {
 	struct audit_tracer *t = a->run.tracer;
@@ -179,7 +179,7 @@ static int turns(struct audit *a, int ep)
 		int n = epoll_wait(ep, got, 3, next_timeout(a, next_progress, show));
 
 		if (n < 0 && errno != EINTR)
-			return -1;
+			return -errno;
 		for (int i = 0; i < n; i++) {
 			int ret = 0;
 
@@ -195,12 +195,13 @@ static int turns(struct audit *a, int ep)
 				break;
 			}
 			if (ret < 0)
-				return -1;
+				return ret;
 		}
 		if (a->o->duration && audit_now_s(a) >= a->o->duration)
 			running = false;
-		if (audit_trace_consume(t) < 0) /* the review needs every event so far */
-			return -1;
+		int ret = audit_trace_consume(t); /* the review needs every event so far */
+		if (ret < 0)
+			return ret;
 		if (audit_now_s(a) >= audit_roots_due_s(a)) {
 			audit_roots_scan(a);
 			audit_tags_expire(a);
@@ -219,28 +220,26 @@ static int turns(struct audit *a, int ep)
 int audit_loop_run(struct audit *a)
 {
 	struct audit_tracer *t = a->run.tracer;
-	int ep = epoll_create1(EPOLL_CLOEXEC), ret = -1, saved;
+	int ep = epoll_create1(EPOLL_CLOEXEC), ret, end;
 
 	if (ep < 0)
-		return -1;
+		return -errno;
 	if (watch(ep, audit_trace_fd(t), FD_EVENTS) == 0 && watch(ep, a->run.markers_fd, FD_MARKERS) == 0 &&
 	    watch(ep, a->run.signal_fd, FD_SIGNALS) == 0)
 		ret = turns(a, ep);
-	saved = errno;
+	else
+		ret = -errno;
 	/* What is still queued belongs to the run; aborts not yet due are
 	 * measured now (a run that ends sooner measures at its end). */
-	if (read_markers(a) < 0) {
-		saved = errno;
-		ret = -1;
-	}
+	if ((end = read_markers(a)) < 0)
+		ret = end;
 	a->end_s = audit_now_s(a);
 	audit_roots_scan_before_end(a);
 	a->fig.dropped = audit_trace_dropped(t);
 	a->fig.frees_unsent = audit_trace_frees_unsent(t);
 	audit_review_finish(a);
 	if (audit_live_flush(a, a->fig.dropped) < 0)
-		fprintf(stderr, "shmguard audit: cannot write the metrics at the end: %s\n", strerror(errno));
+		fprintf(stderr, "shmguard audit: cannot write the metrics at the end: %s\n", audit_live_why(a));
 	close(ep);
-	errno = saved;
 	return ret;
 }

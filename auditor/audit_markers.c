@@ -1,5 +1,5 @@
 /* An abort, for the auditor, is a marker appearing in --abort-dir while it
- * runs: the same rule the shim obeys (sg_marker_refusal, for the auditor's
+ * runs: the same rule the shim obeys (sg_marker_check, for the auditor's
  * euid), in a directory the shims trust, so that files others drop there
  * are no aborts; they are counted apart.  Markers already there at the
  * start, and a marker touched again, are not new aborts.  When the kernel's
@@ -116,16 +116,18 @@ int audit_markers_open(struct audit *a, char *err, size_t errlen)
 		else
 			snprintf(err, errlen, "cannot watch %s: %s", shown,
 				 e == ELOOP ? "it is a symbolic link" : strerror(e));
-		return -1;
+		return -e;
 	}
 	a->abort_set.abort_kdev = sg_kdev(st.st_dev);
 	a->abort_set.abort_ino = st.st_ino;
 	if ((fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 || (a->abort_set.abort_wd = watch(a, fd)) < 0 ||
 	    note_markers_at_start(a) < 0) {
-		snprintf(err, errlen, "cannot watch %s: %s", shown, strerror(errno));
+		int e = errno;
+
+		snprintf(err, errlen, "cannot watch %s: %s", shown, strerror(e));
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return -e;
 	}
 	return fd;
 }
@@ -209,11 +211,12 @@ bool audit_abort_add(struct audit *a, uint32_t scope, int dfd, const char *reque
 	struct audit_abort *ab;
 	struct sg_hnode **slot;
 	struct stat st;
-	const char *why = sg_marker_refusal(dfd, request, a->o->shim_uid, &st);
+	const char *why;
+	int refused = sg_marker_check(dfd, request, a->o->shim_uid, &st, &why);
 
 	if (S_ISREG(st.st_mode)) /* a marker or not, no file of a request */
 		audit_files_exclude(a->files, sg_kdev(st.st_dev), st.st_ino);
-	if (why) {
+	if (refused < 0) {
 		a->abort_set.markers_refused += count_refused && st.st_mode != 0;
 		return false;
 	}
@@ -248,7 +251,7 @@ static int rescan(struct audit *a)
 	char *name;
 
 	if (!d)
-		return -1;
+		return -errno;
 	while ((e = readdir(d))) {
 		name = e->d_name;
 		if (e->d_type != DT_DIR &&
@@ -353,15 +356,15 @@ int audit_markers_read(struct audit *a, int fd)
 		__attribute__((aligned(__alignof__(struct inotify_event))));
 	uint32_t scope;
 	ssize_t n;
-	int dfd;
+	int dfd, ret;
 
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 			if (ev->mask & IN_Q_OVERFLOW) {
 				a->abort_set.marker_overflows++;
-				if (rescan(a) < 0)
-					return -1;
+				if ((ret = rescan(a)) < 0)
+					return ret;
 				for (unsigned r = 0; r < a->root_table.nroots; r++)
 					if (a->root_table.roots[r].in_use && a->root_table.roots[r].abort_dfd >= 0)
 						rescan_root(a, &a->root_table.roots[r], true);
@@ -371,7 +374,7 @@ int audit_markers_read(struct audit *a, int fd)
 			p += sizeof(*ev) + ev->len;
 		}
 	}
-	return n < 0 && errno != EAGAIN ? -1 : 0;
+	return n < 0 && errno != EAGAIN ? -errno : 0;
 }
 
 void audit_aborts_free(struct audit *a)

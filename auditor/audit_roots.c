@@ -42,7 +42,7 @@ int audit_roots_given(struct audit *a, char *err, size_t errlen)
 
 	if (!(a->root_table.roots = calloc(o->roots.n ? o->roots.n : 1, sizeof(*a->root_table.roots)))) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	a->root_table.roots_cap = o->roots.n ? o->roots.n : 1;
 	for (unsigned i = 0; i < o->roots.n; i++) {
@@ -50,7 +50,7 @@ int audit_roots_given(struct audit *a, char *err, size_t errlen)
 
 		if (stat(o->roots.dir[i], &st) < 0 || !S_ISDIR(st.st_mode)) {
 			snprintf(err, errlen, "shm root %s is not a directory", o->roots.dir[i]);
-			return -1;
+			return -ENOTDIR;
 		}
 		*r = (struct audit_root){.in_use = true, .kdev = sg_kdev(st.st_dev), .dir_ino = st.st_ino,
 					 .id = ++a->root_table.next_root_id, .dfd = -1, .abort_dfd = -1, .abort_wd = -1};

@@ -3,7 +3,10 @@
  * namespace (host/shm_mounts.c), found as pods appear and forgotten when
  * they go.  A root is a slot of a table that grows; a forgotten root's slot
  * is used again (a file's record names its slot, and is checked against its
- * device and inode before any use). */
+ * device and inode before any use).
+ *
+ * Errors: a negative errno, and a sentence in err where a function takes
+ * one; the front door (audit.h) turns them into an exit status. */
 #ifndef SHMGUARD_AUDIT_ROOTS_H
 #define SHMGUARD_AUDIT_ROOTS_H
 
@@ -54,7 +57,8 @@ struct audit_root_hooks {
 	void (*forgetting)(struct audit *a, int slot);         /* before its slot is freed */
 };
 
-/* The roots given (o->roots), which must exist: -1 with err when one does not. */
+/* The roots given (o->roots), which must exist: 0, or a negative errno
+ * with err (-ENOTDIR: one is no directory). */
 int audit_roots_given(struct audit *a, char *err, size_t errlen);
 
 /* Node mode: the mounts looked for again now (at the start, on a new

@@ -349,8 +349,8 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, enum attach_ki
 		goto fail;
 	}
 	for (unsigned i = 0; i < o->nroots; i++)
-		if (audit_trace_add_root(t, &o->roots[i]) < 0) {
-			snprintf(why, len, "cannot follow a root: %s", strerror(errno));
+		if ((ret = audit_trace_add_root(t, &o->roots[i])) < 0) {
+			snprintf(why, len, "cannot follow a root: %s", strerror(-ret));
 			goto fail;
 		}
 	n = kind_programs(t->skel, kp);
@@ -511,8 +511,10 @@ static int follow_dev(struct audit_tracer *t, __u32 dev, bool on)
 	if (SG_AUDIT_KDEV_MAJOR(dev) != 0)
 		return on ? bpf_map__update_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), &one, sizeof(one), BPF_ANY)
 			  : bpf_map__delete_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), 0);
-	if (bpf_map__lookup_elem(t->skel->maps.anon_devs, &word, sizeof(word), &bits, sizeof(bits), 0) < 0)
-		return -1;
+	int ret;
+
+	if ((ret = bpf_map__lookup_elem(t->skel->maps.anon_devs, &word, sizeof(word), &bits, sizeof(bits), 0)) < 0)
+		return ret;
 	bits = on ? bits | bit : bits & ~bit;
 	return bpf_map__update_elem(t->skel->maps.anon_devs, &word, sizeof(word), &bits, sizeof(bits), BPF_ANY);
 }
@@ -521,14 +523,13 @@ int audit_trace_add_root(struct audit_tracer *t, const struct audit_trace_root *
 {
 	struct sg_audit_root_key key = {.dev = root->kdev, .ino = root->dir_ino};
 	__u8 one = 1;
+	int ret;
 
-	if (bpf_map__update_elem(t->skel->maps.root_dirs, &key, sizeof(key), &one, sizeof(one), BPF_ANY) < 0)
-		return -1;
-	if (follow_dev(t, root->kdev, true) < 0) {
+	if ((ret = bpf_map__update_elem(t->skel->maps.root_dirs, &key, sizeof(key), &one, sizeof(one), BPF_ANY)) < 0)
+		return ret;
+	if ((ret = follow_dev(t, root->kdev, true)) < 0)
 		bpf_map__delete_elem(t->skel->maps.root_dirs, &key, sizeof(key), 0);
-		return -1;
-	}
-	return 0;
+	return ret < 0 ? ret : 0;
 }
 
 void audit_trace_remove_root(struct audit_tracer *t, const struct audit_trace_root *root, bool dev_too)
@@ -559,9 +560,7 @@ int audit_trace_consume(struct audit_tracer *t)
 {
 	int n = ring_buffer__consume(t->rb);
 
-	if (n < 0)
-		errno = -n;
-	return n < 0 ? -1 : 0;
+	return n < 0 ? n : 0;
 }
 
 uint64_t audit_trace_dropped(struct audit_tracer *t)

@@ -1,6 +1,9 @@
 /* The auditor's BPF side from userspace: load, attach, read events, as
  * libbpf-tools' tools use their skeletons: options in, each event handed
- * to the caller's callback with the caller's context. */
+ * to the caller's callback with the caller's context.
+ *
+ * Errors: a negative errno, and a sentence in err where a function takes
+ * one; the front door (audit.h) turns them into an exit status. */
 #ifndef SHMGUARD_AUDIT_TRACE_H
 #define SHMGUARD_AUDIT_TRACE_H
 
@@ -90,18 +93,19 @@ int audit_probe_by_name(const char *name);
 struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *err, size_t errlen);
 
 /* Follows the files of root (its device and directory) from now on; 0, or
- * -1 with errno (E2BIG: the kernel side's maps are full). */
+ * a negative errno (-E2BIG: the kernel side's maps are full). */
 int audit_trace_add_root(struct audit_tracer *t, const struct audit_trace_root *root);
 /* Stops following root's directory and, when dev_too (no other root is on
  * its device), its device. */
 void audit_trace_remove_root(struct audit_tracer *t, const struct audit_trace_root *root, bool dev_too);
 
-/* Counts pid, and every process it starts from now on, as the traced tree. */
+/* Counts pid, and every process it starts from now on, as the traced tree:
+ * 0, or a negative errno. */
 int audit_trace_follow(struct audit_tracer *t, pid_t pid);
 
 /* Readable when events wait; audit_trace_consume() hands them to on_event. */
 int audit_trace_fd(struct audit_tracer *t);
-int audit_trace_consume(struct audit_tracer *t); /* -1 with errno on failure */
+int audit_trace_consume(struct audit_tracer *t); /* 0, or a negative errno */
 
 /* Events the kernel side could not queue, so far: frees aside. */
 uint64_t audit_trace_dropped(struct audit_tracer *t);

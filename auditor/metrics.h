@@ -1,5 +1,8 @@
 /* The auditor's figures for Prometheus: the text exposition format, written
- * to a node_exporter textfile-collector file or served on /metrics. */
+ * to a node_exporter textfile-collector file or served on /metrics.
+ *
+ * Errors: a negative errno, and a sentence in err where a function takes
+ * one; the front door (audit.h) turns them into an exit status. */
 #ifndef SHMGUARD_METRICS_H
 #define SHMGUARD_METRICS_H
 
@@ -58,7 +61,7 @@ char *metrics_render(const struct audit_metrics *m, size_t *len);
 
 /* Replaces path with text atomically (host/outfile.h: a new file in the
  * same directory, then rename(2)), so a collector never reads half a file.
- * 0, or -1 with a reason in err. */
+ * 0, or a negative errno with a reason in err. */
 int metrics_write_file(const char *path, const char *text, size_t len, char *err, size_t errlen);
 
 /* An HTTP server answering GET /metrics with the last published text, on

@@ -404,7 +404,7 @@ int cmd_watch(int argc, char **argv)
 	uint64_t last_save = 0, last_prune = 0, dropped = 0;
 	struct audit_trace_root trace_roots[SG_MAX_ROOTS];
 	char err[512], esc[SG_ESCAPED_MAX];
-	int status = parse(argc, argv, &w, &t.probe);
+	int status = parse(argc, argv, &w, &t.probe), ret;
 
 	for (unsigned r = 0; r < SG_MAX_ROOTS; r++)
 		w.rootfd[r] = -1;
@@ -442,8 +442,8 @@ int cmd_watch(int argc, char **argv)
 			cli_fail(0, "watch", "cannot wait for events: %s", strerror(errno));
 			goto cleanup;
 		}
-		if (audit_trace_consume(tracer) < 0 && errno != EINTR) {
-			cli_fail(0, "watch", "cannot read events: %s", strerror(errno));
+		if ((ret = audit_trace_consume(tracer)) < 0 && ret != -EINTR) {
+			cli_fail(0, "watch", "cannot read events: %s", strerror(-ret));
 			goto cleanup;
 		}
 		resolve_pending(&w);

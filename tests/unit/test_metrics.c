@@ -2,6 +2,7 @@
  * and the /metrics server, spoken to over a real socket. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -117,7 +118,7 @@ Test(metrics, textfile_is_replaced_whole)
 	unlink(path);
 	rmdir(dir);
 	free(cmd);
-	cr_expect_eq(metrics_write_file("/nonexistent-dir/x.prom", "x\n", 2, err, sizeof(err)), -1);
+	cr_expect_eq(metrics_write_file("/nonexistent-dir/x.prom", "x\n", 2, err, sizeof(err)), -ENOENT);
 }
 
 /* A connection to the server from the loopback address from (127.0.0.1,
