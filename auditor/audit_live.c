@@ -110,16 +110,16 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 		.probe = a->fig.probe,
 		.version = a->o->version,
 		.roots = calloc(a->root_table.nroots ? a->root_table.nroots : 1, sizeof(*m->roots)), /* short of memory: no root's */
-		.aborts_without_workload = a->workloads.aborts_without,
-		.abort_records = a->abort_set.naborts - (a->abort_set.folded ? a->abort_set.folded->aborts : 0),
-		.aborts_remembered = a->abort_set.nkept,
+		.abort_book = {.without_workload = a->workloads.aborts_without,
+			       .records = a->abort_set.naborts - (a->abort_set.folded ? a->abort_set.folded->aborts : 0),
+			       .remembered = a->abort_set.nkept},
 	};
 	if (a->run.reclaim) {
 		struct audit_reclaim_totals t;
 		audit_reclaim_totals(a->run.reclaim, &t);
-		m->dead_reclaim = true;
-		m->dead_reclaimed_bytes = t.bytes;
-		m->dead_reclaimed_files = t.files;
+		m->dead_reclaimed.on = true;
+		m->dead_reclaimed.bytes = t.bytes;
+		m->dead_reclaimed.files = t.files;
 	}
 	workload_series(a, m);
 	for (unsigned r = 0; m->roots && r < a->root_table.nroots; r++) {

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -55,6 +56,30 @@ struct audit_root_hooks {
 	void (*found)(struct audit *a, int slot, bool late); /* late: found after the run began */
 	void (*seen_again)(struct audit *a, int slot);         /* a discovered root found by a later scan */
 	void (*forgetting)(struct audit *a, int slot);         /* before its slot is freed */
+};
+
+/* Node mode's scans of the mounts (audit_roots.c). */
+struct audit_root_scans {
+	uint32_t root_scans;
+	bool scan_wanted; /* a new device was reported */
+	bool full_wanted; /* one a scan of the new namespaces did not find */
+	uint32_t reported[64]; /* the devices reported since the last scan */
+	unsigned nreported;
+	double next_scan_s, scanned_at_s, last_scan_s, last_new_scan_s;
+	double full_scan_begun_s; /* when the last scan of every namespace began */
+	uint64_t *known_ns; /* the mount namespaces read so far, sorted (host/shm_mounts.h) */
+	size_t nknown_ns;
+	uint64_t new_devs, scans_failed;
+	unsigned namespaces, namespaces_unreadable; /* as of the last scan */
+};
+
+/* The roots followed (audit_roots.c). */
+struct audit_root_table {
+	struct audit_root *roots; /* slots, some unused (audit_roots.h) */
+	unsigned nroots, roots_cap;
+	uint32_t next_root_id;
+	struct audit_root_hooks root_hooks;
+	uint64_t roots_found, roots_late, roots_forgotten, roots_refused, caught_up;
 };
 
 /* The roots given (o->roots), which must exist: 0, or a negative errno

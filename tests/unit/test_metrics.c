@@ -370,8 +370,8 @@ Test(metrics, workload_series_are_labelled_and_escaped)
 
 	m.workloads = ws;
 	m.nworkloads = 2;
-	m.aborts_without_workload = 3;
-	m.abort_records = 5;
+	m.abort_book.without_workload = 3;
+	m.abort_book.records = 5;
 	cr_assert(text = metrics_render(&m, &len));
 	cr_expect(strstr(text, "\nshmguard_workload_aborts_measured_total{namespace=\"serving\",pod=\"vllm-0\","
 			       "container=\"\",container_id=\"4f1a\",id=\"/kubepods/pod1/4f1a\",cgroup_id=\"7\"} 10\n"),
