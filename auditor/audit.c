@@ -115,7 +115,7 @@ static int close_reports(struct audit *a, bool reported)
 
 int audit_report(struct audit *a)
 {
-	int status = audit_report_write(a);
+	int status = audit_report_write(a, a->run.report_failed);
 
 	if (close_reports(a, true) < 0 && status != AUDIT_OVER_BUDGET)
 		status = AUDIT_USAGE;
@@ -268,8 +268,8 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 	free(roots);
 	if (!a->run.tracer)
 		return say(err, errlen, "tracing is not possible: %s", why);
-	a->fig.probe = audit_trace_probe(a->run.tracer);
-	a->fig.freed_probe = audit_trace_freed_probe(a->run.tracer, &a->fig.freed_why);
+	a->run.probe = audit_trace_probe(a->run.tracer);
+	a->run.freed_probe = audit_trace_freed_probe(a->run.tracer, &a->run.freed_why);
 	if (!audit_trace_has_usdt(a->run.tracer))
 		fprintf(stderr, "shmguard audit: the shim's tags are not followed (%s); requests come from the "
 				"patterns and from tags already written on files\n",
@@ -324,7 +324,7 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 	if (start_tracer(a, err, errlen) < 0)
 		return AUDIT_NO_TRACING;
 	a->start_ns = audit_clock_ns(a);
-	a->scans.next_scan_s = a->scans.scanned_at_s = 0; /* the first scan was before the run's clock began */
+	audit_roots_clock_started(a);
 	/* The first figures: /metrics answers from now on, and a metrics file
 	 * that cannot be written is found before COMMAND starts. */
 	if (audit_live_flush(a, 0) < 0) {

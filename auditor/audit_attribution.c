@@ -20,7 +20,7 @@ static void attribute_by(struct audit *a, struct audit_file *f, const char *name
 		break;
 	case SG_MATCH_AMBIGUOUS:
 		f->source = REQ_AMBIGUOUS;
-		a->fig.ambiguous++;
+		a->attribution.ambiguous++;
 		break;
 	case SG_MATCH_NONE:
 		break;

@@ -118,7 +118,7 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 			     "      <failure type=\"lost\" message=\"%llu events dropped, %llu files over --max-files, "
 			     "%llu marker queue overflows: the figures are lower bounds\"/>\n"
 			     "    </testcase>\n",
-			(unsigned long long)a->fig.dropped, (unsigned long long)audit_files_over_limit(a->files),
+			(unsigned long long)a->run.dropped, (unsigned long long)audit_files_over_limit(a->files),
 			(unsigned long long)a->abort_set.marker_overflows);
 	fputs("  </testsuite>\n</testsuites>\n", out);
 	ret = 0;
@@ -199,7 +199,7 @@ static void summary_table(FILE *out, const struct audit *a, const struct summary
 	else
 		fprintf(out, " run too short (< %.0f s) |", AUDIT_GROWTH_MIN_S);
 	fprintf(out, " %s in %llu files | %llu | %.1f s |\n\n", live, (unsigned long long)s->live_files,
-		(unsigned long long)a->fig.dropped, a->end_s);
+		(unsigned long long)a->run.dropped, a->end_s);
 	if (!by_shape->n)
 		return;
 	fputs("| leak shape | files | bytes |\n|---|---:|---:|\n", out);
@@ -230,7 +230,7 @@ void audit_github_report(const struct audit *a, const struct summary *s, const s
 		annotation(a, s->drops_fail ? "error" : "warning",
 			   "shmguard audit: %llu events dropped, %llu files over --max-files, %llu marker queue "
 			   "overflows: the figures are lower bounds%s",
-			   (unsigned long long)a->fig.dropped, (unsigned long long)audit_files_over_limit(a->files),
+			   (unsigned long long)a->run.dropped, (unsigned long long)audit_files_over_limit(a->files),
 			   (unsigned long long)a->abort_set.marker_overflows, s->drops_fail ? "" : " (--allow-drops)");
 	if (s->too_few_aborts)
 		annotation(a, "error", "shmguard audit: FAIL, %s", s->reason);

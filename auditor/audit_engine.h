@@ -2,17 +2,19 @@
  * part has its header and the state only it changes, a member of struct
  * audit below:
  *   the root table and node mode's scans  audit_roots.h    audit_roots.c
+ *   the file table, the workloads         audit_files.h    audit_files.c, audit_workloads.c
+ *   attribution by name                   audit_events.h   audit_attribution.c
  *   the kept tags and early creators      audit_kept.h     audit_tags.c, audit_early.c
- *   the file table and its attribution    audit_files.h    audit_files.c, audit_attribution.c
- *   the events' effect on the table       audit_events.h   audit_events.c
  *   the abort set                         audit_markers.h  audit_markers.c, audit_fold.c
  *   the review                            audit_review.h   audit_review.c
- *   the figures and the live metrics      audit_live.h     audit_live.c
+ *   the events' effect on the tables      audit_events.h   audit_events.c
+ *   the live metrics                      audit_live.h     audit_live.c
  * The tracer (audit_trace.h) hands the events over; the loop (audit_loop.c)
  * and the front door (audit.c, audit.h) wire the parts and hold the run's
  * descriptors; the reports read them all (audit_report.c, audit_ci.c).
- * A part calls only the parts listed above it and the table; a lower part
- * tells a higher one through a callback (audit_roots.h's hooks).
+ * A part calls only the parts listed before it; a lower part tells a
+ * higher one through a callback (audit_roots.h's hooks), and a higher
+ * part changes a lower one's state through the lower one's functions.
  *
  * Errors: a negative errno, and a sentence in err where a function takes
  * one; the front door (audit.h) turns them into an exit status. */
@@ -37,6 +39,9 @@
 #include "audit_workloads.h"
 #include "outfile.h"
 
+/* The report files: --json, --junit, --plot. */
+#define AUDIT_REPORT_FILES 3
+
 struct metrics_server;
 struct audit_reclaim;
 struct audit_tracer;
@@ -44,6 +49,9 @@ struct audit_tracer;
 /* What the run holds (audit.c, audit_loop.c). */
 struct audit_run {
 	struct audit_tracer *tracer;
+	const char *probe; /* how the kernel side sees files created (audit_trace.c) */
+	const char *freed_probe, *freed_why; /* and files freed, or NULL and why not */
+	uint64_t dropped, frees_unsent; /* the tracer's, at the end of the run */
 	int markers_fd, signal_fd; /* inotify on the abort directory; SIGINT, SIGTERM, SIGHUP, SIGCHLD */
 	sigset_t old_mask; /* the mask before audit_new(): COMMAND's */
 	pid_t child; /* COMMAND, or -1 */
@@ -51,8 +59,8 @@ struct audit_run {
 	int cmd_signal; /* the signal that ended COMMAND, or 0 */
 	bool interrupted; /* a second SIGINT (or SIGTERM, SIGHUP) ended the run */
 	int json_fd, junit_fd, plot_fd; /* the report files, opened by audit_new(), or -1 */
-	struct sg_outfile reports[3];   /* --json, --junit, --plot (host/outfile.h) */
-	bool report_failed[3];          /* its writing failed: not put in place */
+	struct sg_outfile reports[AUDIT_REPORT_FILES]; /* --json, --junit, --plot (host/outfile.h) */
+	bool report_failed[AUDIT_REPORT_FILES];        /* its writing failed: not put in place */
 	bool report_on_stdout;          /* one of them is stdout: the text report goes to stderr */
 	struct metrics_server *metrics_server; /* --listen */
 	struct audit_reclaim *reclaim; /* --reclaim-dead, or NULL */
@@ -69,12 +77,14 @@ struct audit {
 	struct audit_root_table root_table; /* audit_roots.c */
 	struct audit_root_scans scans;      /* audit_roots.c, node mode */
 	struct audit_pending pending;       /* audit_tags.c, audit_early.c */
-	struct audit_files *files;          /* audit_files.c, named by audit_attribution.c */
+	struct audit_files *files;          /* audit_files.c */
+	struct audit_attribution attribution; /* audit_attribution.c */
 	struct audit_workloads workloads;   /* the cgroups that created followed files */
 	struct audit_abort_set abort_set;   /* audit_markers.c, audit_fold.c */
-	struct audit_review *review;        /* audit_review.c */
-	struct audit_figures fig;           /* the events', the review's and the loop's counts */
-	struct audit_live *live;            /* metrics and the plot's samples (audit_live.c) */
+	struct audit_event_counts event_counts; /* audit_events.c */
+	struct audit_review *review;        /* audit_review.c, private to it */
+	struct audit_reviewed reviewed;     /* audit_review.c: what the last cycle found */
+	struct audit_live *live;            /* audit_live.c, private to it */
 	struct audit_run run;               /* audit.c, audit_loop.c */
 };
 
@@ -86,7 +96,8 @@ struct audit {
 int audit_loop_run(struct audit *a);
 
 /* audit_report.c: the report itself (audit_report() adds the report
- * files' commit). */
-int audit_report_write(struct audit *a);
+ * files' commit); failed[i] says whether --json, --junit or --plot could
+ * not be written. */
+int audit_report_write(const struct audit *a, bool failed[AUDIT_REPORT_FILES]);
 
 #endif

@@ -46,7 +46,7 @@ static void on_create(struct audit *a, const struct audit_event *e)
 {
 	struct audit_file *f;
 
-	a->fig.events++;
+	a->event_counts.events++;
 	/* A device no root follows yet: a file made in a new tmpfs's first
 	 * moments, kept for when its root is found. */
 	if (audit_root_of_dev(a, e->kdev) < 0) {
@@ -103,7 +103,7 @@ static void on_name(struct audit *a, const struct audit_event *e)
 	const char *name = e->name;
 	struct audit_file *f;
 
-	a->fig.events++;
+	a->event_counts.events++;
 	if (!name[0] || (!ino && !find_in_roots(a, name, &kdev, &ino, &dir_ino)))
 		return;
 	if (!e->ino) {
@@ -120,7 +120,7 @@ static void on_tag(struct audit *a, const struct audit_event *e)
 {
 	struct audit_file *f = audit_files_find(a->files, e->kdev, e->ino);
 
-	a->fig.events++;
+	a->event_counts.events++;
 	/* A request must still be one. */
 	if (sg_reqid_invalid(e->name))
 		return;
@@ -137,11 +137,11 @@ static void on_freed(struct audit *a, const struct audit_event *e)
 {
 	struct audit_file *f = audit_files_find(a->files, e->kdev, e->ino);
 
-	a->fig.events++;
+	a->event_counts.events++;
 	if (!f || f->created_ns > e->ts_ns)
 		return;
 	audit_file_freed(a, f);
-	a->fig.freed_at_eviction++;
+	a->event_counts.freed_at_eviction++;
 }
 
 void audit_on_event(struct audit *a, const struct audit_event *e)
@@ -207,7 +207,7 @@ void audit_events_catch_up(struct audit *a, int slot)
 		if (w)
 			audit_workload_note_root(w, r->shown);
 		audit_tags_claim(a, f);
-		a->root_table.caught_up++;
+		a->event_counts.caught_up++;
 	}
 	closedir(d);
 }

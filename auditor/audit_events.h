@@ -8,6 +8,19 @@
 #define SHMGUARD_AUDIT_EVENTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+/* What the events counted (audit_events.c alone writes it). */
+struct audit_event_counts {
+	uint64_t events;            /* events read */
+	uint64_t freed_at_eviction; /* records forgotten: their inode was evicted */
+	uint64_t caught_up;         /* files of roots found late, followed from then on */
+};
+
+/* What attribution counted (audit_attribution.c alone writes it). */
+struct audit_attribution {
+	uint64_t ambiguous; /* files whose name two patterns gave different requests */
+};
 
 struct audit;
 struct audit_event;

@@ -92,22 +92,22 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 
 	*m = (struct audit_metrics){
 		.aborts = a->abort_set.naborts,
-		.aborted_held_bytes = a->fig.aborted_held,
+		.aborted_held_bytes = a->reviewed.aborted_held,
 		.reclaimed_bytes = a->abort_set.reclaimed,
-		.live_pending_bytes = a->fig.live_pending,
+		.live_pending_bytes = a->reviewed.live_pending,
 		.aborts_measured = a->abort_set.aborts_measured,
 		.leaked_bytes = a->abort_set.leaked_measured,
-		.last_review_unix_s = unix_time_of(a, a->fig.cycles ? a->fig.last_review_s : 0),
-		.last_review_duration_s = a->fig.last_review_duration_s,
-		.events = a->fig.events,
+		.last_review_unix_s = unix_time_of(a, a->reviewed.cycles ? a->reviewed.last_review_s : 0),
+		.last_review_duration_s = a->reviewed.last_review_duration_s,
+		.events = a->event_counts.events,
 		.dropped_events = dropped,
 		.files_over_limit = audit_files_over_limit(a->files),
 		.followed_files = audit_files_count(a->files),
-		.freed_at_eviction = a->fig.freed_at_eviction,
-		.freed_by_review = a->fig.freed_by_review,
+		.freed_at_eviction = a->event_counts.freed_at_eviction,
+		.freed_by_review = a->reviewed.freed_by_review,
 		.lost_markers = a->abort_set.marker_overflows,
 		.unfollowed_files = a->pending.unfollowed_files,
-		.probe = a->fig.probe,
+		.probe = a->run.probe,
 		.version = a->o->version,
 		.roots = calloc(a->root_table.nroots ? a->root_table.nroots : 1, sizeof(*m->roots)), /* short of memory: no root's */
 		.abort_book = {.without_workload = a->workloads.aborts_without,
@@ -193,7 +193,7 @@ static void sample(struct audit *a, bool last)
 		l->samples = s;
 		l->cap = cap;
 	}
-	l->samples[l->nsamples++] = (struct plot_sample){audit_now_s(a), a->fig.tracked, a->fig.aborted_held};
+	l->samples[l->nsamples++] = (struct plot_sample){audit_now_s(a), a->reviewed.tracked, a->reviewed.aborted_held};
 }
 
 void audit_live_update(struct audit *a, uint64_t dropped)
@@ -204,8 +204,8 @@ void audit_live_update(struct audit *a, uint64_t dropped)
 
 	if (!l)
 		return;
-	if ((cycle_ended = a->fig.cycles != l->cycles)) {
-		l->cycles = a->fig.cycles;
+	if ((cycle_ended = a->reviewed.cycles != l->cycles)) {
+		l->cycles = a->reviewed.cycles;
 		sample(a, false);
 	}
 	if (emit(a, dropped, cycle_ended, false) < 0 && !l->write_failed) {
@@ -227,8 +227,8 @@ int audit_live_flush(struct audit *a, uint64_t dropped)
 
 	if (!l)
 		return 0;
-	if (a->fig.cycles != l->cycles) {
-		l->cycles = a->fig.cycles;
+	if (a->reviewed.cycles != l->cycles) {
+		l->cycles = a->reviewed.cycles;
 		sample(a, true);
 	}
 	return emit(a, dropped, true, true);

@@ -1,6 +1,6 @@
-/* The run's figures (struct audit_figures: counted by the events, the
- * review and the loop) and what the run shows of them while it goes
- * (audit_live.c).
+/* What the run shows while it goes (audit_live.c): the figures each part
+ * keeps, published as metrics and sampled for the plot.  Its state is
+ * struct audit_live, private to it.
  *
  * Errors: a negative errno, and a sentence in err where a function takes
  * one; the front door (audit.h) turns them into an exit status. */
@@ -11,20 +11,6 @@
 
 struct audit;
 struct audit_live;
-
-/* The run's figures, for the reports and the metrics (audit_live.c). */
-struct audit_figures {
-	const char *probe; /* how the kernel side sees files created (audit_trace.c) */
-	const char *freed_probe, *freed_why; /* and files freed, or NULL and why not */
-	uint64_t events, dropped, ambiguous;
-	uint64_t tracked, unattributed, files_left; /* as of the last review */
-	uint64_t aborted_held;  /* the part of tracked whose request is aborted */
-	uint64_t live_pending, live_files; /* the part whose request is not (yet) aborted */
-	uint64_t freed_at_eviction, freed_by_review; /* records forgotten, by how their file was found freed */
-	uint64_t frees_unsent; /* frees the kernel side did not send (its buffer half full): left to the review */
-	uint32_t cycles;    /* review cycles ended */
-	double last_review_s, last_review_duration_s; /* when the last cycle ended (audit_now_s), how long it took */
-};
 
 /* audit_live.c: what the run shows while it goes: the metrics (published
  * to --listen after each review cycle, written to --metrics-file every

@@ -36,8 +36,8 @@ static void progress(struct audit *a, bool tty, double *next)
 		return;
 	snprintf(line, sizeof(line), "[%6.1f s] aborts %u (measured %u)   %.1f KiB/abort so far   tracked %s in %llu %s",
 		 now, a->abort_set.naborts, measured, measured ? kib / measured : 0.0,
-		 sg_human_bytes(a->fig.tracked, tracked, sizeof(tracked)), (unsigned long long)a->fig.files_left,
-		 a->fig.files_left == 1 ? "file" : "files");
+		 sg_human_bytes(a->reviewed.tracked, tracked, sizeof(tracked)), (unsigned long long)a->reviewed.files_left,
+		 a->reviewed.files_left == 1 ? "file" : "files");
 	/* A line that wraps would scroll with every redraw: cut it to the
 	 * terminal's width (it is ASCII: a byte a column), leaving the last
 	 * column free. */
@@ -235,10 +235,10 @@ int audit_loop_run(struct audit *a)
 		ret = end;
 	a->end_s = audit_now_s(a);
 	audit_roots_scan_before_end(a);
-	a->fig.dropped = audit_trace_dropped(t);
-	a->fig.frees_unsent = audit_trace_frees_unsent(t);
+	a->run.dropped = audit_trace_dropped(t);
+	a->run.frees_unsent = audit_trace_frees_unsent(t);
 	audit_review_finish(a);
-	if (audit_live_flush(a, a->fig.dropped) < 0)
+	if (audit_live_flush(a, a->run.dropped) < 0)
 		fprintf(stderr, "shmguard audit: cannot write the metrics at the end: %s\n", audit_live_why(a));
 	close(ep);
 	return ret;

@@ -191,6 +191,28 @@ void audit_file_freed(struct audit *a, struct audit_file *f)
 	audit_files_remove(a->files, f);
 }
 
+void audit_abort_add_leftover(struct audit_abort *ab, struct audit_leftover *l)
+{
+	l->next = ab->leftovers;
+	ab->leftovers = l;
+	ab->leaked_bytes += l->bytes;
+	ab->leaked_files++;
+	ab->leaked_segments += l->segment;
+}
+
+void audit_abort_measured(struct audit *a, struct audit_abort *ab)
+{
+	for (unsigned i = 0; i < ab->workloads.n; i++)
+		ab->workloads.w[i]->aborts++;
+	if (!ab->workloads.n)
+		a->workloads.aborts_without++;
+	ab->measured = true;
+	audit_workload_set_free(&ab->workloads);
+	a->abort_set.unmeasured = ab->next;
+	a->abort_set.aborts_measured++;
+	a->abort_set.leaked_measured += ab->leaked_bytes;
+}
+
 struct note_ctx {
 	const struct audit *a;
 	struct audit_abort *ab;

@@ -103,6 +103,11 @@ void audit_markers_unwatch_roots(struct audit *a);
 /* f, a file of ab's request (in ab's scope), makes ab count for f's
  * creator's workload (until ab is measured: audit_workloads.h). */
 void audit_abort_note_file(struct audit_abort *ab, const struct audit_file *f);
+/* l, found by the review when it measured ab, is one of ab's leftovers. */
+void audit_abort_add_leftover(struct audit_abort *ab, struct audit_leftover *l);
+/* ab, the first abort not measured yet, is measured: it counts for its
+ * workloads, and the next one waits. */
+void audit_abort_measured(struct audit *a, struct audit_abort *ab);
 /* The abort f's request has, in its root's scope or else --abort-dir's, or NULL. */
 const struct audit_abort *audit_abort_of_file(const struct audit *a, const struct audit_file *f);
 void audit_aborts_free(struct audit *a);

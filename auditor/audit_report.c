@@ -40,8 +40,8 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 			sg_text_escape(a->o->abort_dir, e1, sizeof(e1)));
 	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s, frees %s%s)   tracked at end %s in %llu %s   "
 	       "unattributed %s\n",
-	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->fig.probe,
-	       a->fig.freed_probe ? "at eviction by " : "by review", a->fig.freed_probe ? a->fig.freed_probe : "",
+	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->run.probe,
+	       a->run.freed_probe ? "at eviction by " : "by review", a->run.freed_probe ? a->run.freed_probe : "",
 	       sg_human_bytes(s->tracked, b1, sizeof(b1)), SG_PLURAL((unsigned long long)s->files_left, "file", "files"),
 	       sg_human_bytes(s->unattributed, b2, sizeof(b2)));
 	fprintf(out, "live requests pending at end: %s in %llu %s (not aborted: no leak)\n",
@@ -73,16 +73,16 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 		fprintf(out, "aborts not listed in the JSON report (older than the newest --abort-detail; in every figure): "
 			"%llu\n", (unsigned long long)a->abort_set.folded->aborts);
 	audit_workloads_print(a, out);
-	if (a->fig.ambiguous)
-		fprintf(out, "ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->fig.ambiguous);
-	if (a->fig.dropped || audit_files_over_limit(a->files))
+	if (a->attribution.ambiguous)
+		fprintf(out, "ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->attribution.ambiguous);
+	if (a->run.dropped || audit_files_over_limit(a->files))
 		fprintf(out, "LOST: %llu events dropped, %llu files over --max-files: the figures are lower bounds\n",
-		       (unsigned long long)a->fig.dropped, (unsigned long long)audit_files_over_limit(a->files));
+		       (unsigned long long)a->run.dropped, (unsigned long long)audit_files_over_limit(a->files));
 	if (a->o->node_mode)
 		fprintf(out, "roots: %u followed at end, %llu found in mount namespaces during the run (%llu late, "
 			"%llu %s caught up), %llu forgotten%s\n",
 			audit_roots_in_use(a), (unsigned long long)a->root_table.roots_found, (unsigned long long)a->root_table.roots_late,
-			SG_PLURAL((unsigned long long)a->root_table.caught_up, "file", "files"),
+			SG_PLURAL((unsigned long long)a->event_counts.caught_up, "file", "files"),
 			(unsigned long long)a->root_table.roots_forgotten,
 			a->scans.namespaces_unreadable ? "; some mount namespaces could not be read" : "");
 	if (a->root_table.roots_refused)
@@ -253,21 +253,21 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 				    ? json_null()
 				    : json_sprintf("run too short to extrapolate (%.1f s < %.0f s)", a->end_s,
 						   AUDIT_GROWTH_MIN_S));
-	json_object_set_new(root, "aborted_held_bytes_at_end", json_integer((json_int_t)a->fig.aborted_held));
+	json_object_set_new(root, "aborted_held_bytes_at_end", json_integer((json_int_t)a->reviewed.aborted_held));
 	json_object_set_new(root, "reclaimed_bytes", json_integer((json_int_t)a->abort_set.reclaimed));
 	json_object_set_new(root, "dead_reclaim", dead_reclaim_json(a));
 	json_object_set_new(root, "live_pending_bytes", json_integer((json_int_t)s->live_pending));
 	json_object_set_new(root, "live_pending_files", json_integer((json_int_t)s->live_files));
 	json_object_set_new(root, "unattributed_bytes", json_integer((json_int_t)s->unattributed));
-	json_object_set_new(root, "ambiguous_files", json_integer((json_int_t)a->fig.ambiguous));
-	json_object_set_new(root, "probe", json_string(a->fig.probe));
-	json_object_set_new(root, "freed_probe", a->fig.freed_probe ? json_string(a->fig.freed_probe) : json_null());
-	json_object_set_new(root, "freed_probe_unavailable", a->fig.freed_probe ? json_null() : json_string(a->fig.freed_why));
-	json_object_set_new(root, "files_freed_at_eviction", json_integer((json_int_t)a->fig.freed_at_eviction));
-	json_object_set_new(root, "files_freed_by_review", json_integer((json_int_t)a->fig.freed_by_review));
-	json_object_set_new(root, "frees_left_to_review", json_integer((json_int_t)a->fig.frees_unsent));
-	json_object_set_new(root, "events", json_integer((json_int_t)a->fig.events));
-	json_object_set_new(root, "dropped_events", json_integer((json_int_t)a->fig.dropped));
+	json_object_set_new(root, "ambiguous_files", json_integer((json_int_t)a->attribution.ambiguous));
+	json_object_set_new(root, "probe", json_string(a->run.probe));
+	json_object_set_new(root, "freed_probe", a->run.freed_probe ? json_string(a->run.freed_probe) : json_null());
+	json_object_set_new(root, "freed_probe_unavailable", a->run.freed_probe ? json_null() : json_string(a->run.freed_why));
+	json_object_set_new(root, "files_freed_at_eviction", json_integer((json_int_t)a->event_counts.freed_at_eviction));
+	json_object_set_new(root, "files_freed_by_review", json_integer((json_int_t)a->reviewed.freed_by_review));
+	json_object_set_new(root, "frees_left_to_review", json_integer((json_int_t)a->run.frees_unsent));
+	json_object_set_new(root, "events", json_integer((json_int_t)a->event_counts.events));
+	json_object_set_new(root, "dropped_events", json_integer((json_int_t)a->run.dropped));
 	json_object_set_new(root, "auditor_max_rss_kib", json_integer(max_rss_kib()));
 	json_object_set_new(root, "files_over_limit", json_integer((json_int_t)audit_files_over_limit(a->files)));
 	json_object_set_new(root, "marker_queue_overflows", json_integer((json_int_t)a->abort_set.marker_overflows));
@@ -278,7 +278,7 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "roots", json_pack("{s:b, s:i, s:I, s:I, s:I, s:I, s:I, s:i}", "node_mode",
 						     a->o->node_mode, "followed_at_end", (int)audit_roots_in_use(a),
 						     "found", (json_int_t)a->root_table.roots_found, "found_late",
-						     (json_int_t)a->root_table.roots_late, "caught_up_files", (json_int_t)a->root_table.caught_up,
+						     (json_int_t)a->root_table.roots_late, "caught_up_files", (json_int_t)a->event_counts.caught_up,
 						     "forgotten", (json_int_t)a->root_table.roots_forgotten, "refused",
 						     (json_int_t)a->root_table.roots_refused, "namespaces_unreadable",
 						     (int)a->scans.namespaces_unreadable));
@@ -349,10 +349,10 @@ static void gate_reason(const struct audit *a, struct summary *s)
 		s->reason[0] = '\0';
 }
 
-int audit_report_write(struct audit *a)
+int audit_report_write(const struct audit *a, bool failed[AUDIT_REPORT_FILES])
 {
-	struct summary s = {.tracked = a->fig.tracked, .unattributed = a->fig.unattributed, .files_left = a->fig.files_left,
-			    .live_pending = a->fig.live_pending, .live_files = a->fig.live_files};
+	struct summary s = {.tracked = a->reviewed.tracked, .unattributed = a->reviewed.unattributed, .files_left = a->reviewed.files_left,
+			    .live_pending = a->reviewed.live_pending, .live_files = a->reviewed.live_files};
 	struct groups by_proc = {0}, by_shape = {0};
 	int status;
 
@@ -370,7 +370,7 @@ int audit_report_write(struct audit *a)
 	/* The leak's growth: what aborted requests leave, over the run. */
 	s.leak_growth_mib_per_hour = a->end_s >= AUDIT_GROWTH_MIN_S ? s.leaked_bytes / MIB / (a->end_s / 3600.0) : -1;
 	s.over_budget = a->o->gate.have_budget && s.kib_per_abort > a->o->gate.budget_kib;
-	s.lost = a->fig.dropped || audit_files_over_limit(a->files) || a->abort_set.marker_overflows;
+	s.lost = a->run.dropped || audit_files_over_limit(a->files) || a->abort_set.marker_overflows;
 	s.drops_fail = s.lost && !a->o->gate.allow_drops;
 	s.unfollowed = a->pending.unfollowed_files || a->root_table.roots_refused;
 	/* A gate that measured nothing does not pass. */
@@ -380,14 +380,11 @@ int audit_report_write(struct audit *a)
 	audit_group_leftovers(a, &by_proc, &by_shape);
 	/* The files first: they are written even if stdout is gone. */
 	status = AUDIT_PASS;
-	if (a->o->reports.json_path && write_json(a, &s, &by_proc, &by_shape) < 0)
-		a->run.report_failed[0] = true;
-	if (a->o->reports.junit_path && audit_junit_write(a, &s, &by_proc) < 0)
-		a->run.report_failed[1] = true;
-	if (a->o->reports.plot_path && audit_live_plot(a, s.kib_per_abort, s.verdict) < 0)
-		a->run.report_failed[2] = true;
-	for (size_t i = 0; i < sizeof(a->run.report_failed) / sizeof(a->run.report_failed[0]); i++)
-		if (a->run.report_failed[i])
+	failed[0] = a->o->reports.json_path && write_json(a, &s, &by_proc, &by_shape) < 0;
+	failed[1] = a->o->reports.junit_path && audit_junit_write(a, &s, &by_proc) < 0;
+	failed[2] = a->o->reports.plot_path && audit_live_plot(a, s.kib_per_abort, s.verdict) < 0;
+	for (size_t i = 0; i < AUDIT_REPORT_FILES; i++)
+		if (failed[i])
 			status = AUDIT_USAGE;
 	print_text(a, &s, &by_proc, &by_shape);
 	audit_github_report(a, &s, &by_shape);

@@ -268,8 +268,7 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 	}
 	rv->tracked += m->bytes;
 	rv->files++;
-	if (root)
-		root->counting.tracked += m->bytes;
+	audit_roots_count(p->a, f->root, m->bytes, 0);
 	struct audit_workload *w = f->creator->workload;
 	if (w) {
 		w->next_tracked += m->bytes;
@@ -279,8 +278,7 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 	}
 	if (!f->indexed) {
 		rv->unattributed += m->bytes;
-		if (root)
-			root->counting.unattributed += m->bytes;
+		audit_roots_count(p->a, f->root, 0, m->bytes);
 	} else if (audit_abort_of_file(p->a, f)) {
 		rv->aborted_held += m->bytes;
 		if (w)
@@ -395,7 +393,7 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 			continue;
 		}
 		audit_file_freed(p->a, f);
-		p->a->fig.freed_by_review++;
+		p->a->reviewed.freed_by_review++;
 	}
 	rv->nsuspects = 0;
 }
@@ -431,11 +429,7 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 	memcpy(l->comm, f->creator->comm, sizeof(l->comm));
 	l->shape = f->shape;
 	l->segment = m.size > 0;
-	l->next = c->ab->leftovers;
-	c->ab->leftovers = l;
-	c->ab->leaked_bytes += m.bytes;
-	c->ab->leaked_files++;
-	c->ab->leaked_segments += l->segment;
+	audit_abort_add_leftover(c->ab, l);
 }
 
 /* Whether ab's grace is over by until_s, and its files are where the
@@ -457,15 +451,7 @@ static void measure_aborts(struct pass *p, double until_s)
 		struct abort_ctx c = {p, ab};
 		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
 		audit_tags_count(a, ab);
-		for (unsigned i = 0; i < ab->workloads.n; i++)
-			ab->workloads.w[i]->aborts++;
-		if (!ab->workloads.n)
-			a->workloads.aborts_without++;
-		ab->measured = true;
-		audit_workload_set_free(&ab->workloads);
-		a->abort_set.unmeasured = ab->next;
-		a->abort_set.aborts_measured++;
-		a->abort_set.leaked_measured += ab->leaked_bytes;
+		audit_abort_measured(a, ab);
 	}
 	audit_fold_measured(a);
 }
@@ -564,8 +550,7 @@ static void start_cycle(struct audit *a)
 	 * at through its name instead (slower, as right). */
 	if ((rv->journals = calloc(a->root_table.nroots ? a->root_table.nroots : 1, sizeof(*rv->journals))))
 		rv->nroots = a->root_table.nroots;
-	for (unsigned r = 0; r < a->root_table.nroots; r++)
-		a->root_table.roots[r].counting = (struct audit_root_bytes){0};
+	audit_roots_count_begin(a);
 }
 
 /* Works on the cycle until deadline (CLOCK_MONOTONIC); true at its end. */
@@ -596,20 +581,19 @@ static void work(struct audit *a, uint64_t deadline)
 	if (!advance(a, &p, deadline))
 		return;
 	settle_suspects(&p, rv);
-	a->fig.tracked = rv->tracked;
-	a->fig.unattributed = rv->unattributed;
-	a->fig.files_left = rv->files;
-	a->fig.aborted_held = rv->aborted_held;
-	a->fig.live_pending = rv->live_pending;
-	a->fig.live_files = rv->live_files;
-	for (unsigned r = 0; r < a->root_table.nroots; r++)
-		a->root_table.roots[r].bytes = a->root_table.roots[r].counting;
-	a->fig.cycles++;
-	a->fig.last_review_s = audit_now_s(a);
-	a->fig.last_review_duration_s = a->fig.last_review_s - rv->started_s;
+	a->reviewed.tracked = rv->tracked;
+	a->reviewed.unattributed = rv->unattributed;
+	a->reviewed.files_left = rv->files;
+	a->reviewed.aborted_held = rv->aborted_held;
+	a->reviewed.live_pending = rv->live_pending;
+	a->reviewed.live_files = rv->live_files;
+	audit_roots_count_end(a);
+	a->reviewed.cycles++;
+	a->reviewed.last_review_s = audit_now_s(a);
+	a->reviewed.last_review_duration_s = a->reviewed.last_review_s - rv->started_s;
 	measure_aborts(&p, covered_until(a, rv));
 	end_pass(&p);
-	audit_workloads_cycle_end(&a->workloads, a->fig.last_review_s);
+	audit_workloads_cycle_end(&a->workloads, a->reviewed.last_review_s);
 	audit_fold_sweep(a);
 	rv->phase = REVIEW_IDLE;
 	rv->next_s = audit_now_s(a) + REVIEW_S;

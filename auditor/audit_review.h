@@ -10,6 +10,16 @@
 
 #include <stdint.h>
 
+/* What the last review cycle found (audit_review.c alone writes it). */
+struct audit_reviewed {
+	uint64_t tracked, unattributed, files_left;
+	uint64_t aborted_held;  /* the part of tracked whose request is aborted */
+	uint64_t live_pending, live_files; /* the part whose request is not (yet) aborted */
+	uint64_t freed_by_review; /* records forgotten: their file was found freed by a cycle */
+	uint32_t cycles;    /* review cycles ended */
+	double last_review_s, last_review_duration_s; /* when the last cycle ended (audit_now_s), how long it took */
+};
+
 struct audit;
 struct audit_review;
 struct sg_holders;
@@ -23,7 +33,7 @@ struct audit_holders_view {
 };
 
 /* What is left of files.  The review forgets freed files,
- * sums those that exist (a->fig.tracked, unattributed, files_left) and
+ * sums those that exist (a->reviewed) and
  * measures the aborts whose grace is over, in cycles spread over steps. */
 struct audit_review *audit_review_new(void);
 void audit_review_free(struct audit_review *rv);

@@ -273,6 +273,31 @@ void audit_roots_new_dev(struct audit *a, uint32_t kdev)
 		a->scans.full_wanted = true;
 }
 
+void audit_roots_count_begin(struct audit *a)
+{
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		a->root_table.roots[r].counting = (struct audit_root_bytes){0};
+}
+
+void audit_roots_count(struct audit *a, int root, uint64_t tracked, uint64_t unattributed)
+{
+	if (root < 0 || (unsigned)root >= a->root_table.nroots)
+		return;
+	a->root_table.roots[root].counting.tracked += tracked;
+	a->root_table.roots[root].counting.unattributed += unattributed;
+}
+
+void audit_roots_count_end(struct audit *a)
+{
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		a->root_table.roots[r].bytes = a->root_table.roots[r].counting;
+}
+
+void audit_roots_clock_started(struct audit *a)
+{
+	a->scans.next_scan_s = a->scans.scanned_at_s = 0;
+}
+
 unsigned audit_roots_in_use(const struct audit *a)
 {
 	unsigned n = 0;

@@ -79,7 +79,7 @@ struct audit_root_table {
 	unsigned nroots, roots_cap;
 	uint32_t next_root_id;
 	struct audit_root_hooks root_hooks;
-	uint64_t roots_found, roots_late, roots_forgotten, roots_refused, caught_up;
+	uint64_t roots_found, roots_late, roots_forgotten, roots_refused;
 };
 
 /* The roots given (o->roots), which must exist: 0, or a negative errno
@@ -113,6 +113,15 @@ int audit_root_of_dev(const struct audit *a, uint32_t kdev);
 /* The scope of the aborts a file of that device and root slot (-1
  * unknown) belongs to: its root's own abort directory's, else 0 (--abort-dir). */
 uint32_t audit_root_scope(const struct audit *a, uint32_t kdev, int root);
+
+/* A review cycle's bytes of each root: begun (all 0), counted (a file of
+ * slot root, -1 none), ended (what the cycle counted is the roots' bytes). */
+void audit_roots_count_begin(struct audit *a);
+void audit_roots_count(struct audit *a, int root, uint64_t tracked, uint64_t unattributed);
+void audit_roots_count_end(struct audit *a);
+
+/* The run's clock starts after the first scan: that scan is at 0. */
+void audit_roots_clock_started(struct audit *a);
 
 /* The roots followed now. */
 unsigned audit_roots_in_use(const struct audit *a);

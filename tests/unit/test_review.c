@@ -142,10 +142,10 @@ static void step_at(double s)
 /* Steps at s until the cycle under way (if one started) ends. */
 static void cycle_at(double s)
 {
-	uint32_t before = a.fig.cycles;
+	uint32_t before = a.reviewed.cycles;
 
 	step_at(s);
-	for (int i = 0; i < 100 && a.fig.cycles == before && audit_review_due_s(&a) <= s + 1; i++) {
+	for (int i = 0; i < 100 && a.reviewed.cycles == before && audit_review_due_s(&a) <= s + 1; i++) {
 		clk.per_read = 0;
 		audit_review_step(&a);
 	}
@@ -155,12 +155,12 @@ Test(review, a_cycle_comes_a_second_after_the_last_when_reading_is_cheap)
 {
 	follow("a", 4096, "r1", NULL);
 	cycle_at(1.0);
-	cr_assert_eq(a.fig.cycles, 1);
-	cr_expect_eq(a.fig.files_left, 1);
+	cr_assert_eq(a.reviewed.cycles, 1);
+	cr_expect_eq(a.reviewed.files_left, 1);
 	cycle_at(1.9);
-	cr_expect_eq(a.fig.cycles, 1, "a cycle before REVIEW_S was over");
+	cr_expect_eq(a.reviewed.cycles, 1, "a cycle before REVIEW_S was over");
 	cycle_at(2.1);
-	cr_expect_eq(a.fig.cycles, 2);
+	cr_expect_eq(a.reviewed.cycles, 2);
 }
 
 /* The directory reads hold the root's lock: a cycle whose reads took 0.1 s
@@ -173,14 +173,14 @@ Test(review, directory_reads_are_paced_to_their_share_of_the_time)
 	audit_review_step(&a);
 	clk.per_read = 0;
 	cycle_at(audit_now_s(&a));
-	cr_assert_eq(a.fig.cycles, 1);
+	cr_assert_eq(a.reviewed.cycles, 1);
 	double ended = audit_now_s(&a);
 	cycle_at(ended + 2);
-	cr_expect_eq(a.fig.cycles, 1, "the next cycle came 2 s after a cycle that read for 0.1 s");
+	cr_expect_eq(a.reviewed.cycles, 1, "the next cycle came 2 s after a cycle that read for 0.1 s");
 	cycle_at(ended + 5);
-	cr_expect_eq(a.fig.cycles, 1, "the next cycle came 5 s after a cycle that read for 0.1 s");
+	cr_expect_eq(a.reviewed.cycles, 1, "the next cycle came 5 s after a cycle that read for 0.1 s");
 	cycle_at(ended + 10);
-	cr_expect_eq(a.fig.cycles, 2, "no cycle 10 s after");
+	cr_expect_eq(a.reviewed.cycles, 2, "no cycle 10 s after");
 }
 
 /* An abort is measured only once its grace is over, by a cycle that began
@@ -196,7 +196,7 @@ Test(review, an_abort_is_measured_when_its_grace_is_over)
 	at(10.0);
 	cr_assert_not_null(ab = mark("r1"));
 	cycle_at(11.0);
-	cr_expect_geq(a.fig.cycles, 1);
+	cr_expect_geq(a.reviewed.cycles, 1);
 	cr_expect_eq(a.abort_set.unmeasured, ab, "measured within its grace");
 	cr_expect_eq(ab->leaked_files, 0);
 	cr_expect_float_eq(audit_review_due_s(&a), 12.0, 1e-9, "the review does not wait for the end of the grace");
@@ -253,9 +253,9 @@ Test(review, a_device_reported_after_the_last_full_scan_holds_no_older_abort)
 /* Steps, as the event loop would, until the cycle under way ends. */
 static void finish_cycle(void)
 {
-	uint32_t before = a.fig.cycles;
+	uint32_t before = a.reviewed.cycles;
 
-	for (int i = 0; i < 100000 && a.fig.cycles == before; i++) {
+	for (int i = 0; i < 100000 && a.reviewed.cycles == before; i++) {
 		if (audit_review_due_s(&a) > audit_now_s(&a))
 			at(audit_review_due_s(&a) + 1e-6); /* past it: at() rounds down to the ns */
 		audit_review_step(&a);
@@ -282,11 +282,11 @@ Test(review, files_caught_up_during_a_cycle_wait_for_the_next)
 	clk.per_read = S / 10; /* the slice ends at the first look at the clock */
 	audit_review_step(&a);
 	clk.per_read = 0;
-	cr_assert_eq(a.fig.cycles, 0, "the cycle ended in its first slice");
+	cr_assert_eq(a.reviewed.cycles, 0, "the cycle ended in its first slice");
 	follow("r1-seg", 8192, NULL, NULL); /* caught up: named, its request not looked at yet */
 	audit_review_caught_up(&a, a.start_ns + (uint64_t)(10.5 * S));
 	finish_cycle();
-	cr_assert_eq(a.fig.cycles, 1);
+	cr_assert_eq(a.reviewed.cycles, 1);
 	cr_expect_eq(a.abort_set.unmeasured, ab, "measured by a cycle that did not look at the file caught up");
 	finish_cycle();
 	cr_expect_null(a.abort_set.unmeasured, "not measured by the next cycle");
@@ -323,11 +323,11 @@ Test(review, a_file_never_named_is_forgotten_after_two_missed_cycles)
 	snprintf(path, sizeof(path), "%s/gone", root);
 	cr_assert_eq(unlink(path), 0);
 	cycle_at(1.0);
-	cr_assert_eq(a.fig.cycles, 1);
+	cr_assert_eq(a.reviewed.cycles, 1);
 	cr_expect_not_null(audit_files_find(a.files, a.root_table.roots[0].kdev, unnamed), "forgotten after one missed cycle");
 	cr_expect_null(audit_files_find(a.files, a.root_table.roots[0].kdev, named), "a named file gone was kept");
 	cycle_at(2.5);
-	cr_assert_eq(a.fig.cycles, 2);
+	cr_assert_eq(a.reviewed.cycles, 2);
 	cr_expect_null(audit_files_find(a.files, a.root_table.roots[0].kdev, unnamed), "kept after two missed cycles");
 }
 
@@ -367,10 +367,10 @@ Test(review, a_file_unlinked_but_held_is_counted_and_kept)
 	a.holders.scan = one_holder;
 	for (int i = 0; i < 3; i++)
 		cycle_at(1.0 + 1.5 * i);
-	cr_assert_eq(a.fig.cycles, 3);
+	cr_assert_eq(a.reviewed.cycles, 3);
 	cr_expect_not_null(audit_files_find(a.files, a.root_table.roots[0].kdev, held.ino));
-	cr_expect_eq(a.fig.files_left, 1);
-	cr_expect_eq(a.fig.tracked, (uint64_t)st.st_blocks * 512);
+	cr_expect_eq(a.reviewed.files_left, 1);
+	cr_expect_eq(a.reviewed.tracked, (uint64_t)st.st_blocks * 512);
 	cr_expect_str_eq(f->name, "held");
 }
 
@@ -444,7 +444,7 @@ Test(review, measured_aborts_are_folded_and_the_records_held_stay_bounded)
 	free(by_proc.g);
 	free(by_shape.g);
 	/* The leaked files are followed still: their requests stay known as aborted. */
-	cr_expect_eq(a.fig.aborted_held, truth);
+	cr_expect_eq(a.reviewed.aborted_held, truth);
 	cr_expect_leq(a.abort_set.nkept, leaky);
 }
 
