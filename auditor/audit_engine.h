@@ -2,7 +2,7 @@
  * part has its header and the state only it changes, a member of struct
  * audit below:
  *   the root table and node mode's scans  audit_roots.h    audit_roots.c
- *   the file table, the workloads         audit_files.h    audit_files.c, audit_workloads.c
+ *   the file table, the workloads         audit_files.h    audit_files.c, audit_strings.c, audit_workloads.c
  *   attribution by name                   audit_events.h   audit_attribution.c
  *   the kept tags and early creators      audit_kept.h     audit_tags.c, audit_early.c
  *   the abort set                         audit_markers.h  audit_markers.c, audit_fold.c
