@@ -51,20 +51,37 @@ static const char *string_in(const char *s, size_t room)
 	return memchr(s, '\0', room) ? s : "";
 }
 
+/* The least each type of event takes: an event with a name ends with it,
+ * NUL included (the kernel side sends only that much). */
+static const size_t event_size[] = {
+	[SG_AUDIT_CREATE] = NAMED_SIZE(struct sg_audit_create),
+	[SG_AUDIT_TAG] = sizeof(struct sg_audit_tag),
+	[SG_AUDIT_NAME] = NAMED_SIZE(struct sg_audit_name),
+	[SG_AUDIT_NEW_DEV] = sizeof(struct sg_audit_new_dev),
+	[SG_AUDIT_ATTACH] = sizeof(struct sg_audit_attach),
+	[SG_AUDIT_FREED] = sizeof(struct sg_audit_freed),
+};
+
 bool audit_trace_decode(const void *data, size_t size, struct audit_event *e)
 {
 	const struct sg_audit_header *h = data;
+	const struct sg_audit_create *c = data;
+	const struct sg_audit_name *n = data;
+	const struct sg_audit_tag *g = data;
+	const struct sg_audit_attach *at = data;
+	const struct sg_audit_freed *f = data;
+	const struct sg_audit_new_dev *d = data;
 
-	if (size < sizeof(*h))
+	/* The size checked once, for the type: each case below reads only
+	 * what its type's size covers. */
+	if (size < sizeof(*h) || h->type >= sizeof(event_size) / sizeof(event_size[0]) || !event_size[h->type] ||
+	    size < event_size[h->type])
 		return false;
 	*e = (struct audit_event){.type = h->type, .tgid = h->tgid, .ts_ns = h->ts_ns, .cgroup_id = h->cgroup_id};
 	memcpy(e->comm, h->comm, sizeof(e->comm));
 	e->comm[sizeof(e->comm) - 1] = '\0';
 	switch (h->type) {
-	case SG_AUDIT_CREATE: {
-		const struct sg_audit_create *c = data;
-		if (size < NAMED_SIZE(struct sg_audit_create))
-			return false;
+	case SG_AUDIT_CREATE:
 		e->kdev = c->dev;
 		e->ino = c->ino;
 		e->dir_ino = c->dir_ino;
@@ -72,56 +89,35 @@ bool audit_trace_decode(const void *data, size_t size, struct audit_event *e)
 		e->parent_start_ns = c->parent_start_ns;
 		e->parent_tgid = c->parent_tgid;
 		e->name = string_in(c->name, size - offsetof(struct sg_audit_create, name));
-		return true;
-	}
-	case SG_AUDIT_NAME: {
-		const struct sg_audit_name *n = data;
-		if (size < NAMED_SIZE(struct sg_audit_name))
-			return false;
+		break;
+	case SG_AUDIT_NAME:
 		e->kdev = n->dev;
 		e->ino = n->ino;
 		e->dir_ino = n->dir_ino;
 		e->old_dir_ino = n->old_dir_ino;
 		e->renamed = n->renamed;
 		e->name = string_in(n->name, size - offsetof(struct sg_audit_name, name));
-		return true;
-	}
-	case SG_AUDIT_TAG: {
-		const struct sg_audit_tag *g = data;
-		if (size < sizeof(*g))
-			return false;
+		break;
+	case SG_AUDIT_TAG:
 		e->kdev = sg_kdev(g->dev);
 		e->ino = g->ino;
 		e->name = string_in(g->request, sizeof(g->request));
-		return true;
-	}
-	case SG_AUDIT_ATTACH: {
-		const struct sg_audit_attach *at = data;
-		if (size < sizeof(*at))
-			return false;
+		break;
+	case SG_AUDIT_ATTACH:
 		e->kdev = at->dev;
 		e->ino = at->ino;
 		e->dir_ino = at->dir_ino;
 		e->start_ns = at->start_ns;
-		return true;
-	}
-	case SG_AUDIT_FREED: {
-		const struct sg_audit_freed *f = data;
-		if (size < sizeof(*f))
-			return false;
+		break;
+	case SG_AUDIT_FREED:
 		e->kdev = f->dev;
 		e->ino = f->ino;
-		return true;
-	}
-	case SG_AUDIT_NEW_DEV: {
-		const struct sg_audit_new_dev *d = data;
-		if (size < sizeof(*d))
-			return false;
+		break;
+	case SG_AUDIT_NEW_DEV:
 		e->kdev = d->dev;
-		return true;
+		break;
 	}
-	}
-	return false;
+	return true;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
