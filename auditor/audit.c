@@ -183,6 +183,7 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 		say(err, errlen, "out of memory");
 		goto fail;
 	}
+	a->attribution = (struct audit_attribution){.patterns = &o->patterns, .files = a->files};
 	return a;
 fail:
 	audit_free(a);
@@ -372,7 +373,7 @@ void audit_free(struct audit *a)
 		close(a->run.markers_fd);
 	audit_aborts_free(a);
 	audit_tags_free(a);
-	audit_early_free(a);
+	audit_early_free(&a->pending.early);
 	audit_live_free(a->live);
 	audit_workloads_free(&a->workloads);
 	free(a);

@@ -1,36 +1,37 @@
-/* A followed file's request from its names: the patterns give the one a
- * name holds, and a rename or a link moves it (a tag, exact, stays).  The
- * events (audit_events.c) and the review (audit_review.c) both name files. */
-#include <stdbool.h>
+/* A followed file's request from its names (audit_attribution.h). */
+#include "audit_attribution.h"
+
 #include <string.h>
 
-#include "audit_engine.h"
+#include "audit_files.h"
+#include "config.h"
+#include "pattern.h"
 
 /* Gives f, which has no request, the one the patterns give name. */
-static void attribute_by(struct audit *a, struct audit_file *f, const char *name)
+static void attribute_by(struct audit_attribution *attr, struct audit_file *f, const char *name)
 {
 	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
 	struct sg_match_at at;
 
 	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
-	switch (sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &at)) {
+	switch (sg_patterns_match(attr->patterns, name, strlen(name), req, other, &at)) {
 	case SG_MATCH_ONE:
-		audit_files_attribute(a->files, f, req, REQ_PATTERN, at.shape);
+		audit_files_attribute(attr->files, f, req, REQ_PATTERN, at.shape);
 		break;
 	case SG_MATCH_AMBIGUOUS:
 		f->source = REQ_AMBIGUOUS;
-		a->attribution.ambiguous++;
+		attr->ambiguous++;
 		break;
 	case SG_MATCH_NONE:
 		break;
 	}
 }
 
-void audit_attribute_by_name(struct audit *a, struct audit_file *f)
+void audit_attribute_by_name(struct audit_attribution *attr, struct audit_file *f)
 {
 	if (f->name)
-		attribute_by(a, f, f->name);
+		attribute_by(attr, f, f->name);
 }
 
 /* A file's request follows its names.  The name a rename or a link gives
@@ -40,26 +41,26 @@ void audit_attribute_by_name(struct audit *a, struct audit_file *f)
  * pass).  Any name it has gives a request it has none of.  The first name
  * is looked at by the next pass (the shim's xattr first).  A tag is exact
  * and stays. */
-void audit_file_named(struct audit *a, struct audit_file *f, int root, const char *name, bool renamed)
+void audit_file_named(struct audit_attribution *attr, struct audit_file *f, int root, const char *name, bool renamed)
 {
 	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1], had[AUDIT_FILE_REQUEST_MAX];
 	bool had_name = f->name != NULL;
 	struct sg_match_at at;
 
 	if (had_name && !renamed) {
-		attribute_by(a, f, name);
+		attribute_by(attr, f, name);
 		return;
 	}
 	if (had_name && f->root == root && strcmp(f->name, name) == 0)
 		return;
 	if (had_name && !f->indexed)
-		audit_attribute_by_name(a, f); /* before the old name is overwritten */
-	if (!audit_files_name(a->files, f, root, name))
+		audit_attribute_by_name(attr, f); /* before the old name is overwritten */
+	if (!audit_files_name(attr->files, f, root, name))
 		return;
 	if (!had_name || f->source == REQ_TAG ||
-	    sg_patterns_match(&a->o->patterns, name, strlen(name), req, other, &at) != SG_MATCH_ONE ||
+	    sg_patterns_match(attr->patterns, name, strlen(name), req, other, &at) != SG_MATCH_ONE ||
 	    (f->indexed && strcmp(audit_file_request(f, had), req) == 0))
 		return;
-	audit_files_unattribute(a->files, f);
-	audit_files_attribute(a->files, f, req, REQ_PATTERN, at.shape);
+	audit_files_unattribute(attr->files, f);
+	audit_files_attribute(attr->files, f, req, REQ_PATTERN, at.shape);
 }

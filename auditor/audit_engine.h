@@ -3,7 +3,7 @@
  * audit below:
  *   the root table and node mode's scans  audit_roots.h    audit_roots.c
  *   the file table, the workloads         audit_files.h    audit_files.c, audit_strings.c, audit_workloads.c
- *   attribution by name                   audit_events.h   audit_attribution.c
+ *   attribution by name                   audit_attribution.h  audit_attribution.c
  *   the kept tags and early creators      audit_kept.h     audit_tags.c, audit_early.c
  *   the abort set                         audit_markers.h  audit_markers.c, audit_fold.c
  *   the review                            audit_review.h   audit_review.c
@@ -30,6 +30,7 @@
 #include "audit.h"
 #include "audit_clock.h"
 #include "audit_files.h"
+#include "audit_attribution.h"
 #include "audit_events.h"
 #include "audit_kept.h"
 #include "audit_live.h"

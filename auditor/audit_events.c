@@ -50,7 +50,7 @@ static void on_create(struct audit *a, const struct audit_event *e)
 	/* A device no root follows yet: a file made in a new tmpfs's first
 	 * moments, kept for when its root is found. */
 	if (audit_root_of_dev(a, e->kdev) < 0) {
-		audit_early_keep(a, e);
+		audit_early_keep(&a->pending.early, e, audit_now_s(a));
 		return;
 	}
 	/* A marker (in a directory that is no root): the probes that send the
@@ -61,7 +61,7 @@ static void on_create(struct audit *a, const struct audit_event *e)
 		return;
 	f = add(a, e, e->kdev, e->ino);
 	if (f && e->name[0])
-		audit_file_named(a, f, dir_root, e->name, false);
+		audit_file_named(&a->attribution, f, dir_root, e->name, false);
 	/* The workload's root: the one its file is named in, else the first on
 	 * its filesystem (the ctime probe sends no name). */
 	int r = f ? (f->root >= 0 ? f->root : audit_root_of_dev(a, e->kdev)) : -1;
@@ -113,7 +113,7 @@ static void on_name(struct audit *a, const struct audit_event *e)
 	f = audit_files_find(a->files, kdev, ino);
 	if (!f && (audit_root_of_dir(a, kdev, from) >= 0 || !(f = add(a, e, kdev, ino))))
 		return;
-	audit_file_named(a, f, audit_root_of_dir(a, kdev, dir_ino), name, e->renamed);
+	audit_file_named(&a->attribution, f, audit_root_of_dir(a, kdev, dir_ino), name, e->renamed);
 }
 
 static void on_tag(struct audit *a, const struct audit_event *e)
@@ -197,13 +197,13 @@ void audit_events_catch_up(struct audit *a, int slot)
 		if (born && born < start_unix_ns)
 			continue; /* there before the run */
 		struct audit_early_create c;
-		bool known = audit_early_claim(a, r->kdev, st.st_ino, &c);
+		bool known = audit_early_claim(&a->pending.early, r->kdev, st.st_ino, &c);
 		struct audit_workload *w = known ? audit_workload_of(&a->workloads, c.cgroup_id, audit_now_s(a)) : NULL;
 		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, known ? c.tgid : 0, known ? c.comm : "?", w)))
 			continue;
 		f->created_ns = audit_clock_ns(a);
 		audit_review_caught_up(a, born ? a->start_ns + (born - start_unix_ns) : a->start_ns);
-		audit_file_named(a, f, slot, e->d_name, false);
+		audit_file_named(&a->attribution, f, slot, e->d_name, false);
 		if (w)
 			audit_workload_note_root(w, r->shown);
 		audit_tags_claim(a, f);

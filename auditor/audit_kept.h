@@ -108,10 +108,10 @@ void audit_tags_expire(struct audit *a);
 void audit_tags_free(struct audit *a);
 /* audit_early.c: the creators of files made on a tmpfs before its root
  * was found, kept a while for the root's catch-up. */
-void audit_early_keep(struct audit *a, const struct audit_event *e);
+void audit_early_keep(struct audit_kept_list *early, const struct audit_event *e, double now_s);
 /* The creator kept for (kdev, ino), taken: false if none. */
-bool audit_early_claim(struct audit *a, uint32_t kdev, uint64_t ino, struct audit_early_create *out);
-void audit_early_expire(struct audit *a);
-void audit_early_free(struct audit *a);
+bool audit_early_claim(struct audit_kept_list *early, uint32_t kdev, uint64_t ino, struct audit_early_create *out);
+void audit_early_expire(struct audit_kept_list *early, double now_s);
+void audit_early_free(struct audit_kept_list *early);
 
 #endif

@@ -205,7 +205,7 @@ static int turns(struct audit *a, int ep)
 		if (audit_now_s(a) >= audit_roots_due_s(a)) {
 			audit_roots_scan(a);
 			audit_tags_expire(a);
-			audit_early_expire(a);
+			audit_early_expire(&a->pending.early, audit_now_s(a));
 		}
 		audit_review_step(a);
 		audit_live_update(a, audit_trace_dropped(t));

@@ -247,7 +247,7 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 			return;
 		}
 	}
-	audit_attribute_by_name(p->a, f);
+	audit_attribute_by_name(&p->a->attribution, f);
 }
 
 /* A file that exists counts in the cycle's totals, with its request.  The
@@ -300,7 +300,7 @@ static void note_name(struct audit *a, struct audit_review *rv, unsigned r, cons
 	f->seen = rv->cycle;
 	if (f->root == (int)r && f->name && strcmp(f->name, e->d_name) == 0)
 		return;
-	audit_file_named(a, f, (int)r, e->d_name, true);
+	audit_file_named(&a->attribution, f, (int)r, e->d_name, true);
 	f->looked_up = false; /* its request is looked for under the new name */
 }
 

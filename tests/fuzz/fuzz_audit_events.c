@@ -16,6 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct audit_event e;
 
 	a.files = audit_files_new(64);
+	a.attribution = (struct audit_attribution){.patterns = &o.patterns, .files = a.files};
 	while (size >= 2) {
 		size_t len = (size_t)(data[0] | data[1] << 8);
 		data += 2;
@@ -33,6 +34,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	audit_files_free(a.files);
 	audit_workloads_free(&a.workloads);
 	audit_tags_free(&a);
-	audit_early_free(&a);
+	audit_early_free(&a.pending.early);
 	return 0;
 }

@@ -68,6 +68,7 @@ static void setup(void)
 	a.abort_set.abort_kdev = sg_kdev(dir.st_dev);
 	a.abort_set.abort_ino = dir.st_ino;
 	cr_assert_not_null(a.files = audit_files_new(o.max_files));
+	a.attribution = (struct audit_attribution){.patterns = &o.patterns, .files = a.files};
 	cr_assert_not_null(a.review = audit_review_new());
 }
 
@@ -113,7 +114,7 @@ static struct audit_file *follow(const char *name, size_t bytes, const char *req
 	cr_assert_not_null(f = audit_files_add(a.files, a.root_table.roots[0].kdev, n, 1, "test", NULL));
 	f->created_ns = clk.now;
 	if (name)
-		audit_file_named(&a, f, 0, name, false);
+		audit_file_named(&a.attribution, f, 0, name, false);
 	if (request)
 		audit_files_attribute(a.files, f, request, REQ_TAG, -1);
 	if (ino)
@@ -399,6 +400,7 @@ Test(review, measured_aborts_are_folded_and_the_records_held_stay_bounded)
 
 	audit_files_free(a.files);
 	cr_assert_not_null(a.files = audit_files_new(o.max_files = 10 * ABORTS));
+	a.attribution.files = a.files;
 	o.gate.abort_detail = WINDOW;
 	for (int i = 0; i < ABORTS; i++) {
 		double t = 10.0 + i * 0.01;
