@@ -20,6 +20,7 @@
 #                      [--refresh] [--markdown]
 #
 # --build DIR   the build tree to test (default build/; it must be built)
+# --kernels     default 5.10,6.1,6.12,host; 6.1,6.12 for an arm64 build
 # --audit-args  extra options for every `shmguard audit` in the checks
 # --jobs N      kernels run at once (default 4: all of them)
 # --timeout S   bound on each kernel's run, boot included (default 150)
