@@ -42,11 +42,12 @@ test+=(openmpi-bin python3-mpi4py gstreamer1.0-tools gstreamer1.0-plugins-bad)
 # The benchmarks' peers and counters (instructions: perf, or valgrind's
 # callgrind, which the tests install, where the machine has no counters).
 bench=(bpftrace linux-perf strace)
-# The arm64 cross build: Debian 12 has no arm64 criterion that installs
-# beside the amd64 one (their libnanomsg5 differ in version), so the
-# cross build has its test programs but not the Criterion tests.
+# The arm64 cross build (g++ for the tests' C++ program).  Never
+# libcriterion-dev:arm64: it cannot be installed beside the amd64 one
+# (their libnanomsg5 differ in version); scripts/arm64.sh unpacks it into
+# a sysroot of its own.
 arm64=(
-	gcc-aarch64-linux-gnu qemu-user-static qemu-system-arm
+	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static qemu-system-arm
 	libc6-dev:arm64 libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64
 	libjansson-dev:arm64 libmicrohttpd-dev:arm64 libpcre2-dev:arm64 systemtap-sdt-dev:arm64
 )
