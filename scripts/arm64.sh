@@ -8,12 +8,12 @@
 #    core, the shim's record and tracking, the auditor's engine, and the
 #    checks of the build's files), with Debian's arm64 Criterion unpacked
 #    into build-arm64-criterion/ (apt cannot install it beside the amd64
-#    one); then the example pipeline (examples/shmpipe, a producer and a consumer,
-#    every fourth of 40 requests aborted by its client, chunks put after
-#    the abort) leaves its aborted requests' names without the shim, and
-#    none under it, preloaded or started by `shmguard run`; then the
-#    kernel matrix's shim and `ls` checks (scripts/kernels.sh --kernels
-#    host).  `sweep --dead` cannot be checked there: QEMU answers a
+#    one); then the example pipeline (examples/shmpipe, a producer and a
+#    consumer, every fourth of 40 requests aborted by its client, chunks
+#    put after the abort) leaves its aborted requests' names without the
+#    shim, and none under it, preloaded or started by `shmguard run`;
+#    then the kernel matrix's shim and `ls` checks (scripts/kernels.sh
+#    --kernels host).  `sweep --dead` cannot be checked there: QEMU answers a
 #    program's reads of its own /proc/self/stat itself, with a start time
 #    of its own reckoning, which the kernel's for the same pid is not (so
 #    the unit suite leaves out the one case that compares the two,
@@ -134,7 +134,7 @@ clean() { find /dev/shm -maxdepth 1 \( -name "${prefix}*" -o -name "shm_${prefix
 trap clean EXIT
 pipeline() {
 	"$@" "$out/examples/shmpipe" --prefix "$prefix" --requests 40 --abort-every 4 --late-puts \
-		--abort-dir "$abort_dir" >/dev/null || echo "arm64: the pipeline failed: $*" >&2
+		--abort-dir "$abort_dir" >/dev/null || fail "the pipeline failed: $*"
 }
 pipeline env
 without=$(left)
@@ -156,7 +156,7 @@ step user-mode
 
 # ---- 3. Debian's arm64 kernels under qemu-system-aarch64
 if [ "$boot" = 1 ]; then
-	# TCG on a loaded 2-CPU machine: 6.1 runs every check in 104 s, 6.12 in 43.
+	# TCG on the loaded 2-CPU VM, both at once: 56 to 117 s a kernel.
 	scripts/kernels.sh --build "$out" --kernels "$kernels" --timeout 600 || status=1
 	step "boot $kernels"
 fi
