@@ -26,24 +26,24 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: shmguard doctor [--binary PATH] [--root DIR]... [--need SIZE]\n\n"
-		     "Checks, one line each: the kernel, where the shim is (the path for LD_PRELOAD), the\n"
-		     "kernel's BTF, whether the auditor's BPF programs load here (and why not; in a build\n"
-		     "with the auditor), tracefs,\n"
-		     "whether the shim is preloaded in this environment (and if LD_PRELOAD names it but it\n"
-		     "is not, why) and whether this glibc can load it, and for each shm root (default\n"
-		     "/dev/shm) its filesystem, size and use, and whether the shim can keep its ownership\n"
-		     "journal and its xattr tags there; with --binary, whether that program can run under\n"
-		     "the shim.\n"
-		     "With --need SIZE (512M, 2G, 1.5GiB: powers of 1024), whether each root has that much\n"
-		     "free; when not, what holds the rest (the largest holders by request and creator) and\n"
-		     "how much `shmguard sweep --dead` would reclaim.\n\n"
-		     "  --binary PATH   a program to check\n"
-		     "  --need SIZE     the free space each root must have\n"
-		     "  --root DIR      a shm root to check instead of /dev/shm (repeatable)\n"
-		     "  -h, --help      show this help\n"
-		     "  -V, --version   print the version\n\n"
-		     "Exit status: 0 all is well; 1 something is not; 2 bad usage.\n");
+	fprintf(out,
+		"Usage: shmguard doctor [--binary PATH] [--root DIR]... [--need SIZE]\n\n"
+		"Checks, one line each: the kernel, where the shim is (the path for LD_PRELOAD),\n"
+		"the kernel's BTF, whether the auditor's BPF programs load here (and why not; in\n"
+		"a build with the auditor), tracefs, whether the shim is preloaded in this\n"
+		"environment (and if LD_PRELOAD names it but it is not, why) and whether this\n"
+		"glibc can load it, and for each shm root (default /dev/shm) its filesystem, size\n"
+		"and use, and whether the shim can keep its ownership journal and its xattr tags\n"
+		"there; with --binary, whether that program can run under the shim.\n\n"
+		"With --need SIZE (512M, 2G, 1.5GiB: powers of 1024), whether each root has that\n"
+		"much free; when not, what holds the rest (the largest holders by request and\n"
+		"creator) and how much `shmguard sweep --dead` would reclaim.\n\n"
+		"  --binary PATH   a program to check\n"
+		"  --need SIZE     the free space each root must have\n"
+		"  --root DIR      a shm root to check instead of /dev/shm (repeatable)\n"
+		"  -h, --help      show this help\n"
+		"  -V, --version   print the version\n\n"
+		"Exit status: 0 all is well; 1 something is not; 2 bad usage.\n");
 }
 
 int doctor_line(const char *what, bool ok, const char *fmt, ...)
