@@ -151,9 +151,9 @@ static struct request_swept followed;
 static unsigned followed_requests, followed_left;
 static bool follow_sweep_failed;
 
-static void say_swept(const struct request_swept *out, const struct request_sweep *rs, double us)
+static void say_swept(const struct request_swept *out, const struct request_sweep *rs, double us, unsigned ttl)
 {
-	char human[16], left[96] = "", shown[SG_ESCAPED_MAX], big[SG_ESCAPED_MAX + 96] = "";
+	char human[16], left[96] = "", shown[SG_ESCAPED_MAX], big[SG_ESCAPED_MAX + 96] = "", later[160] = "";
 
 	if (out->replaced)
 		snprintf(left, sizeof(left), "; left %u recorded %s alone (now another file's)",
@@ -162,14 +162,21 @@ static void say_swept(const struct request_swept *out, const struct request_swee
 		snprintf(big, sizeof(big), "; %s left to the shims (over %d entries or %u MiB of journal records)",
 			 sg_text_escape(rs->left_root, shown, sizeof(shown)), REQUEST_SWEEP_MAX_ENTRIES,
 			 REQUEST_SWEEP_MAX_JOURNAL_BYTES >> 20);
-	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s\n", SG_PLURAL(out->files, "file", "files"),
-	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, left, big);
+	/* "swept 0 files" is no failure: the shims remove the rest later. */
+	if (!out->files)
+		snprintf(later, sizeof(later),
+			 "; files made for it from now on are removed by the shims as they appear, while the marker "
+			 "lasts (%u s)",
+			 ttl);
+	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s%s\n", SG_PLURAL(out->files, "file", "files"),
+	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, left, big, later);
 }
 
 /* Sweeps the files of reqs[0..n) that rs read, all marked at started_ns
  * (monotonic), and says so in one line: "request ID: swept N files, B bytes
  * in T" (T from the first marker to the last unlink). */
-static int sweep_marked(const struct request_sweep *rs, const char *const *reqs, unsigned n, uint64_t started_ns)
+static int sweep_marked(const struct request_sweep *rs, const char *const *reqs, unsigned n, uint64_t started_ns,
+			unsigned ttl)
 {
 	struct request_swept out = {0};
 	char shown[SG_ESCAPED_MAX];
@@ -181,7 +188,7 @@ static int sweep_marked(const struct request_sweep *rs, const char *const *reqs,
 		printf("request %s: ", sg_text_escape(reqs[0], shown, sizeof(shown)));
 	else
 		printf("%u requests: ", n);
-	say_swept(&out, rs, us);
+	say_swept(&out, rs, us, ttl);
 	return rs->failed || out.failed ? EXIT_FAIL : EXIT_OK;
 }
 
@@ -403,7 +410,7 @@ int cmd_abort(int argc, char **argv)
 			marked[nmarked++] = argv[i];
 	close(dfd);
 	/* A request whose marker could not be written is not aborted. */
-	if (sweep_roots && nmarked && sweep_marked(&rs, marked, nmarked, t0) != EXIT_OK)
+	if (sweep_roots && nmarked && sweep_marked(&rs, marked, nmarked, t0, ttl) != EXIT_OK)
 		status = EXIT_FAIL;
 	if (sweep_roots)
 		request_sweep_free(&rs);

@@ -88,6 +88,9 @@ static void add_up(struct shown *t, struct sg_shm_listing *l)
 	t->proc_foreign |= sg_creators_proc_foreign(&l->creators);
 }
 
+/* The creator records of shmguard watch, read once. */
+static struct orphan_view records;
+
 static void print_rows(struct shown *t, const struct sg_shm_listing *l)
 {
 	char b1[16], name[SG_ESCAPED_MAX], holders[128], comm[32], esc[SG_ESCAPED_MAX];
@@ -107,6 +110,9 @@ static void print_rows(struct shown *t, const struct sg_shm_listing *l)
 			sg_text_escape(f->tag.req, req, sizeof(req));
 		} else if (f->journal_like) {
 			snprintf(creator, sizeof(creator), "%s", journal_like_name(f->journal_like));
+		} else {
+			/* Untagged: the creator shmguard watch recorded, if any. */
+			orphan_view_creator(&records, l, f, creator, sizeof(creator));
 		}
 		holders[0] = '\0';
 		for (size_t k = 0; k < f->nholders && off < sizeof(holders) - 1; k++) {
@@ -151,9 +157,6 @@ static void print_summary(const struct shown *t)
 		       "every creator is shown as unknown\n",
 		       (int)getpid());
 }
-
-/* The creator records of shmguard watch, read once. */
-static struct orphan_view records;
 
 static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_file *f)
 {

@@ -275,7 +275,7 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 {
 	static const struct option opts[] = {
 		{"dead", no_argument, NULL, 'D'},       {"request", required_argument, NULL, 'r'},
-		{"glob", required_argument, NULL, 'g'}, {"match", required_argument, NULL, 'm'},
+		{"glob", required_argument, NULL, 'g'},
 		{"older-than", required_argument, NULL, 'o'},
 		{"root", required_argument, NULL, 'R'}, {"dry-run", no_argument, NULL, 'n'},
 		{"json", optional_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
@@ -286,7 +286,6 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 	};
 	int c;
 	const char *why;
-	bool warned_match = false;
 
 	o->requests = calloc((size_t)argc, sizeof(*o->requests));
 	if (!o->requests)
@@ -299,14 +298,6 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 			if (sg_reqid_check(optarg, &why) < 0)
 				return cli_usage_fail(-1, "sweep", "bad request ID '%s': %s", optarg, why);
 			o->requests[o->nrequests++] = optarg;
-			break;
-		case 'm':
-			/* --match is abort's PCRE2 regex; here it was a glob. */
-			if (!warned_match)
-				cli_warn("sweep", "--match is deprecated here: it is --glob (an fnmatch pattern, not "
-						  "abort's regex)");
-			warned_match = true;
-			o->glob = optarg;
 			break;
 		case 'g': o->glob = optarg; break;
 		case 'o':
