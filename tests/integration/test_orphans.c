@@ -386,6 +386,12 @@ Test(orphans, a_consumer_that_opened_a_shared_cgroup_file_keeps_it)
 	cr_assert_str_eq(h_read_line(&consumer, 10000), "ready");
 	/* cat, the creator's second open, was a process of its own: two. */
 	wait_attachers(fa, 2, false);
+	/* Every field of ls --json, the record's too, is documented. */
+	cr_assert_eq(h_output((const char *[]){h_bin("SG_CLI"), "ls", "--json", NULL}, NULL, &out, &err), 0, "%s", err);
+	json_t *ls = json_loads(out, 0, NULL);
+	cr_assert_not_null(ls, "%s", out);
+	h_expect_json_documented(ls, "ls");
+	json_decref(ls);
 
 	out = sweep(false);
 	cr_expect(h_exists(fa), "a file a live consumer opened was swept: %s", out);
