@@ -600,8 +600,15 @@ Test(audit, bad_input_is_refused_with_a_reason)
 	cr_expect_eq(audit_status(&err, "--frobnicate", NULL, NULL, NULL), 2);
 	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--patterns", "{req"), 2);
 	cr_expect(strstr(err, "bad patterns"), "%s", err);
-	cr_expect_eq(audit_status(&err, "--abort-dir", h_str("%s/missing", abort_dir), "--", "/bin/true"), 2);
+	cr_expect_eq(audit_status(&err, "--abort-dir", h_str("%s/missing/below", abort_dir), "--", "/bin/true"), 2);
+	cr_expect(strstr(err, "does not exist and cannot be made"), "%s", err);
+	cr_expect_eq(audit_status(&err, "--abort-dir", h_str("%s/missing", abort_dir), NULL, NULL), 2);
 	cr_expect(strstr(err, "does not exist"), "%s", err);
+	const char *file = h_str("%s/a-file", abort_dir);
+	close(open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	cr_expect_eq(audit_status(&err, "--abort-dir", file, "--", "/bin/true"), 2);
+	cr_expect(strstr(err, "is not a directory"), "%s", err);
+	unlink(file);
 	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--grace", "soon"), 2);
 	cr_expect_eq(audit_status(&err, "--abort-dir", "/dev/shm", "--", "/bin/true"), 2);
 	cr_expect(strstr(err, "must not be a shm root"), "%s", err);
