@@ -214,7 +214,7 @@ static int follow_and_sweep(const struct abort_follow_opts *o, const char *dir, 
 	char human[16];
 	int status = abort_follow(o, dir, ttl, open_dir, write_marker_and_sweep);
 
-	if (!sweep_roots)
+	if (!sweep_roots || status == EXIT_USAGE) /* bad usage: nothing was followed */
 		return status;
 	fprintf(stderr, "shmguard abort: swept %u %s, %llu bytes (%s), of %u %s marked%s%s\n",
 		SG_PLURAL(followed.files, "file", "files"), (unsigned long long)followed.bytes,
