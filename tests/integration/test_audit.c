@@ -1086,3 +1086,20 @@ Test(audit, a_report_that_cannot_be_written_whole_leaves_the_old_one)
 	umount2(dir, MNT_DETACH);
 	rmdir(dir);
 }
+
+/* Under a seccomp filter that refuses bpf() (a runtime's default profile
+ * without CAP_SYS_ADMIN), the auditor names seccomp and what to set, not
+ * the capabilities it has. */
+Test(audit, a_seccomp_filter_refusing_bpf_is_named)
+{
+	need_bpf();
+	const char *argv[] = {h_bin("SG_DENY_BPF"), h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--", "/bin/true",
+			      NULL};
+	char *err;
+
+	cr_expect_eq(h_run(argv, NULL, &err), 3, "%s", err);
+	cr_expect(strstr(err, "seccomp filter refuses bpf()") && strstr(err, "Localhost") &&
+			  strstr(err, "shmguard-node.json"),
+		  "%s", err);
+	cr_expect(!strstr(err, "run as root"), "%s", err);
+}
