@@ -32,6 +32,12 @@ test=(
 # The real-runtime tests (tests/containers): podman, with runc as its
 # runtime and catatonit for its pause image (tests/containers/containers.conf).
 test+=(podman runc catatonit)
+# The manifests rendered with kustomize (kubectl kustomize) and validated
+# against the Kubernetes API schema with node (tests/tools/check_manifests.py).
+# A kubectl or an npm installed already (another vendor's package owns
+# their names) serves as well.
+command -v kubectl >/dev/null || test+=(kubernetes-client)
+command -v npm >/dev/null || test+=(npm)
 # The programs whose orphans sweep --dead reclaims (tests/integration/test_orphans.c).
 test+=(openmpi-bin python3-mpi4py gstreamer1.0-tools gstreamer1.0-plugins-bad)
 # The benchmarks' peers and counters (instructions: perf, or valgrind's
@@ -59,13 +65,22 @@ missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "shmguard: installing missing packages ($profile): ${missing[*]}" >&2
-if [ "$(id -u)" -ne 0 ]; then
-	sudo=sudo
-else
-	sudo=
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "shmguard: installing missing packages ($profile): ${missing[*]}" >&2
+	if [ "$(id -u)" -ne 0 ]; then
+		sudo=sudo
+	else
+		sudo=
+	fi
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# The Kubernetes API schema of the manifests' offline validation: the npm
+# package kubernetes-models, at the versions tests/tools/k8s-schema's
+# package-lock.json pins, into that directory's node_modules.
+schema=$(cd "$(dirname "$0")/../tests/tools/k8s-schema" && pwd)
+if [ "$profile" != demo ] && [ ! -d "$schema/node_modules/kubernetes-models" ]; then
+	echo "shmguard: installing the Kubernetes API schema (npm ci in $schema)" >&2
+	npm ci --prefix "$schema" --no-audit --no-fund >/dev/null
+fi
