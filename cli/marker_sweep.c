@@ -80,7 +80,7 @@ int marker_sweep(const char *abort_dir, const struct sg_roots *roots)
 	if (more)
 		cli_warn("sweep", "more than %d markers in %s: the first %d read are swept", MARKER_SWEEP_MAX, shown,
 			 MARKER_SWEEP_MAX);
-	request_sweep_read(&rs, roots);
+	request_sweep_read(&rs, roots, "sweep");
 	request_sweep_run(&rs, (const char *const *)ids, n, &out);
 	printf("swept %u %s, %llu bytes (%s), of %u %s marked in %s%s%s\n", SG_PLURAL(out.files, "file", "files"),
 	       (unsigned long long)out.bytes, sg_human_bytes(out.bytes, human, sizeof(human)),
