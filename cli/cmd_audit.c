@@ -397,55 +397,6 @@ static int check_abort_dir(const struct audit_opts *o)
 	return 0;
 }
 
-/* Makes the abort directory when there is none (one level, 0755, given to
- * the shims' user), and names it to COMMAND.  0, or -1 (reported). */
-static int make_abort_dir(const struct audit_opts *o, struct run_abort_dir *d)
-{
-	char parent[SG_PATH_MAX + 1], shown[SG_ESCAPED_MAX];
-	const char *slash = strrchr(o->abort_dir, '/'), *why;
-	struct stat st;
-
-	sg_text_escape(o->abort_dir, shown, sizeof(shown));
-	snprintf(parent, sizeof(parent), "%.*s", slash == o->abort_dir ? 1 : (int)(slash - o->abort_dir),
-		 o->abort_dir);
-	snprintf(d->name, sizeof(d->name), "%s", slash + 1);
-	d->parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d->parent_fd < 0 || mkdirat(d->parent_fd, d->name, 0755) < 0) {
-		int err = errno;
-
-		if (d->parent_fd >= 0)
-			close(d->parent_fd);
-		d->parent_fd = -1;
-		if (err == EEXIST)
-			goto named; /* someone else's, checked by the auditor as any other */
-		return cli_usage_fail(-1, "audit", "abort directory %s does not exist and cannot be made: %s", shown,
-				      strerror(err));
-	}
-	/* Ours only if what is opened is the directory just made, of this uid:
-	 * a world-writable parent could have had it swapped. */
-	d->fd = openat(d->parent_fd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (d->fd < 0 || fstat(d->fd, &st) < 0)
-		why = strerror(errno);
-	else if (st.st_uid != geteuid())
-		why = "another user's directory took its place";
-	else if (o->shim_uid != st.st_uid && (fchown(d->fd, o->shim_uid, (gid_t)-1) < 0 || fstat(d->fd, &st) < 0))
-		why = strerror(errno);
-	else
-		why = sg_abort_dir_refusal(&st, o->shim_uid);
-	if (why) {
-		cli_usage_fail(-1, "audit", "abort directory %s was made but is not usable: %s", shown, why);
-		if (d->fd >= 0)
-			close(d->fd);
-		close(d->parent_fd);
-		d->fd = d->parent_fd = -1;
-		return -1;
-	}
-named:
-	if (setenv("SHMGUARD_ABORT_DIR", o->abort_dir, 1) < 0)
-		return cli_fail(-1, "audit", "cannot set SHMGUARD_ABORT_DIR: %s", strerror(errno));
-	return 0;
-}
-
 /* Removes what COMMAND left in the directory the run made (files only,
  * by its descriptor), then the directory, if its name is still it. */
 static void remove_abort_dir(const struct audit_opts *o, struct run_abort_dir *d)
@@ -476,6 +427,58 @@ static void remove_abort_dir(const struct audit_opts *o, struct run_abort_dir *d
 	close(d->fd);
 	close(d->parent_fd);
 	d->fd = d->parent_fd = -1;
+}
+
+/* Makes the abort directory when there is none (one level, 0755, given to
+ * the shims' user), and names it to COMMAND.  0, or -1 (reported). */
+static int make_abort_dir(const struct audit_opts *o, struct run_abort_dir *d)
+{
+	char parent[SG_PATH_MAX + 1], shown[SG_ESCAPED_MAX];
+	const char *slash = strrchr(o->abort_dir, '/'), *why;
+	struct stat st;
+
+	sg_text_escape(o->abort_dir, shown, sizeof(shown));
+	snprintf(parent, sizeof(parent), "%.*s", slash == o->abort_dir ? 1 : (int)(slash - o->abort_dir),
+		 o->abort_dir);
+	snprintf(d->name, sizeof(d->name), "%s", slash + 1);
+	d->parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->parent_fd < 0 || mkdirat(d->parent_fd, d->name, 0755) < 0) {
+		int err = errno;
+
+		if (d->parent_fd >= 0)
+			close(d->parent_fd);
+		d->parent_fd = -1;
+		if (err == EEXIST)
+			goto named; /* someone else's, checked by the auditor as any other */
+		return cli_usage_fail(-1, "audit", "abort directory %s does not exist and cannot be made: %s", shown,
+				      strerror(err));
+	}
+	/* Ours only if what is opened is the directory just made, of this uid:
+	 * a world-writable parent could have had it swapped. */
+	d->fd = openat(d->parent_fd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d->fd < 0 || fstat(d->fd, &st) < 0) {
+		why = strerror(errno);
+	} else if (st.st_uid != geteuid()) {
+		why = "another user's directory took its place";
+		close(d->fd);
+		d->fd = -1; /* not ours to remove */
+	} else if (o->shim_uid != st.st_uid && (fchown(d->fd, o->shim_uid, (gid_t)-1) < 0 || fstat(d->fd, &st) < 0)) {
+		why = strerror(errno);
+	} else {
+		why = sg_abort_dir_refusal(&st, o->shim_uid);
+	}
+	if (why) {
+		cli_usage_fail(-1, "audit", "abort directory %s was made but is not usable: %s", shown, why);
+		remove_abort_dir(o, d);
+		if (d->parent_fd >= 0)
+			close(d->parent_fd);
+		d->parent_fd = -1;
+		return -1;
+	}
+named:
+	if (setenv("SHMGUARD_ABORT_DIR", o->abort_dir, 1) < 0)
+		return cli_fail(-1, "audit", "cannot set SHMGUARD_ABORT_DIR: %s", strerror(errno));
+	return 0;
 }
 
 int cmd_audit(int argc, char **argv)
