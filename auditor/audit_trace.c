@@ -25,6 +25,7 @@ struct audit_tracer {
 	const char *attach_probe; /* and opens, or NULL */
 	const char *freed_probe; /* and frees, or NULL (freed_why says why) */
 	char freed_why[160];
+	bool seccomp_refused; /* an EPERM from bpf() was a seccomp filter's */
 	audit_trace_event_fn *on_event;
 	void *ctx;
 };
@@ -287,6 +288,38 @@ static void detach_all(struct audit_tracer *t)
 	t->skel = NULL;
 }
 
+#ifndef CAP_SYS_ADMIN
+#define CAP_SYS_ADMIN 21
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+/* Whether an EPERM from bpf() is a seccomp filter's: one is on this
+ * process (Seccomp: 2 in /proc/self/status) while a capability that lets
+ * the kernel allow bpf() is effective (CapEff). */
+static bool seccomp_refuses_bpf(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	unsigned long long eff = 0;
+	char line[256];
+	int mode = 0;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Seccomp: %d", &mode) != 1)
+			(void)sscanf(line, "CapEff: %llx", &eff);
+	fclose(f);
+	return mode == 2 && (eff & (1ull << CAP_BPF | 1ull << CAP_SYS_ADMIN));
+}
+
+#define SECCOMP_REFUSED                                                                                            \
+	"this process's seccomp filter refuses bpf() (EPERM, with Seccomp: 2 in /proc/self/status and CAP_BPF "  \
+	"effective): run it with a seccomp profile that allows bpf and perf_event_open (on Kubernetes, "         \
+	"seccompProfile type Localhost with contrib/seccomp/shmguard-node.json installed on the node: "           \
+	"docs/kubernetes.md), or Unconfined; a runtime's default profile allows them only with CAP_SYS_ADMIN"
+
 /* Loads the program that sees opens the way a asks for; false, with why,
  * when this kernel's BTF has no vfs_open for fentry. */
 static bool choose_attach(struct audit_bpf *skel, enum attach_kind a, struct btf *btf, char *why, size_t len)
@@ -332,7 +365,10 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, enum attach_ki
 	t->skel->rodata->syscall_creations = k == PROBE_SYSCALLS;
 	ret = audit_bpf__load(t->skel);
 	if (ret) {
-		if ((errno == EPERM || ret == -EPERM) && k == PROBE_SYSCALLS)
+		if ((errno == EPERM || ret == -EPERM) && seccomp_refuses_bpf()) {
+			snprintf(why, len, "seccomp refuses bpf() (EPERM)");
+			t->seccomp_refused = true;
+		} else if ((errno == EPERM || ret == -EPERM) && k == PROBE_SYSCALLS)
 			snprintf(why, len, "not allowed to load BPF programs: run as root, or with CAP_BPF, CAP_PERFMON "
 					   "and CAP_SYS_ADMIN (for /proc/PID/map_files)");
 		else if ((errno == EPERM || ret == -EPERM) && (k == PROBE_FENTRY || a != ATTACH_FENTRY))
@@ -476,6 +512,8 @@ struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *e
 	}
 	btf__free(btf);
 	btf = NULL;
+	if (!t->skel && t->seccomp_refused)
+		snprintf(err, errlen, "%s", SECCOMP_REFUSED);
 	if (!t->skel)
 		goto fail;
 	if (o->shim) {

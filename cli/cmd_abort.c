@@ -204,7 +204,7 @@ static int write_marker_and_sweep(int dfd, const char *dir, const char *id)
 
 	if (!sweep_roots)
 		return write_marker(dfd, dir, id);
-	request_sweep_read(&rs, sweep_roots);
+	request_sweep_read(&rs, sweep_roots, "abort");
 	if ((status = write_marker(dfd, dir, id)) == EXIT_OK) {
 		request_sweep_run(&rs, &id, 1, &out);
 		follow_sweep_failed |= rs.failed || out.failed;
@@ -227,7 +227,7 @@ static int follow_and_sweep(const struct abort_follow_opts *o, const char *dir, 
 	char human[16];
 	int status = abort_follow(o, dir, ttl, open_dir, write_marker_and_sweep);
 
-	if (!sweep_roots)
+	if (!sweep_roots || status == EXIT_USAGE) /* bad usage: nothing was followed */
 		return status;
 	fprintf(stderr, "shmguard abort: swept %u %s, %llu bytes (%s), of %u %s marked%s%s\n",
 		SG_PLURAL(followed.files, "file", "files"), (unsigned long long)followed.bytes,
@@ -402,7 +402,7 @@ int cmd_abort(int argc, char **argv)
 	/* The journals first: what a server creates for these requests from
 	 * now on is in its shim's record, which it sweeps on the marker. */
 	if (sweep_roots)
-		request_sweep_read(&rs, sweep_roots);
+		request_sweep_read(&rs, sweep_roots, "abort");
 	t0 = sg_monotonic_ns();
 	for (int i = optind; i < argc; i++)
 		if (write_marker(dfd, dir, argv[i]) != EXIT_OK)

@@ -1,12 +1,15 @@
 /* shmguard audit: follows /dev/shm per request during a run and reports
  * the leak in KiB per abort; a budget makes it a CI gate. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -14,7 +17,9 @@
 #include "cli.h"
 #include "size.h"
 #include "duration.h"
+#include "marker.h"
 #include "reqid.h"
+#include "text.h"
 
 /* A discovered root's abort directory, as the shim's default is in /dev/shm. */
 #define ROOT_ABORT_NAME "shmguard-abort"
@@ -32,7 +37,8 @@ static void usage(FILE *out)
 		"                             $SHMGUARD_PATTERNS)\n"
 		"  -a, --abort-dir DIR        where abort markers appear (default:\n"
 		"                             $SHMGUARD_ABORT_DIR, else %s);\n"
-		"                             it must exist\n"
+		"                             with COMMAND, made if missing and then removed\n"
+		"                             at the end\n"
 		"      --shim-uid USER        the user the shims run as (a name or a number;\n"
 		"                             default: the auditor's own): the abort directory\n"
 		"                             and its markers are checked as the shims check them\n"
@@ -387,9 +393,122 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	return 0;
 }
 
+/* The abort directory a run with COMMAND made because none was there: it
+ * is the run's, passed to COMMAND (SHMGUARD_ABORT_DIR), and removed with
+ * its markers at the end, so that the CI recipe works on a fresh machine
+ * and leaves it as found.  parent_fd and fd are -1 when the run did not
+ * make it. */
+struct run_abort_dir {
+	int parent_fd, fd;
+	char name[NAME_MAX + 1];
+};
+
+/* What is at the abort directory's path, said before the auditor opens it:
+ * 0 (a directory, a link or nothing), or -1 (reported). */
+static int check_abort_dir(const struct audit_opts *o)
+{
+	char shown[SG_ESCAPED_MAX];
+	struct stat st;
+
+	sg_text_escape(o->abort_dir, shown, sizeof(shown));
+	if (lstat(o->abort_dir, &st) < 0) {
+		if (errno == ENOENT)
+			return 0; /* made with COMMAND; else the auditor says how to */
+		return cli_usage_fail(-1, "audit", "abort directory %s: %s", shown, strerror(errno));
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) /* a link: the auditor says it is never followed */
+		return cli_usage_fail(-1, "audit", "abort directory %s is not a directory", shown);
+	return 0;
+}
+
+/* Removes what COMMAND left in the directory the run made (files only,
+ * by its descriptor), then the directory, if its name is still it. */
+static void remove_abort_dir(const struct audit_opts *o, struct run_abort_dir *d)
+{
+	char shown[SG_ESCAPED_MAX];
+	struct stat mine, named;
+	struct dirent *e;
+	int fd;
+	DIR *dir;
+
+	if (d->fd < 0)
+		return;
+	if ((fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 && (dir = fdopendir(fd))) {
+		while ((e = readdir(dir)))
+			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+				(void)unlinkat(d->fd, e->d_name, 0);
+		closedir(dir);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	if (fstat(d->fd, &mine) < 0 || fstatat(d->parent_fd, d->name, &named, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    mine.st_dev != named.st_dev || mine.st_ino != named.st_ino)
+		cli_warn("audit", "left the abort directory %s it made: its name is another file now",
+			 sg_text_escape(o->abort_dir, shown, sizeof(shown)));
+	else if (unlinkat(d->parent_fd, d->name, AT_REMOVEDIR) < 0)
+		cli_warn("audit", "left the abort directory %s it made: %s",
+			 sg_text_escape(o->abort_dir, shown, sizeof(shown)), strerror(errno));
+	close(d->fd);
+	close(d->parent_fd);
+	d->fd = d->parent_fd = -1;
+}
+
+/* Makes the abort directory when there is none (one level, 0755, given to
+ * the shims' user), and names it to COMMAND.  0, or -1 (reported). */
+static int make_abort_dir(const struct audit_opts *o, struct run_abort_dir *d)
+{
+	char parent[SG_PATH_MAX + 1], shown[SG_ESCAPED_MAX];
+	const char *slash = strrchr(o->abort_dir, '/'), *why;
+	struct stat st;
+
+	sg_text_escape(o->abort_dir, shown, sizeof(shown));
+	snprintf(parent, sizeof(parent), "%.*s", slash == o->abort_dir ? 1 : (int)(slash - o->abort_dir),
+		 o->abort_dir);
+	snprintf(d->name, sizeof(d->name), "%s", slash + 1);
+	d->parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->parent_fd < 0 || mkdirat(d->parent_fd, d->name, 0755) < 0) {
+		int err = errno;
+
+		if (d->parent_fd >= 0)
+			close(d->parent_fd);
+		d->parent_fd = -1;
+		if (err == EEXIST)
+			goto named; /* someone else's, checked by the auditor as any other */
+		return cli_usage_fail(-1, "audit", "abort directory %s does not exist and cannot be made: %s", shown,
+				      strerror(err));
+	}
+	/* Ours only if what is opened is the directory just made, of this uid:
+	 * a world-writable parent could have had it swapped. */
+	d->fd = openat(d->parent_fd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d->fd < 0 || fstat(d->fd, &st) < 0) {
+		why = strerror(errno);
+	} else if (st.st_uid != geteuid()) {
+		why = "another user's directory took its place";
+		close(d->fd);
+		d->fd = -1; /* not ours to remove */
+	} else if (o->shim_uid != st.st_uid && (fchown(d->fd, o->shim_uid, (gid_t)-1) < 0 || fstat(d->fd, &st) < 0)) {
+		why = strerror(errno);
+	} else if (sg_abort_dir_check(&st, o->shim_uid, &why) == 0) {
+		why = NULL;
+	}
+	if (why) {
+		cli_usage_fail(-1, "audit", "abort directory %s was made but is not usable: %s", shown, why);
+		remove_abort_dir(o, d);
+		if (d->parent_fd >= 0)
+			close(d->parent_fd);
+		d->parent_fd = -1;
+		return -1;
+	}
+named:
+	if (setenv("SHMGUARD_ABORT_DIR", o->abort_dir, 1) < 0)
+		return cli_fail(-1, "audit", "cannot set SHMGUARD_ABORT_DIR: %s", strerror(errno));
+	return 0;
+}
+
 int cmd_audit(int argc, char **argv)
 {
 	struct audit_opts o = {.version = SHMGUARD_VERSION};
+	struct run_abort_dir made = {.parent_fd = -1, .fd = -1};
 	char shim[PATH_MAX], err[1024];
 	const char *lib = NULL;
 	struct audit *a;
@@ -402,8 +521,12 @@ int cmd_audit(int argc, char **argv)
 	if (lib && cli_find_shim(lib, shim) < 0)
 		return cli_fail(AUDIT_USAGE, "audit", "cannot use shim '%s': %s", lib, strerror(errno));
 	o.trace.shim = lib || cli_find_shim(NULL, shim) == 0 ? shim : NULL;
-	if (!(a = audit_new(&o, err, sizeof(err))))
+	if (check_abort_dir(&o) < 0 || (o.cmd && make_abort_dir(&o, &made) < 0))
+		return AUDIT_USAGE;
+	if (!(a = audit_new(&o, err, sizeof(err)))) {
+		remove_abort_dir(&o, &made);
 		return cli_fail(AUDIT_USAGE, "audit", "%s", err);
+	}
 	status = audit_run(a, err, sizeof(err));
 	if (status < 0) {
 		/* What was measured is still reported; the status says the run broke. */
@@ -416,5 +539,6 @@ int cmd_audit(int argc, char **argv)
 		status = audit_report(a);
 	}
 	audit_free(a);
+	remove_abort_dir(&o, &made);
 	return status;
 }

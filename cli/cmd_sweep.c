@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "cli.h"
+#include "marker_sweep.h"
 #include "orphan_view.h"
 #include "reqid.h"
 #include "reclaim.h"
@@ -37,6 +38,8 @@ struct sweep_opts {
 	const char *glob;
 	double older_than;
 	bool have_older_than;
+	bool markers; /* --markers: a mode of its own (marker_sweep.h) */
+	const char *abort_dir;
 };
 
 static void usage(FILE *out)
@@ -45,7 +48,8 @@ static void usage(FILE *out)
 		"Usage: shmguard sweep [--dead [--instance-gone]] [--request ID]...\n"
 		"                      [--glob GLOB --older-than DURATION]\n"
 		"                      [--root DIR... | --node | --pod PID...]\n"
-		"                      [--ignore-unreadable] [--dry-run] [--json [FILE]]\n\n"
+		"                      [--ignore-unreadable] [--dry-run] [--json [FILE]]\n"
+		"       shmguard sweep --markers [--abort-dir DIR] [--root DIR]...\n\n"
 		"Unlinks files under the shm roots that nobody will unlink:\n"
 		"  --dead              tagged files whose creator is gone (a reused pid does not\n"
 		"                      count as alive), and untagged files that shmguard watch\n"
@@ -61,8 +65,12 @@ static void usage(FILE *out)
 		"  --glob GLOB --older-than DURATION\n"
 		"                      untagged files whose name matches GLOB (fnmatch) and that\n"
 		"                      are older than DURATION (e.g. 90, 30s, 10m, 2h, 1d), when\n"
-		"                      nobody uses them (--match GLOB is the old, deprecated name\n"
-		"                      of --glob)\n"
+		"                      nobody uses them\n"
+		"  --markers           the requests marked in the abort directory, however\n"
+		"                      marked (a touch too), swept from the journals as\n"
+		"                      abort sweeps them: for creators that have exited\n"
+		"  --abort-dir DIR     with --markers (default: $SHMGUARD_ABORT_DIR, else\n"
+		"                      %s)\n"
 		"  --root DIR          a shm root to sweep instead of /dev/shm (repeatable)\n"
 		"  --node              every tmpfs mounted at /dev/shm in any mount namespace of\n"
 		"                      the machine (every pod's and container's), each named by a\n"
@@ -87,7 +95,7 @@ static void usage(FILE *out)
 		"a root another process keeps locked for %d s is not swept.\n\n"
 		"Exit status: 0; 1 a file could not be removed, or a root read; 2 bad usage; 3 a\n"
 		"root stayed locked by another process (the other roots are swept).\n",
-		SG_RECLAIM_YOUNG_EMPTY_S, SG_RECLAIM_LOCK_WAIT_MS / 1000);
+		SG_DEFAULT_ABORT_DIR, SG_RECLAIM_YOUNG_EMPTY_S, SG_RECLAIM_LOCK_WAIT_MS / 1000);
 }
 
 struct outcome {
@@ -270,6 +278,27 @@ static int add_pod(struct sweep_opts *o, const char *arg, int argc)
 	return 0;
 }
 
+/* --markers goes with --abort-dir and --root alone. */
+static int parse_markers(struct sweep_opts *o, struct sg_roots *roots)
+{
+	static char dir[SG_PATH_MAX + 1];
+	const char *given = o->abort_dir ? o->abort_dir : getenv("SHMGUARD_ABORT_DIR"), *why;
+
+	if (!o->markers)
+		return cli_usage_fail(-1, "sweep", "--abort-dir goes with --markers");
+	if (o->dead || o->nrequests || o->glob || o->have_older_than || o->node || o->dry_run || o->json ||
+	    o->ignore_unreadable || o->instance_gone)
+		return cli_usage_fail(-1, "sweep", "--markers is a mode of its own: only --abort-dir and --root go "
+						   "with it");
+	if (sg_config_check_dir(given && *given ? given : SG_DEFAULT_ABORT_DIR, dir, &why) < 0)
+		return cli_usage_fail(-1, "sweep", "bad abort directory '%s': %s", given, why);
+	cli_default_root(roots);
+	if (sg_roots_check_abort_dir(roots, dir, &why) < 0)
+		return cli_usage_fail(-1, "sweep", "bad abort directory '%s': %s", dir, why);
+	o->abort_dir = dir;
+	return 0;
+}
+
 /* Returns 0, 1 when --help was shown, or -1 on bad usage (reported). */
 static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *roots)
 {
@@ -281,7 +310,8 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 		{"json", optional_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
 		{"ignore-unreadable", no_argument, NULL, 'I'}, {"version", no_argument, NULL, 'V'},
 		{"node", no_argument, NULL, 'N'},       {"pod", required_argument, NULL, 'P'},
-		{"instance-gone", no_argument, NULL, 'G'},
+		{"instance-gone", no_argument, NULL, 'G'}, {"markers", no_argument, NULL, 'K'},
+		{"abort-dir", required_argument, NULL, 'a'},
 		{0},
 	};
 	int c;
@@ -314,6 +344,8 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 		case 'j': o->json = cli_json_arg(argc, argv); break;
 		case 'I': o->ignore_unreadable = true; break;
 		case 'N': o->node = true; break;
+		case 'K': o->markers = true; break;
+		case 'a': o->abort_dir = optarg; break;
 		case 'P':
 			if (add_pod(o, optarg, argc) < 0)
 				return -1;
@@ -326,6 +358,8 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 	}
 	if (optind < argc)
 		return cli_unexpected(-1, "sweep", argv[optind]);
+	if (o->markers || o->abort_dir)
+		return parse_markers(o, roots);
 	if (!o->dead && !o->nrequests && !o->glob)
 		return cli_usage_fail(-1, "sweep", "nothing to sweep: give --dead, --request ID or --glob GLOB "
 						   "--older-than DURATION");
@@ -355,6 +389,11 @@ int cmd_sweep(int argc, char **argv)
 		free(o.pods);
 		free(o.pod_pids);
 		return status > 0 ? EXIT_OK : EXIT_USAGE;
+	}
+	if (o.markers) {
+		status = marker_sweep(o.abort_dir, &roots);
+		free(o.requests);
+		return status;
 	}
 	if (o.json)
 		out.decisions = json_array();

@@ -33,8 +33,8 @@ static bool plain_name(const char *name)
 }
 
 /* The file c names, if it is still c's and c's request's: unlinked. */
-static void sweep_claim(int dfd, const char *dir, uint32_t root_kdev, const struct sg_journals *js,
-			const struct sg_journal_claim *c, struct request_swept *out)
+static void sweep_claim(const struct request_sweep *rs, int dfd, const char *dir, uint32_t root_kdev,
+			const struct sg_journals *js, const struct sg_journal_claim *c, struct request_swept *out)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2], shown[SG_ESCAPED_MAX];
 	struct sg_tag tag;
@@ -71,7 +71,7 @@ static void sweep_claim(int dfd, const char *dir, uint32_t root_kdev, const stru
 	case SG_UNLINK_FAILED:
 		out->failed++;
 		snprintf(path, sizeof(path), "%s/%s", dir, c->name);
-		cli_fail(0, "abort", "cannot unlink %s: %s", sg_text_escape(path, shown, sizeof(shown)), strerror(errno));
+		cli_fail(0, rs->sub, "cannot unlink %s: %s", sg_text_escape(path, shown, sizeof(shown)), strerror(errno));
 		break;
 	}
 }
@@ -91,7 +91,7 @@ static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
 		return 1; /* no such root here: nothing of it to sweep */
 	/* The listing gets a descriptor of its own; dfd stays for the unlinks. */
 	if (dfd < 0 || fstat(dfd, &st) < 0 || (fd = dup(dfd)) < 0 || !(d = fdopendir(fd))) {
-		cli_fail(0, "abort", "cannot read %s: %s", dir, strerror(errno));
+		cli_fail(0, rs->sub, "cannot read %s: %s", dir, strerror(errno));
 		rs->failed = true;
 		if (fd >= 0)
 			close(fd);
@@ -121,7 +121,7 @@ static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
 			break;
 		}
 		if (v < 0) {
-			cli_fail(0, "abort", "out of memory reading the journals of %s", dir);
+			cli_fail(0, rs->sub, "out of memory reading the journals of %s", dir);
 			rs->failed = true;
 			break;
 		}
@@ -138,9 +138,10 @@ static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
 	return 1;
 }
 
-void request_sweep_read(struct request_sweep *rs, const struct sg_roots *roots)
+void request_sweep_read(struct request_sweep *rs, const struct sg_roots *roots, const char *sub)
 {
 	memset(rs, 0, sizeof(*rs));
+	rs->sub = sub;
 	for (unsigned r = 0; r < roots->n; r++)
 		if (read_root(rs, rs->n, roots->dir[r]) == 0)
 			rs->n++;
@@ -154,7 +155,7 @@ void request_sweep_run(const struct request_sweep *rs, const char *const *reqs, 
 
 		for (size_t i = 0; i < js->nclaims; i++)
 			if (wanted(js->claims[i].req, reqs, n))
-				sweep_claim(rs->root[k].dfd, rs->root[k].dir, rs->root[k].kdev, js, &js->claims[i], out);
+				sweep_claim(rs, rs->root[k].dfd, rs->root[k].dir, rs->root[k].kdev, js, &js->claims[i], out);
 	}
 }
 

@@ -43,12 +43,14 @@ struct request_sweep {
 	unsigned left;         /* roots over the bounds below, not read: left to the shims */
 	const char *left_root; /* the first of them */
 	bool failed;           /* a root could not be read, or memory ran out (said on stderr) */
+	const char *sub;       /* the subcommand its messages are said as */
 };
 
 /* Reads the ownership journals each root holds and this process trusts
- * (journal.h).  A missing root is skipped; a root with more entries, or
+ * (journal.h), saying what fails as subcommand sub.  A missing root is
+ * skipped; a root with more entries, or
  * more journal bytes, than the bounds is not read but counted in left. */
-void request_sweep_read(struct request_sweep *rs, const struct sg_roots *roots);
+void request_sweep_read(struct request_sweep *rs, const struct sg_roots *roots, const char *sub);
 
 /* Unlinks each file a record read names for one of reqs[0..n) (that very
  * ID, never a prefix or suffix), when right before all of this holds: the

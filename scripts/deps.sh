@@ -37,6 +37,12 @@ test=(
 # The real-runtime tests (tests/containers): podman, with runc as its
 # runtime and catatonit for its pause image (tests/containers/containers.conf).
 test+=(podman runc catatonit)
+# The manifests rendered with kustomize (kubectl kustomize) and validated
+# against the Kubernetes API schema with node (tests/tools/check_manifests.py).
+# A kubectl or an npm installed already (another vendor's package owns
+# their names) serves as well.
+command -v kubectl >/dev/null || test+=(kubernetes-client)
+command -v npm >/dev/null || test+=(npm)
 # The programs whose orphans sweep --dead reclaims (tests/integration/test_orphans.c).
 test+=(openmpi-bin python3-mpi4py gstreamer1.0-tools gstreamer1.0-plugins-bad)
 # The benchmarks' peers and counters (instructions: perf, or valgrind's
@@ -77,18 +83,29 @@ for p in "${packages[@]}"; do
 	# (A package held at its version is "hold ok installed".)
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q ' ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "shmguard: installing missing packages ($profile): ${missing[*]}" >&2
+	if [ "$(id -u)" -ne 0 ]; then
+		sudo=sudo
+	else
+		sudo=
+	fi
+	if [ "$profile" = arm64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+		$sudo dpkg --add-architecture arm64
+	fi
+	$sudo apt-get update -qq
+	# --no-remove: a package of another architecture that cannot be
+	# installed beside one of this machine's must fail here, never
+	# replace it.
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends --no-remove \
+		"${missing[@]}" >/dev/null
+fi
 
-echo "shmguard: installing missing packages ($profile): ${missing[*]}" >&2
-if [ "$(id -u)" -ne 0 ]; then
-	sudo=sudo
-else
-	sudo=
+# The Kubernetes API schema of the manifests' offline validation: the npm
+# package kubernetes-models, at the versions tests/tools/k8s-schema's
+# package-lock.json pins, into that directory's node_modules.
+schema=$(cd "$(dirname "$0")/../tests/tools/k8s-schema" && pwd)
+if { [ "$profile" = test ] || [ "$profile" = bench ]; } && [ ! -d "$schema/node_modules/kubernetes-models" ]; then
+	echo "shmguard: installing the Kubernetes API schema (npm ci in $schema)" >&2
+	npm ci --prefix "$schema" --no-audit --no-fund >/dev/null
 fi
-if [ "$profile" = arm64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
-	$sudo dpkg --add-architecture arm64
-fi
-$sudo apt-get update -qq
-# --no-remove: a package of another architecture that cannot be installed
-# beside one of this machine's must fail here, never replace it.
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends --no-remove "${missing[@]}" >/dev/null

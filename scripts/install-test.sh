@@ -7,9 +7,12 @@
 #    shim's package must not depend on the auditor's libraries, the shim is
 #    in its private directory, the documentation and examples are shipped,
 #    and lintian finds no error and no warning;
-# 3. the systemd units as shipped: `systemd-analyze verify` in a root made of
-#    both packages (and this machine's units), and `systemd-analyze
-#    security` at 5.0 or lower for each.
+# 3. the systemd units as installed: by meson install under the prefix
+#    (PREFIX/lib/systemd/system, naming PREFIX/bin/shmguard) and by the
+#    package (/lib/systemd/system, naming /usr/bin/shmguard, neither enabled
+#    nor started by its scripts): `systemd-analyze verify` of both, the
+#    package's in a root made of both packages (and this machine's units),
+#    and `systemd-analyze security` at 5.0 or lower for each.
 # Prints one line per check; exits 1 when one fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +39,21 @@ for f in bin/shmguard bin/shmguard-preflight bin/shmguard-sidecar "$libdir/shmgu
 	share/man/man1/shmguard-sidecar.1 share/man/man7/libshmguard.7; do
 	[ -e "$prefix/$f" ]; check "installed $f" $?
 done
+
+# The units, naming the installed command, and valid where they are.
+units_expected=(shmguard-audit.service shmguard-follow-nginx.service vllm-shmguard.service)
+unitdir=$prefix/lib/systemd/system
+for u in "${units_expected[@]}"; do
+	[ -e "$unitdir/$u" ]; check "installed lib/systemd/system/$u" $?
+	[ -e "$unitdir/$u" ] || continue
+	grep -E '^ExecStart(Pre)?=' "$unitdir/$u" | grep -q "[=+-]$prefix/bin/shmguard " &&
+		! grep -qE '/usr/bin/shmguard|@bindir@' "$unitdir/$u"
+	check "$u runs $prefix/bin/shmguard" $?
+done
+status=0
+MANPATH=$prefix/share/man systemd-analyze verify "$unitdir"/*.service >"$work/verify-prefix" 2>&1 || status=$?
+check "systemd-analyze verify of the units under $unitdir" $status
+[ $status -eq 0 ] || sed 's/^/install:       /' "$work/verify-prefix"
 
 # The installed command finds the installed shim, with nothing set.
 maps=$(env -u SHMGUARD_LIB "$prefix/bin/shmguard" run -- cat /proc/self/maps)
@@ -85,8 +103,9 @@ done
 if [ -f "$work/deb/libshmguard.files" ] && [ -f "$work/deb/shmguard.files" ]; then
 	grep -q '^\./usr/lib/[^/]*/shmguard/libshmguard\.so$' "$work/deb/libshmguard.files"
 	check "libshmguard holds the shim, in /usr/lib/<triplet>/shmguard/" $?
-	for f in README.md docs/usage.md docs/github-workflow.yml contrib/systemd/shmguard-audit.service \
+	for f in README.md docs/usage.md docs/github-workflow.yml \
 		contrib/kubernetes/vllm-shmguard.yaml contrib/kubernetes/shmguard-node.yaml \
+		contrib/kubernetes/kustomization.yaml contrib/seccomp/shmguard-node.json \
 		contrib/prometheus/shmguard-alerts.yml contrib/grafana/shmguard-dashboard.json \
 		contrib/container/Containerfile docs/threat-model.md; do
 		grep -qx "\./usr/share/doc/shmguard/$f" "$work/deb/shmguard.files"; check "shmguard ships /usr/share/doc/shmguard/$f" $?
@@ -96,6 +115,17 @@ if [ -f "$work/deb/libshmguard.files" ] && [ -f "$work/deb/shmguard.files" ]; th
 	done
 	grep -q "/man7/libshmguard\.7\.gz\$" "$work/deb/libshmguard.files"; check "libshmguard ships libshmguard(7)" $?
 	grep -q '/bin/shmguard$' "$work/deb/shmguard.files"; check "shmguard holds the command" $?
+	for u in "${units_expected[@]}"; do
+		grep -qx "\./lib/systemd/system/$u" "$work/deb/shmguard.files"; check "shmguard installs /lib/systemd/system/$u" $?
+	done
+	# Installed disabled: the postinst starts none, and enables one again only
+	# where the administrator had enabled it (debhelper's "dont-enable"
+	# snippet: each enable behind `deb-systemd-helper debian-installed`).
+	dpkg-deb -e "$work"/deb/shmguard_*.deb "$work/deb/control"
+	post=$work/deb/control/postinst
+	[ -f "$post" ] && ! grep -q 'deb-systemd-invoke' "$post" &&
+		[ "$(grep -c 'deb-systemd-helper enable' "$post")" -eq "$(grep -c 'deb-systemd-helper debian-installed' "$post")" ]
+	check "shmguard's postinst neither enables nor starts the units" $?
 	deps=$(dpkg-deb -f "$work"/deb/libshmguard_*.deb Depends)
 	! grep -qE 'libbpf|libjansson|libelf' <<<"$deps"; check "libshmguard depends on no auditor library ($deps)" $?
 	deps=$(dpkg-deb -f "$work"/deb/shmguard_*.deb Depends)
@@ -109,19 +139,22 @@ lintian --fail-on error,warning "$work"/deb/*.changes \
 check "lintian: no error, no warning" $status
 grep -v -e "^N:" -e "running with root privileges" "$work/deb/lintian" | sed 's/^/install:       /' || true
 
-# The units, as the package ships them, in a root of their own: verify needs
-# the commands they run, the manual pages they name and the system's units.
+# The units, as the package installs them, in a root of their own: verify
+# needs the commands they run, the manual pages they name and the system's
+# units.
 root=$work/root
-units=$root/usr/share/doc/shmguard/contrib/systemd
+units=$root/lib/systemd/system
 mkdir -p "$root/etc/systemd/system" "$root/lib/systemd"
 for deb in "$work"/deb/libshmguard_*.deb "$work"/deb/shmguard_*.deb; do dpkg-deb -x "$deb" "$root"; done
-cp -a /lib/systemd/system "$root/lib/systemd/"
 names=()
 for u in "$units"/*.service; do
-	cp "$u" "$root/etc/systemd/system/"
+	[ -e "$u" ] || continue
+	grep -E '^ExecStart(Pre)?=' "$u" | grep -q '[=+-]/usr/bin/shmguard '
+	check "${u##*/} as packaged runs /usr/bin/shmguard" $?
 	names+=("${u##*/}")
 done
-[ ${#names[@]} -ge 3 ]; check "the package ships the systemd units (${names[*]})" $?
+cp -a /lib/systemd/system "$root/lib/systemd/"
+[ ${#names[@]} -ge 3 ]; check "the package installs the systemd units (${names[*]})" $?
 status=0
 MANPATH=$root/usr/share/man systemd-analyze verify --root="$root" "${names[@]}" >"$work/verify" 2>&1 || status=$?
 check "systemd-analyze verify: ${names[*]}" $status

@@ -4,6 +4,7 @@
  * above the modules it orchestrates; the state they all read is state.c. */
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "journal_writer.h"
@@ -60,6 +61,18 @@ static void after_unseen_fork(void)
 	sg_state_after_fork_child();
 }
 
+/* A root that is not there is a misconfiguration (a typo), said once: its
+ * files are tracked from when it exists. */
+static void warn_missing_roots(void)
+{
+	struct stat st;
+
+	for (unsigned k = 0; k < sg_cfg.roots.n; k++)
+		if (stat(sg_cfg.roots.dir[k], &st) < 0 || !S_ISDIR(st.st_mode))
+			sg_log(SG_LOG_WARN, "shm root %s is not a directory here: nothing created under it is tracked "
+					    "until it is", sg_cfg.roots.dir[k]);
+}
+
 static void init(void)
 {
 	const char *weak_key;
@@ -82,6 +95,7 @@ static void init(void)
 	if ((weak_key = sg_table_key_init()))
 		sg_log(SG_LOG_WARN, "%s", weak_key);
 	active = true;
+	warn_missing_roots();
 	sg_log(SG_LOG_DEBUG, "active: %u pattern(s), abort dir %s, %u shm root(s)", sg_cfg.patterns.count,
 	       sg_cfg.abort_dir, sg_cfg.roots.n);
 }

@@ -254,6 +254,10 @@ fail:
 	else if (err != ENOENT)
 		sg_log_once(&said_unusable, SG_LOG_WARN, "abort directory %s cannot be watched (%s); looking again "
 			    "every %d ms", sg_cfg.abort_dir, strerror(err), RETRY_MS);
+	else if (create) /* its parent is missing too: a misconfiguration, said once */
+		sg_log_once(&said_missing, SG_LOG_WARN, "abort directory %s does not exist and cannot be made (its parent "
+			    "is missing): no abort is acted on until it is there; looking for it every %d ms",
+			    sg_cfg.abort_dir, RETRY_MS);
 	else if (!lost) /* a loss was said already */
 		sg_log_once(&said_missing, SG_LOG_INFO, "abort directory %s is missing; looking for it every %d ms",
 			    sg_cfg.abort_dir, RETRY_MS);

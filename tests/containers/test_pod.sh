@@ -17,6 +17,12 @@
 # 5. with 1: the node agent (system-wide `shmguard audit`, node mode),
 #    started before the pod, finds the pod's /dev/shm as it appears and
 #    gives the server container's figures: its aborts, 0 B left.
+# 6. the node agent from its own manifest (the DaemonSet's pod, on this
+#    node), under its Localhost seccomp profile (contrib/seccomp): it loads
+#    its programs and serves /metrics; under podman's default profile
+#    (RuntimeDefault) it is refused, and says that seccomp refused.
+# The server's pod runs under the runtime's default seccomp profile, as
+# its manifest asks.
 #
 #   test_pod.sh BUILD_DIR SOURCE_DIR      (root; exit 77: skipped)
 set -uo pipefail
@@ -57,6 +63,7 @@ cleanup() {
 	[ -n "$agent" ] && kill "$agent" 2>/dev/null && wait "$agent"
 	pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
 	umount "$PM_DIR/old-pidns" 2>/dev/null
+	umount "$PM_DIR/node" 2>/dev/null
 	umount "$dshm" 2>/dev/null
 	pm_cleanup
 }
@@ -255,5 +262,54 @@ fi
 umount "$PM_DIR/old-pidns"
 
 pm kube down "$PM_DIR/pod.yaml" >/dev/null 2>&1
-[ "$failures" = 0 ] && echo "ok: markers from the container's log, the node agent's figures for the server container, in-place restart reclaim, the sidecar's log following, a recreated pod's reclaim from the node"
+
+# 6. The node agent's own manifest: its pod on this node, each container
+# run as its spec asks (kube_local.py --agent: podman 4.3's kube play
+# ignores hostPID), its Localhost seccomp profile installed where the
+# kubelet's profiles are.
+agent_pod() { # NAME [SECCOMP]: the init containers run, the agent started
+	local line args=()
+	python3 "$here/kube_local.py" --agent "$src/contrib/kubernetes/shmguard-node.yaml" "$1" "$dshm" "$logs" \
+		"$PM_DIR/node" "$PM_DIR/seccomp" ${2:+"$2"} >"$PM_DIR/$1.run" || return 1
+	while IFS= read -r line; do
+		if [ -n "$line" ]; then
+			args+=("$line")
+			continue
+		fi
+		pm "${args[@]}" >>"$PM_DIR/$1.out" 2>&1 || return 1
+		args=()
+	done <"$PM_DIR/$1.run"
+}
+# Its /metrics, from inside its network namespace (it serves there).
+agent_metrics() { # PID
+	nsenter -t "$1" -n python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:9464/metrics", timeout=2).read().decode())'
+}
+mkdir -p "$PM_DIR/seccomp" "$PM_DIR/node/kubelet-pods" "$PM_DIR/node/containers"
+cp "$src/contrib/seccomp/shmguard-node.json" "$PM_DIR/seccomp/"
+# The kubelet's pods directory is a shared mount on a node (its volumes
+# propagate to the agent: HostToContainer).
+mount --bind "$PM_DIR/node" "$PM_DIR/node" && mount --make-shared "$PM_DIR/node"
+actr=sgc-agent-$$-shmguard
+if ! agent_pod sgc-agent-$$; then
+	fail "the node agent's manifest could not be run: $(cat "$PM_DIR/sgc-agent-$$.out")"
+else
+	apid=$(pm inspect --format '{{.State.Pid}}' "$actr")
+	wait_for 'agent_metrics "$apid" 2>/dev/null | grep -q "^shmguard_roots "' 60 ||
+		fail "the node agent from its manifest serves no /metrics: $(pm logs "$actr" 2>&1 | tail -5)"
+	grep -q '^Seccomp:[[:space:]]*2' "/proc/$apid/status" || fail "the node agent runs without a seccomp filter"
+	[ -e "$dshm/shmguard-abort/.shmguard-abort-dir" ] || fail "the init container made no abort directory"
+fi
+pm rm -f "$actr" >/dev/null 2>&1
+actr=sgc-agent-default-$$-shmguard
+if ! agent_pod sgc-agent-default-$$ default; then
+	fail "the node agent's manifest could not be run: $(cat "$PM_DIR/sgc-agent-default-$$.out")"
+else
+	wait_for '[ "$(pm inspect --format "{{.State.Status}}" "$actr")" = exited ]' 60 ||
+		fail "the node agent ran under the runtime's default seccomp profile"
+	pm logs "$actr" 2>&1 | grep -q "seccomp filter refuses bpf()" ||
+		fail "the node agent refused by seccomp did not say so: $(pm logs "$actr" 2>&1 | tail -3)"
+fi
+pm rm -f "$actr" >/dev/null 2>&1
+umount "$PM_DIR/node"
+[ "$failures" = 0 ] && echo "ok: markers from the container's log, the node agent's figures for the server container, in-place restart reclaim, the sidecar's log following, a recreated pod's reclaim from the node, the node agent from its manifest under its seccomp profile"
 exit $((failures > 0))

@@ -252,3 +252,35 @@ Test(abort_sweep, a_root_over_the_bounds_is_left_to_the_shims)
 	cr_expect(h_wait_gone(f, 5000), "the shim did not sweep what abort left to it");
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
+
+/* The pipeline marks a request itself (touch ABORT_DIR/ID) after the
+ * request's creators have exited: no shim is left to act on the marker.
+ * sweep --markers sweeps it from the journals, as abort would: exactly
+ * that request's files, not those of a request it is a prefix of. */
+Test(abort_sweep, sweep_markers_sweeps_a_touched_marker_after_its_creators_exited)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("x", 0) + 8, "4096", "shm", seg("x", 1) + 8, "8192",
+			      "shm", seg("x_y", 0) + 8, "4096", "shm", seg("z", 0) + 8, "4096", NULL};
+	const char *sweep[] = {h_bin("SG_CLI"), "sweep", "--markers", "--abort-dir", abort_dir, NULL};
+	char *out, *err;
+
+	cr_assert_eq(h_run(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL), &err), 0, "%s", err);
+	cr_assert(h_exists(seg("x", 0)) && h_exists(seg("x", 1)) && h_exists(seg("x_y", 0)));
+	/* The pipeline's own marker: a plain file, after the creator exited. */
+	cr_assert_eq(mkdir(abort_dir, 0755) == 0 || h_exists(abort_dir), true);
+	FILE *f = fopen(h_str("%s/%s", abort_dir, req("x")), "w");
+	cr_assert(f);
+	fclose(f);
+	cr_assert(h_exists(seg("x", 0)), "something swept before sweep --markers ran");
+	cr_assert_eq(h_output(sweep, NULL, &out, &err), 0, "%s", err);
+	cr_expect(!h_exists(seg("x", 0)) && !h_exists(seg("x", 1)), "x's files are still there: %s", out);
+	cr_expect(h_exists(seg("x_y", 0)), "sweep --markers swept x_y's file for request x");
+	cr_expect(h_exists(seg("z", 0)), "sweep --markers swept an unmarked request's file");
+	cr_expect(strstr(out, "swept 2 files, 12288 bytes"), "%s", out);
+	cr_expect(strstr(out, "of 1 request marked"), "%s", out);
+	cr_expect_eq(h_occurrences(out, "\n"), 1, "%s", out);
+	/* Again: nothing left to sweep, and nothing else touched. */
+	cr_assert_eq(h_output(sweep, NULL, &out, &err), 0, "%s", err);
+	cr_expect(strstr(out, "swept 0 files"), "%s", out);
+	cr_expect(h_exists(seg("x_y", 0)) && h_exists(seg("z", 0)));
+}

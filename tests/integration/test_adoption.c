@@ -560,10 +560,11 @@ Test(recipes, systemd_units_verify)
 		cr_skip_test("systemd-analyze is not installed");
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		const char *copy = h_str("%s/%s", tmp, units[i]);
-		/* The programs it names must exist for verify: this build's; the
-		 * manual pages it names are not installed here (install-test
-		 * verifies the units as the package ships them, pages included). */
-		const char *sed = h_str("sed -e 's|/usr/bin/shmguard|%s|g' -e 's|/opt/vllm/bin/vllm|/bin/true|' "
+		/* The programs it names must exist for verify: this build's, for
+		 * the installed one (@bindir@/shmguard); the manual pages it names
+		 * are not installed here (install-test verifies the units as
+		 * meson and the package install them, pages included). */
+		const char *sed = h_str("sed -e 's|@bindir@/shmguard|%s|g' -e 's|/opt/vllm/bin/vllm|/bin/true|' "
 					"-e '/^Documentation=/d' '%s/systemd/%s' > '%s'",
 					h_bin("SG_CLI"), h_bin("SG_CONTRIB"), units[i], copy);
 		const char *argv[] = {"/usr/bin/systemd-analyze", "verify", copy, NULL};
@@ -576,7 +577,7 @@ Test(recipes, systemd_units_verify)
 	char *unit = NULL;
 	const char *cat[] = {"/bin/cat", h_str("%s/systemd/vllm-shmguard.service", h_bin("SG_CONTRIB")), NULL};
 	cr_assert_eq(h_output(cat, NULL, &unit, NULL), 0);
-	cr_expect(strstr(unit, "\nExecStartPre=-+/usr/bin/shmguard sweep --dead\n"), "%s", unit);
+	cr_expect(strstr(unit, "\nExecStartPre=-+@bindir@/shmguard sweep --dead\n"), "%s", unit);
 }
 
 Test(recipes, kubernetes_manifest_parses)

@@ -599,8 +599,15 @@ Test(audit, bad_input_is_refused_with_a_reason)
 	cr_expect_eq(audit_status(&err, "--frobnicate", NULL, NULL, NULL), 2);
 	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--patterns", "{req"), 2);
 	cr_expect(strstr(err, "bad patterns"), "%s", err);
-	cr_expect_eq(audit_status(&err, "--abort-dir", h_str("%s/missing", abort_dir), "--", "/bin/true"), 2);
+	cr_expect_eq(audit_status(&err, "--abort-dir", h_str("%s/missing/below", abort_dir), "--", "/bin/true"), 2);
+	cr_expect(strstr(err, "does not exist and cannot be made"), "%s", err);
+	cr_expect_eq(audit_status(&err, "--abort-dir", h_str("%s/missing", abort_dir), NULL, NULL), 2);
 	cr_expect(strstr(err, "does not exist"), "%s", err);
+	const char *file = h_str("%s/a-file", abort_dir);
+	close(open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	cr_expect_eq(audit_status(&err, "--abort-dir", file, "--", "/bin/true"), 2);
+	cr_expect(strstr(err, "is not a directory"), "%s", err);
+	unlink(file);
 	cr_expect_eq(audit_status(&err, "--abort-dir", abort_dir, "--grace", "soon"), 2);
 	cr_expect_eq(audit_status(&err, "--abort-dir", "/dev/shm", "--", "/bin/true"), 2);
 	cr_expect(strstr(err, "must not be a shm root"), "%s", err);
@@ -1077,4 +1084,21 @@ Test(audit, a_report_that_cannot_be_written_whole_leaves_the_old_one)
 	cr_expect_eq(entries, 2, "a half-written report was left beside the old one");
 	umount2(dir, MNT_DETACH);
 	rmdir(dir);
+}
+
+/* Under a seccomp filter that refuses bpf() (a runtime's default profile
+ * without CAP_SYS_ADMIN), the auditor names seccomp and what to set, not
+ * the capabilities it has. */
+Test(audit, a_seccomp_filter_refusing_bpf_is_named)
+{
+	need_bpf();
+	const char *argv[] = {h_bin("SG_DENY_BPF"), h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--", "/bin/true",
+			      NULL};
+	char *err;
+
+	cr_expect_eq(h_run(argv, NULL, &err), 3, "%s", err);
+	cr_expect(strstr(err, "seccomp filter refuses bpf()") && strstr(err, "Localhost") &&
+			  strstr(err, "shmguard-node.json"),
+		  "%s", err);
+	cr_expect(!strstr(err, "run as root"), "%s", err);
 }

@@ -511,3 +511,234 @@ Test(cli, abort_init_dir_refuses_a_directory_someone_else_made)
 	cr_expect(strstr(err, "so the shims ignore its markers"), "%s", err);
 	cr_expect(!h_exists(h_str("%s/.shmguard-abort-dir", abort_dir)), "the squatter's directory was stamped");
 }
+
+/* A bad input: the command's words, its exit status, and what the one line
+ * that explains it says. */
+struct bad_input {
+	const char *argv[9];
+	int status;
+	const char *says;
+};
+
+static const struct bad_input bad_inputs[] = {
+	{{"run", NULL}, 2, "no COMMAND given"},
+	{{"run", "--bogus", "--", "/bin/true", NULL}, 2, "unrecognized option '--bogus'"},
+	{{"run", "--patterns", "{req", "--", "/bin/true", NULL}, 2, "SHMGUARD_PATTERNS='{req': pattern '{req':"},
+	{{"run", "--patterns", "{req}_{req}", "--", "/bin/true", NULL}, 2, "SHMGUARD_PATTERNS='{req}_{req}': pattern"},
+	{{"run", "--patterns", "x", "--", "/bin/true", NULL}, 2, "SHMGUARD_PATTERNS='x': pattern 'x' must contain"},
+	{{"run", "--log", "loud", "--", "/bin/true", NULL}, 2, "SHMGUARD_LOG='loud': expected off, warn, info"},
+	{{"run", "--tag", "maybe", "--", "/bin/true", NULL}, 2, "SHMGUARD_TAG='maybe': expected journal, xattr,"},
+	{{"run", "--ttl", "0", "--", "/bin/true", NULL}, 2, "SHMGUARD_ABORT_TTL='0': expected a duration of"},
+	{{"run", "--ttl", "soon", "--", "/bin/true", NULL}, 2, "SHMGUARD_ABORT_TTL='soon': expected a duration"},
+	{{"run", "--ttl", "9999999", "--", "/bin/true", NULL}, 2, "SHMGUARD_ABORT_TTL='9999999': expected a"},
+	{{"run", "--request-id", "a/b", "--", "/bin/true", NULL}, 2, "SHMGUARD_REQUEST_ID='a/b': it contains '/'"},
+	{{"run", "--request-id", "..", "--", "/bin/true", NULL}, 2, "SHMGUARD_REQUEST_ID='..': '.' and '..' are not"},
+	{{"run", "--abort-dir", "relative", "--", "/bin/true", NULL}, 2, "SHMGUARD_ABORT_DIR='relative': not an absolute"},
+	{{"run", "--abort-dir", "/", "--", "/bin/true", NULL}, 2, "SHMGUARD_ABORT_DIR='/': '/' itself is not"},
+	{{"run", "--abort-dir", "/dev/shm", "--", "/bin/true", NULL}, 2, "SHMGUARD_ABORT_DIR='/dev/shm': the abort"},
+	{{"run", "--abort-dir", "/nonexistent/below", "--", "/bin/true", NULL}, 2, "does not exist, and the shim cannot make it"},
+	{{"run", "--abort-dir", "/etc/passwd", "--", "/bin/true", NULL}, 2, "abort directory /etc/passwd is not a directory"},
+	{{"run", "--shm-root", "relative", "--", "/bin/true", NULL}, 2, "SHMGUARD_SHM_ROOTS='relative': not an absolute"},
+	{{"run", "--shm-root", "/nonexistent", "--", "/bin/true", NULL}, 2, "shm root /nonexistent does not exist"},
+	{{"run", "--shm-root", "/etc/passwd", "--", "/bin/true", NULL}, 2, "shm root /etc/passwd is not a directory"},
+	{{"run", "--lib", "/nonexistent/lib.so", "--", "/bin/true", NULL}, 1, "cannot use shim '/nonexistent/lib.so': No such"},
+	{{"run", "--lib", "/etc/passwd", "--", "/bin/true", NULL}, 2, "cannot preload '/etc/passwd': not an ELF file"},
+	{{"run", "--lib", "/bin/true", "--", "/bin/true", NULL}, 2, "a program, not a shared library"},
+	{{"run", "--lib", "/tmp", "--", "/bin/true", NULL}, 2, "cannot preload '/tmp': Is a directory"},
+	{{"run", "--patterns", NULL}, 2, "option '--patterns' requires an argument"},
+	{{"abort", NULL}, 2, "no request ID given"},
+	{{"abort", "a/b", NULL}, 2, "bad request ID 'a/b': it contains '/'"},
+	{{"abort", "..", NULL}, 2, "bad request ID '..': '.' and '..' are not"},
+	{{"abort", ".shmguard-abort-dir", NULL}, 2, "bad request ID '.shmguard-abort-dir': the name"},
+	{{"abort", "--ttl", "0", "x", NULL}, 2, "bad TTL '0': expected a duration of whole"},
+	{{"abort", "--ttl", "later", "x", NULL}, 2, "bad TTL 'later': expected a duration of whole"},
+	{{"abort", "--abort-dir", "relative", "x", NULL}, 2, "bad abort directory 'relative': not an absolute"},
+	{{"abort", "--abort-dir", "/dev/shm", "x", NULL}, 2, "bad abort directory '/dev/shm': the abort"},
+	{{"abort", "--follow", "-", NULL}, 2, "--follow needs --match REGEX or --preset NAME"},
+	{{"abort", "--follow", "-", "--preset", "nosuch", NULL}, 2, "unknown preset 'nosuch' (vllm, sglang, nginx,"},
+	{{"abort", "--follow", "-", "--match", "(", NULL}, 2, "bad regex at offset 1: missing closing"},
+	{{"abort", "--follow", "-", "--match", "x", "--preset", "vllm", NULL}, 2, "--match and --preset are two ways to say the"},
+	{{"abort", "--preset", "vllm", "id", NULL}, 2, "--match, --preset, --id-template and"},
+	{{"abort", "--follow", "-", "--preset", "vllm", "extra", NULL}, 2, "unexpected argument 'extra': --follow reads the"},
+	{{"abort", "--follow", "-", "--preset", "vllm", "--format", "json", NULL}, 2, "bad --format 'json': expected plain or cri"},
+	{{"abort", "--follow", "-", "--preset", "nginx", "--id-template", "nobraces", NULL}, 2, "the ID template must hold {id} exactly once"},
+	{{"abort", "--init-dir", "relative", NULL}, 2, "bad abort directory 'relative': not an absolute"},
+	{{"abort", "--init-dir", "/x", "extra", NULL}, 2, "--init-dir takes no request ID and no --follow"},
+	{{"abort", "--bogus", NULL}, 2, "unrecognized option '--bogus'"},
+	{{"ls", "extra", NULL}, 2, "unexpected argument 'extra'"},
+	{{"ls", "--root", "relative", NULL}, 2, "bad root 'relative': not an absolute path"},
+	{{"ls", "--root", "/dev/shm", "--node", NULL}, 2, "--node lists every /dev/shm of the machine: no"},
+	{{"ls", "-x", NULL}, 2, "invalid option -- 'x'"},
+	{{"ls", "--json", "a", "b", NULL}, 2, "unexpected argument 'b'"},
+	{{"ls", "--root", "/nonexistent", NULL}, 1, "cannot read /nonexistent: No such file or"},
+	{{"sweep", NULL}, 2, "nothing to sweep: give --dead, --request ID or"},
+	{{"sweep", "--dead", "extra", NULL}, 2, "unexpected argument 'extra'"},
+	{{"sweep", "--glob", "*", NULL}, 2, "--glob and --older-than go together: untagged"},
+	{{"sweep", "--older-than", "1m", NULL}, 2, "nothing to sweep: give --dead, --request ID or"},
+	{{"sweep", "--glob", "*", "--older-than", "soon", NULL}, 2, "bad --older-than 'soon' (e.g. 90, 30s, 10m, 2h,"},
+	{{"sweep", "--request", "a/b", NULL}, 2, "bad request ID 'a/b': it contains '/'"},
+	{{"sweep", "--node", "--root", "/dev/shm", "--dead", NULL}, 2, "--node and --pod sweep pods' /dev/shm: no"},
+	{{"sweep", "--pod", "abc", "--dead", NULL}, 2, "bad --pod 'abc': a process id"},
+	{{"sweep", "--pod", "0", "--dead", NULL}, 2, "bad --pod '0': a process id"},
+	{{"sweep", "--instance-gone", NULL}, 2, "nothing to sweep: give --dead, --request ID or"},
+	{{"sweep", "--root", "relative", "--dead", NULL}, 2, "bad root 'relative': not an absolute path"},
+	{{"sweep", "--bogus", NULL}, 2, "unrecognized option '--bogus'"},
+	{{"sweep", "--abort-dir", "/dev/shm/x", NULL}, 2, "--abort-dir goes with --markers"},
+	{{"sweep", "--markers", "--dead", NULL}, 2, "--markers is a mode of its own"},
+	{{"sweep", "--markers", "--abort-dir", "relative", NULL}, 2, "bad abort directory 'relative'"},
+	{{"sweep", "--markers", "--abort-dir", "/dev/shm", NULL}, 2, "must not be a shm root"},
+	{{"sweep", "--markers", "--abort-dir", "/nonexistent", NULL}, 1, "cannot open abort directory /nonexistent"},
+	{{"doctor", "extra", NULL}, 2, "unexpected argument 'extra'"},
+	{{"doctor", "--bogus", NULL}, 2, "unrecognized option '--bogus'"},
+	{{"doctor", "--need", "lots", NULL}, 2, "bad --need 'lots': expected a size such as"},
+	{{"doctor", "--need", "-1G", NULL}, 2, "bad --need '-1G': expected a size such as 512M,"},
+	{{"doctor", "--root", "relative", NULL}, 2, "bad root 'relative': not an absolute path"},
+	{{"doctor", "--binary", NULL}, 2, "option '--binary' requires an argument"},
+	{{"watch", "--probe", "nosuch", NULL}, 2, "unknown probe 'nosuch' (ctime, fentry, kprobe,"},
+	{{"watch", "--root", "relative", NULL}, 2, "bad root 'relative': not an absolute path"},
+	{{"watch", "extra", NULL}, 2, "unexpected argument 'extra'"},
+	{{"watch", "--bogus", NULL}, 2, "unrecognized option '--bogus'"},
+	{{"nosuchcommand", NULL}, 2, "unknown command 'nosuchcommand'"},
+};
+
+/* Only where audit is built (its stand-in parses nothing). */
+static const struct bad_input bad_audit_inputs[] = {
+	{{"audit", "--grace", "soon", "--", "true", NULL}, 2, "bad --grace 'soon': expected a duration (2,"},
+	{{"audit", "--grace", NULL}, 2, "option '--grace' requires an argument"},
+	{{"audit", "--patterns", "{req", "--", "true", NULL}, 2, "bad patterns: pattern '{req': unknown"},
+	{{"audit", "--max-kib-per-abort", "-1", "--", "true", NULL}, 2, "bad --max-kib-per-abort '-1': expected a number"},
+	{{"audit", "--max-kib-per-abort", "lots", "--", "true", NULL}, 2, "bad --max-kib-per-abort 'lots': expected a"},
+	{{"audit", "--min-aborts", "3", "--", "true", NULL}, 2, "--min-aborts is a floor of the gate: give"},
+	{{"audit", "--min-aborts", "x", "--max-kib-per-abort", "0", "--", "true", NULL}, 2, "bad --min-aborts 'x': a whole number of aborts"},
+	{{"audit", "--per-workload", "--", "true", NULL}, 2, "--per-workload applies the gate to each"},
+	{{"audit", "--duration", "10", "--", "true", NULL}, 2, "--duration is for a run without COMMAND (which"},
+	{{"audit", "--duration", "0", NULL}, 2, "bad --duration '0': expected a duration (90,"},
+	{{"audit", "--interval", "0", NULL}, 2, "bad --interval '0': expected a duration (15,"},
+	{{"audit", "--reclaim-dead", "10s", "--", "true", NULL}, 2, "--reclaim-dead is for the node agent, a run"},
+	{{"audit", "--reclaim-dead", "0", NULL}, 2, "bad --reclaim-dead '0': expected a duration of"},
+	{{"audit", "--reclaim-dry-run", NULL}, 2, "--reclaim-ignore-unreadable and"},
+	{{"audit", "--own-namespace", "--all-namespaces", NULL}, 2, "--own-namespace and --all-namespaces: choose one"},
+	{{"audit", "--own-namespace", "--", "true", NULL}, 2, "--own-namespace is the default with COMMAND"},
+	{{"audit", "--all-namespaces", NULL}, 2, "--all-namespaces is the default without COMMAND"},
+	{{"audit", "--root-abort-dir", "a/b", NULL}, 2, "bad --root-abort-dir 'a/b': one plain name,"},
+	{{"audit", "--abort-detail", "0", NULL}, 2, "bad --abort-detail '0': a number from 1 to"},
+	{{"audit", "--shim-uid", "nosuchuser", NULL}, 2, "bad --shim-uid 'nosuchuser': a user name or a"},
+	{{"audit", "--workload-expiry", "never", NULL}, 2, "bad --workload-expiry 'never': expected a"},
+	{{"audit", "--metrics-file", "-", NULL}, 2, "--metrics-file -: the file is rewritten every"},
+	{{"audit", "--json", "-", "--junit", "-", "--", "true", NULL}, 2, "--json - and --junit -: only one report can go"},
+	{{"audit", "--max-files", "0", NULL}, 2, "bad --max-files '0': a number from 1 to"},
+	{{"audit", "--ring-kib", "3", NULL}, 2, "bad --ring-kib '3': a power of two from 4 to"},
+	{{"audit", "--probe", "nosuch", NULL}, 2, "bad --probe 'nosuch': one of ctime, fentry,"},
+	{{"audit", "--abort-dir", "/dev/shm", "--", "true", NULL}, 2, "bad abort directory '/dev/shm': the abort"},
+	{{"audit", "--abort-dir", "relative", "--", "true", NULL}, 2, "bad abort directory 'relative': not an absolute"},
+	{{"audit", "--shm-root", "/nonexistent", NULL}, 2, "shm root /nonexistent is not a directory"},
+	{{"audit", "--lib", "/nonexistent", "--", "true", NULL}, 2, "cannot use shim '/nonexistent': No such file or"},
+	{{"audit", "--abort-dir", "/etc/passwd", "--", "true", NULL}, 2, "abort directory /etc/passwd is not a directory"},
+	{{"audit", "--abort-dir", "/nonexistent/below", "--", "true", NULL}, 2, "abort directory /nonexistent/below does not"},
+};
+
+/* The error is one line on stderr, "shmguard SUBCOMMAND: ...", followed by
+ * the Try line alone for bad usage; nothing on stdout. */
+static void expect_one_clear_line(const struct bad_input *b)
+{
+	const char *argv[12] = {h_bin("SG_CLI")};
+	const char *sub = b->argv[0], *shown = b->argv[1] ? b->argv[1] : "";
+	const char *start = strcmp(sub, "nosuchcommand") == 0 ? "shmguard: " : h_str("shmguard %s: ", sub);
+	size_t n = 1;
+	char *out, *err;
+
+	for (const char *const *a = b->argv; *a; a++)
+		argv[n++] = *a;
+	argv[n] = NULL;
+	cr_expect_eq(h_output(argv, NULL, &out, &err), b->status, "%s %s: exit status: %s", sub, shown, err);
+	cr_expect_str_empty(out, "%s %s: %s", sub, shown, out);
+	cr_expect(strncmp(err, start, strlen(start)) == 0 && strstr(err, b->says) && strstr(err, b->says) < strchr(err, '\n'),
+		  "%s %s: expected '%s' on the first line of: %s", sub, shown, b->says, err);
+	const char *nl = strchr(err, '\n'), *rest = nl ? nl + 1 : "", *try_sub = strcmp(sub, "nosuchcommand") == 0 ? "" : h_str(" %s", sub);
+	cr_expect(!*rest || strcmp(rest, h_str("Try 'shmguard%s --help' for more information.\n", try_sub)) == 0,
+		  "%s %s: one line, then only the Try line: %s", sub, shown, err);
+}
+
+Test(cli, every_bad_input_gets_one_clear_line)
+{
+	size_t n = sizeof(bad_inputs) / sizeof(bad_inputs[0]), na = sizeof(bad_audit_inputs) / sizeof(bad_audit_inputs[0]);
+
+	for (size_t i = 0; i < n; i++)
+		expect_one_clear_line(&bad_inputs[i]);
+	if (built_with_auditor())
+		for (size_t i = 0; i < na; i++)
+			expect_one_clear_line(&bad_audit_inputs[i]);
+	cr_expect_geq(n + na, 80, "%zu bad inputs", n + na);
+}
+
+/* A copy of the shim with the byte at off set to value, at path. */
+static void patched_shim(const char *path, long off, unsigned char value)
+{
+	static char buf[4 << 20];
+	FILE *in = fopen(h_bin("SG_SHIM"), "rb"), *out = fopen(path, "wb");
+	size_t n;
+
+	cr_assert(in && out);
+	n = fread(buf, 1, sizeof(buf), in);
+	cr_assert_gt(n, 64);
+	buf[off] = (char)value;
+	cr_assert_eq(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	fclose(out);
+}
+
+/* What the loader would not preload is refused before COMMAND runs:
+ * otherwise ld.so says so and runs it without the shim. */
+Test(cli, run_refuses_a_lib_the_loader_would_not_preload)
+{
+	const char *lib = h_str("/tmp/%slib.so", prefix), *marker = h_str("/tmp/%sran", prefix);
+	const char *cmd = h_str("touch %s", marker);
+	char *err;
+
+	patched_shim(lib, 18, 183); /* e_machine: EM_AARCH64 */
+	const char *argv[] = {h_bin("SG_CLI"), "run", "--lib", lib, "--", "/bin/sh", "-c", cmd, NULL};
+	cr_expect_eq(h_run(argv, NULL, &err), 2, "%s", err);
+	cr_expect(strstr(err, "a shared library for another machine"), "%s", err);
+	patched_shim(lib, 4, 1); /* EI_CLASS: ELFCLASS32 */
+	cr_expect_eq(cli(&err, "run", "--lib", lib, "--", "/bin/true"), 2, "%s", err);
+	cr_expect(strstr(err, "another class"), "%s", err);
+	patched_shim(lib, 16, 1); /* e_type: ET_REL */
+	cr_expect_eq(cli(&err, "run", "--lib", lib, "--", "/bin/true"), 2, "%s", err);
+	cr_expect(strstr(err, "not ET_DYN"), "%s", err);
+	cr_expect(!h_exists(marker), "COMMAND ran");
+	unlink(lib);
+	/* The shim itself runs. */
+	cr_expect_eq(cli(&err, "run", "--lib", h_bin("SG_SHIM"), "--", "/bin/true"), 0, "%s", err);
+}
+
+/* The shim fails open, and says once what is missing: an abort directory
+ * whose parent does not exist, a root that is not there.  The program
+ * runs and creates its file as without the shim. */
+Test(cli, the_shim_says_once_that_its_abort_dir_or_root_is_missing)
+{
+	const char *seg = h_str("/%sm_0_0", prefix), *seg2 = h_str("/%sm_1_0", prefix);
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg, "4096", ",", "shm", seg2, "4096", NULL};
+	const char *env[] = {h_str("LD_PRELOAD=%s", h_bin("SG_SHIM")), "SHMGUARD_PATTERNS={req}_{int}_{int}",
+			     h_str("SHMGUARD_ABORT_DIR=/nonexistent-%s/abort", prefix), NULL, NULL};
+	char *err;
+
+	cr_expect_eq(h_run(argv, env, &err), 0, "%s", err);
+	cr_expect(h_exists(h_str("/dev/shm%s", seg)) && h_exists(h_str("/dev/shm%s", seg2)));
+	cr_expect_eq(h_occurrences(err, "does not exist and cannot be made (its parent is missing)"), 1, "%s", err);
+	cr_expect_eq(h_occurrences(err, "\n"), 1, "%s", err);
+	env[2] = h_str("SHMGUARD_SHM_ROOTS=/nonexistent-%s", prefix);
+	cr_expect_eq(h_run((const char *[]){"/bin/true", NULL}, env, &err), 0, "%s", err);
+	cr_expect_eq(h_occurrences(err, h_str("shm root /nonexistent-%s is not a directory here", prefix)), 1, "%s", err);
+	cr_expect_eq(h_occurrences(err, "\n"), 1, "%s", err);
+}
+
+/* A missing abort directory is made by run, as the shim would make it on
+ * its first watch (stamped), so that one it could not make is said at once. */
+Test(cli, run_makes_a_missing_abort_directory_the_shim_could_make)
+{
+	char *err;
+
+	cr_expect_eq(cli(&err, "run", "--abort-dir", abort_dir, "--", "/bin/true"), 0, "%s", err);
+	cr_expect(h_exists(h_str("%s/.shmguard-abort-dir", abort_dir)), "%s was not made and stamped", abort_dir);
+	cr_expect_str_empty(err);
+}
