@@ -7,17 +7,32 @@
 #include <string.h>
 
 #include "outfile.h"
+#include "text.h"
 
-/* A label value: backslash, double quote and newline escaped. */
+/* A label value: backslash, double quote and newline escaped as the
+ * exposition format wants; bytes that are not valid UTF-8 (a cgroup named by
+ * a pod or a local user may hold any byte) and other control characters
+ * written as the four characters \xNN, so one hostile name can never make
+ * Prometheus refuse the whole scrape, nor drive a terminal that shows it. */
 static void label_value(FILE *out, const char *v)
 {
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fprintf(out, "\\%c", *v);
-		else if (*v == '\n')
+	const unsigned char *p = (const unsigned char *)v;
+
+	while (*p) {
+		size_t n = sg_utf8_seq(p);
+
+		if (*p == '\\' || *p == '"') {
+			fprintf(out, "\\%c", *p);
+		} else if (*p == '\n') {
 			fputs("\\n", out);
-		else
-			fputc(*v, out);
+		} else if (n == 0 || *p < 0x20 || *p == 0x7f) {
+			fprintf(out, "\\\\x%02x", *p);
+		} else if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) { /* a C1 control */
+			fprintf(out, "\\\\xc2\\\\x%02x", p[1]);
+		} else {
+			fwrite(p, 1, n, out);
+		}
+		p += n ? n : 1;
 	}
 }
 

@@ -281,6 +281,38 @@ Test(metrics, slow_clients_do_not_stop_the_scrapes, .timeout = 40)
 	free(text);
 }
 
+/* Issue 29: a cgroup or pod name is any bytes a pod's root or a local user
+ * chose.  Bytes that are not UTF-8 and control characters are written as
+ * \xNN, so Prometheus still takes the whole scrape, and a valid name is
+ * kept as it is. */
+Test(metrics, hostile_label_bytes_keep_the_scrape_valid)
+{
+	struct metrics_workload ws[] = {
+		{.namespace_ = "ns\xc3\xa9", .pod = "p\xff\xfe", .container = "c\x1b[31m", .container_id = "\xc2\x9b" "2J",
+		 .cgroup = "/user.slice/\xed\xa0\x80\xc0\xaf\"x", .cgroup_id = 9, .aborts_measured = 1},
+	};
+	struct audit_metrics m = sample();
+	size_t len;
+	char *text, path[] = "/tmp/sgt-metrics-XXXXXX", cmd[128];
+	int fd;
+
+	m.workloads = ws;
+	m.nworkloads = 1;
+	cr_assert(text = metrics_render(&m, &len));
+	cr_expect(strstr(text, "{namespace=\"ns\xc3\xa9\",pod=\"p\\\\xff\\\\xfe\",container=\"c\\\\x1b[31m\","
+			       "container_id=\"\\\\xc2\\\\x9b2J\",id=\"/user.slice/\\\\xed\\\\xa0\\\\x80"
+			       "\\\\xc0\\\\xaf\\\"x\",cgroup_id=\"9\"} 1\n"),
+		  "%s", text);
+	cr_assert((fd = mkstemp(path)) >= 0);
+	cr_assert_eq(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
+	int status = system(cmd);
+	unlink(path);
+	cr_expect_eq(status, 0, "promtool check metrics failed on:\n%s", text);
+	free(text);
+}
+
 /* Issue 22: a host name is accepted, and port 0 becomes a real port that
  * the server says. */
 Test(metrics, a_host_name_and_port_zero_give_the_address_bound)
