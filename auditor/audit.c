@@ -163,7 +163,7 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 		fprintf(stderr, "shmguard audit: serving metrics on http://%s/metrics\n",
 			metrics_address(a->metrics_server));
 	}
-	audit_workloads_init(&a->workloads, o->pod_logs, o->container_logs, o->workload_expiry);
+	audit_workloads_init(&a->workloads, o->pod_logs, o->container_logs, o->workload_expiry, o->workload_series_max);
 	if (!(a->files = audit_files_new(o->max_files)) || !(a->review = audit_review_new()) ||
 	    ((o->metrics_path || o->listen_addr || o->plot_path) && !(a->live = audit_live_new()))) {
 		say(err, errlen, "out of memory");

@@ -19,9 +19,10 @@ static bool is_workload(const struct sg_hnode *node, const void *key)
 }
 
 void audit_workloads_init(struct audit_workloads *ws, const char *pods_dir, const char *containers_dir,
-			  double expiry_s)
+			  double expiry_s, size_t series_max)
 {
-	*ws = (struct audit_workloads){.pods_dir = pods_dir, .containers_dir = containers_dir, .expiry_s = expiry_s};
+	*ws = (struct audit_workloads){.pods_dir = pods_dir, .containers_dir = containers_dir, .expiry_s = expiry_s,
+				       .series_max = series_max};
 }
 
 static void free_workload(struct audit_workload *w)
@@ -96,6 +97,8 @@ struct audit_workload *audit_workload_of(struct audit_workloads *ws, uint64_t cg
 	w->node.hash = h;
 	w->cgroup_id = cgroup_id;
 	w->idle_since_s = now_s;
+	w->folded = ws->series_max && ws->shown >= ws->series_max;
+	ws->shown += !w->folded;
 	sg_htable_insert_at(&ws->index, slot, &w->node);
 	w->prev = ws->newest;
 	*(ws->newest ? &ws->newest->next : &ws->oldest) = w;
@@ -117,6 +120,12 @@ static void expire(struct audit_workloads *ws, struct audit_workload *w)
 	ws->expired.aborts += w->aborts;
 	ws->expired.leaked_bytes += w->leaked_bytes;
 	ws->expired.leaked_files += w->leaked_files;
+	if (w->folded) {
+		ws->folded_gone.aborts += w->aborts;
+		ws->folded_gone.leaked_bytes += w->leaked_bytes;
+	} else {
+		ws->shown--;
+	}
 	sg_htable_remove(&ws->index, &w->node);
 	*(w->prev ? &w->prev->next : &ws->oldest) = w->next;
 	*(w->next ? &w->next->prev : &ws->newest) = w->prev;
@@ -135,7 +144,8 @@ void audit_workloads_cycle_end(struct audit_workloads *ws, double now_s)
 		look_up_names(ws, w, now_s);
 		if (w->refs)
 			w->idle_since_s = now_s;
-		else if (now_s - w->idle_since_s >= ws->expiry_s)
+		else if (now_s - w->idle_since_s >= ws->expiry_s ||
+			 (!w->aborts && !w->leaked_bytes && sg_cgroup_state(w->cgroup_id) == SG_CGROUP_GONE))
 			expire(ws, w);
 	}
 }

@@ -133,6 +133,9 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	per_workload(out, m, "shmguard_workload_tracked_bytes", "gauge",
 		     "Bytes of the workload's files created while auditing that still exist.",
 		     offsetof(struct metrics_workload, tracked_bytes));
+	plain(out, "shmguard_workloads_folded", "gauge",
+	      "Live workloads past --max-workload-series: their figures are in the workload series with id=\"other\".",
+	      m->workloads_folded);
 	plain(out, "shmguard_aborts_without_workload_total", "counter",
 	      "Measured aborts for which no file of their request was followed: they count for no workload.",
 	      m->aborts_without_workload);

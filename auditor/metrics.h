@@ -48,6 +48,7 @@ struct audit_metrics {
 	const struct metrics_workload *workloads;
 	size_t nworkloads;
 	uint64_t aborts_without_workload; /* measured aborts that counted for no workload */
+	uint64_t workloads_folded; /* live workloads past the series' limit, in the series id="other" */
 	uint64_t abort_records; /* aborts whose records the auditor holds (bounded: docs/audit.md) */
 	uint64_t aborts_remembered; /* folded aborts still known by request (their marker or files remain) */
 };

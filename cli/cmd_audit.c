@@ -57,6 +57,8 @@ static void usage(FILE *out)
 		"                             containers' names (default /var/log/containers)\n"
 		"      --workload-expiry DURATION  a workload with no file followed and no abort to measure\n"
 		"                             is forgotten (its metrics too) this long after (default 10m)\n"
+		"      --max-workload-series N  workloads with series of their own (default 1000); the\n"
+		"                             ones made past them share one, id=\"other\" (0: no limit)\n"
 		"  -j, --json FILE            also write the report as JSON (checked before the run)\n"
 		"      --junit FILE           also write it as JUnit XML: a test case per leak shape\n"
 		"      --plot FILE            draw the run's timeline into FILE (SVG)\n"
@@ -201,7 +203,8 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"root-abort-dir", required_argument, NULL, 'r'}, {"per-workload", no_argument, NULL, 'Y'},
 		{"pod-logs", required_argument, NULL, 'K'}, {"abort-detail", required_argument, NULL, 'T'},
 		{"container-logs", required_argument, NULL, 'Q'}, {"workload-expiry", required_argument, NULL, 'E'},
-		{"shim-uid", required_argument, NULL, 'u'}, {0},
+		{"shim-uid", required_argument, NULL, 'u'}, {"max-workload-series", required_argument, NULL, 'X'},
+		{0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
 	bool min_aborts_given = false, own_ns = false, all_ns = false;
@@ -214,6 +217,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	o->pod_logs = "/var/log/pods";
 	o->container_logs = "/var/log/containers";
 	o->workload_expiry = 600;
+	o->workload_series_max = 1000;
 	o->shim_uid = geteuid();
 	cli_default_root(&o->roots);
 	while ((c = getopt_long(argc, argv, "+p:a:s:g:b:j:d:i:vhV", opts, NULL)) != -1) {
@@ -267,6 +271,12 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 			if (parse_duration(optarg, &o->workload_expiry) < 0)
 				return cli_usage_fail(-1, "audit", "bad --workload-expiry '%s': expected a duration (90, 10m, 2h)",
 						      optarg);
+			break;
+		case 'X':
+			if (parse_count(optarg, 0, 1000000, &n) < 0)
+				return cli_usage_fail(-1, "audit", "bad --max-workload-series '%s': a count from 0 to 1000000",
+						      optarg);
+			o->workload_series_max = (size_t)n;
 			break;
 		case 'j': o->json_path = optarg; break;
 		case 'U': o->junit_path = optarg; break;

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "audit_workloads.h"
+#include "cgroup_ids.h"
 
 #define ID(n) ((1ull << 62) + (n))
 
@@ -12,7 +13,13 @@ static struct audit_workloads ws;
 
 static void setup(void)
 {
-	audit_workloads_init(&ws, NULL, NULL, 60);
+	audit_workloads_init(&ws, NULL, NULL, 60, 0);
+}
+
+/* In a suite of its own: at most 10 with series of their own. */
+static void setup_limited(void)
+{
+	audit_workloads_init(&ws, NULL, NULL, 60, 10);
 }
 
 static void teardown(void)
@@ -53,7 +60,10 @@ Test(workloads, an_idle_workload_expires_and_its_figures_stay_in_the_totals)
 	cr_expect_eq(ws.expired.leaked_files, 1);
 	audit_workloads_cycle_end(&ws, 1000);
 	cr_expect_eq(ws.count, 1, "held: never expires");
-	/* Released: idle from the last cycle that saw it held. */
+	/* Released: idle from the last cycle that saw it held.  It has a
+	 * figure to show, so it waits for its expiry although its cgroup
+	 * is gone. */
+	busy->aborts = 1;
 	audit_workload_release(busy);
 	audit_workloads_cycle_end(&ws, 1030);
 	cr_expect_eq(ws.count, 1);
@@ -81,4 +91,70 @@ Test(workloads, an_abort_counts_once_for_each_workload_and_holds_it)
 	audit_workload_set_free(&s);
 	cr_expect_eq(a->refs, 0);
 	cr_expect_eq(s.n, 0);
+}
+
+/* Issue 29: cgroups churned by a pod or a local user (made, a file created
+ * and removed, removed) leave no workload behind: one whose cgroup is gone
+ * and that has nothing to show goes at the next cycle's end, whatever its
+ * expiry. */
+Test(workloads, gone_cgroups_with_nothing_to_show_leave_at_the_next_cycle)
+{
+	for (unsigned i = 0; i < 3000; i++) {
+		struct audit_workload *w = audit_workload_of(&ws, ID(1000 + i), 0);
+
+		cr_assert(w);
+		audit_workload_hold(w); /* its file, followed */
+		audit_workload_release(w); /* and freed */
+	}
+	cr_expect_eq(ws.count, 3000);
+	audit_workloads_cycle_end(&ws, 1);
+	cr_expect_eq(ws.count, 0, "%zu churned workloads stayed", ws.count);
+	cr_expect_eq(ws.expired.workloads, 3000);
+}
+
+Test(workloads, a_live_cgroup_waits_for_its_expiry)
+{
+	uint64_t self = sg_cgroup_id_of("/");
+	struct audit_workload *w;
+
+	if (!self)
+		cr_skip_test("no cgroup2 mount to ask");
+	cr_assert(w = audit_workload_of(&ws, self, 0));
+	audit_workloads_cycle_end(&ws, 1);
+	cr_expect_eq(ws.count, 1, "a workload whose cgroup is there went before its expiry");
+	audit_workloads_cycle_end(&ws, 61);
+	cr_expect_eq(ws.count, 0);
+}
+
+TestSuite(workloads_limited, .init = setup_limited, .fini = teardown);
+
+/* Past the limit, a workload is folded for its life into "other"; what a
+ * folded one counted stays in "other"'s counters once it is gone, and a
+ * workload shown that goes makes room for the next one made. */
+Test(workloads_limited, workloads_past_the_limit_are_folded_for_their_life)
+{
+	struct audit_workload *w[25];
+	unsigned shown = 0;
+
+	for (unsigned i = 0; i < 25; i++) {
+		cr_assert(w[i] = audit_workload_of(&ws, ID(i), 0));
+		audit_workload_hold(w[i]);
+		shown += !w[i]->folded;
+	}
+	cr_expect_eq(shown, 10);
+	cr_expect_eq(ws.shown, 10);
+	cr_expect(!w[9]->folded && w[10]->folded, "the first ten made are shown");
+	w[20]->aborts = 2;
+	w[20]->leaked_bytes = 8192;
+	audit_workload_release(w[20]);
+	audit_workload_release(w[0]);
+	audit_workloads_cycle_end(&ws, 100);
+	cr_expect_eq(ws.count, 23);
+	cr_expect_eq(ws.folded_gone.aborts, 2);
+	cr_expect_eq(ws.folded_gone.leaked_bytes, 8192);
+	cr_expect_eq(ws.shown, 9);
+	struct audit_workload *next = audit_workload_of(&ws, ID(100), 100);
+	cr_assert(next);
+	cr_expect(!next->folded, "a slot freed by a shown workload is taken by the next one made");
+	cr_expect(w[11]->folded, "a folded workload stays folded");
 }
