@@ -159,9 +159,6 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 			say(err, errlen, "--listen: %s", why);
 			goto fail;
 		}
-		/* :0 is given a port: say which. */
-		fprintf(stderr, "shmguard audit: serving metrics on http://%s/metrics\n",
-			metrics_address(a->metrics_server));
 	}
 	audit_workloads_init(&a->workloads, o->pod_logs, o->container_logs, o->workload_expiry, o->workload_series_max);
 	if (!(a->files = audit_files_new(o->max_files)) || !(a->review = audit_review_new()) ||
@@ -316,6 +313,11 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 		    audit_live_why(a));
 		return AUDIT_USAGE;
 	}
+	/* Said once it answers, never before a refusal; :0 is given a port:
+	 * say which. */
+	if (a->metrics_server)
+		fprintf(stderr, "shmguard audit: serving metrics on http://%s/metrics\n",
+			metrics_address(a->metrics_server));
 	if (a->o->cmd && start_command(a, err, errlen) < 0)
 		return AUDIT_USAGE;
 	const struct audit_reclaim_opts ro = {.interval = a->o->reclaim_dead,
