@@ -322,7 +322,9 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 		return AUDIT_USAGE;
 	const struct audit_reclaim_opts ro = {.interval = a->o->reclaim_dead,
 					      .extra = &a->o->roots,
-					      .node = a->o->node_mode,
+					      .scope = !a->o->node_mode ? AUDIT_RECLAIM_OWN_NAMESPACE
+						       : a->o->reclaim_node_shm ? AUDIT_RECLAIM_PODS_AND_NODE
+						       : AUDIT_RECLAIM_PODS,
 					      .ignore_unreadable = a->o->reclaim_ignore_unreadable,
 					      .dry_run = a->o->reclaim_dry_run};
 

@@ -40,6 +40,7 @@ struct audit_opts {
 	const char *container_logs; /* its container log links, for containers' names (--container-logs) */
 	double workload_expiry; /* a workload nothing refers to is forgotten this long after (--workload-expiry) */
 	size_t workload_series_max; /* workloads with series of their own (--max-workload-series), 0: no limit */
+	bool reclaim_node_shm; /* --reclaim-dead covers the node's own /dev/shm too (--reclaim-node-shm) */
 	const char *shim; /* the shim whose USDT tags to follow, or NULL: none found */
 	const char *version; /* shmguard's, for the metrics */
 	uid_t shim_uid; /* whose trust rule the abort directories and markers are checked by (--shim-uid) */

@@ -138,6 +138,9 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 		m->dead_reclaim = true;
 		m->dead_reclaimed_bytes = t.bytes;
 		m->dead_reclaimed_files = t.files;
+		m->dead_reclaim_scope = audit_reclaim_scope_name(audit_reclaim_scope(a->reclaim));
+		m->dead_reclaim_roots = t.roots;
+		m->dead_reclaim_node_roots_left = t.node_roots_left;
 	}
 	workload_series(a, m);
 	for (unsigned r = 0; m->roots && r < a->nroots; r++) {

@@ -109,6 +109,15 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 		      "Allocated bytes of dead creators' files that --reclaim-dead removed.", m->dead_reclaimed_bytes);
 		plain(out, "shmguard_dead_reclaimed_files_total", "counter",
 		      "Dead creators' files that --reclaim-dead removed.", m->dead_reclaimed_files);
+		family(out, "shmguard_dead_reclaim_roots", "gauge",
+		       "The roots --reclaim-dead's last pass covered; scope says which /dev/shm it covers: "
+		       "\"pods\" (not the node's own), \"pods and node\" (--reclaim-node-shm) or \"own namespace\".");
+		fprintf(out, "shmguard_dead_reclaim_roots{scope=\"");
+		label_value(out, m->dead_reclaim_scope ? m->dead_reclaim_scope : "");
+		fprintf(out, "\"} %llu\n", (unsigned long long)m->dead_reclaim_roots);
+		plain(out, "shmguard_dead_reclaim_node_roots_left", "gauge",
+		      "The node's own /dev/shm mounts --reclaim-dead's last pass left alone (--reclaim-node-shm to include them).",
+		      m->dead_reclaim_node_roots_left);
 	}
 	plain(out, "shmguard_live_pending_bytes", "gauge",
 	      "Bytes held by files of requests not aborted (live, or finished and not yet read).",

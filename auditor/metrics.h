@@ -40,6 +40,8 @@ struct audit_metrics {
 	uint64_t freed_at_eviction, freed_by_review; /* records forgotten, by how their file's end was seen */
 	bool dead_reclaim;        /* --reclaim-dead runs: the two below are shown */
 	uint64_t dead_reclaimed_bytes, dead_reclaimed_files; /* dead creators' files it removed */
+	const char *dead_reclaim_scope; /* which /dev/shm it covers (audit_reclaim_scope_name) */
+	uint64_t dead_reclaim_roots, dead_reclaim_node_roots_left; /* in its last pass */
 	uint64_t unfollowed_files; /* files of aborted requests on filesystems not followed */
 	const char *probe;        /* how the kernel side sees creations */
 	const char *version;

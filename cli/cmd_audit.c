@@ -79,6 +79,8 @@ static void usage(FILE *out)
 		"                             reclaim even though some processes' files cannot be read, as\n"
 		"                             sweep's --ignore-unreadable\n"
 		"      --reclaim-dry-run      decide and say what --reclaim-dead would remove, remove nothing\n"
+		"      --reclaim-node-shm     node mode: --reclaim-dead covers the node's own /dev/shm too\n"
+		"                             (its own services' files), not only the pods'\n"
 		"  -i, --interval DURATION    a progress line this often when stderr is not a terminal\n"
 		"      --lib PATH             the shim whose tags to follow (default: found as by 'run')\n"
 		"      --max-files N          files followed at most (1 to 100000000, default 1000000);\n"
@@ -199,6 +201,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
 		{"min-aborts", required_argument, NULL, 'A'}, {"reclaim-dead", required_argument, NULL, 'C'},
 		{"reclaim-ignore-unreadable", no_argument, NULL, 'I'}, {"reclaim-dry-run", no_argument, NULL, 'N'},
+		{"reclaim-node-shm", no_argument, NULL, 'H'},
 		{"own-namespace", no_argument, NULL, 'O'},    {"all-namespaces", no_argument, NULL, 'W'},
 		{"root-abort-dir", required_argument, NULL, 'r'}, {"per-workload", no_argument, NULL, 'Y'},
 		{"pod-logs", required_argument, NULL, 'K'}, {"abort-detail", required_argument, NULL, 'T'},
@@ -306,6 +309,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 			break;
 		case 'I': o->reclaim_ignore_unreadable = true; break;
 		case 'N': o->reclaim_dry_run = true; break;
+		case 'H': o->reclaim_node_shm = true; break;
 		case 'L': *lib = optarg; break;
 		case 'M':
 			if (parse_count(optarg, 1, MAX_FILES_LIMIT, &n) < 0)
@@ -359,8 +363,9 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		return cli_usage_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
 	if (o->cmd && o->reclaim_dead)
 		return cli_usage_fail(-1, "audit", "--reclaim-dead is for the node agent, a run without COMMAND");
-	if ((o->reclaim_ignore_unreadable || o->reclaim_dry_run) && !o->reclaim_dead)
-		return cli_usage_fail(-1, "audit", "--reclaim-ignore-unreadable and --reclaim-dry-run go with --reclaim-dead");
+	if ((o->reclaim_ignore_unreadable || o->reclaim_dry_run || o->reclaim_node_shm) && !o->reclaim_dead)
+		return cli_usage_fail(-1, "audit",
+				      "--reclaim-ignore-unreadable, --reclaim-dry-run and --reclaim-node-shm go with --reclaim-dead");
 	if (!patterns || !*patterns)
 		o->patterns.count = 0;
 	else if (sg_patterns_parse(&o->patterns, patterns, err, sizeof(err)) < 0)
