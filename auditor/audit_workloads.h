@@ -18,7 +18,13 @@
  * user leave no series behind.  And at most --max-workload-series have
  * series of their own: a workload made past them is folded for its life
  * into one series, "other", whose counters keep what such workloads
- * counted after they are gone. */
+ * counted after they are gone.
+ *
+ * A container restarted in place gets a new cgroup (a new id) with the same
+ * container ID: that cgroup is an incarnation of the workload made for the
+ * first, its figures are the first's, and one series shows the container.
+ * The new cgroup's record is only an entry of the index that leads to the
+ * first's (it holds it) until its cgroup is gone. */
 #ifndef SHMGUARD_AUDIT_WORKLOADS_H
 #define SHMGUARD_AUDIT_WORKLOADS_H
 
@@ -45,6 +51,7 @@ struct audit_workload {
 	double names_next_s; /* when to look for the pod's names again (not found yet) */
 	char *root; /* the shm root its first counted file was in, NULL unknown */
 	bool folded; /* made past the series' limit: its figures are "other"'s */
+	struct audit_workload *incarnation_of; /* a later cgroup of that container: only a way to it */
 	size_t refs; /* creators of followed files, leftovers listed, aborts to be measured */
 	double idle_since_s; /* when refs was last seen at 0 */
 	/* Measured aborts that counted for it, and what they left of its files. */
@@ -66,8 +73,9 @@ struct audit_workloads_folded_gone {
 
 struct audit_workloads {
 	struct sg_htable index;
-	struct audit_workload *oldest, *newest;
+	struct audit_workload *oldest, *newest; /* the workloads, not the later incarnations */
 	size_t count;
+	struct audit_workload *incarnations; /* the later incarnations, linked by next */
 	const char *pods_dir;  /* the kubelet's pod log directories (--pod-logs), or NULL */
 	const char *containers_dir; /* its container log links (--container-logs), or NULL */
 	double expiry_s;

@@ -3,6 +3,11 @@
  * kept while anything refers to it, forgotten --workload-expiry after, its
  * figures kept in the expired ones' totals; the set an abort counts for. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "audit_workloads.h"
 #include "cgroup_ids.h"
@@ -157,4 +162,48 @@ Test(workloads_limited, workloads_past_the_limit_are_folded_for_their_life)
 	cr_assert(next);
 	cr_expect(!next->folded, "a slot freed by a shown workload is taken by the next one made");
 	cr_expect(w[11]->folded, "a folded workload stays folded");
+}
+
+/* Issue 29: a container restarted in place gets a new cgroup with the same
+ * container ID.  Its workload is the first one's (one series per
+ * container), which it holds while its cgroup lives, and it goes with its
+ * cgroup.  Real cgroups, in kubelet's cgroupfs layout: root only. */
+Test(workloads, a_container_restarted_in_place_is_one_workload)
+{
+	char base[128], dir[512];
+	const char *cgroot = "/sys/fs/cgroup/unified";
+	uint64_t first_id, again_id;
+	struct audit_workload *first, *again;
+
+	if (geteuid() != 0 || access(cgroot, W_OK) != 0) {
+		cr_assert(!getenv("CI"), "needs root and a cgroup2 mount at %s in CI", cgroot);
+		cr_skip_test("needs root and a cgroup2 mount");
+	}
+	/* The shared parents may hold another test's pods: removed only when empty. */
+	snprintf(base, sizeof(base), "%s/kubepods/besteffort/pod%08x-0000-4000-8000-00000000beef", cgroot,
+		 (unsigned)getpid());
+	snprintf(dir, sizeof(dir), "%s/%056x%08x", base, 7, (unsigned)getpid());
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+	first_id = sg_cgroup_id_of(dir + strlen(cgroot));
+	cr_assert(first = audit_workload_of(&ws, first_id, 0));
+	cr_assert(first->ids.container_id[0], "the container ID was not read from %s", first->path);
+	cr_assert_eq(rmdir(dir), 0);
+	cr_assert_eq(mkdir(dir, 0755), 0); /* the runtime starts it again */
+	again_id = sg_cgroup_id_of(dir + strlen(cgroot));
+	cr_assert_neq(again_id, first_id);
+	again = audit_workload_of(&ws, again_id, 1);
+	cr_expect_eq(again, first, "the restarted container is a second workload");
+	cr_expect_eq(ws.count, 1);
+	cr_expect_eq(audit_workload_of(&ws, again_id, 2), first, "asked again");
+	audit_workloads_cycle_end(&ws, 100);
+	cr_expect_eq(ws.count, 1, "the first incarnation went while the second's cgroup lives");
+	cr_assert_eq(rmdir(dir), 0);
+	audit_workloads_cycle_end(&ws, 101);
+	audit_workloads_cycle_end(&ws, 102);
+	cr_expect_eq(ws.count, 0, "both cgroups gone, nothing to show: the workload stayed");
+	cr_expect_eq(rmdir(base), 0);
+	snprintf(cmd, sizeof(cmd), "rmdir %s/kubepods/besteffort %s/kubepods 2>/dev/null", cgroot, cgroot);
+	(void)!system(cmd);
 }
