@@ -173,11 +173,9 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 			say(err, errlen, "--listen: %s", why);
 			goto fail;
 		}
-		/* :0 is given a port: say which. */
-		fprintf(stderr, "shmguard audit: serving metrics on http://%s/metrics\n",
-			metrics_address(a->run.metrics_server));
 	}
-	audit_workloads_init(&a->workloads, o->workloads.pod_logs, o->workloads.container_logs, o->workloads.expiry);
+	audit_workloads_init(&a->workloads, o->workloads.pod_logs, o->workloads.container_logs, o->workloads.expiry,
+			     o->workloads.series_max);
 	if (!(a->files = audit_files_new(o->max_files)) || !(a->review = audit_review_new()) ||
 	    ((o->reports.metrics_path || o->reports.listen_addr || o->reports.plot_path) && !(a->live = audit_live_new()))) {
 		say(err, errlen, "out of memory");
@@ -334,11 +332,18 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 		    audit_live_why(a));
 		return AUDIT_USAGE;
 	}
+	/* Said once it answers, never before a refusal; :0 is given a port:
+	 * say which. */
+	if (a->run.metrics_server)
+		fprintf(stderr, "shmguard audit: serving metrics on http://%s/metrics\n",
+			metrics_address(a->run.metrics_server));
 	if (a->o->cmd && start_command(a, err, errlen) < 0)
 		return AUDIT_USAGE;
 	const struct audit_reclaim_opts ro = {.interval = a->o->reclaim.interval,
 					      .extra = &a->o->roots,
-					      .node = a->o->node_mode,
+					      .scope = !a->o->node_mode ? AUDIT_RECLAIM_OWN_NAMESPACE
+						       : a->o->reclaim.node_shm ? AUDIT_RECLAIM_PODS_AND_NODE
+						       : AUDIT_RECLAIM_PODS,
 					      .ignore_unreadable = a->o->reclaim.ignore_unreadable,
 					      .dry_run = a->o->reclaim.dry_run};
 

@@ -44,6 +44,7 @@ struct audit_workload_opts {
 	const char *pod_logs; /* the kubelet's pod log directories, for pods' names (--pod-logs) */
 	const char *container_logs; /* its container log links, for containers' names (--container-logs) */
 	double expiry; /* a workload nothing refers to is forgotten this long after (--workload-expiry) */
+	size_t series_max; /* workloads with series of their own (--max-workload-series), 0: no limit */
 };
 
 /* The kernel side (audit_trace.h). */
@@ -58,6 +59,7 @@ struct audit_tracing_opts {
 struct audit_dead_opts {
 	double interval; /* in seconds, 0: none */
 	bool ignore_unreadable, dry_run;
+	bool node_shm; /* the node's own /dev/shm too (--reclaim-node-shm) */
 };
 
 struct audit_opts {

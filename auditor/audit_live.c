@@ -63,25 +63,43 @@ static double unix_time_of(const struct audit *a, double run_s)
 	return (double)now.tv_sec + now.tv_nsec / 1e9 - (audit_now_s(a) - run_s);
 }
 
-/* The workloads' series, in l->series (its strings point into the workloads). */
+/* The workloads' series, in l->series (its strings point into the
+ * workloads): one for each workload shown, and one, "other", for all those
+ * folded (audit_workloads.h), with what the folded ones that are gone
+ * counted. */
 static void workload_series(const struct audit *a, struct audit_metrics *m)
 {
+	const struct audit_workloads *ws = &a->workloads;
 	struct audit_live *l = a->live;
-	size_t n = 0;
+	struct metrics_workload other = {.namespace_ = "", .pod = "", .container = "", .container_id = "",
+					 .cgroup = "other", .aborts_measured = ws->folded_gone.aborts,
+					 .leaked_bytes = ws->folded_gone.leaked_bytes};
+	size_t n = 0, want = ws->shown + 1;
 
-	if (a->workloads.count > l->series_cap) {
-		struct metrics_workload *s = realloc(l->series, a->workloads.count * sizeof(*s));
+	if (want > l->series_cap) {
+		struct metrics_workload *s = realloc(l->series, want * sizeof(*s));
 		if (!s)
 			return; /* no series this time */
 		l->series = s;
-		l->series_cap = a->workloads.count;
+		l->series_cap = want;
 	}
-	for (const struct audit_workload *w = a->workloads.oldest; w && n < l->series_cap; w = w->next)
-		l->series[n++] = (struct metrics_workload){
-			.namespace_ = w->ns, .pod = w->pod, .container = w->container, .container_id = w->ids.container_id,
-			.cgroup = w->path ? w->path : "", .cgroup_id = w->cgroup_id, .aborts_measured = w->aborts,
-			.leaked_bytes = w->leaked_bytes, .aborted_held_bytes = w->aborted_held,
-			.tracked_bytes = w->tracked};
+	for (const struct audit_workload *w = ws->oldest; w; w = w->next) {
+		if (w->folded) {
+			m->workloads_folded++;
+			other.aborts_measured += w->aborts;
+			other.leaked_bytes += w->leaked_bytes;
+			other.aborted_held_bytes += w->aborted_held;
+			other.tracked_bytes += w->tracked;
+		} else if (n < want - 1) {
+			l->series[n++] = (struct metrics_workload){
+				.namespace_ = w->ns, .pod = w->pod, .container = w->container,
+				.container_id = w->ids.container_id, .cgroup = w->path ? w->path : "",
+				.cgroup_id = w->cgroup_id, .aborts_measured = w->aborts, .leaked_bytes = w->leaked_bytes,
+				.aborted_held_bytes = w->aborted_held, .tracked_bytes = w->tracked};
+		}
+	}
+	if (m->workloads_folded || other.aborts_measured || other.leaked_bytes)
+		l->series[n++] = other;
 	m->workloads = l->series;
 	m->nworkloads = n;
 }
@@ -120,6 +138,9 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 		m->dead_reclaimed.on = true;
 		m->dead_reclaimed.bytes = t.bytes;
 		m->dead_reclaimed.files = t.files;
+		m->dead_reclaimed.scope = audit_reclaim_scope_name(audit_reclaim_scope(a->run.reclaim));
+		m->dead_reclaimed.roots = t.roots;
+		m->dead_reclaimed.node_roots_left = t.node_roots_left;
 	}
 	workload_series(a, m);
 	for (unsigned r = 0; m->roots && r < a->root_table.nroots; r++) {

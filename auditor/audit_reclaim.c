@@ -20,7 +20,9 @@
 struct audit_reclaim {
 	double interval;
 	struct sg_roots extra;
-	bool node, ignore_unreadable, dry_run;
+	enum audit_reclaim_scope scope;
+	bool ignore_unreadable, dry_run;
+	bool said_node_unknown; /* once: pid 1's namespace cannot be read */
 	bool said_unreadable; /* once: every pass would say it again */
 	bool said_records;    /* the same for records that cannot be read */
 	struct sg_creator_store records; /* shmguard watch's, this pass's */
@@ -117,15 +119,54 @@ static void load_records(struct audit_reclaim *r)
 }
 
 /* Keeps the mounts of this mount namespace only. */
-static void own_namespace_only(struct sg_shm_mounts *ms)
+const char *audit_reclaim_scope_name(enum audit_reclaim_scope s)
 {
+	switch (s) {
+	case AUDIT_RECLAIM_OWN_NAMESPACE: return "own namespace";
+	case AUDIT_RECLAIM_PODS: return "pods";
+	case AUDIT_RECLAIM_PODS_AND_NODE: return "pods and node";
+	}
+	return "?";
+}
+
+/* Whether m is the node's own /dev/shm: in this process's mount namespace
+ * (the host's, for an agent run as a service) or in pid 1's (the host's,
+ * for an agent in a pod with hostPID).  init_ns 0: pid 1's namespace
+ * could not be read, so only this process's counts as the node's. */
+static bool node_own(const struct sg_shm_mount *m, uint64_t init_ns)
+{
+	return m->own_ns || (init_ns && m->mntns == init_ns);
+}
+
+/* Keeps the mounts of ms that r's scope covers; counts those of the node
+ * left alone. */
+static void in_scope(struct audit_reclaim *r, struct sg_shm_mounts *ms, struct audit_reclaim_totals *t)
+{
+	uint64_t init_ns = 0;
+	struct stat st;
 	size_t n = 0;
 
+	if (r->scope == AUDIT_RECLAIM_PODS) {
+		if (stat("/proc/1/ns/mnt", &st) == 0)
+			init_ns = st.st_ino;
+		else if (!r->said_node_unknown) {
+			r->said_node_unknown = true;
+			fprintf(stderr, "shmguard audit: reclaim: cannot read pid 1's mount namespace (%s): only this "
+					"process's /dev/shm is taken for the node's own and left alone; said once\n",
+				strerror(errno));
+		}
+	}
 	for (size_t i = 0; i < ms->n; i++) {
-		if (ms->m[i].own_ns)
+		bool keep = r->scope == AUDIT_RECLAIM_OWN_NAMESPACE ? ms->m[i].own_ns
+			  : r->scope == AUDIT_RECLAIM_PODS ? !node_own(&ms->m[i], init_ns)
+			  : true;
+
+		if (keep) {
 			ms->m[n++] = ms->m[i];
-		else
+		} else {
+			t->node_roots_left += r->scope == AUDIT_RECLAIM_PODS;
 			close(ms->m[i].dfd);
+		}
 	}
 	ms->n = n;
 }
@@ -138,13 +179,20 @@ static void pass(struct audit_reclaim *r)
 	int ret = sg_shm_mounts_scan(&ms, NULL, 0);
 
 	load_records(r);
-	if (ret >= 0 && !r->node)
-		own_namespace_only(&ms);
 	if (ret < 0) {
 		fprintf(stderr, "shmguard audit: reclaim: cannot read /proc: %s\n", strerror(-ret));
 		t.failed++;
 		goto cleanup;
 	}
+	/* The roots given that are none of the mounts found, the mounts
+	 * left alone included: those are the mounts' business. */
+	for (unsigned k = 0; k < r->extra.n; k++)
+		if (!among_mounts(&ms, r->extra.dir[k])) {
+			strcpy(l.roots.dir[l.roots.n], r->extra.dir[k]);
+			l.roots.len[l.roots.n++] = r->extra.len[k];
+		}
+	in_scope(r, &ms, &t);
+	t.roots = ms.n;
 	for (size_t next = 0; next < ms.n;) {
 		struct sg_shm_listing m = {0};
 
@@ -152,11 +200,7 @@ static void pass(struct audit_reclaim *r)
 		reclaim_listing(r, &m, &t);
 		sg_shm_listing_free(&m);
 	}
-	for (unsigned k = 0; k < r->extra.n; k++)
-		if (!among_mounts(&ms, r->extra.dir[k])) {
-			strcpy(l.roots.dir[l.roots.n], r->extra.dir[k]);
-			l.roots.len[l.roots.n++] = r->extra.len[k];
-		}
+	t.roots += l.roots.n;
 	if (l.roots.n)
 		reclaim_listing(r, &l, &t);
 	sg_shm_listing_free(&l);
@@ -170,6 +214,8 @@ cleanup:
 	r->totals.files += t.files;
 	r->totals.bytes += t.bytes;
 	r->totals.failed += t.failed;
+	r->totals.roots = t.roots;
+	r->totals.node_roots_left = t.node_roots_left;
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -200,7 +246,7 @@ struct audit_reclaim *audit_reclaim_start(const struct audit_reclaim_opts *o, ch
 	}
 	r->interval = o->interval;
 	r->extra = *o->extra;
-	r->node = o->node;
+	r->scope = o->scope;
 	r->ignore_unreadable = o->ignore_unreadable;
 	r->dry_run = o->dry_run;
 	pthread_mutex_init(&r->lock, NULL);
@@ -229,6 +275,11 @@ void audit_reclaim_totals(struct audit_reclaim *r, struct audit_reclaim_totals *
 	pthread_mutex_lock(&r->lock);
 	*t = r->totals;
 	pthread_mutex_unlock(&r->lock);
+}
+
+enum audit_reclaim_scope audit_reclaim_scope(const struct audit_reclaim *r)
+{
+	return r->scope;
 }
 
 void audit_reclaim_finish(struct audit_reclaim *r)

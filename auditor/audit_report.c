@@ -53,6 +53,9 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 			a->o->reclaim.dry_run ? "would have reclaimed (--reclaim-dry-run)" : "reclaimed", sg_human_bytes(t.bytes, b1, sizeof(b1)), SG_PLURAL((unsigned long long)t.files, "file", "files"),
 			SG_PLURAL((unsigned long long)t.passes, "pass", "passes"), a->o->reclaim.interval,
 			t.failed ? ", some roots or files failed (said on stderr)" : "");
+		fprintf(out, "  reclaim covers: %s (%llu %s in the last pass)%s\n",
+			audit_reclaim_scope_name(audit_reclaim_scope(a->run.reclaim)), SG_PLURAL((unsigned long long)t.roots, "root", "roots"),
+			t.node_roots_left ? "; the node's own /dev/shm left alone (--reclaim-node-shm to include it)" : "");
 	}
 	/* A process names itself (prctl): its name may hold a newline and a
 	 * workflow command, or a terminal's escape sequences. */
@@ -225,9 +228,11 @@ static json_t *dead_reclaim_json(const struct audit *a)
 	if (!a->run.reclaim)
 		return json_null();
 	audit_reclaim_totals(a->run.reclaim, &t);
-	return json_pack("{s:f, s:I, s:I, s:I, s:I, s:b}", "interval_s", a->o->reclaim.interval, "passes",
+	return json_pack("{s:f, s:I, s:I, s:I, s:I, s:b, s:s, s:I, s:I}", "interval_s", a->o->reclaim.interval, "passes",
 			 (json_int_t)t.passes, "files", (json_int_t)t.files, "bytes", (json_int_t)t.bytes, "failed",
-			 (json_int_t)t.failed, "dry_run", a->o->reclaim.dry_run);
+			 (json_int_t)t.failed, "dry_run", a->o->reclaim.dry_run, "scope",
+			 audit_reclaim_scope_name(audit_reclaim_scope(a->run.reclaim)), "roots", (json_int_t)t.roots,
+			 "node_roots_left", (json_int_t)t.node_roots_left);
 }
 
 static int write_json(const struct audit *a, const struct summary *s, const struct groups *by_proc,

@@ -19,9 +19,10 @@ static bool is_workload(const struct sg_hnode *node, const void *key)
 }
 
 void audit_workloads_init(struct audit_workloads *ws, const char *pods_dir, const char *containers_dir,
-			  double expiry_s)
+			  double expiry_s, size_t series_max)
 {
-	*ws = (struct audit_workloads){.pods_dir = pods_dir, .containers_dir = containers_dir, .expiry_s = expiry_s};
+	*ws = (struct audit_workloads){.pods_dir = pods_dir, .containers_dir = containers_dir, .expiry_s = expiry_s,
+				       .series_max = series_max};
 }
 
 static void free_workload(struct audit_workload *w)
@@ -37,6 +38,11 @@ void audit_workloads_free(struct audit_workloads *ws)
 		next = w->next;
 		free_workload(w);
 	}
+	for (struct audit_workload *w = ws->incarnations, *next; w; w = next) {
+		next = w->next;
+		free_workload(w);
+	}
+	ws->incarnations = NULL;
 	free(ws->index.buckets);
 	ws->index = (struct sg_htable){0};
 	ws->oldest = ws->newest = NULL;
@@ -78,6 +84,18 @@ static void resolve(struct audit_workloads *ws, struct audit_workload *w, double
 	look_up_names(ws, w, now_s);
 }
 
+/* The workload of the container whose new cgroup w is (restarted in place:
+ * the same container ID in the same pod), or NULL. */
+static struct audit_workload *first_incarnation(const struct audit_workloads *ws, const struct audit_workload *w)
+{
+	if (!w->ids.container_id[0])
+		return NULL;
+	for (struct audit_workload *o = ws->oldest; o; o = o->next)
+		if (strcmp(o->ids.container_id, w->ids.container_id) == 0 && strcmp(o->ids.pod_uid, w->ids.pod_uid) == 0)
+			return o;
+	return NULL;
+}
+
 struct audit_workload *audit_workload_of(struct audit_workloads *ws, uint64_t cgroup_id, double now_s)
 {
 	uint64_t h = sg_table_hash(&cgroup_id, sizeof(cgroup_id));
@@ -89,6 +107,10 @@ struct audit_workload *audit_workload_of(struct audit_workloads *ws, uint64_t cg
 	slot = sg_htable_slot(&ws->index, h, is_workload, &cgroup_id);
 	if (*slot) {
 		w = sg_hnode_entry(*slot, struct audit_workload, node);
+		if (w->incarnation_of) {
+			w->idle_since_s = now_s;
+			return w->incarnation_of;
+		}
 		resolve(ws, w, now_s);
 		return w;
 	}
@@ -98,11 +120,19 @@ struct audit_workload *audit_workload_of(struct audit_workloads *ws, uint64_t cg
 	w->cgroup_id = cgroup_id;
 	w->idle_since_s = now_s;
 	sg_htable_insert_at(&ws->index, slot, &w->node);
+	resolve(ws, w, now_s);
+	if ((w->incarnation_of = first_incarnation(ws, w))) {
+		audit_workload_hold(w->incarnation_of);
+		w->next = ws->incarnations;
+		ws->incarnations = w;
+		return w->incarnation_of;
+	}
+	w->folded = ws->series_max && ws->shown >= ws->series_max;
+	ws->shown += !w->folded;
 	w->prev = ws->newest;
 	*(ws->newest ? &ws->newest->next : &ws->oldest) = w;
 	ws->newest = w;
 	ws->count++;
-	resolve(ws, w, now_s);
 	return w;
 }
 
@@ -118,6 +148,12 @@ static void expire(struct audit_workloads *ws, struct audit_workload *w)
 	ws->expired.aborts += w->aborts;
 	ws->expired.leaked_bytes += w->leaked_bytes;
 	ws->expired.leaked_files += w->leaked_files;
+	if (w->folded) {
+		ws->folded_gone.aborts += w->aborts;
+		ws->folded_gone.leaked_bytes += w->leaked_bytes;
+	} else {
+		ws->shown--;
+	}
 	sg_htable_remove(&ws->index, &w->node);
 	*(w->prev ? &w->prev->next : &ws->oldest) = w->next;
 	*(w->next ? &w->next->prev : &ws->newest) = w->prev;
@@ -125,8 +161,27 @@ static void expire(struct audit_workloads *ws, struct audit_workload *w)
 	free_workload(w);
 }
 
+/* A later incarnation goes with its cgroup (or, where the kernel cannot be
+ * asked, unseen for the expiry), and lets its container's workload go. */
+static void incarnations_end(struct audit_workloads *ws, double now_s)
+{
+	for (struct audit_workload **p = &ws->incarnations, *w; (w = *p);) {
+		enum sg_cgroup_state st = sg_cgroup_state(w->cgroup_id);
+
+		if (st == SG_CGROUP_ALIVE || (st != SG_CGROUP_GONE && now_s - w->idle_since_s < ws->expiry_s)) {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		audit_workload_release(w->incarnation_of);
+		sg_htable_remove(&ws->index, &w->node);
+		free_workload(w);
+	}
+}
+
 void audit_workloads_cycle_end(struct audit_workloads *ws, double now_s)
 {
+	incarnations_end(ws, now_s);
 	for (struct audit_workload *w = ws->oldest, *next; w; w = next) {
 		next = w->next;
 		w->tracked = w->next_tracked;
@@ -136,7 +191,8 @@ void audit_workloads_cycle_end(struct audit_workloads *ws, double now_s)
 		look_up_names(ws, w, now_s);
 		if (w->refs)
 			w->idle_since_s = now_s;
-		else if (now_s - w->idle_since_s >= ws->expiry_s)
+		else if (now_s - w->idle_since_s >= ws->expiry_s ||
+			 (!w->aborts && !w->leaked_bytes && sg_cgroup_state(w->cgroup_id) == SG_CGROUP_GONE))
 			expire(ws, w);
 	}
 }

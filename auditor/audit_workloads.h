@@ -12,7 +12,19 @@
  * be measured refers to it, and for --workload-expiry after; then its
  * figures are folded into the expired ones' totals and it is freed, so that
  * the state and the metrics' series stay bounded on a node that runs pods
- * for months.
+ * for months.  One whose cgroup is gone and that has no figure to show
+ * (no measured abort, no byte left) goes at the first review cycle's end
+ * with nothing referring to it, so cgroups churned by a pod or a local
+ * user leave no series behind.  And at most --max-workload-series have
+ * series of their own: a workload made past them is folded for its life
+ * into one series, "other", whose counters keep what such workloads
+ * counted after they are gone.
+ *
+ * A container restarted in place gets a new cgroup (a new id) with the same
+ * container ID: that cgroup is an incarnation of the workload made for the
+ * first, its figures are the first's, and one series shows the container.
+ * The new cgroup's record is only an entry of the index that leads to the
+ * first's (it holds it) until its cgroup is gone.
  *
  * Errors: nothing here can fail (the auditor reports a failure as a
  * negative errno). */
@@ -41,6 +53,8 @@ struct audit_workload {
 	char container[SG_K8S_NAMESPACE_MAX + 1]; /* the container's name, "" unknown */
 	double names_next_s; /* when to look for the pod's names again (not found yet) */
 	char *root; /* the shm root its first counted file was in, NULL unknown */
+	bool folded; /* made past the series' limit: its figures are "other"'s */
+	struct audit_workload *incarnation_of; /* a later cgroup of that container: only a way to it */
 	size_t refs; /* creators of followed files, leftovers listed, aborts to be measured */
 	double idle_since_s; /* when refs was last seen at 0 */
 	/* Measured aborts that counted for it, and what they left of its files. */
@@ -54,21 +68,32 @@ struct audit_workloads_expired {
 	uint64_t workloads, aborts, leaked_bytes, leaked_files;
 };
 
+/* What the folded workloads that are gone counted, so that the "other"
+ * series' counters never go down. */
+struct audit_workloads_folded_gone {
+	uint64_t aborts, leaked_bytes;
+};
+
 struct audit_workloads {
 	struct sg_htable index;
-	struct audit_workload *oldest, *newest;
+	struct audit_workload *oldest, *newest; /* the workloads, not the later incarnations */
 	size_t count;
+	struct audit_workload *incarnations; /* the later incarnations, linked by next */
 	const char *pods_dir;  /* the kubelet's pod log directories (--pod-logs), or NULL */
 	const char *containers_dir; /* its container log links (--container-logs), or NULL */
 	double expiry_s;
+	size_t series_max; /* workloads with series of their own at most (0: no limit) */
+	size_t shown;      /* the workloads that have one */
 	struct audit_workloads_expired expired;
+	struct audit_workloads_folded_gone folded_gone;
 	uint64_t aborts_without; /* measured aborts that counted for no workload */
 };
 
 /* pods_dir, containers_dir: where to look for pods' and containers' names
- * (NULL: nowhere). */
+ * (NULL: nowhere); series_max: workloads with a series of their own at
+ * most (0: no limit). */
 void audit_workloads_init(struct audit_workloads *ws, const char *pods_dir, const char *containers_dir,
-			  double expiry_s);
+			  double expiry_s, size_t series_max);
 void audit_workloads_free(struct audit_workloads *ws);
 
 /* The workload of cgroup_id, made at its first event; NULL when memory is

@@ -7,17 +7,32 @@
 #include <string.h>
 
 #include "outfile.h"
+#include "text.h"
 
-/* A label value: backslash, double quote and newline escaped. */
+/* A label value: backslash, double quote and newline escaped as the
+ * exposition format wants; bytes that are not valid UTF-8 (a cgroup named by
+ * a pod or a local user may hold any byte) and other control characters
+ * written as the four characters \xNN, so one hostile name can never make
+ * Prometheus refuse the whole scrape, nor drive a terminal that shows it. */
 static void label_value(FILE *out, const char *v)
 {
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fprintf(out, "\\%c", *v);
-		else if (*v == '\n')
+	const unsigned char *p = (const unsigned char *)v;
+
+	while (*p) {
+		size_t n = sg_utf8_seq(p);
+
+		if (*p == '\\' || *p == '"') {
+			fprintf(out, "\\%c", *p);
+		} else if (*p == '\n') {
 			fputs("\\n", out);
-		else
-			fputc(*v, out);
+		} else if (n == 0 || *p < 0x20 || *p == 0x7f) {
+			fprintf(out, "\\\\x%02x", *p);
+		} else if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) { /* a C1 control */
+			fprintf(out, "\\\\xc2\\\\x%02x", p[1]);
+		} else {
+			fwrite(p, 1, n, out);
+		}
+		p += n ? n : 1;
 	}
 }
 
@@ -94,6 +109,15 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 		      "Allocated bytes of dead creators' files that --reclaim-dead removed.", m->dead_reclaimed.bytes);
 		plain(out, "shmguard_dead_reclaimed_files_total", "counter",
 		      "Dead creators' files that --reclaim-dead removed.", m->dead_reclaimed.files);
+		family(out, "shmguard_dead_reclaim_roots", "gauge",
+		       "The roots --reclaim-dead's last pass covered; scope says which /dev/shm it covers: "
+		       "\"pods\" (not the node's own), \"pods and node\" (--reclaim-node-shm) or \"own namespace\".");
+		fprintf(out, "shmguard_dead_reclaim_roots{scope=\"");
+		label_value(out, m->dead_reclaimed.scope ? m->dead_reclaimed.scope : "");
+		fprintf(out, "\"} %llu\n", (unsigned long long)m->dead_reclaimed.roots);
+		plain(out, "shmguard_dead_reclaim_node_roots_left", "gauge",
+		      "The node's own /dev/shm mounts --reclaim-dead's last pass left alone (--reclaim-node-shm to include them).",
+		      m->dead_reclaimed.node_roots_left);
 	}
 	plain(out, "shmguard_live_pending_bytes", "gauge",
 	      "Bytes held by files of requests not aborted (live, or finished and not yet read).",
@@ -118,6 +142,9 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	per_workload(out, m, "shmguard_workload_tracked_bytes", "gauge",
 		     "Bytes of the workload's files created while auditing that still exist.",
 		     offsetof(struct metrics_workload, tracked_bytes));
+	plain(out, "shmguard_workloads_folded", "gauge",
+	      "Live workloads past --max-workload-series: their figures are in the workload series with id=\"other\".",
+	      m->workloads_folded);
 	plain(out, "shmguard_aborts_without_workload_total", "counter",
 	      "Measured aborts for which no file of their request was followed: they count for no workload.",
 	      m->abort_book.without_workload);

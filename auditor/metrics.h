@@ -42,8 +42,10 @@ struct audit_metrics {
 	uint64_t followed_files; /* records in the file table now */
 	uint64_t freed_at_eviction, freed_by_review; /* records forgotten, by how their file's end was seen */
 	struct {
-		bool on;              /* --reclaim-dead runs: the two below are shown */
+		bool on;              /* --reclaim-dead runs: the figures below are shown */
 		uint64_t bytes, files; /* dead creators' files it removed */
+		const char *scope;    /* which /dev/shm it covers (audit_reclaim_scope_name) */
+		uint64_t roots, node_roots_left; /* in its last pass */
 	} dead_reclaimed;
 	uint64_t unfollowed_files; /* files of aborted requests on filesystems not followed */
 	const char *probe;        /* how the kernel side sees creations */
@@ -57,6 +59,7 @@ struct audit_metrics {
 		uint64_t records;    /* aborts whose records the auditor holds (bounded: docs/audit.md) */
 		uint64_t remembered; /* folded aborts still known by request (their marker or files remain) */
 	} abort_book;
+	uint64_t workloads_folded; /* live workloads past the series' limit, in the series id="other" */
 };
 
 /* The snapshot in the text exposition format (version 0.0.4), in a malloc'd

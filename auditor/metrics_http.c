@@ -1,10 +1,13 @@
 /* /metrics over HTTP with libmicrohttpd: its own thread parses requests and
  * talks to clients, so the auditor's event loop only ever swaps the
  * published text under a mutex.  A slow client (slowloris: a byte every few
- * seconds, which an idle timeout never ends) is bounded three ways: a few
- * connections per client address, a connection limit, and a deadline for
- * each whole request, which a watchdog thread enforces by shutting the
- * socket down. */
+ * seconds, which an idle timeout never ends) is bounded four ways: a few
+ * connections per client address; a short deadline to send a request's
+ * headers and a longer one for the whole request, which a watchdog thread
+ * enforces by shutting the socket down; and a number of slots: a
+ * connection beyond them ends the one that has waited longest without
+ * sending a request, so clients that hold connections from any number of
+ * addresses never keep out a scraper, which asks at once. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -21,11 +24,17 @@
 #include "metrics.h"
 
 enum {
-	CONNECTION_LIMIT = 64,
+	CONNECTION_SLOTS = 64,
+	/* MHD's own limit, above the slots: room for the connections ended
+	 * for a newer one until MHD has closed them. */
+	CONNECTION_LIMIT = 4 * CONNECTION_SLOTS,
 	PER_ADDRESS_LIMIT = 8, /* a Prometheus server uses one or two */
 	IDLE_TIMEOUT_S = 5,
-	/* From the connection (or the previous request on it) to the end of
-	 * the answer; a scrape of these few KiB takes milliseconds. */
+	/* From the connection (or the previous answer on it) to a request's
+	 * last header: a scraper sends its few lines at once. */
+	HEADER_DEADLINE_S = 2,
+	/* From the same moment to the end of the answer; a scrape of these
+	 * few KiB takes milliseconds. */
 	REQUEST_DEADLINE_S = 10,
 	WATCHDOG_PERIOD_MS = 250,
 };
@@ -36,7 +45,9 @@ enum {
 struct watched {
 	struct watched *next, **prev;
 	int fd;
-	double deadline_s;
+	bool waiting; /* for a request: nothing of one parsed since since_s */
+	bool ended;   /* shut down for a newer connection: no longer in a slot */
+	double since_s, deadline_s;
 };
 
 struct metrics_server {
@@ -46,7 +57,8 @@ struct metrics_server {
 	size_t len;
 	unsigned port;
 	char address[INET6_ADDRSTRLEN + 16]; /* as bound, for people */
-	struct watched *watched; /* under lock */
+	struct watched *watched; /* under lock, newest first */
+	unsigned slots_used;     /* under lock: the watched connections not ended */
 	pthread_t watchdog;
 	pthread_cond_t stop_cond;
 	bool stopping, watchdog_started;
@@ -60,6 +72,39 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Under s->lock: w waits for a request from now on. */
+static void wait_for_request(struct watched *w)
+{
+	w->waiting = true;
+	w->since_s = now_s();
+	w->deadline_s = w->since_s + HEADER_DEADLINE_S;
+}
+
+/* Under s->lock: the slots are over-full, so the connection that has waited
+ * longest without sending a request gives its slot up (MHD sees the end of
+ * the stream and closes it).  None waits: every slot has a request under
+ * way, each bounded by its deadline. */
+static void end_longest_waiting(struct metrics_server *s)
+{
+	struct watched *oldest = NULL;
+
+	for (struct watched *w = s->watched; w; w = w->next)
+		if (w->waiting && !w->ended && (!oldest || w->since_s <= oldest->since_s))
+			oldest = w;
+	if (!oldest)
+		return;
+	shutdown(oldest->fd, SHUT_RDWR);
+	oldest->ended = true;
+	s->slots_used--;
+}
+
+static struct watched *watched_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return info ? info->socket_context : NULL;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
 {
@@ -71,36 +116,52 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		if (!info || !(w = calloc(1, sizeof(*w))))
 			return; /* not watched: the idle timeout still applies */
 		w->fd = info->connect_fd;
-		w->deadline_s = now_s() + REQUEST_DEADLINE_S;
 		pthread_mutex_lock(&s->lock);
+		wait_for_request(w);
 		if ((w->next = s->watched))
 			w->next->prev = &w->next;
 		w->prev = &s->watched;
 		s->watched = w;
+		if (++s->slots_used > CONNECTION_SLOTS)
+			end_longest_waiting(s);
 		pthread_mutex_unlock(&s->lock);
 		*socket_context = w;
 	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && w) {
 		pthread_mutex_lock(&s->lock);
 		if ((*w->prev = w->next))
 			w->next->prev = w->prev;
+		if (!w->ended)
+			s->slots_used--;
 		pthread_mutex_unlock(&s->lock);
 		free(w);
 		*socket_context = NULL;
 	}
 }
 
-/* A request answered: the next one on the connection has its own deadline. */
+/* A request's headers are in: the whole request has until its deadline. */
+static void request_begun(struct metrics_server *s, struct MHD_Connection *c)
+{
+	struct watched *w = watched_of(c);
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&s->lock);
+	w->waiting = false;
+	w->deadline_s = w->since_s + REQUEST_DEADLINE_S;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* A request answered: the connection waits for the next one. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode code)
 {
 	struct metrics_server *s = cls;
-	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct watched *w = info ? info->socket_context : NULL;
+	struct watched *w = watched_of(c);
 
 	(void)state;
 	if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK || !w)
 		return;
 	pthread_mutex_lock(&s->lock);
-	w->deadline_s = now_s() + REQUEST_DEADLINE_S;
+	wait_for_request(w);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -119,6 +180,10 @@ static void *watchdog(void *arg)
 			/* MHD sees the end of the stream and closes it. */
 			shutdown(w->fd, SHUT_RDWR);
 			w->deadline_s = now + REQUEST_DEADLINE_S;
+			if (!w->ended) {
+				w->ended = true;
+				s->slots_used--;
+			}
 		}
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += WATCHDOG_PERIOD_MS * 1000000L;
@@ -158,6 +223,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_NO;
 	if (!*state) { /* first call for this request: headers only */
 		*state = s;
+		request_begun(s, c);
 		return MHD_YES;
 	}
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)

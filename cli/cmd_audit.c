@@ -80,6 +80,10 @@ static void usage(FILE *out)
 		"                             run)\n"
 		"      --junit FILE           also write it as JUnit XML: a test case per leak\n"
 		"                             shape\n"
+		"      --max-workload-series N\n"
+		"                             workloads with series of their own (default\n"
+		"                             1000); the ones made past them share one series,\n"
+		"                             id=\"other\" (0: no limit)\n"
 		"      --plot FILE            draw the run's timeline into FILE (SVG)\n"
 		"                             (a report FILE of - is stdout: the text report\n"
 		"                             goes to stderr)\n"
@@ -103,6 +107,9 @@ static void usage(FILE *out)
 		"                             read, as sweep's --ignore-unreadable\n"
 		"      --reclaim-dry-run      decide and say what --reclaim-dead would remove,\n"
 		"                             remove nothing\n"
+		"      --reclaim-node-shm     node mode: --reclaim-dead covers the node's own\n"
+		"                             /dev/shm too (its services' files), not only the\n"
+		"                             pods'\n"
 		"  -i, --interval DURATION    a progress line this often when stderr is not a\n"
 		"                             terminal\n"
 		"      --lib PATH             the shim whose tags to follow (default: found as by\n"
@@ -227,11 +234,13 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
 		{"min-aborts", required_argument, NULL, 'A'}, {"reclaim-dead", required_argument, NULL, 'C'},
 		{"reclaim-ignore-unreadable", no_argument, NULL, 'I'}, {"reclaim-dry-run", no_argument, NULL, 'N'},
+		{"reclaim-node-shm", no_argument, NULL, 'H'},
 		{"own-namespace", no_argument, NULL, 'O'},    {"all-namespaces", no_argument, NULL, 'W'},
 		{"root-abort-dir", required_argument, NULL, 'r'}, {"per-workload", no_argument, NULL, 'Y'},
 		{"pod-logs", required_argument, NULL, 'K'}, {"abort-detail", required_argument, NULL, 'T'},
 		{"container-logs", required_argument, NULL, 'Q'}, {"workload-expiry", required_argument, NULL, 'E'},
-		{"shim-uid", required_argument, NULL, 'u'}, {0},
+		{"shim-uid", required_argument, NULL, 'u'}, {"max-workload-series", required_argument, NULL, 'X'},
+		{0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
 	bool min_aborts_given = false, own_ns = false, all_ns = false;
@@ -244,6 +253,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	o->workloads.pod_logs = "/var/log/pods";
 	o->workloads.container_logs = "/var/log/containers";
 	o->workloads.expiry = 600;
+	o->workloads.series_max = 1000;
 	o->shim_uid = geteuid();
 	cli_default_root(&o->roots);
 	while ((c = getopt_long(argc, argv, "+p:a:s:g:b:j:d:i:vhV", opts, NULL)) != -1) {
@@ -298,6 +308,12 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 				return cli_usage_fail(-1, "audit", "bad --workload-expiry '%s': expected a duration (90, 10m, 2h)",
 						      optarg);
 			break;
+		case 'X':
+			if (parse_count(optarg, 0, 1000000, &n) < 0)
+				return cli_usage_fail(-1, "audit", "bad --max-workload-series '%s': a count from 0 to 1000000",
+						      optarg);
+			o->workloads.series_max = (size_t)n;
+			break;
 		case 'j': o->reports.json_path = optarg; break;
 		case 'U': o->reports.junit_path = optarg; break;
 		case 'G': o->reports.plot_path = optarg; break;
@@ -326,6 +342,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 			break;
 		case 'I': o->reclaim.ignore_unreadable = true; break;
 		case 'N': o->reclaim.dry_run = true; break;
+		case 'H': o->reclaim.node_shm = true; break;
 		case 'L': *lib = optarg; break;
 		case 'M':
 			if (parse_count(optarg, 1, MAX_FILES_LIMIT, &n) < 0)
@@ -379,8 +396,9 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		return cli_usage_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
 	if (o->cmd && o->reclaim.interval)
 		return cli_usage_fail(-1, "audit", "--reclaim-dead is for the node agent, a run without COMMAND");
-	if ((o->reclaim.ignore_unreadable || o->reclaim.dry_run) && !o->reclaim.interval)
-		return cli_usage_fail(-1, "audit", "--reclaim-ignore-unreadable and --reclaim-dry-run go with --reclaim-dead");
+	if ((o->reclaim.ignore_unreadable || o->reclaim.dry_run || o->reclaim.node_shm) && !o->reclaim.interval)
+		return cli_usage_fail(-1, "audit",
+				      "--reclaim-ignore-unreadable, --reclaim-dry-run and --reclaim-node-shm go with --reclaim-dead");
 	if (!patterns || !*patterns)
 		o->patterns.count = 0;
 	else if (sg_patterns_parse(&o->patterns, patterns, err, sizeof(err)) < 0)

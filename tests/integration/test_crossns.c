@@ -355,3 +355,51 @@ Test(crossns, the_node_agent_decides_on_a_schedule_in_every_pod)
 	cr_assert_eq(h_finish(&a.p, NULL), 0);
 	h_finish(&b.p, NULL);
 }
+
+/* Issue 29: the node agent is deployed for the pods.  A dead creator's
+ * file in the node's own /dev/shm (this test's namespace, the agent's own)
+ * is the operator's business: --reclaim-dead leaves it unless told
+ * --reclaim-node-shm, while a pod's goes; the report says which roots it
+ * covered.  Dry runs: other work of this machine loses nothing. */
+Test(crossns, the_node_agent_leaves_the_nodes_own_shm_unless_asked)
+{
+	const char *mine = h_str("%smine_0_0", prefix), *podfile = h_str("%spodded_0_0", prefix);
+	const char *json = h_str("/dev/shm/%saudit.json", prefix), *abort_dir = h_str("/dev/shm/%sabort", prefix);
+	const char *made[] = {h_bin("SG_CLI"), "run", "--patterns", "{req}_{int}_{int}", "--abort-dir", abort_dir, "--",
+			      h_bin("SG_SHMTOOL"), "open", h_str("/dev/shm/%s", mine), "4096", NULL};
+	struct pod b;
+	char *out, *err;
+	json_t *r, *dr;
+
+	need_root();
+	h_need_bpf(teardown);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	cr_assert_eq(h_run(made, NULL, &err), 0, "%s", err); /* its creator has exited */
+	b = pod_start(NULL, podfile);
+	kill_creator(&b);
+	for (int wide = 0; wide < 2; wide++) {
+		const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--reclaim-dead", "1",
+				      "--reclaim-dry-run", "--reclaim-ignore-unreadable", "--duration", "1.5", "--json", json,
+				      wide ? "--reclaim-node-shm" : NULL, NULL};
+
+		cr_assert_eq(h_output(argv, NULL, &out, &err), 0, "%s%s", out, err);
+		cr_expect(strstr(err, h_str("/dev/shm/%s (", podfile)), "a dead creator's file in a pod: %s", err);
+		if (wide)
+			cr_expect(strstr(err, h_str("reclaim: would remove /dev/shm/%s (", mine)),
+				  "--reclaim-node-shm: the node's own dead creator's file stays: %s", err);
+		else
+			cr_expect_null(strstr(err, mine), "the node's own /dev/shm was reclaimed unasked: %s", err);
+		r = h_json_load(json);
+		dr = json_object_get(r, "dead_reclaim");
+		cr_assert(json_is_object(dr), "%s", out);
+		cr_expect_str_eq(json_string_value(json_object_get(dr, "scope")), wide ? "pods and node" : "pods");
+		cr_expect_geq(json_integer_value(json_object_get(dr, "roots")), 1);
+		if (!wide)
+			cr_expect_geq(json_integer_value(json_object_get(dr, "node_roots_left")), 1);
+		cr_expect(strstr(out, wide ? "reclaim covers: pods and node" : "reclaim covers: pods ("), "%s", out);
+		json_decref(r);
+		unlink(json);
+	}
+	cr_expect(h_exists(h_str("/dev/shm/%s", mine)), "a dry run removed a file");
+	h_finish(&b.p, NULL);
+}

@@ -486,6 +486,22 @@ Test(fleet, bad_output_paths_are_refused_before_the_run)
 	cr_expect(!h_exists(proof), "COMMAND ran before the metrics file was checked");
 }
 
+/* Issue 29: an agent that cannot trace says so and exits 3, and never
+ * first that it serves metrics, which no one would then answer.  A user
+ * without BPF rights is refused tracing. */
+Test(fleet, a_refusal_to_trace_says_nothing_of_serving_metrics)
+{
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", "/tmp", "--listen", "127.0.0.1:0",
+			      "--", "/bin/true", NULL};
+	char *out, *err;
+
+	if (!h_have_auditor())
+		h_skip(teardown, "no auditor in this build");
+	cr_assert_eq(h_output_as(h_hostile_user(), argv, NULL, &out, &err), 3, "%s", err);
+	cr_expect(strstr(err, "tracing is not possible"), "%s", err);
+	cr_expect_null(strstr(err, "serving metrics"), "a refused agent said it serves metrics: %s", err);
+}
+
 /* The fleet's way to run it: the whole system, /metrics served, until
  * SIGINT, which ends the run with its report (the server's thread must not
  * take the signal and let it kill the process). */

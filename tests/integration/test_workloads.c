@@ -360,3 +360,113 @@ Test(workloads, each_pod_has_its_own_figures_in_the_json_and_the_metrics)
 	h_finish(&clean.proc, NULL);
 	h_finish(&odd, NULL);
 }
+
+/* Issue 29: a local user churns cgroups in a subtree delegated to it: it
+ * makes one, creates and removes a file in /dev/shm from it, and removes
+ * it, 3,000 times.  Each is a workload of the node agent for a moment; none
+ * may stay as a series (nor as memory) once its cgroup is gone with
+ * nothing to show. */
+enum { CHURNED = 3000 };
+static const char *churn_prefix, *churn_root, *churn_metrics, *churn_aborts;
+
+static void churn_setup(void)
+{
+	churn_prefix = h_prefix("churn");
+	churn_root = h_str(CGROOT "/%sdelegated", churn_prefix);
+	churn_metrics = h_str("/tmp/%smetrics.prom", churn_prefix);
+	churn_aborts = h_str("/tmp/%saborts", churn_prefix);
+	cr_assert_eq(mkdir(churn_aborts, 0755), 0);
+}
+
+static void churn_teardown(void)
+{
+	h_cleanup(churn_prefix);
+	/* What a failed run left: its cgroups, innermost first. */
+	h_run((const char *const[]){"/bin/sh", "-c",
+				    h_str("for d in '%s'/c*; do [ -d \"$d\" ] && rmdir \"$d\"; done; rmdir '%s'",
+					  churn_root, churn_root),
+				    NULL},
+	      NULL, NULL);
+	unlink(churn_metrics);
+	rmdir(churn_aborts);
+}
+
+TestSuite(churn, .init = churn_setup, .fini = churn_teardown, .timeout = 180);
+
+/* The workload series in the metrics file (one family's lines), or -1. */
+static int series_in(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[8192];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strncmp(line, "shmguard_workload_tracked_bytes{", 32) == 0;
+	fclose(f);
+	return n;
+}
+
+static long rss_kib(pid_t pid)
+{
+	FILE *f = fopen(h_str("/proc/%d/status", (int)pid), "r");
+	char line[256];
+	long kib = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+Test(churn, churned_cgroups_leave_no_series_behind)
+{
+	const struct h_user *u;
+	struct h_proc agent, churner;
+	long rss0, rss1;
+	int series = -1;
+	char *err;
+
+	h_need_bpf(churn_teardown);
+	u = h_hostile_user();
+	/* Delegated as systemd delegates a subtree: the directory and the
+	 * files through which its processes are moved and its children made. */
+	cr_assert_eq(mkdir(churn_root, 0755), 0, "%s: %s", churn_root, strerror(errno));
+	for (const char *const *f = (const char *const[]){"", "/cgroup.procs", "/cgroup.threads",
+							  "/cgroup.subtree_control", NULL};
+	     *f; f++)
+		cr_assert_eq(chown(h_str("%s%s", churn_root, *f), u->uid, u->gid), 0);
+
+	const char *audit[] = {h_bin("SG_CLI"), "audit", "--abort-dir", churn_aborts, "--grace", "0.3", "--interval", "0.1",
+			       "--metrics-file", churn_metrics, NULL};
+	agent = h_spawn(audit, NULL);
+	if (!h_wait_stderr(&agent, "aborts 0", 20000)) {
+		h_finish(&agent, &err);
+		cr_assert_fail("the node agent did not start: %s", err);
+	}
+	rss0 = rss_kib(agent.pid);
+	/* Moved into the subtree as root, then the user's own. */
+	const char *loop = h_str(
+		"cd '%s' && i=0 && while [ $i -lt %d ]; do "
+		"mkdir c$i && sh -c 'echo $$ > c'$i'/cgroup.procs && : > /dev/shm/%sf && rm /dev/shm/%sf' && rmdir c$i || exit 1; "
+		"i=$((i + 1)); done",
+		churn_root, CHURNED, churn_prefix, churn_prefix);
+	const char *churn[] = {"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec setpriv --reuid=\"$1\" --regid=\"$2\" --clear-groups /bin/sh -c \"$3\"",
+			       churn_root, h_str("%u", (unsigned)u->uid), h_str("%u", (unsigned)u->gid), loop, NULL};
+	churner = h_spawn(churn, NULL);
+	cr_assert_eq(h_finish(&churner, &err), 0, "the churn failed: %s", err);
+	/* Bounded: the review cycles that see the files freed and the cgroups gone. */
+	for (long until = h_now_ms() + 15000; h_now_ms() < until; usleep(200 * 1000))
+		if ((series = series_in(churn_metrics)) >= 0 && series <= 50)
+			break;
+	rss1 = rss_kib(agent.pid);
+	kill(agent.pid, SIGINT);
+	h_read_all(&agent, 20000);
+	h_finish(&agent, NULL);
+	cr_expect_leq(series, 50, "%d workload series after %d cgroups were churned and removed", series, CHURNED);
+	cr_expect_gt(series, -1, "no metrics file");
+	cr_expect_lt(rss1 - rss0, 8 * 1024, "the node agent grew %ld KiB over %d churned cgroups", rss1 - rss0, CHURNED);
+}
