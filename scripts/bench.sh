@@ -161,5 +161,13 @@ if [ -x build/cli/shmguard ]; then
 		for k in $keepers; do rm -f /dev/shm/.shmguard-journal-"$k"-*; done
 	done
 fi
+# `shmguard abort ID` start to exit, paired with its floor: a libc-only
+# program writing the same marker (bench_shim marker), alternately, a fresh
+# ID each; the ratio is each pair's, its median and quartiles printed.
+if [ -x build/cli/shmguard ]; then
+	mkdir -p "$abort_dir"
+	echo "shmguard abort ID, start to exit, against a libc-only marker writer (200 pairs):"
+	"$bench" abort-start 200 "$abort_dir" "$PWD/build/cli/shmguard"
+fi
 echo
 scripts/bench-pgbench.sh
