@@ -1,11 +1,9 @@
-/* The module's one export: its entry points (auditor_module.h).  It is
- * linked -Bsymbolic, so that these are its own and not the program's
- * loaders of the same names. */
-#include "auditor_module.h"
+/* The auditor's module: its one export (cli_module.h). */
 #include "cli.h"
+#include "cli_module.h"
 #include "doctor.h"
 
-__attribute__((visibility("default"))) const struct sg_auditor_module shmguard_auditor_module = {
+__attribute__((visibility("default"))) const struct sg_module_auditor shmguard_module = {
 	.version = SHMGUARD_VERSION,
 	.cmd_audit = cmd_audit,
 	.cmd_watch = cmd_watch,

@@ -32,7 +32,8 @@ libdir=$(meson introspect "$work/build" --buildoptions | python3 -c \
 # the run before it has said which check failed.
 set +e
 for f in bin/shmguard bin/shmguard-preflight bin/shmguard-sidecar "$libdir/shmguard/libshmguard.so" \
-	"$libdir/shmguard/shmguard-auditor.so" include/shmguard.h \
+	"$libdir/shmguard/shmguard-auditor.so" "$libdir/shmguard/shmguard-elf.so" "$libdir/shmguard/shmguard-follow.so" \
+	include/shmguard.h \
 	libexec/shmguard/shmpipe share/man/man1/shmguard.1 share/man/man1/shmguard-preflight.1 \
 	share/man/man1/shmguard-sidecar.1 share/man/man7/libshmguard.7; do
 	[ -e "$prefix/$f" ]; check "installed $f" $?
@@ -96,8 +97,10 @@ if [ -f "$work/deb/libshmguard.files" ] && [ -f "$work/deb/shmguard.files" ]; th
 		grep -q "/man1/$m\.1\.gz\$" "$work/deb/shmguard.files"; check "shmguard ships $m(1)" $?
 	done
 	grep -q '/bin/shmguard$' "$work/deb/shmguard.files"; check "shmguard holds the command" $?
-	grep -q '^\./usr/lib/[^/]*/shmguard/shmguard-auditor\.so$' "$work/deb/shmguard.files"
-	check "shmguard holds the auditor's module, in /usr/lib/<triplet>/shmguard/" $?
+	for m in auditor elf follow; do
+		grep -q "^\./usr/lib/[^/]*/shmguard/shmguard-$m\.so\$" "$work/deb/shmguard.files"
+		check "shmguard holds the module shmguard-$m.so, in /usr/lib/<triplet>/shmguard/" $?
+	done
 	deps=$(dpkg-deb -f "$work"/deb/libshmguard_*.deb Depends)
 	! grep -qE 'libbpf|libjansson|libelf' <<<"$deps"; check "libshmguard depends on no auditor library ($deps)" $?
 	deps=$(dpkg-deb -f "$work"/deb/shmguard_*.deb Depends)
