@@ -255,6 +255,24 @@ size_t sg_registry_count(void)
 	return __atomic_load_n(&by_path.count, __ATOMIC_RELAXED);
 }
 
+void sg_registry_done(struct sg_segment *seg)
+{
+	pthread_mutex_lock(&lock);
+	release(seg);
+	pthread_mutex_unlock(&lock);
+	free(seg);
+}
+
+void sg_registry_exit(bool may_wait)
+{
+	if (may_wait)
+		pthread_mutex_lock(&lock);
+	else if (pthread_mutex_trylock(&lock) != 0)
+		return;
+	sg_jw_exit();
+	pthread_mutex_unlock(&lock);
+}
+
 void sg_registry_lock(void)
 {
 	pthread_mutex_lock(&lock);
