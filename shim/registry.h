@@ -27,6 +27,7 @@ struct sg_segment {
 	dev_t dev;
 	ino_t ino;
 	uint32_t journal_slot; /* its record in the ownership journal, 0: none */
+	size_t size;           /* (private) bytes allocated, path and request included */
 	char path[];           /* absolute path */
 };
 
