@@ -71,22 +71,24 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: shmguard watch [--root DIR]... [--probe NAME] [--no-attachers]\n\n"
-		"Records who creates each file in the shm roots, as the kernel sees it (eBPF): the\n"
-		"process and its start time, its parent, pid namespace, cgroup and command, the file's\n"
-		"device, inode and name, and the other processes that open it (its attachers, up to\n"
-		"%d).  `shmguard ls` shows the records and `shmguard sweep\n"
-		"--dead` removes the files whose instance is proven gone.  Runs until SIGINT or SIGTERM;\n"
-		"needs root.  Records are kept in %s (SHMGUARD_STORE_DIR), which a restart keeps and\n"
-		"a reboot forgets; those of files that are gone are dropped.\n\n"
+		"Records who creates each file in the shm roots, as the kernel sees it (eBPF):\n"
+		"the process and its start time, its parent, pid namespace, cgroup and command,\n"
+		"the file's device, inode and name, and the other processes that open it (its\n"
+		"attachers, up to %d). `shmguard ls` shows the records and\n"
+		"`shmguard sweep --dead` removes the files whose instance is proven gone. Runs\n"
+		"until SIGINT or SIGTERM; needs root. Records are kept in %s\n"
+		"(SHMGUARD_STORE_DIR), which a restart keeps and a reboot forgets; those of files\n"
+		"that are gone are dropped.\n\n"
 		"  --root DIR       a shm root to follow instead of /dev/shm (repeatable)\n"
-		"  --probe NAME     how to see files created: %s (default: the best this kernel allows)\n"
-		"  --no-attachers   do not follow opens (on vfs_open where the kernel allows it, else at\n"
-		"                   every system call's exit); a file in a shared cgroup is then removed\n"
-		"                   only once that cgroup is gone\n"
+		"  --probe NAME     how to see files created: %s\n"
+		"                   (default: the best this kernel allows)\n"
+		"  --no-attachers   do not follow opens (on vfs_open where the kernel allows it,\n"
+		"                   else at every system call's exit); a file in a shared cgroup\n"
+		"                   is then removed only once that cgroup is gone\n"
 		"  -h, --help       show this help\n"
 		"  -V, --version    print the version\n\n"
-		"Exit status: 0 stopped by a signal; 1 the tracer or the records could not be set up;\n"
-		"2 bad usage.\n",
+		"Exit status: 0 stopped by a signal; 1 the tracer or the records could not be set\n"
+		"up; 2 bad usage.\n",
 		SG_REC_ATTACHERS, SG_STORE_DIR, audit_probe_list);
 }
 

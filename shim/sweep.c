@@ -81,6 +81,12 @@ void sg_sweep(const char *request)
 	}
 	mapped = unlinked ? sg_mappings_swept(unlinked, files) : 0;
 	free(unlinked);
+	/* Nothing unlinked is no failure: the abort is remembered. */
+	if (!nsegs)
+		sg_log(SG_LOG_INFO,
+		       "request %s aborted: no file of it here yet; those it makes from now on are unlinked as "
+		       "they appear, until its marker expires",
+		       request);
 	if (!files)
 		return;
 	sg_count(swept, files);

@@ -116,6 +116,11 @@ void h_wait_measured(struct h_proc *p, int aborts);
 json_t *h_json_load(const char *path);
 /* An integer member of r, asserted to be one. */
 long long h_jint(json_t *r, const char *key);
+/* Expects every member of doc, the JSON of `shmguard command --json`, to be
+ * named in backquotes in that command's section of docs/json-schema.md: a
+ * member of an object in a top-level array ARRAY as `ARRAY[].member`, a
+ * deeper one as `member` (a member ending in _hex by the doc's rule). */
+void h_expect_json_documented(json_t *doc, const char *command);
 
 /* Runs `shmguard abort --abort-dir DIR --no-sweep ID...` (NULL-terminated),
  * asserting success: the marker alone, as plain touch writes it, so that the

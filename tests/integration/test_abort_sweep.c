@@ -191,6 +191,20 @@ Test(abort_sweep, follow_sweeps_each_request_it_marks)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
+/* An abort that finds no file of its request says that the shims remove
+ * those made later as they appear, for the marker's lifetime. */
+Test(abort_sweep, swept_0_files_says_later_files_go_as_they_appear)
+{
+	const char *argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--ttl", "90", req("none"), NULL};
+	char *out, *err;
+
+	cr_assert_eq(h_output(argv, NULL, &out, &err), 0, "%s", err);
+	cr_expect(strstr(out, h_str("request %s: swept 0 files, 0 bytes (0 B) in ", req("none"))), "%s", out);
+	cr_expect(strstr(out, "; files made for it from now on are removed by the shims as they appear, while the "
+			      "marker lasts (90 s)\n"),
+		  "%s", out);
+}
+
 /* Another user aborts root's request in a root all may write to (no sticky
  * bit): root's shim would not take that user's marker, so abort must not
  * unlink root's files either, though it could. */

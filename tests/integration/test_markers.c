@@ -145,6 +145,31 @@ Test(markers, late_put_after_marker_is_unlinked_at_once)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
+/* A marker for a request with no file yet in a process is no failure: the
+ * shim says that the request's files are unlinked as they appear, and the
+ * first one is. */
+Test(markers, an_abort_before_any_file_says_its_files_go_as_they_appear)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("first") + 8, "4096", "wait", "shm", seg("later") + 8,
+			      "4096", "say", "created", "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	char *line;
+
+	touch(marker("later"));
+	cr_assert(h_wait_stderr(&p,
+				h_str("request %slater aborted: no file of it here yet; those it makes from now on are "
+				      "unlinked as they appear, until its marker expires",
+				      prefix),
+				5000),
+		  "the shim did not say it");
+	cr_assert_eq(write(p.in, "\n", 1), 1);
+	line = h_read_line(&p, 10000);
+	cr_assert_str_eq(line, "created");
+	cr_expect(!h_exists(seg("later")), "the request's file made after its abort survived");
+	cr_expect(h_exists(seg("first")), "another request's file went");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
 static void make_old(const char *path)
 {
 	struct timespec old[2] = {{.tv_sec = time(NULL) - 10}, {.tv_sec = time(NULL) - 10}};

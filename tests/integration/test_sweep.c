@@ -201,6 +201,8 @@ Test(sweep, ls_shows_unlinked_but_mapped_bytes_and_holder)
 		cr_expect_str_eq(json_string_value(json_object_get(h, "via")), "mapping");
 	}
 	cr_expect(found, "the unlinked mapped file is not listed: %s", text);
+	/* Every field, the tag's and the holders' too, is documented. */
+	h_expect_json_documented(r, "ls");
 	json_decref(r);
 	kill9(&p);
 }
