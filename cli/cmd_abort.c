@@ -102,7 +102,7 @@ static const char *kind(const struct stat *st)
 }
 
 /* Creates DIR/ID, or gives an existing marker a new time.  What is there
- * already must be a marker the shims accept (sg_marker_file_refusal):
+ * already must be a marker the shims accept (sg_marker_file_check):
  * another user's file, a hard link or a FIFO planted under that name is
  * reported, never opened for reading or waited on (O_NONBLOCK), never
  * removed. */
@@ -111,11 +111,12 @@ static int write_marker(int dfd, const char *dir, const char *id)
 	int fd = openat(dfd, id, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
 	int status = EXIT_OK, saved = errno;
 	char shown[SG_ESCAPED_MAX]; /* the ID may come from a log: escaped */
+	const char *why; /* the shims' reason; what the file is is said instead */
 	struct stat st;
 
 	sg_text_escape(id, shown, sizeof(shown));
 
-	if (fd < 0 && fstatat(dfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_file_refusal(&st, geteuid()))
+	if (fd < 0 && fstatat(dfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_file_check(&st, geteuid(), &why) < 0)
 		goto foreign;
 	/* The open's error, not the fstatat's (EACCES, not ENOENT). */
 	if (fd < 0)
@@ -124,7 +125,7 @@ static int write_marker(int dfd, const char *dir, const char *id)
 		status = cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, shown, strerror(errno));
 		goto cleanup;
 	}
-	if (sg_marker_file_refusal(&st, geteuid()))
+	if (sg_marker_file_check(&st, geteuid(), &why) < 0)
 		goto foreign;
 	/* An existing marker gets a new time: shims sweep again (a late
 	 * segment whose marker had expired, say), and the TTL restarts. */

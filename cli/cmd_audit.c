@@ -192,7 +192,7 @@ static int parse_user(const char *s, uid_t *out)
 static int check_stdout_reports(const struct audit_opts *o)
 {
 	const char *const options[] = {"--json", "--junit", "--plot"};
-	const char *paths[] = {o->json_path, o->junit_path, o->plot_path}, *first = NULL;
+	const char *paths[] = {o->reports.json_path, o->reports.junit_path, o->reports.plot_path}, *first = NULL;
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		if (!paths[i] || strcmp(paths[i], "-") != 0)
@@ -235,9 +235,9 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 
 	o->grace = 2;
 	o->max_files = 1000000;
-	o->pod_logs = "/var/log/pods";
-	o->container_logs = "/var/log/containers";
-	o->workload_expiry = 600;
+	o->workloads.pod_logs = "/var/log/pods";
+	o->workloads.container_logs = "/var/log/containers";
+	o->workloads.expiry = 600;
 	o->shim_uid = geteuid();
 	cli_default_root(&o->roots);
 	while ((c = getopt_long(argc, argv, "+p:a:s:g:b:j:d:i:vhV", opts, NULL)) != -1) {
@@ -254,19 +254,19 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 						      optarg);
 			break;
 		case 'b':
-			if (parse_kib(optarg, &o->budget_kib) < 0)
+			if (parse_kib(optarg, &o->gate.budget_kib) < 0)
 				return cli_usage_fail(-1, "audit", "bad --max-kib-per-abort '%s': expected a number of KiB",
 						optarg);
-			o->have_budget = true;
+			o->gate.have_budget = true;
 			break;
 		case 'A':
 			if (parse_count(optarg, 0, UINT_MAX, &n) < 0)
 				return cli_usage_fail(-1, "audit", "bad --min-aborts '%s': a whole number of aborts",
 						      optarg);
-			o->min_aborts = (unsigned)n;
+			o->gate.min_aborts = (unsigned)n;
 			min_aborts_given = true;
 			break;
-		case 'D': o->allow_drops = true; break;
+		case 'D': o->gate.allow_drops = true; break;
 		case 'O': own_ns = true; break;
 		case 'W': all_ns = true; break;
 		case 'r':
@@ -275,33 +275,33 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 						      optarg, ROOT_ABORT_NAME);
 			snprintf(o->root_abort_name, sizeof(o->root_abort_name), "%s", optarg);
 			break;
-		case 'Y': o->per_workload = true; break;
+		case 'Y': o->gate.per_workload = true; break;
 		case 'T':
 			if (parse_count(optarg, 1, 1000000, &n) < 0)
 				return cli_usage_fail(-1, "audit", "bad --abort-detail '%s': a number from 1 to 1000000", optarg);
-			o->abort_detail = (unsigned)n;
+			o->gate.abort_detail = (unsigned)n;
 			break;
-		case 'K': o->pod_logs = optarg; break;
-		case 'Q': o->container_logs = optarg; break;
+		case 'K': o->workloads.pod_logs = optarg; break;
+		case 'Q': o->workloads.container_logs = optarg; break;
 		case 'u':
 			if (parse_user(optarg, &o->shim_uid) < 0)
 				return cli_usage_fail(-1, "audit", "bad --shim-uid '%s': a user name or a number", optarg);
 			break;
 		case 'E':
-			if (parse_duration(optarg, &o->workload_expiry) < 0)
+			if (parse_duration(optarg, &o->workloads.expiry) < 0)
 				return cli_usage_fail(-1, "audit", "bad --workload-expiry '%s': expected a duration (90, 10m, 2h)",
 						      optarg);
 			break;
-		case 'j': o->json_path = optarg; break;
-		case 'U': o->junit_path = optarg; break;
-		case 'G': o->plot_path = optarg; break;
+		case 'j': o->reports.json_path = optarg; break;
+		case 'U': o->reports.junit_path = optarg; break;
+		case 'G': o->reports.plot_path = optarg; break;
 		case 'F':
 			if (strcmp(optarg, "-") == 0)
 				return cli_usage_fail(-1, "audit", "--metrics-file -: the file is rewritten every --interval, "
 							     "it cannot be stdout (use --listen)");
-			o->metrics_path = optarg;
+			o->reports.metrics_path = optarg;
 			break;
-		case 'l': o->listen_addr = optarg; break;
+		case 'l': o->reports.listen_addr = optarg; break;
 		case 'd':
 			if (parse_duration(optarg, &o->duration) < 0 || o->duration == 0)
 				return cli_usage_fail(-1, "audit", "bad --duration '%s': expected a duration (90, 10m, 2h)",
@@ -313,13 +313,13 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 						      optarg);
 			break;
 		case 'C':
-			if (parse_duration(optarg, &o->reclaim_dead) < 0 || o->reclaim_dead < 1)
+			if (parse_duration(optarg, &o->reclaim.interval) < 0 || o->reclaim.interval < 1)
 				return cli_usage_fail(-1, "audit",
 						      "bad --reclaim-dead '%s': expected a duration of 1 s or more (10s, 1m)",
 						      optarg);
 			break;
-		case 'I': o->reclaim_ignore_unreadable = true; break;
-		case 'N': o->reclaim_dry_run = true; break;
+		case 'I': o->reclaim.ignore_unreadable = true; break;
+		case 'N': o->reclaim.dry_run = true; break;
 		case 'L': *lib = optarg; break;
 		case 'M':
 			if (parse_count(optarg, 1, MAX_FILES_LIMIT, &n) < 0)
@@ -331,14 +331,14 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 			if (parse_count(optarg, 4, 1u << 20, &n) < 0 || (n & (n - 1)))
 				return cli_usage_fail(-1, "audit", "bad --ring-kib '%s': a power of two from 4 to 1048576",
 						optarg);
-			o->ring_kib = (unsigned)n;
+			o->trace.ring_kib = (unsigned)n;
 			break;
 		case 'P':
 			if (audit_probe_by_name(optarg) < 0)
 				return cli_usage_fail(-1, "audit", "bad --probe '%s': one of %s", optarg, audit_probe_list);
-			o->probe = optarg;
+			o->trace.probe = optarg;
 			break;
-		case 'v': o->verbose = true; break;
+		case 'v': o->trace.verbose = true; break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -360,20 +360,20 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	o->node_mode = o->cmd ? all_ns : !own_ns;
 	if (!o->root_abort_name[0])
 		snprintf(o->root_abort_name, sizeof(o->root_abort_name), "%s", ROOT_ABORT_NAME);
-	o->metrics_interval = o->interval ? o->interval : METRICS_INTERVAL_S;
+	o->reports.metrics_interval = o->interval ? o->interval : METRICS_INTERVAL_S;
 	if (check_stdout_reports(o) < 0)
 		return -1;
-	if (min_aborts_given && !o->have_budget)
+	if (min_aborts_given && !o->gate.have_budget)
 		return cli_usage_fail(-1, "audit", "--min-aborts is a floor of the gate: give --max-kib-per-abort too");
-	if (o->per_workload && !o->have_budget)
+	if (o->gate.per_workload && !o->gate.have_budget)
 		return cli_usage_fail(-1, "audit", "--per-workload applies the gate to each workload: give --max-kib-per-abort too");
-	if (o->have_budget && !min_aborts_given)
-		o->min_aborts = 1;
+	if (o->gate.have_budget && !min_aborts_given)
+		o->gate.min_aborts = 1;
 	if (o->cmd && o->duration)
 		return cli_usage_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
-	if (o->cmd && o->reclaim_dead)
+	if (o->cmd && o->reclaim.interval)
 		return cli_usage_fail(-1, "audit", "--reclaim-dead is for the node agent, a run without COMMAND");
-	if ((o->reclaim_ignore_unreadable || o->reclaim_dry_run) && !o->reclaim_dead)
+	if ((o->reclaim.ignore_unreadable || o->reclaim.dry_run) && !o->reclaim.interval)
 		return cli_usage_fail(-1, "audit", "--reclaim-ignore-unreadable and --reclaim-dry-run go with --reclaim-dead");
 	if (!patterns || !*patterns)
 		o->patterns.count = 0;
@@ -401,7 +401,7 @@ int cmd_audit(int argc, char **argv)
 		return AUDIT_USAGE;
 	if (lib && cli_find_shim(lib, shim) < 0)
 		return cli_fail(AUDIT_USAGE, "audit", "cannot use shim '%s': %s", lib, strerror(errno));
-	o.shim = lib || cli_find_shim(NULL, shim) == 0 ? shim : NULL;
+	o.trace.shim = lib || cli_find_shim(NULL, shim) == 0 ? shim : NULL;
 	if (!(a = audit_new(&o, err, sizeof(err))))
 		return cli_fail(AUDIT_USAGE, "audit", "%s", err);
 	status = audit_run(a, err, sizeof(err));

@@ -15,15 +15,14 @@
 #include "state.h"
 
 /* What seg's name refers to now, relative to its root's descriptor in the
- * watcher (sg_root_file).  Returns 0, or -1 with errno. */
+ * watcher (sg_root_file).  Returns 0, or a negative errno (-ENOENT: its
+ * root cannot be reached). */
 static int stat_segment(const struct sg_segment *seg, int *dfd, const char **name, struct stat *st)
 {
 	*dfd = sg_root_file(seg->path, name);
-	if (*dfd == -1) {
-		errno = ENOENT;
-		return -1;
-	}
-	return fstatat(*dfd, *name, st, AT_SYMLINK_NOFOLLOW);
+	if (*dfd == -1)
+		return -ENOENT;
+	return fstatat(*dfd, *name, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
 bool sg_segment_gone(const struct sg_segment *seg)

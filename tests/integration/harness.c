@@ -69,6 +69,26 @@ const char *h_prefix(const char *tag)
 	return h_str("sgt-%d-%s-", (int)getpid(), tag);
 }
 
+void h_setup(const char *tag, const char **prefix, const char **abort_dir, const char **root)
+{
+	*prefix = h_prefix(tag);
+	*abort_dir = h_str("/dev/shm/%sabort", *prefix);
+	if (root)
+		*root = h_str("/dev/shm/%sroot", *prefix);
+}
+
+void h_teardown(const char *prefix, const char *root)
+{
+	if (root)
+		umount2(root, MNT_DETACH);
+	h_cleanup(prefix);
+}
+
+const char *h_in(const char *dir, const char *name)
+{
+	return h_str("%s/%s", dir, name);
+}
+
 long h_now_ms(void)
 {
 	struct timespec ts;

@@ -21,6 +21,16 @@ const char *h_bin(const char *var);
 /* A prefix unique to this test process, "sgt-<pid>-<tag>-". */
 const char *h_prefix(const char *tag);
 
+/* The set-up most suites share: their prefix (h_prefix(tag)) and, under
+ * /dev/shm, an abort directory and a root named by it (neither made: a
+ * test makes what it uses).  root may be NULL. */
+void h_setup(const char *tag, const char **prefix, const char **abort_dir, const char **root);
+/* The tear-down that goes with it: a filesystem a test mounted on root
+ * (h_mount_root; root may be NULL) detached, then h_cleanup(prefix). */
+void h_teardown(const char *prefix, const char *root);
+/* dir/name, living until the test ends. */
+const char *h_in(const char *dir, const char *name);
+
 /* A formatted string that lives until the test ends. */
 char *h_str(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

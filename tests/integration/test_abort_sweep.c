@@ -17,13 +17,12 @@ static const char *prefix, *abort_dir;
 
 static void setup(void)
 {
-	prefix = h_prefix("asw");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("asw", &prefix, &abort_dir, NULL);
 }
 
 static void teardown(void)
 {
-	h_cleanup(prefix);
+	h_teardown(prefix, NULL);
 }
 
 TestSuite(abort_sweep, .init = setup, .fini = teardown, .timeout = 30);

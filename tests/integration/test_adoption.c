@@ -21,8 +21,7 @@ static const char *prefix, *abort_dir, *tmp;
 
 static void setup(void)
 {
-	prefix = h_prefix("adopt");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("adopt", &prefix, &abort_dir, NULL);
 	tmp = h_str("/tmp/%stmp", prefix);
 	cr_assert_eq(mkdir(tmp, 0755), 0, "%s: %s", tmp, strerror(errno));
 }

@@ -13,13 +13,12 @@ static const char *prefix, *abort_dir;
 
 static void setup(void)
 {
-	prefix = h_prefix("cli");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("cli", &prefix, &abort_dir, NULL);
 }
 
 static void teardown(void)
 {
-	h_cleanup(prefix);
+	h_teardown(prefix, NULL);
 }
 
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 30);

@@ -14,13 +14,12 @@ static const char *prefix, *abort_dir;
 
 static void setup(void)
 {
-	prefix = h_prefix("mark");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("mark", &prefix, &abort_dir, NULL);
 }
 
 static void teardown(void)
 {
-	h_cleanup(prefix);
+	h_teardown(prefix, NULL);
 }
 
 TestSuite(markers, .init = setup, .fini = teardown, .timeout = 30);

@@ -22,8 +22,7 @@ static const char *prefix, *abort_dir, *root;
 
 static void setup(void)
 {
-	prefix = h_prefix("swp");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("swp", &prefix, &abort_dir, NULL);
 	root = h_str("/dev/shm/%sroot", prefix);
 	cr_assert_eq(mkdir(root, 0755), 0);
 }
