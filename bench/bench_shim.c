@@ -67,7 +67,13 @@
  *                                         unlinks the K names by raw system calls; with
  *                                         SLICE_NS it asks for that scheduling slice first
  *                                         (Linux 6.12+; "sweep-floor-short-slice" when the
- *                                         kernel took it) */
+ *                                         kernel took it)
+ *   bench_shim marker DIR ID              writes the abort marker DIR/ID as `shmguard abort`
+ *                                         opens it, and exits: the libc-only floor of abort
+ *   bench_shim abort-start N DIR SHMGUARD spawns, alternately, `bench_shim marker DIR ID` and
+ *                                         `SHMGUARD abort -a DIR ID` (a fresh ID a pair, no
+ *                                         shim preloaded), N pairs; prints each one's median
+ *                                         start to exit and the median of the pairs' ratios */
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -445,6 +451,96 @@ static double run_abort(const char *shmguard, const char *abort_dir, const char 
 	return us;
 }
 
+/* The libc-only floor of `shmguard abort ID`: its marker, opened as abort
+ * opens it (the directory, then the marker in it). */
+static int write_marker(const char *dir, const char *id)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (dfd < 0)
+		return 1;
+	fd = openat(dfd, id, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+	close(dfd);
+	if (fd < 0)
+		return 1;
+	close(fd);
+	return 0;
+}
+
+/* Start to exit of argv (no shim preloaded, output to /dev/null), in
+ * microseconds; -1 when it fails. */
+static double start_to_exit(char **argv)
+{
+	char *envp[256];
+	posix_spawn_file_actions_t fa;
+	double t0, us;
+	size_t n = 0;
+	int status;
+	pid_t pid;
+
+	for (char **e = environ; *e && n < 255; e++)
+		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
+			envp[n++] = *e;
+	envp[n] = NULL;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	t0 = now_ns();
+	if (posix_spawn(&pid, argv[0], &fa, NULL, argv, envp) != 0) {
+		perror(argv[0]);
+		return -1;
+	}
+	waitpid(pid, &status, 0);
+	us = (now_ns() - t0) / 1e3;
+	posix_spawn_file_actions_destroy(&fa);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "bench_shim: %s exited with status %d\n", argv[0], status);
+		return -1;
+	}
+	return us;
+}
+
+static int abort_start(int pairs, const char *dir, const char *shmguard)
+{
+	double *floor_us = calloc((size_t)pairs, sizeof(double)), *abort_us = calloc((size_t)pairs, sizeof(double));
+	double *ratio = calloc((size_t)pairs, sizeof(double));
+	char self[512], id[64], marker[600];
+	int status = 1;
+	ssize_t n;
+
+	if (!floor_us || !abort_us || !ratio || (n = readlink("/proc/self/exe", self, sizeof(self) - 1)) < 0)
+		goto cleanup;
+	self[n] = '\0';
+	for (int i = 0; i < pairs; i++) {
+		char *floor_argv[] = {self, "marker", (char *)dir, id, NULL};
+		char *abort_argv[] = {(char *)shmguard, "abort", "-a", (char *)dir, id, NULL};
+
+		snprintf(id, sizeof(id), "bench-%d-f%d", (int)getpid(), i);
+		floor_us[i] = start_to_exit(floor_argv);
+		snprintf(marker, sizeof(marker), "%s/%s", dir, id);
+		unlink(marker);
+		snprintf(id, sizeof(id), "bench-%d-a%d", (int)getpid(), i);
+		abort_us[i] = start_to_exit(abort_argv);
+		snprintf(marker, sizeof(marker), "%s/%s", dir, id);
+		unlink(marker);
+		if (floor_us[i] < 0 || abort_us[i] < 0)
+			goto cleanup;
+		ratio[i] = abort_us[i] / floor_us[i];
+	}
+	qsort(floor_us, (size_t)pairs, sizeof(double), cmp_double);
+	qsort(abort_us, (size_t)pairs, sizeof(double), cmp_double);
+	qsort(ratio, (size_t)pairs, sizeof(double), cmp_double);
+	printf("abort-start-to-exit pairs=%d floor median %.0f us abort median %.0f us ratio median %.3f "
+	       "(IQR %.3f-%.3f)\n",
+	       pairs, floor_us[pairs / 2], abort_us[pairs / 2], ratio[pairs / 2], ratio[pairs / 4],
+	       ratio[3 * pairs / 4]);
+	status = 0;
+cleanup:
+	free(floor_us);
+	free(abort_us);
+	free(ratio);
+	return status;
+}
+
 static void report(const char *what, long live, int k, int threads, int rounds, bool rt, double *lat)
 {
 	qsort(lat, (size_t)rounds, sizeof(*lat), cmp_double);
@@ -629,6 +725,10 @@ wait_swept:
 
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "marker") == 0)
+		return write_marker(argv[2], argv[3]);
+	if (argc == 5 && strcmp(argv[1], "abort-start") == 0)
+		return abort_start(atoi(argv[2]), argv[3], argv[4]);
 	if (argc == 4 && strcmp(argv[1], "open-close") == 0)
 		return open_close(atol(argv[2]), argv[3], false);
 	if (argc == 4 && strcmp(argv[1], "map") == 0)

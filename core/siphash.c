@@ -57,8 +57,14 @@ static inline __attribute__((always_inline)) uint64_t siphash_cd(int c, int d, c
 			SIPROUND;
 		v0 ^= m;
 	}
-	for (size_t i = 0; i < (len & 7); i++)
-		last |= (uint64_t)p[i] << (8 * i);
+	/* The last len % 8 bytes: the top of the data's last word where it has
+	 * one (a load, not a byte at a time: paths and IDs are rarely a whole
+	 * number of words), else a byte at a time. */
+	if ((len & 7) && len >= 8)
+		last |= load64(p + (len & 7) - 8) >> (64 - 8 * (len & 7));
+	else
+		for (size_t i = 0; i < (len & 7); i++)
+			last |= (uint64_t)p[i] << (8 * i);
 	v3 ^= last;
 	for (int r = 0; r < c; r++)
 		SIPROUND;

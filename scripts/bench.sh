@@ -135,14 +135,20 @@ echo
 # raw system calls, with the kernel's slice and with a 0.1 ms one.
 marker_rounds=${MARKER_ROUNDS:-300}
 echo "marker_latency: marker to the last of 4 segments gone, $marker_rounds aborts a row (a: the shim's watcher, b: abort sweeping itself, c: the floor):"
+p99() { awk '{ for (i = 1; i < NF; i++) if ($i == "p99") print $(i + 1) }'; }
 for live in 100 100000; do
 	for threads in 0 8; do
-		shimmed "$bench" sweep "$marker_rounds" 4 "$live" "$prefix" "$abort_dir" "$threads"
+		watcher=$(shimmed "$bench" sweep "$marker_rounds" 4 "$live" "$prefix" "$abort_dir" "$threads")
+		echo "$watcher"
 		if [ -x build/cli/shmguard ]; then
 			shimmed "$bench" sweep "$marker_rounds" 4 "$live" "$prefix" "$abort_dir" "$threads" "$PWD/build/cli/shmguard"
 		fi
-		shimmed "$bench" sweep-floor "$marker_rounds" 4 "$live" "$prefix" "$threads"
+		floor=$(shimmed "$bench" sweep-floor "$marker_rounds" 4 "$live" "$prefix" "$threads")
+		echo "$floor"
 		shimmed "$bench" sweep-floor "$marker_rounds" 4 "$live" "$prefix" "$threads" 100000
+		# The goal (#33): the watcher's p99 at most 1.1 times the floor's.
+		printf '  live=%d threads=%d: watcher p99 / floor p99 = %.2f\n' "$live" "$threads" \
+			"$(echo "$(p99 <<<"$watcher") / $(p99 <<<"$floor")" | bc -l)"
 	done
 done
 # What one abort costs the machine, the same whatever the load: the system
@@ -160,6 +166,14 @@ if [ -x build/cli/shmguard ]; then
 		# files left is not one sweep reaps: removed here.
 		for k in $keepers; do rm -f /dev/shm/.shmguard-journal-"$k"-*; done
 	done
+fi
+# `shmguard abort ID` start to exit, paired with its floor: a libc-only
+# program writing the same marker (bench_shim marker), alternately, a fresh
+# ID each; the ratio is each pair's, its median and quartiles printed.
+if [ -x build/cli/shmguard ]; then
+	mkdir -p "$abort_dir"
+	echo "shmguard abort ID, start to exit, against a libc-only marker writer (200 pairs):"
+	"$bench" abort-start 200 "$abort_dir" "$PWD/build/cli/shmguard"
 fi
 echo
 scripts/bench-pgbench.sh

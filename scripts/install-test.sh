@@ -34,7 +34,9 @@ libdir=$(meson introspect "$work/build" --buildoptions | python3 -c \
 # From here on every check prints ok or FAIL: a failing command must not end
 # the run before it has said which check failed.
 set +e
-for f in bin/shmguard bin/shmguard-preflight bin/shmguard-sidecar "$libdir/shmguard/libshmguard.so" include/shmguard.h \
+for f in bin/shmguard bin/shmguard-preflight bin/shmguard-sidecar "$libdir/shmguard/libshmguard.so" \
+	"$libdir/shmguard/shmguard-auditor.so" "$libdir/shmguard/shmguard-elf.so" "$libdir/shmguard/shmguard-follow.so" \
+	include/shmguard.h \
 	libexec/shmguard/shmpipe share/man/man1/shmguard.1 share/man/man1/shmguard-preflight.1 \
 	share/man/man1/shmguard-sidecar.1 share/man/man7/libshmguard.7; do
 	[ -e "$prefix/$f" ]; check "installed $f" $?
@@ -126,6 +128,10 @@ if [ -f "$work/deb/libshmguard.files" ] && [ -f "$work/deb/shmguard.files" ]; th
 	[ -f "$post" ] && ! grep -q 'deb-systemd-invoke' "$post" &&
 		[ "$(grep -c 'deb-systemd-helper enable' "$post")" -eq "$(grep -c 'deb-systemd-helper debian-installed' "$post")" ]
 	check "shmguard's postinst neither enables nor starts the units" $?
+	for m in auditor elf follow; do
+		grep -q "^\./usr/lib/[^/]*/shmguard/shmguard-$m\.so\$" "$work/deb/shmguard.files"
+		check "shmguard holds the module shmguard-$m.so, in /usr/lib/<triplet>/shmguard/" $?
+	done
 	deps=$(dpkg-deb -f "$work"/deb/libshmguard_*.deb Depends)
 	! grep -qE 'libbpf|libjansson|libelf' <<<"$deps"; check "libshmguard depends on no auditor library ($deps)" $?
 	deps=$(dpkg-deb -f "$work"/deb/shmguard_*.deb Depends)

@@ -5,14 +5,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "journal_writer.h"
 #include "real.h"
+#include "registry.h"
 #include "state.h"
 
 SG_EXPORT void _exit(int status)
 {
 	sg_real_ensure();
-	sg_jw_exit(false);
+	sg_registry_exit(false);
 	sg_real.exit_now(status);
 	__builtin_unreachable();
 }
@@ -20,7 +20,7 @@ SG_EXPORT void _exit(int status)
 SG_EXPORT void _Exit(int status)
 {
 	sg_real_ensure();
-	sg_jw_exit(false);
+	sg_registry_exit(false);
 	sg_real.exit_now(status);
 	__builtin_unreachable();
 }

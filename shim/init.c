@@ -22,14 +22,12 @@ static bool active;
 static void before_fork(void)
 {
 	sg_registry_lock();
-	sg_jw_lock();
 	sg_mappings_lock();
 }
 
 static void after_fork_parent(void)
 {
 	sg_mappings_unlock();
-	sg_jw_unlock();
 	sg_registry_unlock();
 }
 
@@ -55,7 +53,7 @@ static void after_fork_child(void)
 static void after_unseen_fork(void)
 {
 	sg_mappings_after_unseen_fork();
-	sg_jw_after_unseen_fork();
+	sg_jw_after_fork_child();
 	sg_registry_abandon();
 	sg_markers_after_fork();
 	sg_state_after_fork_child();
@@ -127,7 +125,7 @@ __attribute__((destructor)) static void shmguard_fini(void)
 		return;
 	sg_enter();
 	sg_markers_drain();
-	sg_jw_exit(true);
+	sg_registry_exit(true);
 	if (!s->tagged && !s->ambiguous && !s->ignored_markers && !s->signal_misses)
 		return;
 	sg_log(SG_LOG_INFO,

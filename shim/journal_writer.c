@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "journal.h"
@@ -70,8 +70,8 @@ struct writer {
 	char path[SG_PATH_MAX + 64];
 };
 
+/* Guarded by the registry's lock, which every caller holds (journal_writer.h). */
 static struct writer writers[SG_MAX_ROOTS];
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned epoch;
 static bool said_failed, said_share, said_again;
 
@@ -478,7 +478,6 @@ uint32_t sg_jw_record(const struct sg_new_file *f)
 	 * here that it is not its parent (sg_self_known). */
 	self = sg_self_known();
 	w = &writers[k];
-	pthread_mutex_lock(&lock);
 	if (w->opened && w->pid != self->pid)
 		drop_inherited(self);
 	if (w->done)
@@ -506,7 +505,6 @@ uint32_t sg_jw_record(const struct sg_new_file *f)
 	sg_journal_text_commit(slot_at(w, (size_t)idx), f->ino, now_ns(), &text);
 	slot = (k + 1) << SLOT_ROOT_SHIFT | (epoch & EPOCH_MASK) << SLOT_EPOCH_SHIFT | (uint32_t)idx;
 out:
-	pthread_mutex_unlock(&lock);
 	return slot;
 }
 
@@ -519,12 +517,10 @@ void sg_jw_release(uint32_t slot)
 	if (!slot || k >= SG_MAX_ROOTS)
 		return;
 	w = &writers[k];
-	pthread_mutex_lock(&lock);
 	if (w->opened && ((slot >> SLOT_EPOCH_SHIFT) & EPOCH_MASK) == (epoch & EPOCH_MASK) && idx >= SG_JOURNAL_HEAD_SLOTS &&
 	    idx < w->top * SG_JOURNAL_BLOCK_SLOTS &&
 	    (w->taken[idx / SG_JOURNAL_BLOCK_SLOTS] >> (idx % SG_JOURNAL_BLOCK_SLOTS) & 1))
 		release_at(w, idx);
-	pthread_mutex_unlock(&lock);
 }
 
 struct looking {
@@ -544,14 +540,10 @@ static int still_there(const struct sg_journal_entry *e, void *opaque)
 	return l->some;
 }
 
-void sg_jw_exit(bool may_wait)
+void sg_jw_exit(void)
 {
 	pid_t pid = getpid();
 
-	if (may_wait)
-		pthread_mutex_lock(&lock);
-	else if (pthread_mutex_trylock(&lock) != 0)
-		return; /* the journals stay for a sweep to remove */
 	for (unsigned k = 0; k < SG_MAX_ROOTS; k++) {
 		struct writer *w = &writers[k];
 		struct sg_journal_head head;
@@ -568,24 +560,6 @@ void sg_jw_exit(bool may_wait)
 		sg_real.unlink(w->path);
 		w->done = true; /* a file created after this is not recorded */
 	}
-	pthread_mutex_unlock(&lock);
-}
-
-void sg_jw_lock(void)
-{
-	pthread_mutex_lock(&lock);
-}
-
-void sg_jw_unlock(void)
-{
-	pthread_mutex_unlock(&lock);
-}
-
-void sg_jw_after_unseen_fork(void)
-{
-	pthread_mutex_init(&lock, NULL);
-	pthread_mutex_lock(&lock);
-	sg_jw_after_fork_child();
 }
 
 void sg_jw_after_fork_child(void)
@@ -599,5 +573,4 @@ void sg_jw_after_fork_child(void)
 		*w = (struct writer){0};
 	}
 	epoch++;
-	pthread_mutex_unlock(&lock);
 }

@@ -41,6 +41,43 @@ static struct sg_segment **by_request;
 static size_t request_buckets;
 static size_t prune_cursor;
 
+/* Segments given back (unlinked by the program, swept), kept for the next
+ * creations, linked by next_of_request: a creation takes one under the lock
+ * it records under, rather than calling malloc, and an unlink does not
+ * call free.  At most SPARE_MAX, so that a burst of unlinks gives its
+ * memory back. */
+#define SPARE_MAX 16
+static struct sg_segment *spare;
+static unsigned spares;
+
+/* A segment of at least size bytes: the last one given back, else a new
+ * one (NULL: out of memory).  Under the lock. */
+static struct sg_segment *segment_new(size_t size)
+{
+	struct sg_segment *seg = spare;
+
+	if (seg && seg->size >= size) {
+		spare = seg->next_of_request;
+		spares--;
+		return seg;
+	}
+	if ((seg = malloc(size)))
+		seg->size = size;
+	return seg;
+}
+
+/* Under the lock. */
+static void segment_free(struct sg_segment *seg)
+{
+	if (spares == SPARE_MAX) {
+		free(seg);
+		return;
+	}
+	seg->next_of_request = spare;
+	spare = seg;
+	spares++;
+}
+
 static struct sg_segment *segment_of(struct sg_hnode *node)
 {
 	return sg_hnode_entry(node, struct sg_segment, by_path);
@@ -109,50 +146,45 @@ static void release(struct sg_segment *seg)
 int sg_registry_add(const struct sg_new_file *f)
 {
 	size_t plen = f->name_off + f->name_len, rlen = f->req_len;
-	struct sg_segment *seg = malloc(sizeof(*seg) + plen + 1 + rlen + 1);
+	uint64_t path_hash = sg_table_hash(f->path, plen), req_hash = sg_table_hash(f->req, rlen);
+	struct sg_segment *seg = NULL;
 	struct sg_hnode **slot;
 	int ret = -1;
 
-	if (!seg)
-		return -1;
+	pthread_mutex_lock(&lock);
+	if (sg_htable_reserve(&by_path, FIRST_BUCKETS) < 0 || request_room() < 0 ||
+	    !(seg = segment_new(sizeof(*seg) + plen + 1 + rlen + 1)))
+		goto out;
 	memcpy(seg->path, f->path, plen + 1);
 	memcpy(seg->path + plen + 1, f->req, rlen);
 	seg->path[plen + 1 + rlen] = '\0';
 	seg->request = seg->path + plen + 1;
-	seg->by_path.hash = sg_table_hash(f->path, plen);
-	seg->req_hash = sg_table_hash(f->req, rlen);
+	seg->by_path.hash = path_hash;
+	seg->req_hash = req_hash;
 	seg->dev = f->dev;
 	seg->ino = f->ino;
-	seg->journal_slot = 0;
-
-	pthread_mutex_lock(&lock);
-	if (sg_htable_reserve(&by_path, FIRST_BUCKETS) < 0 || request_room() < 0)
-		goto out;
 	slot = sg_htable_slot(&by_path, seg->by_path.hash, is_path, seg->path);
 	if (*slot) { /* an older file of that name, since unlinked by someone else */
 		struct sg_segment *old = segment_of(*slot);
 		detach_at(slot);
 		release(old);
-		free(old);
+		segment_free(old);
 	}
 	/* Under the lock, so that no forgetting can come before it. */
 	seg->journal_slot = sg_jw_record(f);
 	sg_htable_insert_at(&by_path, slot, &seg->by_path);
 	link_request(&by_request[seg->req_hash & (request_buckets - 1)], seg);
 	ret = aborted_already(seg->request, seg->req_hash) ? SG_ADDED_ABORTED : SG_ADDED;
-	seg = NULL;
 out:
 	pthread_mutex_unlock(&lock);
-	free(seg);
 	return ret;
 }
 
-struct sg_segment *sg_registry_take(const char *path)
+/* The entry of path, detached and its record released; under the lock. */
+static struct sg_segment *take(const char *path, uint64_t h)
 {
-	uint64_t h = sg_table_hash_str(path);
 	struct sg_segment *seg = NULL;
 
-	pthread_mutex_lock(&lock);
 	if (by_path.count) {
 		struct sg_hnode **slot = sg_htable_slot(&by_path, h, is_path, path);
 		if (*slot) {
@@ -161,13 +193,29 @@ struct sg_segment *sg_registry_take(const char *path)
 			release(seg);
 		}
 	}
+	return seg;
+}
+
+struct sg_segment *sg_registry_take(const char *path)
+{
+	uint64_t h = sg_table_hash_str(path);
+	struct sg_segment *seg;
+
+	pthread_mutex_lock(&lock);
+	seg = take(path, h);
 	pthread_mutex_unlock(&lock);
 	return seg;
 }
 
 void sg_registry_forget_path(const char *path)
 {
-	free(sg_registry_take(path));
+	uint64_t h = sg_table_hash_str(path);
+	struct sg_segment *seg;
+
+	pthread_mutex_lock(&lock);
+	if ((seg = take(path, h)))
+		segment_free(seg);
+	pthread_mutex_unlock(&lock);
 }
 
 /* Remembers request as aborted at now; false when out of memory. */
@@ -241,7 +289,7 @@ void sg_registry_prune(size_t max, bool (*gone)(const struct sg_segment *seg))
 			if (gone(seg)) {
 				detach_at(slot);
 				release(seg);
-				free(seg);
+				segment_free(seg);
 			} else {
 				slot = &seg->by_path.next;
 			}
@@ -253,6 +301,24 @@ void sg_registry_prune(size_t max, bool (*gone)(const struct sg_segment *seg))
 size_t sg_registry_count(void)
 {
 	return __atomic_load_n(&by_path.count, __ATOMIC_RELAXED);
+}
+
+void sg_registry_done(struct sg_segment *seg)
+{
+	pthread_mutex_lock(&lock);
+	release(seg);
+	segment_free(seg);
+	pthread_mutex_unlock(&lock);
+}
+
+void sg_registry_exit(bool may_wait)
+{
+	if (may_wait)
+		pthread_mutex_lock(&lock);
+	else if (pthread_mutex_trylock(&lock) != 0)
+		return;
+	sg_jw_exit();
+	pthread_mutex_unlock(&lock);
 }
 
 void sg_registry_lock(void)
@@ -282,6 +348,8 @@ void sg_registry_abandon(void)
 	aborted = (struct sg_htable){0};
 	by_request = NULL;
 	request_buckets = 0;
+	spare = NULL;
+	spares = 0;
 }
 
 void sg_registry_forget_all(void)
@@ -291,4 +359,10 @@ void sg_registry_forget_all(void)
 	free(by_request);
 	by_request = NULL;
 	request_buckets = 0;
+	while (spare) {
+		struct sg_segment *next = spare->next_of_request;
+		free(spare);
+		spare = next;
+	}
+	spares = 0;
 }

@@ -27,6 +27,7 @@ struct sg_segment {
 	dev_t dev;
 	ino_t ino;
 	uint32_t journal_slot; /* its record in the ownership journal, 0: none */
+	size_t size;           /* (private) bytes allocated, path and request included */
 	char path[];           /* absolute path */
 };
 
@@ -48,8 +49,8 @@ void sg_registry_forget_path(const char *path);
 struct sg_segment *sg_registry_take(const char *path);
 
 /* Marks request aborted (at now; later additions report it) and detaches
- * and returns every segment recorded for it, NULL if none; the caller frees
- * each with free(). */
+ * and returns every segment recorded for it, NULL if none; the caller hands
+ * each to sg_registry_done(). */
 struct sg_segment *sg_registry_abort(const char *request, time_t now);
 
 /* Forgets aborts older than cutoff: their markers have expired too. */
@@ -61,6 +62,18 @@ void sg_registry_expire_aborts(time_t cutoff);
 void sg_registry_prune(size_t max, bool (*gone)(const struct sg_segment *seg));
 
 size_t sg_registry_count(void);
+
+/* A segment handed out by sg_registry_abort() and swept (its name unlinked,
+ * or found gone): its journal record goes, and it is freed.  Only then: a
+ * process killed in the middle of a sweep leaves the files it had not
+ * unlinked yet claimed in its journal. */
+void sg_registry_done(struct sg_segment *seg);
+
+/* At exit: the journals none of whose files remain are removed
+ * (sg_jw_exit), under the lock; without may_wait, not at all when another
+ * thread holds it (an _exit from a signal handler, say): they stay for a
+ * sweep to remove. */
+void sg_registry_exit(bool may_wait);
 
 void sg_registry_lock(void);
 void sg_registry_unlock(void);

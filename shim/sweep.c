@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "journal_writer.h"
 #include "log.h"
 #include "mappings.h"
 #include "real.h"
@@ -77,10 +76,7 @@ void sg_sweep(const char *request)
 			files++;
 			bytes += (unsigned long long)st.st_blocks * 512;
 		}
-		/* Only now: a process killed in the middle of a sweep leaves
-		 * the files it had not unlinked yet claimed in its journal. */
-		sg_jw_release(seg->journal_slot);
-		free(seg);
+		sg_registry_done(seg);
 	}
 	mapped = unlinked ? sg_mappings_swept(unlinked, files) : 0;
 	free(unlinked);

@@ -24,7 +24,13 @@ pm_build_images() {
 	local build=$1 src=$2 shim=/usr/lib/shmguard/libshmguard.so
 	# The Containerfile's shim entrypoint: copied, then renamed over the old one.
 	local install='/bin/busybox cp '"$shim"' "$0/.libshmguard.so.new" && /bin/busybox mv -f "$0/.libshmguard.so.new" "$0/libshmguard.so"'
-	pm_image shmguard '["/usr/bin/shmguard"]' "$build/cli/shmguard:/usr/bin/shmguard" "$build/shim/libshmguard.so:$shim" \
+	# The command's modules (cli/cli_module.h) beside it, where it looks first.
+	local modules=() m
+	for m in "$build"/cli/shmguard-*.so; do
+		[ -e "$m" ] && modules+=("$m:/usr/bin/${m##*/}")
+	done
+	pm_image shmguard '["/usr/bin/shmguard"]' "$build/cli/shmguard:/usr/bin/shmguard" "${modules[@]}" \
+		"$build/shim/libshmguard.so:$shim" \
 		"$src/contrib/shmguard-preflight:/usr/bin/shmguard-preflight" \
 		"$src/contrib/shmguard-sidecar:/usr/bin/shmguard-sidecar" &&
 	pm_image shmguard-shim "$(python3 -c 'import json, sys; print(json.dumps(["/bin/busybox", "sh", "-c", sys.argv[1]]))' "$install")" \

@@ -127,11 +127,24 @@ static struct sg_new_file new_file(const char *name, dev_t dev, ino_t ino, const
 				    .ino = ino};
 }
 
+/* The journal writer is called under the registry's lock, as the registry
+ * calls it. */
 static uint32_t journal_record(const char *name, ino_t ino, const char *req)
 {
 	struct sg_new_file f = new_file(name, 0, ino, req);
+	uint32_t slot;
 
-	return sg_jw_record(&f);
+	sg_registry_lock();
+	slot = sg_jw_record(&f);
+	sg_registry_unlock();
+	return slot;
+}
+
+static void journal_release(uint32_t slot)
+{
+	sg_registry_lock();
+	sg_jw_release(slot);
+	sg_registry_unlock();
 }
 
 static bool exists(const char *name)
@@ -410,7 +423,7 @@ Test(journal, a_record_reads_back_with_its_request_until_released)
 	cr_assert(journal_says(4242, "seg", req));
 	cr_expect_str_eq(req, "req-7");
 	cr_expect_not(journal_says(4243, "seg", req), "another inode is not claimed");
-	sg_jw_release(slot);
+	journal_release(slot);
 	cr_expect_not(journal_says(4242, "seg", req), "a released record claims nothing");
 }
 
@@ -427,7 +440,7 @@ Test(journal, released_records_give_their_pages_back)
 	}
 	full = journal_stat(name, sizeof(name));
 	for (unsigned i = 0; i < N; i++)
-		sg_jw_release(slots[i]);
+		journal_release(slots[i]);
 	after = journal_stat(name, sizeof(name));
 	cr_expect_lt(after.st_blocks * 4, full.st_blocks, "blocks %lld of %lld kept", (long long)after.st_blocks,
 		     (long long)full.st_blocks);
@@ -453,7 +466,7 @@ Test(journal, freed_slots_are_found_again_by_longer_records)
 	cr_assert_neq(journal_record("long-first", 9999, req), 0);
 	full = journal_stat(name, sizeof(name));
 	for (unsigned i = 0; i < SHORT; i++)
-		sg_jw_release(slots[i]);
+		journal_release(slots[i]);
 	for (unsigned i = 0; i < LONG; i++) {
 		snprintf(seg, sizeof(seg), "long-%u", i);
 		cr_assert_neq(journal_record(seg, 20000 + i, req), 0);
@@ -469,7 +482,7 @@ Test(journal, exit_removes_a_journal_with_no_live_file)
 
 	cr_assert_neq(journal_record("seg", 4242, "r"), 0);
 	journal_stat(name, sizeof(name));
-	sg_jw_exit(true);
+	sg_registry_exit(true);
 	cr_expect_neq(access(in_root(name), F_OK), 0, "its one file never existed: nothing to speak for");
 }
 
@@ -491,6 +504,6 @@ Test(journal, exit_keeps_a_journal_that_speaks_for_a_live_file)
 	close(fd);
 	cr_assert_neq(journal_record("seg", st.st_ino, "r"), 0);
 	journal_stat(name, sizeof(name));
-	sg_jw_exit(true);
+	sg_registry_exit(true);
 	cr_expect_eq(access(in_root(name), F_OK), 0, "its file remains: the journal stays for sweep --dead");
 }
