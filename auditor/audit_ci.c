@@ -110,7 +110,7 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 			fputs("\"/>\n", out);
 		}
 		fprintf(out, "      <system-out>%u aborts measured, at least %u needed (--min-aborts)</system-out>\n",
-			a->abort_set.naborts, a->o->gate.min_aborts);
+			audit_aborts_counted(a), a->o->gate.min_aborts);
 		fputs("    </testcase>\n", out);
 	}
 	if (s->drops_fail)
@@ -188,7 +188,7 @@ static void summary_table(FILE *out, const struct audit *a, const struct summary
 	fputs("| aborts | leaked | per abort | budget | leak growth | live requests pending | events lost | run |\n"
 	      "|---:|---:|---:|---:|---:|---:|---:|---:|\n",
 	      out);
-	fprintf(out, "| %u | %s in %llu files | %.1f KiB |", a->abort_set.naborts, leaked, (unsigned long long)s->leaked_files,
+	fprintf(out, "| %u | %s in %llu files | %.1f KiB |", audit_aborts_counted(a), leaked, (unsigned long long)s->leaked_files,
 		s->kib_per_abort);
 	if (a->o->gate.have_budget)
 		fprintf(out, " %g KiB |", a->o->gate.budget_kib);
@@ -225,7 +225,7 @@ void audit_github_report(const struct audit *a, const struct summary *s, const s
 	if (s->over_budget)
 		annotation(a, "error", "shmguard audit: aborted requests leak %.1f KiB/abort, over the budget of %g KiB/abort "
 				    "(%u aborts left %s in %llu files)",
-			   s->kib_per_abort, a->o->gate.budget_kib, a->abort_set.naborts, leaked, (unsigned long long)s->leaked_files);
+			   s->kib_per_abort, a->o->gate.budget_kib, audit_aborts_counted(a), leaked, (unsigned long long)s->leaked_files);
 	if (s->lost)
 		annotation(a, s->drops_fail ? "error" : "warning",
 			   "shmguard audit: %llu events dropped, %llu files over --max-files, %llu marker queue "
@@ -236,7 +236,7 @@ void audit_github_report(const struct audit *a, const struct summary *s, const s
 		annotation(a, "error", "shmguard audit: FAIL, %s", s->reason);
 	if (!s->reason[0])
 		annotation(a, "notice", "shmguard audit: %s, %.1f KiB/abort over %u aborts (%s in %llu files)",
-			   strcmp(s->verdict, "pass") == 0 ? "PASS" : "no budget", s->kib_per_abort, a->abort_set.naborts, leaked,
+			   strcmp(s->verdict, "pass") == 0 ? "PASS" : "no budget", s->kib_per_abort, audit_aborts_counted(a), leaked,
 			   (unsigned long long)s->leaked_files);
 	if (!path || !*path)
 		return;

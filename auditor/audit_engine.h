@@ -58,6 +58,7 @@ struct audit_run {
 	pid_t child; /* COMMAND, or -1 */
 	int cmd_status; /* -1: no COMMAND or still running */
 	int cmd_signal; /* the signal that ended COMMAND, or 0 */
+	bool cmd_ended;   /* COMMAND was reaped: an abort not measured by then is late */
 	bool interrupted; /* a second SIGINT (or SIGTERM, SIGHUP) ended the run */
 	int json_fd, junit_fd, plot_fd; /* the report files, opened by audit_new(), or -1 */
 	struct sg_outfile reports[AUDIT_REPORT_FILES]; /* --json, --junit, --plot (host/outfile.h) */

@@ -90,6 +90,7 @@ static bool ignores(pid_t pid, int sig)
 
 static void record_status(struct audit *a, int status)
 {
+	a->run.cmd_ended = true;
 	a->run.cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	a->run.cmd_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }

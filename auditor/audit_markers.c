@@ -186,6 +186,8 @@ void audit_file_freed(struct audit *a, struct audit_file *f)
 
 	if (ab)
 		audit_abort_note_file(ab, f);
+	if (ab && !ab->measured)
+		ab->files_gone++;
 	if (ab && f->measured)
 		a->abort_set.reclaimed += f->bytes;
 	audit_files_remove(a->files, f);
@@ -211,6 +213,24 @@ void audit_abort_measured(struct audit *a, struct audit_abort *ab)
 	a->abort_set.unmeasured = ab->next;
 	a->abort_set.aborts_measured++;
 	a->abort_set.leaked_measured += ab->leaked_bytes;
+}
+
+bool audit_abort_is_cut_short(const struct audit *a, const struct audit_abort *ab)
+{
+	return a->run.cmd_ended && ab->files_gone;
+}
+
+void audit_abort_cut_short(struct audit *a, struct audit_abort *ab)
+{
+	ab->measured = ab->cut_short = true;
+	audit_workload_set_free(&ab->workloads);
+	a->abort_set.unmeasured = ab->next;
+	a->abort_set.aborts_cut_short++;
+}
+
+unsigned audit_aborts_counted(const struct audit *a)
+{
+	return a->abort_set.naborts - a->abort_set.aborts_cut_short;
 }
 
 struct note_ctx {

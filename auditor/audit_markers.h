@@ -46,6 +46,8 @@ struct audit_abort {
 	unsigned unfollowed_files; /* its files on filesystems not followed (the shim's tags say so) */
 	struct audit_leftover *leftovers;
 	bool measured;
+	bool cut_short; /* see audit_abort_cut_short: not measured */
+	unsigned files_gone; /* files of its request that went before it was measured */
 	struct audit_workload_set workloads; /* those it counts for (audit_workloads.h), until measured */
 };
 
@@ -68,6 +70,7 @@ struct audit_abort_set {
 	uint64_t abort_ino;
 	int abort_wd;             /* its inotify watch */
 	uint64_t aborts_measured, leaked_measured; /* aborts measured so far, and the bytes they left */
+	unsigned aborts_cut_short; /* aborts whose grace COMMAND's end cut short: in no figure */
 	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
 };
 
@@ -108,6 +111,17 @@ void audit_abort_add_leftover(struct audit_abort *ab, struct audit_leftover *l);
 /* ab, the first abort not measured yet, is measured: it counts for its
  * workloads, and the next one waits. */
 void audit_abort_measured(struct audit *a, struct audit_abort *ab);
+/* Whether ab, the first abort not measured yet, is cut short: COMMAND
+ * ended before it was measured (its grace not over, or no review cycle
+ * since), and files of its request went since its marker.  A sweep or
+ * COMMAND's teardown at exit (a connector's close(), Python's resource
+ * tracker) took them: which, nothing tells, so what is left says nothing
+ * of the leak. */
+bool audit_abort_is_cut_short(const struct audit *a, const struct audit_abort *ab);
+/* Counts ab apart, in no figure. */
+void audit_abort_cut_short(struct audit *a, struct audit_abort *ab);
+/* The aborts the figures divide by: every marker seen but those cut short. */
+unsigned audit_aborts_counted(const struct audit *a);
 /* The abort f's request has, in its root's scope or else --abort-dir's, or NULL. */
 const struct audit_abort *audit_abort_of_file(const struct audit *a, const struct audit_file *f);
 void audit_aborts_free(struct audit *a);

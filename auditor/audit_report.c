@@ -24,11 +24,11 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 		       const struct groups *by_shape)
 {
 	char b1[32], b2[32], e1[SG_ESCAPED_MAX], e2[SG_ESCAPED_MAX];
-	double n = a->abort_set.naborts ? a->abort_set.naborts : 1;
+	double n = audit_aborts_counted(a) ? audit_aborts_counted(a) : 1;
 	/* A report written to stdout (--json -) keeps it to itself. */
 	FILE *out = a->run.report_on_stdout ? stderr : stdout;
 
-	fprintf(out, "aborts %u   leaked %s in %llu %s   %.1f KiB/abort   ", a->abort_set.naborts,
+	fprintf(out, "aborts %u   leaked %s in %llu %s   %.1f KiB/abort   ", audit_aborts_counted(a),
 	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)),
 	       SG_PLURAL((unsigned long long)s->leaked_files, "file", "files"), s->kib_per_abort);
 	if (s->leak_growth_mib_per_hour >= 0)
@@ -38,6 +38,12 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 	if (!a->abort_set.naborts)
 		fprintf(out, "no abort markers appeared in %s: nothing to measure per abort\n",
 			sg_text_escape(a->o->abort_dir, e1, sizeof(e1)));
+	if (a->abort_set.aborts_cut_short)
+		fprintf(out, "warning: %u %s cut short: %s --grace had not ended when COMMAND ended, and what "
+			     "COMMAND's teardown removes at exit is no measure: in no figure (a longer run, or a "
+			     "shorter --grace, measures them)\n",
+			SG_PLURAL(a->abort_set.aborts_cut_short, "abort", "aborts"),
+			a->abort_set.aborts_cut_short == 1 ? "its" : "their");
 	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s, frees %s%s)   tracked at end %s in %llu %s   "
 	       "unattributed %s\n",
 	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->run.probe,
@@ -238,7 +244,7 @@ static json_t *dead_reclaim_json(const struct audit *a)
 static int write_json(const struct audit *a, const struct summary *s, const struct groups *by_proc,
 		      const struct groups *by_shape)
 {
-	double n = a->abort_set.naborts ? a->abort_set.naborts : 1;
+	double n = audit_aborts_counted(a) ? audit_aborts_counted(a) : 1;
 	json_t *cmd = json_array();
 	json_t *root;
 	int ret;
@@ -246,9 +252,10 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	for (char **c = a->o->cmd; c && *c; c++)
 		json_array_append_new(cmd, json_string(*c));
 	root = json_pack("{s:i, s:f, s:I, s:I, s:f, s:I, s:f, s:f}", "schema", 3, "duration_s", a->end_s, "aborts",
-			 (json_int_t)a->abort_set.naborts, "leaked_bytes", (json_int_t)s->leaked_bytes, "leaked_kib_per_abort",
+			 (json_int_t)audit_aborts_counted(a), "leaked_bytes", (json_int_t)s->leaked_bytes, "leaked_kib_per_abort",
 			 s->kib_per_abort, "leaked_files", (json_int_t)s->leaked_files, "leaked_files_per_abort",
 			 s->leaked_files / n, "leaked_segments_per_abort", s->leaked_segments / n);
+	json_object_set_new(root, "aborts_cut_short", json_integer((json_int_t)a->abort_set.aborts_cut_short));
 	json_object_set_new(root, "tracked_bytes_at_end", json_integer((json_int_t)s->tracked));
 	json_object_set_new(root, "tracked_files_at_end", json_integer((json_int_t)s->files_left));
 	json_object_set_new(root, "leak_growth_mib_per_hour",
@@ -334,9 +341,14 @@ static void gate_reason(const struct audit *a, struct summary *s)
 	if (s->too_few_aborts && !a->abort_set.naborts)
 		snprintf(s->reason, sizeof(s->reason), "no abort marker seen in %s: is --abort-dir right?",
 			 sg_text_escape(a->o->abort_dir, dir, sizeof(dir)));
+	else if (s->too_few_aborts && a->abort_set.aborts_cut_short)
+		snprintf(s->reason, sizeof(s->reason),
+			 "%u %s measured (%u cut short by COMMAND's end), fewer than --min-aborts %u or none at all",
+			 SG_PLURAL(audit_aborts_counted(a), "abort", "aborts"), a->abort_set.aborts_cut_short,
+			 a->o->gate.min_aborts);
 	else if (s->too_few_aborts)
 		snprintf(s->reason, sizeof(s->reason), "%u %s measured, fewer than --min-aborts %u",
-			 SG_PLURAL(a->abort_set.naborts, "abort", "aborts"), a->o->gate.min_aborts);
+			 SG_PLURAL(audit_aborts_counted(a), "abort", "aborts"), a->o->gate.min_aborts);
 	else if (s->over_budget)
 		snprintf(s->reason, sizeof(s->reason), "%.1f KiB/abort > budget %g KiB/abort", s->kib_per_abort,
 			 a->o->gate.budget_kib);
@@ -371,15 +383,18 @@ int audit_report_write(const struct audit *a, bool failed[AUDIT_REPORT_FILES])
 		s.leaked_files += ab->leaked_files;
 		s.leaked_segments += ab->leaked_segments;
 	}
-	s.kib_per_abort = a->abort_set.naborts ? s.leaked_bytes / KIB / a->abort_set.naborts : 0;
+	s.kib_per_abort = audit_aborts_counted(a) ? s.leaked_bytes / KIB / audit_aborts_counted(a) : 0;
 	/* The leak's growth: what aborted requests leave, over the run. */
 	s.leak_growth_mib_per_hour = a->end_s >= AUDIT_GROWTH_MIN_S ? s.leaked_bytes / MIB / (a->end_s / 3600.0) : -1;
 	s.over_budget = a->o->gate.have_budget && s.kib_per_abort > a->o->gate.budget_kib;
 	s.lost = a->run.dropped || audit_files_over_limit(a->files) || a->abort_set.marker_overflows;
 	s.drops_fail = s.lost && !a->o->gate.allow_drops;
 	s.unfollowed = a->pending.unfollowed_files || a->root_table.roots_refused;
-	/* A gate that measured nothing does not pass. */
-	s.too_few_aborts = a->o->gate.have_budget && a->abort_set.naborts < a->o->gate.min_aborts;
+	/* A gate that measured nothing does not pass, nor one that saw only
+	 * aborts it could not measure, whatever --min-aborts. */
+	s.too_few_aborts = a->o->gate.have_budget &&
+			   (audit_aborts_counted(a) < a->o->gate.min_aborts ||
+			    (!audit_aborts_counted(a) && a->abort_set.aborts_cut_short));
 	gate_reason(a, &s);
 	s.verdict = s.reason[0] ? "fail" : a->o->gate.have_budget ? "pass" : "none";
 	audit_group_leftovers(a, &by_proc, &by_shape);

@@ -449,6 +449,11 @@ static void measure_aborts(struct pass *p, double until_s)
 
 	for (struct audit_abort *ab; (ab = a->abort_set.unmeasured) && measurable(a, ab, until_s);) {
 		struct abort_ctx c = {p, ab};
+
+		if (audit_abort_is_cut_short(a, ab)) {
+			audit_abort_cut_short(a, ab);
+			continue;
+		}
 		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
 		audit_tags_count(a, ab);
 		audit_abort_measured(a, ab);
