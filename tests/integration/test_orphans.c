@@ -986,3 +986,139 @@ Test(orphans, a_lock_file_goes_only_with_its_segment)
 	out = sweep(false);
 	cr_expect(!h_exists(seg) && !h_exists(lock), "%s", out);
 }
+
+/* Polls ls --json until each of the n paths has a record, and the first
+ * nattached of them an attacher too. */
+static void wait_recorded_attached(const char *const *paths, size_t n, size_t nattached)
+{
+	const char *argv[] = {h_bin("SG_CLI"), "ls", "--json", NULL};
+	long until = h_now_ms() + 60000;
+
+	for (;;) {
+		char *out, *err;
+		size_t seen = 0, i, k;
+		json_error_t je;
+		json_t *r, *f;
+
+		cr_assert_eq(h_output(argv, NULL, &out, &err), 0, "%s", err);
+		cr_assert_not_null(r = json_loads(out, 0, &je), "%s", je.text);
+		json_array_foreach(json_object_get(r, "files"), i, f) {
+			json_t *rec = json_object_get(f, "creator_record");
+			const char *path = json_string_value(json_object_get(f, "path"));
+			for (k = 0; json_is_object(rec) && k < n; k++)
+				if (strcmp(path, paths[k]) == 0) {
+					seen += k >= nattached || json_array_size(json_object_get(rec, "attachers")) > 0;
+					break;
+				}
+		}
+		json_decref(r);
+		if (seen == n)
+			return;
+		cr_assert_lt(h_now_ms(), until, "%zu of %zu recorded", seen, n);
+		usleep(100000);
+	}
+}
+
+/* The files of actor stem (and their lock files) still in /dev/shm. */
+static unsigned left_of(const char *stem, int n)
+{
+	unsigned left = 0;
+
+	for (int i = 0; i < n; i++)
+		left += h_exists(shm(h_str("%s-%d", stem, i))) + h_exists(lock_file_of(h_str("%s-%d", stem, i)));
+	return left;
+}
+
+/* The checks of a live actor: how many of its files went while it ran. */
+static long actor_check(struct h_proc *p, int n)
+{
+	int checked = -1, missing = -1;
+	char *line;
+
+	cr_assert_eq(write(p->in, "\n", 1), 1);
+	line = h_read_line(p, 30000);
+	cr_assert(line && sscanf(line, "checked %d missing %d", &checked, &missing) == 2, "%s", line ? line : "");
+	cr_expect_eq(checked, n);
+	h_finish(p, NULL);
+	return missing;
+}
+
+/* The unshimmed programs of issue #34 (tests/tools/stress.c's actors),
+ * randomized in their numbers: a creator that moves to another cgroup
+ * before its first one goes, a daemon creating through system(), a
+ * hand-off to a live process of another cgroup, segments whose lock files
+ * another process locks.  sweep --dead runs while they live (no file of
+ * theirs may go: each actor opens all of its own again by name) and once
+ * they have ended (none may stay).  scripts/stress.sh runs many rounds
+ * (SG_UNSHIMMED_ROUNDS, SG_UNSHIMMED_FILES) and reads the figures written
+ * to SG_STRESS_REPORT. */
+Test(orphans, unshimmed_programs_lose_no_live_file, .timeout = 3600)
+{
+	const char *tool = h_bin("SG_STRESS"), *report = getenv("SG_STRESS_REPORT");
+	const char *r_env = getenv("SG_UNSHIMMED_ROUNDS"), *n_env = getenv("SG_UNSHIMMED_FILES");
+	int rounds = r_env && atoi(r_env) > 0 ? atoi(r_env) : 1, max = n_env && atoi(n_env) > 0 ? atoi(n_env) : 12;
+	unsigned seed = (unsigned)h_now_ms();
+	long ops = 0, wrong = 0, left = 0;
+
+	srand(seed);
+	start_watch();
+	for (int round = 0; round < rounds; round++) {
+		int n = max / 2 + rand() % (max / 2 + 1);
+		const char *stem[4], *cg_old = cg_make(h_str("u%da", round)), *cg_new = cg_make(h_str("u%db", round));
+		const char *session = session_cgroup(h_str("u%d", round)), *cg_make_ = cg_make(h_str("u%dc", round));
+		const char *cg_cons = cg_make(h_str("u%dk", round)), *cg_lock = cg_make(h_str("u%dl", round));
+		const char *cg_hold = cg_make(h_str("u%dh", round));
+		const char **paths = calloc((size_t)n * 5, sizeof(*paths));
+		size_t np = 0;
+
+		for (int k = 0; k < 4; k++)
+			stem[k] = h_str("%su%dx%d", prefix, round, k);
+		const char *n_arg = h_str("%d", n);
+		struct h_proc maker = ready_in(cg_make_, (const char *[]){tool, "actor", "make", "/dev/shm", stem[2], n_arg, NULL});
+		struct h_proc consumer = ready_in(cg_cons, (const char *[]){tool, "actor", "consumer", "/dev/shm", stem[2], n_arg, NULL});
+		struct h_proc mover = ready_in(cg_old, (const char *[]){tool, "actor", "mover", "/dev/shm", stem[0], n_arg, cg_new, NULL});
+		struct h_proc daemon = ready_in(session, (const char *[]){tool, "actor", "daemon", "/dev/shm", stem[1], n_arg, NULL});
+		struct h_proc locker = ready_in(cg_lock, (const char *[]){tool, "actor", "locker", "/dev/shm", stem[3], n_arg, NULL});
+		struct h_proc holder = ready_in(cg_hold, (const char *[]){tool, "actor", "holder", "/dev/shm", stem[3], n_arg, NULL});
+		for (int i = 0; i < n; i++)
+			paths[np++] = h_str("/dev/shm/%s-%d", stem[2], i);
+		for (int k = 0; k < 4; k++)
+			for (int i = 0; i < n && k != 2; i++)
+				paths[np++] = h_str("/dev/shm/%s-%d", stem[k], i);
+		for (int i = 0; i < n; i++)
+			paths[np++] = lock_file_of(h_str("u%dx3-%d", round, i));
+		wait_recorded_attached(paths, np, (size_t)n);
+		/* mover: n creates, a move, n opens; daemon: n system(), n opens;
+		 * hand-off: n creates, 2n opens; locks: 2n creates, n locks, n opens. */
+		ops += 11L * n + 1;
+		cg_stop(cg_old);
+		cg_stop(cg_make_);
+		cg_stop(cg_lock);
+		h_finish(&maker, NULL);
+		h_finish(&locker, NULL);
+		char *out = sweep(false);
+		long w = actor_check(&mover, n) + actor_check(&daemon, n) + actor_check(&consumer, n) +
+			 actor_check(&holder, n);
+		cr_expect_eq(w, 0, "seed %u round %d: %ld files of live programs went: %s", seed, round, w, out);
+		wrong += w;
+		out = sweep(false);
+		unsigned l = 0;
+		for (int k = 0; k < 4; k++)
+			l += left_of(stem[k] + strlen(prefix), n);
+		cr_expect_eq(l, 0, "seed %u round %d: %u files stayed once every program ended: %s", seed, round, l, out);
+		left += l;
+		cg_stop(cg_new);
+		cg_stop(session);
+		cg_stop(h_str("%.*s", (int)(strrchr(session, '/') - session), session));
+		cg_stop(cg_cons);
+		cg_stop(cg_hold);
+		free(paths);
+	}
+	if (report) {
+		FILE *f = fopen(report, "w");
+		cr_assert_not_null(f, "%s", report);
+		fprintf(f, "unshimmed programs: %d rounds, %ld operations, wrong_removals %ld, orphans_left %ld (seed %u)\n",
+			rounds, ops, wrong, left, seed);
+		fclose(f);
+	}
+}
