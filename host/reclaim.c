@@ -39,6 +39,41 @@ static const char *instance_kept(const struct sg_reclaim_opts *o, struct sg_shm_
 	return NULL;
 }
 
+/* Whether the kernel says, now, that a process holds a lock on the
+ * regular file name of dfd: 1, 0, or -1 when it cannot tell.  /proc/locks
+ * is no snapshot (it is read a page at a time, and a lock let go earlier in
+ * its list hides a later one), so the file itself is asked: a query for
+ * POSIX and OFD locks, and an flock tried without waiting and given back
+ * at once (no query exists for flock). */
+static int lock_probe(int dfd, const char *name)
+{
+	struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	struct stat before, st;
+	int ret, fd;
+
+	if (fstatat(dfd, name, &before, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISREG(before.st_mode))
+		return 0; /* no file of anyone's to lock: never removed as one */
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != before.st_ino || st.st_dev != before.st_dev)
+		ret = -1;
+	else if (fcntl(fd, F_OFD_GETLK, &q) < 0)
+		ret = -1;
+	else if (q.l_type != F_UNLCK)
+		ret = 1;
+	else if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		ret = errno == EWOULDBLOCK ? 1 : -1;
+	else {
+		flock(fd, LOCK_UN);
+		ret = 0;
+	}
+	close(fd);
+	return ret;
+}
+
 /* Why f, wanted, is in use by a lock on it or on its lock file (the
  * kernel's word, whatever descriptors show), or NULL. */
 static const char *locked(const struct sg_locks *locks, int dfd, const struct sg_shm_file *f, char *buf, size_t len)
@@ -46,16 +81,25 @@ static const char *locked(const struct sg_locks *locks, int dfd, const struct sg
 	char lock_name[SG_NAME_MAX + 32], comm[32], esc[sizeof(comm) * 4];
 	const struct sg_lock *k = sg_locks_find(locks, f->kdev, f->ino);
 	const char *whose = "it is";
+	bool has_lock_file = sg_lock_file_of(f->name, lock_name, sizeof(lock_name)) == 0;
 	struct stat st;
+	int probe;
 
 	if (locks->unknown)
 		return "the locks held (/proc/locks) could not be read whole, and one could be on it";
-	if (!k && sg_lock_file_of(f->name, lock_name, sizeof(lock_name)) == 0 &&
-	    fstatat(dfd, lock_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	if (!k && has_lock_file && fstatat(dfd, lock_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	    (k = sg_locks_find(locks, sg_kdev(st.st_dev), st.st_ino)))
 		whose = "its lock file (shm_NAME_lockfile.lock) is";
-	if (!k)
-		return NULL;
+	if (!k) {
+		/* Not seen in /proc/locks: the file and its lock file asked. */
+		if ((probe = lock_probe(dfd, f->name)) == 0 && has_lock_file)
+			probe = lock_probe(dfd, lock_name), whose = "its lock file (shm_NAME_lockfile.lock) is";
+		if (probe > 0)
+			snprintf(buf, len, "%s locked (the kernel says so; /proc/locks had not shown it)", whose);
+		else if (probe < 0)
+			snprintf(buf, len, "cannot tell whether %s locked", whose);
+		return probe ? buf : NULL;
+	}
 	if (k->pid > 0)
 		snprintf(buf, len, "%s locked by %d (%s)", whose, (int)k->pid,
 			 sg_text_escape(sg_comm((uint32_t)k->pid, comm, sizeof(comm)), esc, sizeof(esc)));
