@@ -62,12 +62,12 @@ static const char *const report_option[] = {"--json", "--junit", "--plot"};
 
 static const char *report_path(const struct audit *a, size_t i)
 {
-	return i == 0 ? a->o->json_path : i == 1 ? a->o->junit_path : a->o->plot_path;
+	return i == 0 ? a->o->reports.json_path : i == 1 ? a->o->reports.junit_path : a->o->reports.plot_path;
 }
 
 static int *report_fd(struct audit *a, size_t i)
 {
-	return i == 0 ? &a->json_fd : i == 1 ? &a->junit_fd : &a->plot_fd;
+	return i == 0 ? &a->run.json_fd : i == 1 ? &a->run.junit_fd : &a->run.plot_fd;
 }
 
 static int open_reports(struct audit *a, char *err, size_t errlen)
@@ -79,11 +79,11 @@ static int open_reports(struct audit *a, char *err, size_t errlen)
 
 		if (!path)
 			continue;
-		if (sg_outfile_open(&a->reports[i], path, 0644, SG_OUTFILE_STDOUT, why, sizeof(why)) < 0)
+		if (sg_outfile_open(&a->run.reports[i], path, 0644, SG_OUTFILE_STDOUT, why, sizeof(why)) < 0)
 			return say(err, errlen, "cannot write the %s report to %s: %s", report_option[i],
 				   sg_text_escape(path, shown, sizeof(shown)), why);
-		*report_fd(a, i) = a->reports[i].fd;
-		a->report_on_stdout |= a->reports[i].to_stdout;
+		*report_fd(a, i) = a->run.reports[i].fd;
+		a->run.report_on_stdout |= a->run.reports[i].to_stdout;
 	}
 	return 0;
 }
@@ -102,9 +102,9 @@ static int close_reports(struct audit *a, bool reported)
 		if (*fd < 0)
 			continue;
 		*fd = -1;
-		if (!reported || a->report_failed[i]) {
-			sg_outfile_discard(&a->reports[i]);
-		} else if (sg_outfile_commit(&a->reports[i], SG_OUTFILE_FSYNC, why, sizeof(why)) < 0) {
+		if (!reported || a->run.report_failed[i]) {
+			sg_outfile_discard(&a->run.reports[i]);
+		} else if (sg_outfile_commit(&a->run.reports[i], SG_OUTFILE_FSYNC, why, sizeof(why)) < 0) {
 			fprintf(stderr, "shmguard audit: cannot write the %s report to %s: %s\n", report_option[i],
 				sg_text_escape(report_path(a, i), shown, sizeof(shown)), why);
 			ret = -1;
@@ -115,7 +115,7 @@ static int close_reports(struct audit *a, bool reported)
 
 int audit_report(struct audit *a)
 {
-	int status = audit_report_write(a);
+	int status = audit_report_write(a, a->run.report_failed);
 
 	if (close_reports(a, true) < 0 && status != AUDIT_OVER_BUDGET)
 		status = AUDIT_USAGE;
@@ -133,10 +133,19 @@ static int block_signals(struct audit *a, char *err, size_t errlen)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, &a->old_mask);
-	if ((a->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+	sigprocmask(SIG_BLOCK, &mask, &a->run.old_mask);
+	if ((a->run.signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
 		return say(err, errlen, "signalfd: %s", strerror(errno));
 	return 0;
+}
+
+/* A root followed: its abort directory watched, and, found late, its
+ * files caught up. */
+static void root_found(struct audit *a, int slot, bool late)
+{
+	audit_markers_watch_root(a, slot);
+	if (late)
+		audit_events_catch_up(a, slot);
 }
 
 struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
@@ -147,37 +156,43 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 		say(err, errlen, "out of memory");
 		return NULL;
 	}
-	*a = (struct audit){.o = o, .aborts_tail = &a->aborts, .cmd_status = -1, .child = -1, .markers_fd = -1,
-			    .abort_dfd = -1, .abort_wd = -1, .signal_fd = -1, .json_fd = -1, .junit_fd = -1, .plot_fd = -1};
+	*a = (struct audit){
+		.o = o,
+		.root_table.root_hooks = {root_found, audit_markers_watch_root, audit_markers_unwatch_root},
+		.abort_set = {.aborts_tail = &a->abort_set.aborts, .abort_dfd = -1, .abort_wd = -1},
+		.run = {.cmd_status = -1, .child = -1, .markers_fd = -1, .signal_fd = -1, .json_fd = -1, .junit_fd = -1,
+			.plot_fd = -1},
+	};
 	if (resolve_roots(a, err, errlen) < 0 ||
 	    open_reports(a, err, errlen) < 0 ||
 	    block_signals(a, err, errlen) < 0)
 		goto fail;
-	if (o->listen_addr) {
+	if (o->reports.listen_addr) {
 		char why[256];
-		if (!(a->metrics_server = metrics_serve(o->listen_addr, why, sizeof(why)))) {
+		if (!(a->run.metrics_server = metrics_serve(o->reports.listen_addr, why, sizeof(why)))) {
 			say(err, errlen, "--listen: %s", why);
 			goto fail;
 		}
 		/* :0 is given a port: say which. */
 		fprintf(stderr, "shmguard audit: serving metrics on http://%s/metrics\n",
-			metrics_address(a->metrics_server));
+			metrics_address(a->run.metrics_server));
 	}
-	audit_workloads_init(&a->workloads, o->pod_logs, o->container_logs, o->workload_expiry);
+	audit_workloads_init(&a->workloads, o->workloads.pod_logs, o->workloads.container_logs, o->workloads.expiry);
 	if (!(a->files = audit_files_new(o->max_files)) || !(a->review = audit_review_new()) ||
-	    ((o->metrics_path || o->listen_addr || o->plot_path) && !(a->live = audit_live_new()))) {
+	    ((o->reports.metrics_path || o->reports.listen_addr || o->reports.plot_path) && !(a->live = audit_live_new()))) {
 		say(err, errlen, "out of memory");
 		goto fail;
 	}
+	a->attribution = (struct audit_attribution){.patterns = &o->patterns, .files = a->files};
 	return a;
 fail:
 	audit_free(a);
 	return NULL;
 }
 
-static void on_event(void *ctx, const void *data, size_t size)
+static void on_event(void *ctx, const struct audit_event *e)
 {
-	audit_on_event(ctx, data, size);
+	audit_on_event(ctx, e);
 }
 
 /* The first pid namespace's inode (the kernel's PROC_PID_INIT_INO). */
@@ -230,8 +245,8 @@ static void raise_fd_limit(void)
 
 static int start_tracer(struct audit *a, char *err, size_t errlen)
 {
-	struct audit_trace_opts t = {.follow_tree = a->o->cmd != NULL, .shim = a->o->shim, .probe = a->o->probe,
-				     .ring_kib = a->o->ring_kib, .verbose = a->o->verbose, .on_event = on_event,
+	struct audit_trace_opts t = {.follow_tree = a->o->cmd != NULL, .shim = a->o->trace.shim, .probe = a->o->trace.probe,
+				     .ring_kib = a->o->trace.ring_kib, .verbose = a->o->trace.verbose, .on_event = on_event,
 				     .ctx = a, .discover = a->o->node_mode, .freed = true};
 	struct audit_trace_root *roots;
 	char why[512];
@@ -244,22 +259,22 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 		raise_fd_limit();
 		audit_roots_scan(a);
 	}
-	if (!(roots = calloc(a->nroots ? a->nroots : 1, sizeof(*roots))))
+	if (!(roots = calloc(a->root_table.nroots ? a->root_table.nroots : 1, sizeof(*roots))))
 		return say(err, errlen, "out of memory");
-	for (unsigned i = 0; i < a->nroots; i++)
-		if (a->roots[i].in_use)
-			roots[t.nroots++] = (struct audit_trace_root){a->roots[i].kdev, a->roots[i].dir_ino};
+	for (unsigned i = 0; i < a->root_table.nroots; i++)
+		if (a->root_table.roots[i].in_use)
+			roots[t.nroots++] = (struct audit_trace_root){a->root_table.roots[i].kdev, a->root_table.roots[i].dir_ino};
 	t.roots = roots;
-	a->tracer = audit_trace_start(&t, why, sizeof(why));
+	a->run.tracer = audit_trace_start(&t, why, sizeof(why));
 	free(roots);
-	if (!a->tracer)
+	if (!a->run.tracer)
 		return say(err, errlen, "tracing is not possible: %s", why);
-	a->probe = audit_trace_probe(a->tracer);
-	a->freed_probe = audit_trace_freed_probe(a->tracer, &a->freed_why);
-	if (!audit_trace_has_usdt(a->tracer))
+	a->run.probe = audit_trace_probe(a->run.tracer);
+	a->run.freed_probe = audit_trace_freed_probe(a->run.tracer, &a->run.freed_why);
+	if (!audit_trace_has_usdt(a->run.tracer))
 		fprintf(stderr, "shmguard audit: the shim's tags are not followed (%s); requests come from the "
 				"patterns and from tags already written on files\n",
-			a->o->shim ? "its USDT probe did not attach" : "libshmguard.so not found");
+			a->o->trace.shim ? "its USDT probe did not attach" : "libshmguard.so not found");
 	return 0;
 }
 
@@ -267,26 +282,27 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 static int start_command(struct audit *a, char *err, size_t errlen)
 {
 	char **cmd = a->o->cmd;
-	int p[2], saved;
+	int p[2], e;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return say(err, errlen, "cannot start %s: %s", cmd[0], strerror(errno));
-	a->child = fork();
-	if (a->child == 0) {
+	a->run.child = fork();
+	if (a->run.child == 0) {
 		char c;
 		close(p[1]);
-		sigprocmask(SIG_SETMASK, &a->old_mask, NULL);
+		sigprocmask(SIG_SETMASK, &a->run.old_mask, NULL);
 		if (read(p[0], &c, 1) != 1)
 			_exit(127);
 		execvp(cmd[0], cmd);
 		fprintf(stderr, "shmguard audit: cannot run %s: %s\n", cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
-	saved = errno;
+	e = a->run.child < 0 ? errno : 0;
 	close(p[0]);
-	if (a->child < 0 || audit_trace_follow(a->tracer, a->child) < 0 || write(p[1], "g", 1) != 1) {
-		errno = a->child < 0 ? saved : errno;
-		say(err, errlen, "cannot start %s: %s", cmd[0], strerror(errno));
+	if (!e && (e = -audit_trace_follow(a->run.tracer, a->run.child)) == 0 && write(p[1], "g", 1) != 1)
+		e = errno;
+	if (e) {
+		say(err, errlen, "cannot start %s: %s", cmd[0], strerror(e));
 		close(p[1]);
 		return -1;
 	}
@@ -302,34 +318,36 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	a->start_unix_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	if ((a->markers_fd = audit_markers_open(a, err, errlen)) < 0)
+	if ((a->run.markers_fd = audit_markers_open(a, err, errlen)) < 0) {
+		a->run.markers_fd = -1;
 		return AUDIT_USAGE;
+	}
 	if (start_tracer(a, err, errlen) < 0)
 		return AUDIT_NO_TRACING;
 	a->start_ns = audit_clock_ns(a);
-	a->next_scan_s = a->scanned_at_s = 0; /* the first scan was before the run's clock began */
+	audit_roots_clock_started(a);
 	/* The first figures: /metrics answers from now on, and a metrics file
 	 * that cannot be written is found before COMMAND starts. */
 	if (audit_live_flush(a, 0) < 0) {
 		char shown[SG_ESCAPED_MAX];
-		say(err, errlen, "cannot write the metrics to %s: %s", sg_text_escape(a->o->metrics_path, shown, sizeof(shown)),
+		say(err, errlen, "cannot write the metrics to %s: %s", sg_text_escape(a->o->reports.metrics_path, shown, sizeof(shown)),
 		    audit_live_why(a));
 		return AUDIT_USAGE;
 	}
 	if (a->o->cmd && start_command(a, err, errlen) < 0)
 		return AUDIT_USAGE;
-	const struct audit_reclaim_opts ro = {.interval = a->o->reclaim_dead,
+	const struct audit_reclaim_opts ro = {.interval = a->o->reclaim.interval,
 					      .extra = &a->o->roots,
 					      .node = a->o->node_mode,
-					      .ignore_unreadable = a->o->reclaim_ignore_unreadable,
-					      .dry_run = a->o->reclaim_dry_run};
+					      .ignore_unreadable = a->o->reclaim.ignore_unreadable,
+					      .dry_run = a->o->reclaim.dry_run};
 
-	if (a->o->reclaim_dead && !(a->reclaim = audit_reclaim_start(&ro, err, errlen)))
+	if (a->o->reclaim.interval && !(a->run.reclaim = audit_reclaim_start(&ro, err, errlen)))
 		return AUDIT_USAGE;
 	int ret = audit_loop_run(a);
-	audit_reclaim_finish(a->reclaim); /* the report's totals are final */
+	audit_reclaim_finish(a->run.reclaim); /* the report's totals are final */
 	if (ret < 0)
-		return say(err, errlen, "the run stopped early: %s", strerror(errno));
+		return say(err, errlen, "the run stopped early: %s", strerror(-ret));
 	return 0;
 }
 
@@ -337,24 +355,25 @@ void audit_free(struct audit *a)
 {
 	if (!a)
 		return;
-	if (a->child > 0 && a->cmd_status < 0) {
-		kill(a->child, SIGKILL);
-		waitpid(a->child, NULL, 0);
+	if (a->run.child > 0 && a->run.cmd_status < 0) {
+		kill(a->run.child, SIGKILL);
+		waitpid(a->run.child, NULL, 0);
 	}
-	if (a->signal_fd >= 0)
-		close(a->signal_fd);
+	if (a->run.signal_fd >= 0)
+		close(a->run.signal_fd);
 	close_reports(a, false);
-	audit_trace_stop(a->tracer);
-	metrics_stop(a->metrics_server);
-	audit_reclaim_free(a->reclaim);
+	audit_trace_stop(a->run.tracer);
+	metrics_stop(a->run.metrics_server);
+	audit_reclaim_free(a->run.reclaim);
 	audit_files_free(a->files);
 	audit_review_free(a->review);
-	audit_roots_free(a); /* with the markers' watches: before the inotify fd */
-	if (a->markers_fd >= 0)
-		close(a->markers_fd);
+	audit_markers_unwatch_roots(a); /* before the inotify fd */
+	audit_roots_free(a);
+	if (a->run.markers_fd >= 0)
+		close(a->run.markers_fd);
 	audit_aborts_free(a);
 	audit_tags_free(a);
-	audit_early_free(a);
+	audit_early_free(&a->pending.early);
 	audit_live_free(a->live);
 	audit_workloads_free(&a->workloads);
 	free(a);

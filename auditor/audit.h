@@ -22,31 +22,57 @@ enum {
 	AUDIT_CMD_FAILED = 4, /* the gate passed, but COMMAND did not succeed (or was killed) */
 };
 
+/* The report files and the live metrics (audit.c, audit_live.c). */
+struct audit_report_opts {
+	const char *json_path, *junit_path, *plot_path; /* opened by audit_new(); "-": stdout */
+	const char *metrics_path; /* --metrics-file: rewritten every metrics_interval */
+	double metrics_interval;
+	const char *listen_addr; /* --listen ADDR:PORT, served from audit_new() on */
+};
+
+/* The gate (audit_report.c, audit_ci.c). */
+struct audit_gate_opts {
+	bool have_budget, allow_drops;
+	double budget_kib;
+	unsigned min_aborts; /* the gate fails with fewer aborts measured (--min-aborts) */
+	unsigned abort_detail; /* measured aborts listed in the report, of each kind (--abort-detail; 0: the default) */
+	bool per_workload; /* the gate applies to each workload too (--per-workload) */
+};
+
+/* The workloads' names (audit_workloads.h). */
+struct audit_workload_opts {
+	const char *pod_logs; /* the kubelet's pod log directories, for pods' names (--pod-logs) */
+	const char *container_logs; /* its container log links, for containers' names (--container-logs) */
+	double expiry; /* a workload nothing refers to is forgotten this long after (--workload-expiry) */
+};
+
+/* The kernel side (audit_trace.h). */
+struct audit_tracing_opts {
+	const char *shim; /* the shim whose USDT tags to follow, or NULL: none found */
+	const char *probe; /* forced (--probe), or NULL: the best one here */
+	unsigned ring_kib; /* the kernel side's event buffer, a power of two */
+	bool verbose; /* libbpf's messages */
+};
+
+/* --reclaim-dead (audit_reclaim.h). */
+struct audit_dead_opts {
+	double interval; /* in seconds, 0: none */
+	bool ignore_unreadable, dry_run;
+};
+
 struct audit_opts {
 	struct sg_pattern_set patterns;
 	char abort_dir[SG_PATH_MAX + 1];
 	struct sg_roots roots;
 	double grace, duration, interval;
-	const char *json_path, *junit_path, *plot_path; /* opened by audit_new(); "-": stdout */
-	const char *metrics_path; /* --metrics-file: rewritten every metrics_interval */
-	double metrics_interval;
-	const char *listen_addr; /* --listen ADDR:PORT, served from audit_new() on */
-	bool have_budget, allow_drops, verbose;
-	double budget_kib;
-	unsigned min_aborts; /* the gate fails with fewer aborts measured (--min-aborts) */
-	unsigned abort_detail; /* measured aborts listed in the report, of each kind (--abort-detail; 0: the default) */
-	bool per_workload; /* the gate applies to each workload too (--per-workload) */
-	const char *pod_logs; /* the kubelet's pod log directories, for pods' names (--pod-logs) */
-	const char *container_logs; /* its container log links, for containers' names (--container-logs) */
-	double workload_expiry; /* a workload nothing refers to is forgotten this long after (--workload-expiry) */
-	const char *shim; /* the shim whose USDT tags to follow, or NULL: none found */
+	struct audit_report_opts reports;
+	struct audit_gate_opts gate;
+	struct audit_workload_opts workloads;
+	struct audit_tracing_opts trace;
+	struct audit_dead_opts reclaim;
 	const char *version; /* shmguard's, for the metrics */
 	uid_t shim_uid; /* whose trust rule the abort directories and markers are checked by (--shim-uid) */
 	size_t max_files;
-	unsigned ring_kib; /* the kernel side's event buffer, a power of two */
-	const char *probe; /* forced (--probe), or NULL: the best one here */
-	double reclaim_dead; /* --reclaim-dead's interval in seconds, 0: none (audit_reclaim.h) */
-	bool reclaim_ignore_unreadable, reclaim_dry_run;
 	char **cmd; /* NULL: the whole system */
 	/* Node mode: every tmpfs at /dev/shm of every mount namespace is a root
 	 * too, found and forgotten during the run (the default without COMMAND). */

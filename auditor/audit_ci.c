@@ -26,7 +26,7 @@ static void leak_case(FILE *out, const struct audit *a, const struct summary *s,
 {
 	char name[sizeof(g->key) + 64], bytes[32];
 	unsigned listed = 0, more = 0;
-	bool failed = !(a->o->have_budget && !s->over_budget);
+	bool failed = !(a->o->gate.have_budget && !s->over_budget);
 
 	/* The name is the command and the shape, the same in every run: what
 	 * changes (pids, counts) goes into properties. */
@@ -48,7 +48,7 @@ static void leak_case(FILE *out, const struct audit *a, const struct summary *s,
 			(unsigned long long)g->files, bytes);
 	else
 		fputs("      <system-out>", out);
-	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
+	for (const struct audit_abort *ab = a->abort_set.aborts; ab; ab = ab->next) {
 		uint64_t files = 0, sum = 0;
 
 		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next)
@@ -77,16 +77,18 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 {
 	unsigned tests = 0, failures = 0;
 	FILE *out = NULL;
-	int fd = -1, ret = -1;
+	int fd = -1, ret;
 
 	/* A new, empty file made before the run (or stdout). */
-	if ((fd = dup(a->junit_fd)) < 0 || !(out = fdopen(fd, "w")))
+	if ((fd = dup(a->run.junit_fd)) < 0 || !(out = fdopen(fd, "w"))) {
+		ret = -errno;
 		goto cleanup;
+	}
 	fd = -1;
 	tests = by_proc->n ? (unsigned)by_proc->n : 1;
-	if (by_proc->n && !(a->o->have_budget && !s->over_budget))
+	if (by_proc->n && !(a->o->gate.have_budget && !s->over_budget))
 		failures = (unsigned)by_proc->n;
-	tests += s->drops_fail + a->o->have_budget;
+	tests += s->drops_fail + a->o->gate.have_budget;
 	failures += s->drops_fail + s->too_few_aborts;
 	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		     "<testsuites name=\"shmguard audit\" tests=\"%u\" failures=\"%u\" errors=\"0\" time=\"%.3f\">\n"
@@ -100,7 +102,7 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 	for (size_t i = 0; i < by_proc->n; i++)
 		leak_case(out, a, s, &by_proc->g[i]);
 	/* With a budget: whether enough aborts were measured to judge it. */
-	if (a->o->have_budget) {
+	if (a->o->gate.have_budget) {
 		fputs("    <testcase classname=\"shmguard.audit\" name=\"aborts measured\" time=\"0\">\n", out);
 		if (s->too_few_aborts) {
 			fputs("      <failure type=\"too-few-aborts\" message=\"", out);
@@ -108,7 +110,7 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 			fputs("\"/>\n", out);
 		}
 		fprintf(out, "      <system-out>%u aborts measured, at least %u needed (--min-aborts)</system-out>\n",
-			a->naborts, a->o->min_aborts);
+			a->abort_set.naborts, a->o->gate.min_aborts);
 		fputs("    </testcase>\n", out);
 	}
 	if (s->drops_fail)
@@ -116,17 +118,17 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 			     "      <failure type=\"lost\" message=\"%llu events dropped, %llu files over --max-files, "
 			     "%llu marker queue overflows: the figures are lower bounds\"/>\n"
 			     "    </testcase>\n",
-			(unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files),
-			(unsigned long long)a->marker_overflows);
+			(unsigned long long)a->run.dropped, (unsigned long long)audit_files_over_limit(a->files),
+			(unsigned long long)a->abort_set.marker_overflows);
 	fputs("  </testsuite>\n</testsuites>\n", out);
 	ret = 0;
 cleanup:
 	if (out && fclose(out) != 0)
-		ret = -1;
+		ret = -EIO;
 	if (fd >= 0)
 		close(fd);
 	if (ret < 0)
-		fprintf(stderr, "shmguard audit: cannot write %s\n", a->o->junit_path);
+		fprintf(stderr, "shmguard audit: cannot write %s\n", a->o->reports.junit_path);
 	return ret;
 }
 
@@ -136,7 +138,7 @@ static void annotation(const struct audit *a, const char *kind, const char *fmt,
 	__attribute__((format(printf, 3, 4)));
 static void annotation(const struct audit *a, const char *kind, const char *fmt, ...)
 {
-	FILE *out = a->report_on_stdout ? stderr : stdout;
+	FILE *out = a->run.report_on_stdout ? stderr : stdout;
 	char msg[512];
 	va_list ap;
 
@@ -186,10 +188,10 @@ static void summary_table(FILE *out, const struct audit *a, const struct summary
 	fputs("| aborts | leaked | per abort | budget | leak growth | live requests pending | events lost | run |\n"
 	      "|---:|---:|---:|---:|---:|---:|---:|---:|\n",
 	      out);
-	fprintf(out, "| %u | %s in %llu files | %.1f KiB |", a->naborts, leaked, (unsigned long long)s->leaked_files,
+	fprintf(out, "| %u | %s in %llu files | %.1f KiB |", a->abort_set.naborts, leaked, (unsigned long long)s->leaked_files,
 		s->kib_per_abort);
-	if (a->o->have_budget)
-		fprintf(out, " %g KiB |", a->o->budget_kib);
+	if (a->o->gate.have_budget)
+		fprintf(out, " %g KiB |", a->o->gate.budget_kib);
 	else
 		fputs(" none |", out);
 	if (s->leak_growth_mib_per_hour >= 0)
@@ -197,7 +199,7 @@ static void summary_table(FILE *out, const struct audit *a, const struct summary
 	else
 		fprintf(out, " run too short (< %.0f s) |", AUDIT_GROWTH_MIN_S);
 	fprintf(out, " %s in %llu files | %llu | %.1f s |\n\n", live, (unsigned long long)s->live_files,
-		(unsigned long long)a->dropped, a->end_s);
+		(unsigned long long)a->run.dropped, a->end_s);
 	if (!by_shape->n)
 		return;
 	fputs("| leak shape | files | bytes |\n|---|---:|---:|\n", out);
@@ -223,18 +225,18 @@ void audit_github_report(const struct audit *a, const struct summary *s, const s
 	if (s->over_budget)
 		annotation(a, "error", "shmguard audit: aborted requests leak %.1f KiB/abort, over the budget of %g KiB/abort "
 				    "(%u aborts left %s in %llu files)",
-			   s->kib_per_abort, a->o->budget_kib, a->naborts, leaked, (unsigned long long)s->leaked_files);
+			   s->kib_per_abort, a->o->gate.budget_kib, a->abort_set.naborts, leaked, (unsigned long long)s->leaked_files);
 	if (s->lost)
 		annotation(a, s->drops_fail ? "error" : "warning",
 			   "shmguard audit: %llu events dropped, %llu files over --max-files, %llu marker queue "
 			   "overflows: the figures are lower bounds%s",
-			   (unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files),
-			   (unsigned long long)a->marker_overflows, s->drops_fail ? "" : " (--allow-drops)");
+			   (unsigned long long)a->run.dropped, (unsigned long long)audit_files_over_limit(a->files),
+			   (unsigned long long)a->abort_set.marker_overflows, s->drops_fail ? "" : " (--allow-drops)");
 	if (s->too_few_aborts)
 		annotation(a, "error", "shmguard audit: FAIL, %s", s->reason);
 	if (!s->reason[0])
 		annotation(a, "notice", "shmguard audit: %s, %.1f KiB/abort over %u aborts (%s in %llu files)",
-			   strcmp(s->verdict, "pass") == 0 ? "PASS" : "no budget", s->kib_per_abort, a->naborts, leaked,
+			   strcmp(s->verdict, "pass") == 0 ? "PASS" : "no budget", s->kib_per_abort, a->abort_set.naborts, leaked,
 			   (unsigned long long)s->leaked_files);
 	if (!path || !*path)
 		return;

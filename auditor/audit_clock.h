@@ -1,6 +1,9 @@
 /* The auditor's clock: CLOCK_MONOTONIC, the clock of the BPF events' times,
  * unless a test gives its own (the review's pacing and grace then run on
- * it, deterministically). */
+ * it, deterministically).
+ *
+ * Errors: nothing here can fail (the auditor reports a failure as a
+ * negative errno). */
 #ifndef SHMGUARD_AUDIT_CLOCK_H
 #define SHMGUARD_AUDIT_CLOCK_H
 

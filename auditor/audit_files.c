@@ -1,4 +1,5 @@
 #include "audit_files.h"
+#include "audit_strings.h"
 #include "audit_workloads.h"
 
 #include <stdlib.h>
@@ -9,14 +10,7 @@
 #include "config.h"
 #include "pattern.h"
 
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+#include "audit_poison.h"
 
 _Static_assert(SG_MAX_PATTERNS <= INT8_MAX, "a pattern index fits a record's int8_t");
 _Static_assert(AUDIT_FILE_REQUEST_MAX > UINT8_MAX, "a request spelled by a name (its length a uint8_t) fits, with its NUL");
@@ -28,23 +22,6 @@ _Static_assert(AUDIT_FILE_REQUEST_MAX > UINT8_MAX, "a request spelled by a name 
  * chained node takes. */
 #define SLAB_SHIFT 12
 #define SLAB_SLOTS (1u << SLAB_SHIFT)
-
-/* Names, and the requests of one file that its name does not spell, as
- * strings of up to STR_MAX bytes with their NUL, each in a slot of the next
- * multiple of STR_STEP, carved from blocks that live as long as the table;
- * a freed slot, which holds the next, is the next of its size taken.
- * Longer strings (no file name is) are malloc's.  A string's length tells
- * its slot: no header, no rounding to malloc's 16 bytes. */
-#define STR_STEP 8
-#define STR_MAX 256
-#define STR_BLOCK 65536
-
-struct strings {
-	char *free[STR_MAX / STR_STEP]; /* by size */
-	char *next, *end;               /* the newest block's rest */
-	char **blocks;
-	size_t nblocks, room;
-};
 
 /* A request of more than one file: its files, oldest first, and its one copy
  * of the request, freed with its last file.  Files mostly go in the order
@@ -72,7 +49,7 @@ struct audit_files {
 	uint32_t free_slot; /* freed slots, by next */
 	struct buckets files, alone; /* alone: the files that are their request's only one, by request */
 	struct sg_htable requests, creators;
-	struct strings strings;
+	struct audit_strings strings;
 	size_t max_files;
 	uint64_t over_limit;
 	uint32_t oldest, newest, walk;
@@ -142,82 +119,6 @@ static void put_slot(struct audit_files *t, struct audit_file *f)
 	POISON(f, sizeof(*f));
 	/* Its links stay readable to the free list alone. */
 	UNPOISON(&f->next, sizeof(f->next));
-}
-
-static size_t str_class(size_t size)
-{
-	return (size + STR_STEP - 1) / STR_STEP - 1;
-}
-
-/* A new block to carve strings from (the rest of the last one is left);
- * false when memory is short. */
-static bool add_block(struct strings *a)
-{
-	char *block;
-
-	if (a->nblocks == a->room) {
-		size_t room = a->room ? 2 * a->room : 16;
-		char **blocks = realloc(a->blocks, room * sizeof(*blocks));
-		if (!blocks)
-			return false;
-		a->blocks = blocks;
-		a->room = room;
-	}
-	if (!(block = malloc(STR_BLOCK)))
-		return false;
-	POISON(block, STR_BLOCK);
-	a->blocks[a->nblocks++] = block;
-	a->next = block;
-	a->end = block + STR_BLOCK;
-	return true;
-}
-
-/* A copy of s in the arena, NULL when memory is short. */
-static char *str_dup(struct strings *a, const char *s)
-{
-	size_t size = strlen(s) + 1, c = str_class(size), slot = (c + 1) * STR_STEP;
-	char *p;
-
-	if (size > STR_MAX) {
-		if ((p = malloc(size)))
-			memcpy(p, s, size);
-		return p;
-	}
-	if ((p = a->free[c])) {
-		UNPOISON(p, slot);
-		memcpy(&a->free[c], p, sizeof(p));
-	} else {
-		if ((size_t)(a->end - a->next) < slot && !add_block(a))
-			return NULL;
-		p = a->next;
-		a->next += slot;
-		UNPOISON(p, slot);
-	}
-	memcpy(p, s, size);
-	return p;
-}
-
-static void str_free(struct strings *a, const char *s)
-{
-	size_t size = strlen(s) + 1, c = str_class(size);
-	char *p = (char *)(uintptr_t)s; /* the arena's own */
-
-	if (size > STR_MAX) {
-		free(p);
-		return;
-	}
-	memcpy(p, &a->free[c], sizeof(p));
-	a->free[c] = p;
-	POISON(p + sizeof(p), (c + 1) * STR_STEP - sizeof(p));
-}
-
-static void str_clear(struct strings *a)
-{
-	for (size_t i = 0; i < a->nblocks; i++) {
-		UNPOISON(a->blocks[i], STR_BLOCK);
-		free(a->blocks[i]);
-	}
-	free(a->blocks);
 }
 
 /* Empty buckets, n of them (a power of two); -1 when memory is short. */
@@ -416,13 +317,13 @@ static void free_creator(struct sg_hnode *node)
 	free(sg_hnode_entry(node, struct audit_creator, node));
 }
 
-/* Gives back f's own strings (str_free knows those malloc holds). */
+/* Gives back f's own strings (audit_str_free knows those malloc holds). */
 static void free_strings(struct audit_files *t, struct audit_file *f)
 {
 	if (f->name)
-		str_free(&t->strings, f->name);
+		audit_str_free(&t->strings, f->name);
 	if (f->indexed && f->alone && !f->req_in_name)
-		str_free(&t->strings, f->req.copy);
+		audit_str_free(&t->strings, f->req.copy);
 }
 
 void audit_files_free(struct audit_files *t)
@@ -438,7 +339,7 @@ void audit_files_free(struct audit_files *t)
 	free(t->slabs);
 	free(t->files.heads);
 	free(t->alone.heads);
-	str_clear(&t->strings);
+	audit_str_clear(&t->strings);
 	sg_htable_clear(&t->requests, free_request);
 	sg_htable_clear(&t->creators, free_creator);
 	free(t->excluded);
@@ -600,7 +501,7 @@ static bool keep_alone(struct audit_files *t, struct audit_file *f, uint64_t h, 
 		f->req.in_name.at = (uint8_t)(in - f->name);
 		f->req.in_name.len = (uint8_t)len;
 		f->req_in_name = true;
-	} else if (!(f->req.copy = str_dup(&t->strings, request))) {
+	} else if (!(f->req.copy = audit_str_dup(&t->strings, request))) {
 		return false;
 	}
 	f->alone = true;
@@ -619,7 +520,7 @@ static void leave_alone(struct audit_files *t, struct audit_file *f, uint64_t h)
 	unchain(t, alone_bucket(t, h), f, true);
 	t->alone.count--;
 	if (!f->req_in_name)
-		str_free(&t->strings, f->req.copy);
+		audit_str_free(&t->strings, f->req.copy);
 	f->alone = f->req_in_name = false;
 	f->req.copy = NULL;
 }
@@ -688,10 +589,10 @@ static bool set_name(struct audit_files *t, struct audit_file *f, int root, cons
 {
 	char *copy = NULL;
 
-	if (name && !(copy = str_dup(&t->strings, name))) /* before the old goes: name may be f's own */
+	if (name && !(copy = audit_str_dup(&t->strings, name))) /* before the old goes: name may be f's own */
 		return false;
 	if (f->name)
-		str_free(&t->strings, f->name);
+		audit_str_free(&t->strings, f->name);
 	f->name = copy;
 	f->root = (int16_t)root; /* the roots table never holds more (audit_roots.h) */
 	return true;
@@ -733,7 +634,7 @@ void audit_files_remove(struct audit_files *t, struct audit_file *f)
 		unindex(t, f);
 	release_creator(t, f->creator);
 	if (f->name)
-		str_free(&t->strings, f->name);
+		audit_str_free(&t->strings, f->name);
 	put_slot(t, f);
 }
 

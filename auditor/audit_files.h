@@ -1,6 +1,9 @@
 /* The auditor's table of the files created under the shm roots during a
  * run, keyed by device and inode: who created each, its name where known,
- * and the request it belongs to. */
+ * and the request it belongs to.
+ *
+ * Errors: nothing here can fail (the auditor reports a failure as a
+ * negative errno). */
 #ifndef SHMGUARD_AUDIT_FILES_H
 #define SHMGUARD_AUDIT_FILES_H
 

@@ -17,9 +17,9 @@
 
 static struct audit_folded *folded(struct audit *a)
 {
-	if (!a->folded && (a->folded = calloc(1, sizeof(*a->folded))))
-		a->folded->tick_every = 1;
-	return a->folded;
+	if (!a->abort_set.folded && (a->abort_set.folded = calloc(1, sizeof(*a->abort_set.folded))))
+		a->abort_set.folded->tick_every = 1;
+	return a->abort_set.folded;
 }
 
 static void add_tick(struct audit_folded *f, double marker_s)
@@ -40,8 +40,8 @@ static void add_tick(struct audit_folded *f, double marker_s)
 static void keep(struct audit *a, struct audit_abort *ab)
 {
 	ab->next = NULL;
-	*a->kept_tail = ab;
-	a->kept_tail = &ab->next;
+	*a->abort_set.kept_tail = ab;
+	a->abort_set.kept_tail = &ab->next;
 }
 
 static void has_file(struct audit_file *f, void *found)
@@ -57,12 +57,12 @@ static bool still_known(const struct audit *a, const struct audit_abort *ab)
 	struct stat st;
 	bool found = false;
 
-	int dfd = a->abort_dfd; /* scope 0: --abort-dir's */
+	int dfd = a->abort_set.abort_dfd; /* scope 0: --abort-dir's */
 
-	for (unsigned r = 0; ab->scope && r < a->nroots; r++)
-		if (a->roots[r].in_use && a->roots[r].id == ab->scope)
-			dfd = a->roots[r].abort_dfd;
-	if (ab->scope && dfd == a->abort_dfd)
+	for (unsigned r = 0; ab->scope && r < a->root_table.nroots; r++)
+		if (a->root_table.roots[r].in_use && a->root_table.roots[r].id == ab->scope)
+			dfd = a->root_table.roots[r].abort_dfd;
+	if (ab->scope && dfd == a->abort_set.abort_dfd)
 		dfd = -1; /* its root is gone, and its abort directory with it */
 	if (dfd >= 0 && fstatat(dfd, ab->request, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return true;
@@ -72,7 +72,7 @@ static bool still_known(const struct audit *a, const struct audit_abort *ab)
 
 static void forget(struct audit *a, struct audit_abort *ab)
 {
-	sg_htable_remove(&a->abort_index, &ab->node);
+	sg_htable_remove(&a->abort_set.abort_index, &ab->node);
 	free(ab->request);
 	free(ab);
 }
@@ -86,7 +86,7 @@ static void fold(struct audit *a, struct audit_folded *f, struct audit_abort *ab
 	f->leaked_bytes += ab->leaked_bytes;
 	f->leaked_files += ab->leaked_files;
 	f->leaked_segments += ab->leaked_segments;
-	if (a->o->plot_path)
+	if (a->o->reports.plot_path)
 		add_tick(f, ab->marker_s);
 	for (struct audit_leftover *l = ab->leftovers, *next; l; l = next) {
 		next = l->next;
@@ -101,23 +101,23 @@ static void fold(struct audit *a, struct audit_folded *f, struct audit_abort *ab
 		forget(a, ab);
 		return;
 	}
-	if (!a->kept_tail)
-		a->kept_tail = &a->kept;
+	if (!a->abort_set.kept_tail)
+		a->abort_set.kept_tail = &a->abort_set.kept;
 	keep(a, ab);
-	a->nkept++;
+	a->abort_set.nkept++;
 }
 
 void audit_fold_measured(struct audit *a)
 {
-	size_t window = a->o->abort_detail ? a->o->abort_detail : ABORT_DETAIL, leaked = 0, clean = 0;
+	size_t window = a->o->gate.abort_detail ? a->o->gate.abort_detail : ABORT_DETAIL, leaked = 0, clean = 0;
 	struct audit_folded *f;
 
-	for (const struct audit_abort *ab = a->aborts; ab && ab != a->unmeasured; ab = ab->next)
+	for (const struct audit_abort *ab = a->abort_set.aborts; ab && ab != a->abort_set.unmeasured; ab = ab->next)
 		*(ab->leftovers ? &leaked : &clean) += 1;
 	if ((leaked <= window && clean <= window) || !(f = folded(a)))
 		return;
 	/* The oldest of each kind go first. */
-	for (struct audit_abort **p = &a->aborts; *p && *p != a->unmeasured && (leaked > window || clean > window);) {
+	for (struct audit_abort **p = &a->abort_set.aborts; *p && *p != a->abort_set.unmeasured && (leaked > window || clean > window);) {
 		struct audit_abort *ab = *p;
 		size_t *n = ab->leftovers ? &leaked : &clean;
 
@@ -128,62 +128,62 @@ void audit_fold_measured(struct audit *a)
 		(*n)--;
 		*p = ab->next;
 		if (!*p)
-			a->aborts_tail = p;
+			a->abort_set.aborts_tail = p;
 		fold(a, f, ab);
 	}
 }
 
 void audit_fold_sweep(struct audit *a)
 {
-	size_t n = a->nkept < SWEEP_MAX ? a->nkept : SWEEP_MAX;
+	size_t n = a->abort_set.nkept < SWEEP_MAX ? a->abort_set.nkept : SWEEP_MAX;
 
-	for (size_t i = 0; i < n && a->kept; i++) {
-		struct audit_abort *ab = a->kept;
+	for (size_t i = 0; i < n && a->abort_set.kept; i++) {
+		struct audit_abort *ab = a->abort_set.kept;
 
-		if (!(a->kept = ab->next))
-			a->kept_tail = &a->kept;
+		if (!(a->abort_set.kept = ab->next))
+			a->abort_set.kept_tail = &a->abort_set.kept;
 		if (still_known(a, ab)) {
 			keep(a, ab); /* looked at again after the others */
 			continue;
 		}
 		forget(a, ab);
-		a->nkept--;
+		a->abort_set.nkept--;
 	}
 }
 
 void audit_fold_free(struct audit *a)
 {
-	for (struct audit_abort *ab = a->kept, *next; ab; ab = next) {
+	for (struct audit_abort *ab = a->abort_set.kept, *next; ab; ab = next) {
 		next = ab->next;
 		free(ab->request);
 		free(ab);
 	}
-	a->kept = NULL;
-	a->kept_tail = &a->kept;
-	a->nkept = 0;
-	if (a->folded) {
-		free(a->folded->by_proc.g);
-		free(a->folded->by_shape.g);
-		free(a->folded->ticks);
-		free(a->folded);
-		a->folded = NULL;
+	a->abort_set.kept = NULL;
+	a->abort_set.kept_tail = &a->abort_set.kept;
+	a->abort_set.nkept = 0;
+	if (a->abort_set.folded) {
+		free(a->abort_set.folded->by_proc.g);
+		free(a->abort_set.folded->by_shape.g);
+		free(a->abort_set.folded->ticks);
+		free(a->abort_set.folded);
+		a->abort_set.folded = NULL;
 	}
 }
 
 double *audit_fold_ticks(const struct audit *a, size_t *n)
 {
-	size_t listed = 0, folded_n = a->folded ? a->folded->nticks : 0;
+	size_t listed = 0, folded_n = a->abort_set.folded ? a->abort_set.folded->nticks : 0;
 	double *t;
 
-	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next)
+	for (const struct audit_abort *ab = a->abort_set.aborts; ab; ab = ab->next)
 		listed++;
 	*n = 0;
 	if (!(t = calloc(folded_n + listed + 1, sizeof(*t))))
 		return NULL;
 	if (folded_n)
-		memcpy(t, a->folded->ticks, folded_n * sizeof(*t));
+		memcpy(t, a->abort_set.folded->ticks, folded_n * sizeof(*t));
 	*n = folded_n;
-	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next)
+	for (const struct audit_abort *ab = a->abort_set.aborts; ab; ab = ab->next)
 		t[(*n)++] = ab->marker_s;
 	return t;
 }

@@ -91,46 +91,46 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 	struct statvfs sv;
 
 	*m = (struct audit_metrics){
-		.aborts = a->naborts,
-		.aborted_held_bytes = a->aborted_held,
-		.reclaimed_bytes = a->reclaimed,
-		.live_pending_bytes = a->live_pending,
-		.aborts_measured = a->aborts_measured,
-		.leaked_bytes = a->leaked_measured,
-		.last_review_unix_s = unix_time_of(a, a->cycles ? a->last_review_s : 0),
-		.last_review_duration_s = a->last_review_duration_s,
-		.events = a->events,
+		.aborts = a->abort_set.naborts,
+		.aborted_held_bytes = a->reviewed.aborted_held,
+		.reclaimed_bytes = a->abort_set.reclaimed,
+		.live_pending_bytes = a->reviewed.live_pending,
+		.aborts_measured = a->abort_set.aborts_measured,
+		.leaked_bytes = a->abort_set.leaked_measured,
+		.last_review_unix_s = unix_time_of(a, a->reviewed.cycles ? a->reviewed.last_review_s : 0),
+		.last_review_duration_s = a->reviewed.last_review_duration_s,
+		.events = a->event_counts.events,
 		.dropped_events = dropped,
 		.files_over_limit = audit_files_over_limit(a->files),
 		.followed_files = audit_files_count(a->files),
-		.freed_at_eviction = a->freed_at_eviction,
-		.freed_by_review = a->freed_by_review,
-		.lost_markers = a->marker_overflows,
-		.unfollowed_files = a->unfollowed_files,
-		.probe = a->probe,
+		.freed_at_eviction = a->event_counts.freed_at_eviction,
+		.freed_by_review = a->reviewed.freed_by_review,
+		.lost_markers = a->abort_set.marker_overflows,
+		.unfollowed_files = a->pending.unfollowed_files,
+		.probe = a->run.probe,
 		.version = a->o->version,
-		.roots = calloc(a->nroots ? a->nroots : 1, sizeof(*m->roots)), /* short of memory: no root's */
-		.aborts_without_workload = a->workloads.aborts_without,
-		.abort_records = a->naborts - (a->folded ? a->folded->aborts : 0),
-		.aborts_remembered = a->nkept,
+		.roots = calloc(a->root_table.nroots ? a->root_table.nroots : 1, sizeof(*m->roots)), /* short of memory: no root's */
+		.abort_book = {.without_workload = a->workloads.aborts_without,
+			       .records = a->abort_set.naborts - (a->abort_set.folded ? a->abort_set.folded->aborts : 0),
+			       .remembered = a->abort_set.nkept},
 	};
-	if (a->reclaim) {
+	if (a->run.reclaim) {
 		struct audit_reclaim_totals t;
-		audit_reclaim_totals(a->reclaim, &t);
-		m->dead_reclaim = true;
-		m->dead_reclaimed_bytes = t.bytes;
-		m->dead_reclaimed_files = t.files;
+		audit_reclaim_totals(a->run.reclaim, &t);
+		m->dead_reclaimed.on = true;
+		m->dead_reclaimed.bytes = t.bytes;
+		m->dead_reclaimed.files = t.files;
 	}
 	workload_series(a, m);
-	for (unsigned r = 0; m->roots && r < a->nroots; r++) {
+	for (unsigned r = 0; m->roots && r < a->root_table.nroots; r++) {
 		struct metrics_root *mr;
 
-		if (!a->roots[r].in_use)
+		if (!a->root_table.roots[r].in_use)
 			continue;
 		mr = &m->roots[m->nroots++];
-		*mr = (struct metrics_root){a->roots[r].shown, a->roots[r].bytes.tracked, a->roots[r].bytes.unattributed,
+		*mr = (struct metrics_root){a->root_table.roots[r].shown, a->root_table.roots[r].bytes.tracked, a->root_table.roots[r].bytes.unattributed,
 					    0, 0};
-		if (statvfs(a->roots[r].path, &sv) == 0) {
+		if (statvfs(a->root_table.roots[r].path, &sv) == 0) {
 			mr->free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
 			mr->size_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
 		}
@@ -138,28 +138,30 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 }
 
 /* The figures to the server and, if it is time (or now is true), to the
- * file.  -1 with errno when the file cannot be written. */
+ * file.  A negative errno, with l->why, when the file cannot be written. */
 static int emit(struct audit *a, uint64_t dropped, bool publish, bool now)
 {
 	struct audit_live *l = a->live;
-	bool write = a->o->metrics_path && (now || audit_now_s(a) >= l->next_write_s);
+	bool write = a->o->reports.metrics_path && (now || audit_now_s(a) >= l->next_write_s);
 	struct audit_metrics m;
 	char *text;
 	size_t len;
 	int ret = 0;
 
-	if (!(publish && a->metrics_server) && !write)
+	if (!(publish && a->run.metrics_server) && !write)
 		return 0;
 	snapshot(a, dropped, &m);
 	text = metrics_render(&m, &len);
 	free(m.roots);
-	if (!text)
-		return -1;
-	if (publish && a->metrics_server)
-		metrics_publish(a->metrics_server, text, len);
+	if (!text) {
+		snprintf(l->why, sizeof(l->why), "out of memory");
+		return -ENOMEM;
+	}
+	if (publish && a->run.metrics_server)
+		metrics_publish(a->run.metrics_server, text, len);
 	if (write) {
-		l->next_write_s = audit_now_s(a) + a->o->metrics_interval;
-		ret = metrics_write_file(a->o->metrics_path, text, len, l->why, sizeof(l->why));
+		l->next_write_s = audit_now_s(a) + a->o->reports.metrics_interval;
+		ret = metrics_write_file(a->o->reports.metrics_path, text, len, l->why, sizeof(l->why));
 	}
 	free(text);
 	return ret;
@@ -171,7 +173,7 @@ static void sample(struct audit *a, bool last)
 {
 	struct audit_live *l = a->live;
 
-	if (!a->o->plot_path)
+	if (!a->o->reports.plot_path)
 		return;
 	if (l->nsamples == MAX_SAMPLES) {
 		/* A long run: every other sample goes, and from now on one in two more. */
@@ -191,7 +193,7 @@ static void sample(struct audit *a, bool last)
 		l->samples = s;
 		l->cap = cap;
 	}
-	l->samples[l->nsamples++] = (struct plot_sample){audit_now_s(a), a->tracked, a->aborted_held};
+	l->samples[l->nsamples++] = (struct plot_sample){audit_now_s(a), a->reviewed.tracked, a->reviewed.aborted_held};
 }
 
 void audit_live_update(struct audit *a, uint64_t dropped)
@@ -202,21 +204,21 @@ void audit_live_update(struct audit *a, uint64_t dropped)
 
 	if (!l)
 		return;
-	if ((cycle_ended = a->cycles != l->cycles)) {
-		l->cycles = a->cycles;
+	if ((cycle_ended = a->reviewed.cycles != l->cycles)) {
+		l->cycles = a->reviewed.cycles;
 		sample(a, false);
 	}
 	if (emit(a, dropped, cycle_ended, false) < 0 && !l->write_failed) {
 		l->write_failed = true;
 		fprintf(stderr, "shmguard audit: cannot write the metrics to %s: %s (trying again every %g s)\n",
-			sg_text_escape(a->o->metrics_path, shown, sizeof(shown)), audit_live_why(a),
-			a->o->metrics_interval);
+			sg_text_escape(a->o->reports.metrics_path, shown, sizeof(shown)), audit_live_why(a),
+			a->o->reports.metrics_interval);
 	}
 }
 
 const char *audit_live_why(const struct audit *a)
 {
-	return a->live && a->live->why[0] ? a->live->why : strerror(errno);
+	return a->live && a->live->why[0] ? a->live->why : "no reason known";
 }
 
 int audit_live_flush(struct audit *a, uint64_t dropped)
@@ -225,8 +227,8 @@ int audit_live_flush(struct audit *a, uint64_t dropped)
 
 	if (!l)
 		return 0;
-	if (a->cycles != l->cycles) {
-		l->cycles = a->cycles;
+	if (a->reviewed.cycles != l->cycles) {
+		l->cycles = a->reviewed.cycles;
 		sample(a, true);
 	}
 	return emit(a, dropped, true, true);
@@ -255,26 +257,28 @@ int audit_live_plot(const struct audit *a, double kib_per_abort, const char *ver
 	char title[200];
 	struct plot p;
 	FILE *out = NULL;
-	int fd = -1, ret = -1;
+	int fd = -1, ret = -ENOMEM;
 
 	if (!abort_s)
 		goto cleanup;
 	plot_title(a, kib_per_abort, verdict, title, sizeof(title));
 	p = (struct plot){.title = title, .duration_s = a->end_s, .samples = l->samples, .nsamples = l->nsamples,
-			 .abort_s = abort_s, .naborts = n, .has_budget = a->o->have_budget,
-			 .budget_kib_per_abort = a->o->budget_kib};
+			 .abort_s = abort_s, .naborts = n, .has_budget = a->o->gate.have_budget,
+			 .budget_kib_per_abort = a->o->gate.budget_kib};
 	/* A new, empty file made before the run (or stdout). */
-	if ((fd = dup(a->plot_fd)) < 0 || !(out = fdopen(fd, "w")))
+	if ((fd = dup(a->run.plot_fd)) < 0 || !(out = fdopen(fd, "w"))) {
+		ret = -errno;
 		goto cleanup;
+	}
 	fd = -1;
 	ret = plot_svg_write(out, &p);
 cleanup:
 	if (out && fclose(out) != 0)
-		ret = -1;
+		ret = -EIO;
 	if (fd >= 0)
 		close(fd);
 	free(abort_s);
 	if (ret < 0)
-		fprintf(stderr, "shmguard audit: cannot write the plot to %s\n", a->o->plot_path);
+		fprintf(stderr, "shmguard audit: cannot write the plot to %s\n", a->o->reports.plot_path);
 	return ret;
 }

@@ -27,17 +27,17 @@ enum { FD_EVENTS, FD_MARKERS, FD_SIGNALS };
 
 static void progress(struct audit *a, bool tty, double *next)
 {
-	double now = audit_now_s(a), kib = a->leaked_measured / 1024.0;
-	unsigned measured = (unsigned)a->aborts_measured;
+	double now = audit_now_s(a), kib = a->abort_set.leaked_measured / 1024.0;
+	unsigned measured = (unsigned)a->abort_set.aborts_measured;
 	char line[160], tracked[16];
 	struct winsize ws;
 
 	if ((!tty && a->o->interval <= 0) || now < *next)
 		return;
 	snprintf(line, sizeof(line), "[%6.1f s] aborts %u (measured %u)   %.1f KiB/abort so far   tracked %s in %llu %s",
-		 now, a->naborts, measured, measured ? kib / measured : 0.0,
-		 sg_human_bytes(a->tracked, tracked, sizeof(tracked)), (unsigned long long)a->files_left,
-		 a->files_left == 1 ? "file" : "files");
+		 now, a->abort_set.naborts, measured, measured ? kib / measured : 0.0,
+		 sg_human_bytes(a->reviewed.tracked, tracked, sizeof(tracked)), (unsigned long long)a->reviewed.files_left,
+		 a->reviewed.files_left == 1 ? "file" : "files");
 	/* A line that wraps would scroll with every redraw: cut it to the
 	 * terminal's width (it is ASCII: a byte a column), leaving the last
 	 * column free. */
@@ -90,8 +90,8 @@ static bool ignores(pid_t pid, int sig)
 
 static void record_status(struct audit *a, int status)
 {
-	a->cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	a->cmd_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	a->run.cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	a->run.cmd_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
 /* How long a killed COMMAND is waited for: SIGKILL ends it at once unless
@@ -117,12 +117,12 @@ static void reap_killed(struct audit *a, pid_t child)
  * at the second, and the run ends without waiting for it. */
 static int on_signals(struct audit *a, unsigned *interrupts, bool *running)
 {
-	pid_t child = a->child;
+	pid_t child = a->run.child;
 	struct signalfd_siginfo si;
 	ssize_t n;
 	int status;
 
-	while ((n = read(a->signal_fd, &si, sizeof(si))) == sizeof(si)) {
+	while ((n = read(a->run.signal_fd, &si, sizeof(si))) == sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD) {
 			if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
 				record_status(a, status);
@@ -137,24 +137,24 @@ static int on_signals(struct audit *a, unsigned *interrupts, bool *running)
 				fprintf(stderr, "%sshmguard audit: COMMAND ignores SIG%s; a second one (Ctrl-C again) kills it "
 						"and ends the run\n",
 					isatty(STDERR_FILENO) ? "\r\033[K" : "", sigabbrev_np((int)si.ssi_signo));
-		} else if (a->cmd_status < 0) {
+		} else if (a->run.cmd_status < 0) {
 			kill(child, SIGKILL);
-			a->interrupted = true;
+			a->run.interrupted = true;
 			*running = false;
 			reap_killed(a, child);
 		}
 	}
-	return n < 0 && errno != EAGAIN ? -1 : 0;
+	return n < 0 && errno != EAGAIN ? -errno : 0;
 }
 
 /* New markers, then the events that may still add their files to the
  * table (audit_files_exclude). */
 static int read_markers(struct audit *a)
 {
-	int ret = audit_markers_read(a, a->markers_fd);
+	int ret = audit_markers_read(a, a->run.markers_fd);
 
 	if (ret == 0)
-		ret = audit_trace_consume(a->tracer);
+		ret = audit_trace_consume(a->run.tracer);
 	audit_files_end_exclusions(a->files);
 	return ret;
 }
@@ -166,10 +166,10 @@ static int watch(int ep, int fd, uint32_t what)
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
-/* Turns until the run ends; -1 with errno when a descriptor fails. */
+/* Turns until the run ends; a negative errno when a descriptor fails. */
 static int turns(struct audit *a, int ep)
 {
-	struct audit_tracer *t = a->tracer;
+	struct audit_tracer *t = a->run.tracer;
 	bool tty = isatty(STDERR_FILENO), show = tty || a->o->interval > 0;
 	double next_progress = 0;
 	unsigned interrupts = 0;
@@ -179,7 +179,7 @@ static int turns(struct audit *a, int ep)
 		int n = epoll_wait(ep, got, 3, next_timeout(a, next_progress, show));
 
 		if (n < 0 && errno != EINTR)
-			return -1;
+			return -errno;
 		for (int i = 0; i < n; i++) {
 			int ret = 0;
 
@@ -195,16 +195,17 @@ static int turns(struct audit *a, int ep)
 				break;
 			}
 			if (ret < 0)
-				return -1;
+				return ret;
 		}
 		if (a->o->duration && audit_now_s(a) >= a->o->duration)
 			running = false;
-		if (audit_trace_consume(t) < 0) /* the review needs every event so far */
-			return -1;
+		int ret = audit_trace_consume(t); /* the review needs every event so far */
+		if (ret < 0)
+			return ret;
 		if (audit_now_s(a) >= audit_roots_due_s(a)) {
 			audit_roots_scan(a);
 			audit_tags_expire(a);
-			audit_early_expire(a);
+			audit_early_expire(&a->pending.early, audit_now_s(a));
 		}
 		audit_review_step(a);
 		audit_live_update(a, audit_trace_dropped(t));
@@ -218,29 +219,27 @@ static int turns(struct audit *a, int ep)
 
 int audit_loop_run(struct audit *a)
 {
-	struct audit_tracer *t = a->tracer;
-	int ep = epoll_create1(EPOLL_CLOEXEC), ret = -1, saved;
+	struct audit_tracer *t = a->run.tracer;
+	int ep = epoll_create1(EPOLL_CLOEXEC), ret, end;
 
 	if (ep < 0)
-		return -1;
-	if (watch(ep, audit_trace_fd(t), FD_EVENTS) == 0 && watch(ep, a->markers_fd, FD_MARKERS) == 0 &&
-	    watch(ep, a->signal_fd, FD_SIGNALS) == 0)
+		return -errno;
+	if (watch(ep, audit_trace_fd(t), FD_EVENTS) == 0 && watch(ep, a->run.markers_fd, FD_MARKERS) == 0 &&
+	    watch(ep, a->run.signal_fd, FD_SIGNALS) == 0)
 		ret = turns(a, ep);
-	saved = errno;
+	else
+		ret = -errno;
 	/* What is still queued belongs to the run; aborts not yet due are
 	 * measured now (a run that ends sooner measures at its end). */
-	if (read_markers(a) < 0) {
-		saved = errno;
-		ret = -1;
-	}
+	if ((end = read_markers(a)) < 0)
+		ret = end;
 	a->end_s = audit_now_s(a);
 	audit_roots_scan_before_end(a);
-	a->dropped = audit_trace_dropped(t);
-	a->frees_unsent = audit_trace_frees_unsent(t);
+	a->run.dropped = audit_trace_dropped(t);
+	a->run.frees_unsent = audit_trace_frees_unsent(t);
 	audit_review_finish(a);
-	if (audit_live_flush(a, a->dropped) < 0)
-		fprintf(stderr, "shmguard audit: cannot write the metrics at the end: %s\n", strerror(errno));
+	if (audit_live_flush(a, a->run.dropped) < 0)
+		fprintf(stderr, "shmguard audit: cannot write the metrics at the end: %s\n", audit_live_why(a));
 	close(ep);
-	errno = saved;
 	return ret;
 }

@@ -24,34 +24,34 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 		       const struct groups *by_shape)
 {
 	char b1[32], b2[32], e1[SG_ESCAPED_MAX], e2[SG_ESCAPED_MAX];
-	double n = a->naborts ? a->naborts : 1;
+	double n = a->abort_set.naborts ? a->abort_set.naborts : 1;
 	/* A report written to stdout (--json -) keeps it to itself. */
-	FILE *out = a->report_on_stdout ? stderr : stdout;
+	FILE *out = a->run.report_on_stdout ? stderr : stdout;
 
-	fprintf(out, "aborts %u   leaked %s in %llu %s   %.1f KiB/abort   ", a->naborts,
+	fprintf(out, "aborts %u   leaked %s in %llu %s   %.1f KiB/abort   ", a->abort_set.naborts,
 	       sg_human_bytes(s->leaked_bytes, b1, sizeof(b1)),
 	       SG_PLURAL((unsigned long long)s->leaked_files, "file", "files"), s->kib_per_abort);
 	if (s->leak_growth_mib_per_hour >= 0)
 		fprintf(out, "leak growth %.1f MiB/h\n", s->leak_growth_mib_per_hour);
 	else
 		fprintf(out, "leak growth: run too short to extrapolate (%.1f s < %.0f s)\n", a->end_s, AUDIT_GROWTH_MIN_S);
-	if (!a->naborts)
+	if (!a->abort_set.naborts)
 		fprintf(out, "no abort markers appeared in %s: nothing to measure per abort\n",
 			sg_text_escape(a->o->abort_dir, e1, sizeof(e1)));
 	fprintf(out, "per abort: %.1f files, %.1f segments   run %.1f s (probe %s, frees %s%s)   tracked at end %s in %llu %s   "
 	       "unattributed %s\n",
-	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->probe,
-	       a->freed_probe ? "at eviction by " : "by review", a->freed_probe ? a->freed_probe : "",
+	       s->leaked_files / n, s->leaked_segments / n, a->end_s, a->run.probe,
+	       a->run.freed_probe ? "at eviction by " : "by review", a->run.freed_probe ? a->run.freed_probe : "",
 	       sg_human_bytes(s->tracked, b1, sizeof(b1)), SG_PLURAL((unsigned long long)s->files_left, "file", "files"),
 	       sg_human_bytes(s->unattributed, b2, sizeof(b2)));
 	fprintf(out, "live requests pending at end: %s in %llu %s (not aborted: no leak)\n",
 	       sg_human_bytes(s->live_pending, b1, sizeof(b1)), SG_PLURAL((unsigned long long)s->live_files, "file", "files"));
-	if (a->reclaim) {
+	if (a->run.reclaim) {
 		struct audit_reclaim_totals t;
-		audit_reclaim_totals(a->reclaim, &t);
+		audit_reclaim_totals(a->run.reclaim, &t);
 		fprintf(out, "%s from dead creators: %s in %llu %s (%llu %s every %g s)%s\n",
-			a->o->reclaim_dry_run ? "would have reclaimed (--reclaim-dry-run)" : "reclaimed", sg_human_bytes(t.bytes, b1, sizeof(b1)), SG_PLURAL((unsigned long long)t.files, "file", "files"),
-			SG_PLURAL((unsigned long long)t.passes, "pass", "passes"), a->o->reclaim_dead,
+			a->o->reclaim.dry_run ? "would have reclaimed (--reclaim-dry-run)" : "reclaimed", sg_human_bytes(t.bytes, b1, sizeof(b1)), SG_PLURAL((unsigned long long)t.files, "file", "files"),
+			SG_PLURAL((unsigned long long)t.passes, "pass", "passes"), a->o->reclaim.interval,
 			t.failed ? ", some roots or files failed (said on stderr)" : "");
 	}
 	/* A process names itself (prctl): its name may hold a newline and a
@@ -69,51 +69,51 @@ static void print_text(const struct audit *a, const struct summary *s, const str
 		fprintf(out, "shape: %s  %llu %s  %s\n", sg_text_escape(by_shape->g[i].key, e1, sizeof(e1)),
 			SG_PLURAL((unsigned long long)by_shape->g[i].files, "file", "files"),
 			sg_human_bytes(by_shape->g[i].bytes, b1, sizeof(b1)));
-	if (a->folded && a->folded->aborts)
+	if (a->abort_set.folded && a->abort_set.folded->aborts)
 		fprintf(out, "aborts not listed in the JSON report (older than the newest --abort-detail; in every figure): "
-			"%llu\n", (unsigned long long)a->folded->aborts);
+			"%llu\n", (unsigned long long)a->abort_set.folded->aborts);
 	audit_workloads_print(a, out);
-	if (a->ambiguous)
-		fprintf(out, "ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->ambiguous);
-	if (a->dropped || audit_files_over_limit(a->files))
+	if (a->attribution.ambiguous)
+		fprintf(out, "ambiguous names (attributed to no request): %llu\n", (unsigned long long)a->attribution.ambiguous);
+	if (a->run.dropped || audit_files_over_limit(a->files))
 		fprintf(out, "LOST: %llu events dropped, %llu files over --max-files: the figures are lower bounds\n",
-		       (unsigned long long)a->dropped, (unsigned long long)audit_files_over_limit(a->files));
+		       (unsigned long long)a->run.dropped, (unsigned long long)audit_files_over_limit(a->files));
 	if (a->o->node_mode)
 		fprintf(out, "roots: %u followed at end, %llu found in mount namespaces during the run (%llu late, "
 			"%llu %s caught up), %llu forgotten%s\n",
-			audit_roots_in_use(a), (unsigned long long)a->roots_found, (unsigned long long)a->roots_late,
-			SG_PLURAL((unsigned long long)a->caught_up, "file", "files"),
-			(unsigned long long)a->roots_forgotten,
-			a->namespaces_unreadable ? "; some mount namespaces could not be read" : "");
-	if (a->roots_refused)
+			audit_roots_in_use(a), (unsigned long long)a->root_table.roots_found, (unsigned long long)a->root_table.roots_late,
+			SG_PLURAL((unsigned long long)a->event_counts.caught_up, "file", "files"),
+			(unsigned long long)a->root_table.roots_forgotten,
+			a->scans.namespaces_unreadable ? "; some mount namespaces could not be read" : "");
+	if (a->root_table.roots_refused)
 		fprintf(out, "NOT FOLLOWED: %llu /dev/shm mounts could not be followed (the kernel side's maps are "
-			"full, or memory short)\n", (unsigned long long)a->roots_refused);
-	if (a->unfollowed_files)
+			"full, or memory short)\n", (unsigned long long)a->root_table.roots_refused);
+	if (a->pending.unfollowed_files)
 		fprintf(out, "NOT FOLLOWED: %llu %s of aborted requests %s on filesystems no root follows (the shim's "
 			"tags say so): their bytes are not in the figure%s\n",
-			SG_PLURAL((unsigned long long)a->unfollowed_files, "file", "files"),
-			a->unfollowed_files == 1 ? "is" : "are",
+			SG_PLURAL((unsigned long long)a->pending.unfollowed_files, "file", "files"),
+			a->pending.unfollowed_files == 1 ? "is" : "are",
 			a->o->node_mode ? "" : " (without --own-namespace every pod's /dev/shm is followed)");
-	if (a->tags_expired)
+	if (a->pending.tags_expired)
 		fprintf(out, "not followed: %llu tags of files on filesystems no root follows were kept %s and "
 			"dropped before their request aborted, if it did\n",
-			(unsigned long long)a->tags_expired, "as long as allowed");
-	if (a->marker_overflows)
+			(unsigned long long)a->pending.tags_expired, "as long as allowed");
+	if (a->abort_set.marker_overflows)
 		fprintf(out, "LOST: the abort directory's event queue overflowed %llu times (fs.inotify.max_queued_events):\n"
 		       "  %llu markers recovered by reading it again; markers removed before that are not counted, and\n"
 		       "  recovered aborts are measured from when they were found\n",
-		       (unsigned long long)a->marker_overflows, (unsigned long long)a->markers_recovered);
-	if (a->markers_refused)
+		       (unsigned long long)a->abort_set.marker_overflows, (unsigned long long)a->abort_set.markers_recovered);
+	if (a->abort_set.markers_refused)
 		fprintf(out, "not aborts: %llu entries of the abort directory that are no markers (another user's, a "
-			"hard link, not a regular file)\n", (unsigned long long)a->markers_refused);
-	if (a->interrupted)
+			"hard link, not a regular file)\n", (unsigned long long)a->abort_set.markers_refused);
+	if (a->run.interrupted)
 		fprintf(out, "interrupted: COMMAND did not end at the first signal and was killed at the second\n");
-	else if (a->cmd_status > 0)
-		fprintf(out, "command exited with status %d\n", a->cmd_status);
+	else if (a->run.cmd_status > 0)
+		fprintf(out, "command exited with status %d\n", a->run.cmd_status);
 	if (s->reason[0])
 		fprintf(out, "verdict: FAIL  %s\n", s->reason);
-	else if (a->o->have_budget)
-		fprintf(out, "verdict: PASS  %.1f KiB/abort <= budget %g KiB/abort\n", s->kib_per_abort, a->o->budget_kib);
+	else if (a->o->gate.have_budget)
+		fprintf(out, "verdict: PASS  %.1f KiB/abort <= budget %g KiB/abort\n", s->kib_per_abort, a->o->gate.budget_kib);
 	else
 		fprintf(out, "verdict: none (no --max-kib-per-abort)\n");
 	fflush(out);
@@ -157,9 +157,9 @@ static const char *dev_text(uint32_t kdev, char *buf, size_t len)
 /* Where an abort's marker appeared: --abort-dir, or a root's own. */
 static const char *abort_dir_text(const struct audit *a, uint32_t scope)
 {
-	for (unsigned r = 0; scope && r < a->nroots; r++)
-		if (a->roots[r].id == scope)
-			return a->roots[r].shown; /* the slot may be a later root's: then "a forgotten root" */
+	for (unsigned r = 0; scope && r < a->root_table.nroots; r++)
+		if (a->root_table.roots[r].id == scope)
+			return a->root_table.roots[r].shown; /* the slot may be a later root's: then "a forgotten root" */
 	return scope ? "a root forgotten since" : a->o->abort_dir;
 }
 
@@ -168,7 +168,7 @@ static json_t *aborts_json(const struct audit *a)
 	json_t *arr = json_array();
 	char dev[24];
 
-	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
+	for (const struct audit_abort *ab = a->abort_set.aborts; ab; ab = ab->next) {
 		json_t *files = json_array();
 		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next) {
 			char *comm = sg_utf8_lossy(l->comm);
@@ -222,18 +222,18 @@ static json_t *dead_reclaim_json(const struct audit *a)
 {
 	struct audit_reclaim_totals t;
 
-	if (!a->reclaim)
+	if (!a->run.reclaim)
 		return json_null();
-	audit_reclaim_totals(a->reclaim, &t);
-	return json_pack("{s:f, s:I, s:I, s:I, s:I, s:b}", "interval_s", a->o->reclaim_dead, "passes",
+	audit_reclaim_totals(a->run.reclaim, &t);
+	return json_pack("{s:f, s:I, s:I, s:I, s:I, s:b}", "interval_s", a->o->reclaim.interval, "passes",
 			 (json_int_t)t.passes, "files", (json_int_t)t.files, "bytes", (json_int_t)t.bytes, "failed",
-			 (json_int_t)t.failed, "dry_run", a->o->reclaim_dry_run);
+			 (json_int_t)t.failed, "dry_run", a->o->reclaim.dry_run);
 }
 
 static int write_json(const struct audit *a, const struct summary *s, const struct groups *by_proc,
 		      const struct groups *by_shape)
 {
-	double n = a->naborts ? a->naborts : 1;
+	double n = a->abort_set.naborts ? a->abort_set.naborts : 1;
 	json_t *cmd = json_array();
 	json_t *root;
 	int ret;
@@ -241,7 +241,7 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	for (char **c = a->o->cmd; c && *c; c++)
 		json_array_append_new(cmd, json_string(*c));
 	root = json_pack("{s:i, s:f, s:I, s:I, s:f, s:I, s:f, s:f}", "schema", 3, "duration_s", a->end_s, "aborts",
-			 (json_int_t)a->naborts, "leaked_bytes", (json_int_t)s->leaked_bytes, "leaked_kib_per_abort",
+			 (json_int_t)a->abort_set.naborts, "leaked_bytes", (json_int_t)s->leaked_bytes, "leaked_kib_per_abort",
 			 s->kib_per_abort, "leaked_files", (json_int_t)s->leaked_files, "leaked_files_per_abort",
 			 s->leaked_files / n, "leaked_segments_per_abort", s->leaked_segments / n);
 	json_object_set_new(root, "tracked_bytes_at_end", json_integer((json_int_t)s->tracked));
@@ -253,42 +253,42 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 				    ? json_null()
 				    : json_sprintf("run too short to extrapolate (%.1f s < %.0f s)", a->end_s,
 						   AUDIT_GROWTH_MIN_S));
-	json_object_set_new(root, "aborted_held_bytes_at_end", json_integer((json_int_t)a->aborted_held));
-	json_object_set_new(root, "reclaimed_bytes", json_integer((json_int_t)a->reclaimed));
+	json_object_set_new(root, "aborted_held_bytes_at_end", json_integer((json_int_t)a->reviewed.aborted_held));
+	json_object_set_new(root, "reclaimed_bytes", json_integer((json_int_t)a->abort_set.reclaimed));
 	json_object_set_new(root, "dead_reclaim", dead_reclaim_json(a));
 	json_object_set_new(root, "live_pending_bytes", json_integer((json_int_t)s->live_pending));
 	json_object_set_new(root, "live_pending_files", json_integer((json_int_t)s->live_files));
 	json_object_set_new(root, "unattributed_bytes", json_integer((json_int_t)s->unattributed));
-	json_object_set_new(root, "ambiguous_files", json_integer((json_int_t)a->ambiguous));
-	json_object_set_new(root, "probe", json_string(a->probe));
-	json_object_set_new(root, "freed_probe", a->freed_probe ? json_string(a->freed_probe) : json_null());
-	json_object_set_new(root, "freed_probe_unavailable", a->freed_probe ? json_null() : json_string(a->freed_why));
-	json_object_set_new(root, "files_freed_at_eviction", json_integer((json_int_t)a->freed_at_eviction));
-	json_object_set_new(root, "files_freed_by_review", json_integer((json_int_t)a->freed_by_review));
-	json_object_set_new(root, "frees_left_to_review", json_integer((json_int_t)a->frees_unsent));
-	json_object_set_new(root, "events", json_integer((json_int_t)a->events));
-	json_object_set_new(root, "dropped_events", json_integer((json_int_t)a->dropped));
+	json_object_set_new(root, "ambiguous_files", json_integer((json_int_t)a->attribution.ambiguous));
+	json_object_set_new(root, "probe", json_string(a->run.probe));
+	json_object_set_new(root, "freed_probe", a->run.freed_probe ? json_string(a->run.freed_probe) : json_null());
+	json_object_set_new(root, "freed_probe_unavailable", a->run.freed_probe ? json_null() : json_string(a->run.freed_why));
+	json_object_set_new(root, "files_freed_at_eviction", json_integer((json_int_t)a->event_counts.freed_at_eviction));
+	json_object_set_new(root, "files_freed_by_review", json_integer((json_int_t)a->reviewed.freed_by_review));
+	json_object_set_new(root, "frees_left_to_review", json_integer((json_int_t)a->run.frees_unsent));
+	json_object_set_new(root, "events", json_integer((json_int_t)a->event_counts.events));
+	json_object_set_new(root, "dropped_events", json_integer((json_int_t)a->run.dropped));
 	json_object_set_new(root, "auditor_max_rss_kib", json_integer(max_rss_kib()));
 	json_object_set_new(root, "files_over_limit", json_integer((json_int_t)audit_files_over_limit(a->files)));
-	json_object_set_new(root, "marker_queue_overflows", json_integer((json_int_t)a->marker_overflows));
-	json_object_set_new(root, "markers_recovered", json_integer((json_int_t)a->markers_recovered));
-	json_object_set_new(root, "markers_refused", json_integer((json_int_t)a->markers_refused));
-	json_object_set_new(root, "unfollowed_files", json_integer((json_int_t)a->unfollowed_files));
-	json_object_set_new(root, "unfollowed_tags_expired", json_integer((json_int_t)a->tags_expired));
+	json_object_set_new(root, "marker_queue_overflows", json_integer((json_int_t)a->abort_set.marker_overflows));
+	json_object_set_new(root, "markers_recovered", json_integer((json_int_t)a->abort_set.markers_recovered));
+	json_object_set_new(root, "markers_refused", json_integer((json_int_t)a->abort_set.markers_refused));
+	json_object_set_new(root, "unfollowed_files", json_integer((json_int_t)a->pending.unfollowed_files));
+	json_object_set_new(root, "unfollowed_tags_expired", json_integer((json_int_t)a->pending.tags_expired));
 	json_object_set_new(root, "roots", json_pack("{s:b, s:i, s:I, s:I, s:I, s:I, s:I, s:i}", "node_mode",
 						     a->o->node_mode, "followed_at_end", (int)audit_roots_in_use(a),
-						     "found", (json_int_t)a->roots_found, "found_late",
-						     (json_int_t)a->roots_late, "caught_up_files", (json_int_t)a->caught_up,
-						     "forgotten", (json_int_t)a->roots_forgotten, "refused",
-						     (json_int_t)a->roots_refused, "namespaces_unreadable",
-						     (int)a->namespaces_unreadable));
-	json_object_set_new(json_object_get(root, "roots"), "last_scan_s", json_real(a->last_scan_s));
-	json_object_set_new(json_object_get(root, "roots"), "last_new_scan_s", json_real(a->last_new_scan_s));
-	json_object_set_new(json_object_get(root, "roots"), "scans", json_integer(a->root_scans));
-	json_object_set_new(json_object_get(root, "roots"), "new_devices", json_integer((json_int_t)a->new_devs));
-	json_object_set_new(root, "interrupted", json_boolean(a->interrupted));
-	json_object_set_new(root, "budget_kib_per_abort", a->o->have_budget ? json_real(a->o->budget_kib) : json_null());
-	json_object_set_new(root, "min_aborts", a->o->have_budget ? json_integer(a->o->min_aborts) : json_null());
+						     "found", (json_int_t)a->root_table.roots_found, "found_late",
+						     (json_int_t)a->root_table.roots_late, "caught_up_files", (json_int_t)a->event_counts.caught_up,
+						     "forgotten", (json_int_t)a->root_table.roots_forgotten, "refused",
+						     (json_int_t)a->root_table.roots_refused, "namespaces_unreadable",
+						     (int)a->scans.namespaces_unreadable));
+	json_object_set_new(json_object_get(root, "roots"), "last_scan_s", json_real(a->scans.last_scan_s));
+	json_object_set_new(json_object_get(root, "roots"), "last_new_scan_s", json_real(a->scans.last_new_scan_s));
+	json_object_set_new(json_object_get(root, "roots"), "scans", json_integer(a->scans.root_scans));
+	json_object_set_new(json_object_get(root, "roots"), "new_devices", json_integer((json_int_t)a->scans.new_devs));
+	json_object_set_new(root, "interrupted", json_boolean(a->run.interrupted));
+	json_object_set_new(root, "budget_kib_per_abort", a->o->gate.have_budget ? json_real(a->o->gate.budget_kib) : json_null());
+	json_object_set_new(root, "min_aborts", a->o->gate.have_budget ? json_integer(a->o->gate.min_aborts) : json_null());
 	json_object_set_new(root, "verdict", json_string(s->verdict));
 	json_object_set_new(root, "verdict_reason", s->reason[0] ? json_string(s->reason) : json_null());
 	json_object_set_new(root, "command", a->o->cmd ? cmd : json_null());
@@ -296,14 +296,14 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 		json_decref(cmd);
 	/* null only without COMMAND; one killed at the second signal has its
 	 * status (128 + 9) and signal like any other. */
-	json_object_set_new(root, "command_exit_status", a->cmd_status >= 0 ? json_integer(a->cmd_status) : json_null());
-	json_object_set_new(root, "command_signal", a->cmd_signal ? json_integer(a->cmd_signal) : json_null());
+	json_object_set_new(root, "command_exit_status", a->run.cmd_status >= 0 ? json_integer(a->run.cmd_status) : json_null());
+	json_object_set_new(root, "command_signal", a->run.cmd_signal ? json_integer(a->run.cmd_signal) : json_null());
 	json_object_set_new(root, "shmguard_version", json_string(a->o->version ? a->o->version : ""));
 	json_object_set_new(root, "started_at", started_at(a));
 	json_object_set_new(root, "top_processes", groups_json(a, by_proc, true));
 	json_object_set_new(root, "top_shapes", groups_json(a, by_shape, false));
 	json_object_set_new(root, "aborted_requests", aborts_json(a));
-	json_object_set_new(root, "aborted_requests_not_listed", json_integer(a->folded ? (json_int_t)a->folded->aborts : 0));
+	json_object_set_new(root, "aborted_requests_not_listed", json_integer(a->abort_set.folded ? (json_int_t)a->abort_set.folded->aborts : 0));
 	json_object_set_new(root, "workloads", audit_workloads_json(a));
 	json_object_set_new(root, "aborts_without_workload", json_integer((json_int_t)a->workloads.aborts_without));
 	json_object_set_new(root, "workloads_expired",
@@ -312,12 +312,12 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 				      (json_int_t)a->workloads.expired.leaked_bytes, "leaked_files",
 				      (json_int_t)a->workloads.expired.leaked_files));
 	/* A new, empty file made before the run (or stdout). */
-	ret = json_dumpfd(root, a->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS);
-	if (ret == 0 && write(a->json_fd, "\n", 1) != 1) /* a text file ends in one */
+	ret = json_dumpfd(root, a->run.json_fd, JSON_INDENT(2) | JSON_SORT_KEYS);
+	if (ret == 0 && write(a->run.json_fd, "\n", 1) != 1) /* a text file ends in one */
 		ret = -1;
 	json_decref(root);
 	if (ret < 0)
-		fprintf(stderr, "shmguard audit: cannot write %s\n", a->o->json_path);
+		fprintf(stderr, "shmguard audit: cannot write %s\n", a->o->reports.json_path);
 	return ret;
 }
 
@@ -326,21 +326,21 @@ static void gate_reason(const struct audit *a, struct summary *s)
 {
 	char dir[SG_ESCAPED_MAX];
 
-	if (s->too_few_aborts && !a->naborts)
+	if (s->too_few_aborts && !a->abort_set.naborts)
 		snprintf(s->reason, sizeof(s->reason), "no abort marker seen in %s: is --abort-dir right?",
 			 sg_text_escape(a->o->abort_dir, dir, sizeof(dir)));
 	else if (s->too_few_aborts)
 		snprintf(s->reason, sizeof(s->reason), "%u %s measured, fewer than --min-aborts %u",
-			 SG_PLURAL(a->naborts, "abort", "aborts"), a->o->min_aborts);
+			 SG_PLURAL(a->abort_set.naborts, "abort", "aborts"), a->o->gate.min_aborts);
 	else if (s->over_budget)
 		snprintf(s->reason, sizeof(s->reason), "%.1f KiB/abort > budget %g KiB/abort", s->kib_per_abort,
-			 a->o->budget_kib);
-	else if (s->unfollowed && a->roots_refused)
+			 a->o->gate.budget_kib);
+	else if (s->unfollowed && a->root_table.roots_refused)
 		snprintf(s->reason, sizeof(s->reason), "%llu /dev/shm mounts could not be followed",
-			 (unsigned long long)a->roots_refused);
+			 (unsigned long long)a->root_table.roots_refused);
 	else if (s->unfollowed)
 		snprintf(s->reason, sizeof(s->reason), "%llu %s of aborted requests on filesystems not followed: the "
-			 "figure would be too low", SG_PLURAL((unsigned long long)a->unfollowed_files, "file", "files"));
+			 "figure would be too low", SG_PLURAL((unsigned long long)a->pending.unfollowed_files, "file", "files"));
 	else if (audit_workloads_gate(a, s->reason, sizeof(s->reason)))
 		return;
 	else if (s->drops_fail)
@@ -349,45 +349,42 @@ static void gate_reason(const struct audit *a, struct summary *s)
 		s->reason[0] = '\0';
 }
 
-int audit_report_write(struct audit *a)
+int audit_report_write(const struct audit *a, bool failed[AUDIT_REPORT_FILES])
 {
-	struct summary s = {.tracked = a->tracked, .unattributed = a->unattributed, .files_left = a->files_left,
-			    .live_pending = a->live_pending, .live_files = a->live_files};
+	struct summary s = {.tracked = a->reviewed.tracked, .unattributed = a->reviewed.unattributed, .files_left = a->reviewed.files_left,
+			    .live_pending = a->reviewed.live_pending, .live_files = a->reviewed.live_files};
 	struct groups by_proc = {0}, by_shape = {0};
 	int status;
 
-	if (a->folded) { /* the aborts no longer listed */
-		s.leaked_bytes = a->folded->leaked_bytes;
-		s.leaked_files = a->folded->leaked_files;
-		s.leaked_segments = a->folded->leaked_segments;
+	if (a->abort_set.folded) { /* the aborts no longer listed */
+		s.leaked_bytes = a->abort_set.folded->leaked_bytes;
+		s.leaked_files = a->abort_set.folded->leaked_files;
+		s.leaked_segments = a->abort_set.folded->leaked_segments;
 	}
-	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next) {
+	for (const struct audit_abort *ab = a->abort_set.aborts; ab; ab = ab->next) {
 		s.leaked_bytes += ab->leaked_bytes;
 		s.leaked_files += ab->leaked_files;
 		s.leaked_segments += ab->leaked_segments;
 	}
-	s.kib_per_abort = a->naborts ? s.leaked_bytes / KIB / a->naborts : 0;
+	s.kib_per_abort = a->abort_set.naborts ? s.leaked_bytes / KIB / a->abort_set.naborts : 0;
 	/* The leak's growth: what aborted requests leave, over the run. */
 	s.leak_growth_mib_per_hour = a->end_s >= AUDIT_GROWTH_MIN_S ? s.leaked_bytes / MIB / (a->end_s / 3600.0) : -1;
-	s.over_budget = a->o->have_budget && s.kib_per_abort > a->o->budget_kib;
-	s.lost = a->dropped || audit_files_over_limit(a->files) || a->marker_overflows;
-	s.drops_fail = s.lost && !a->o->allow_drops;
-	s.unfollowed = a->unfollowed_files || a->roots_refused;
+	s.over_budget = a->o->gate.have_budget && s.kib_per_abort > a->o->gate.budget_kib;
+	s.lost = a->run.dropped || audit_files_over_limit(a->files) || a->abort_set.marker_overflows;
+	s.drops_fail = s.lost && !a->o->gate.allow_drops;
+	s.unfollowed = a->pending.unfollowed_files || a->root_table.roots_refused;
 	/* A gate that measured nothing does not pass. */
-	s.too_few_aborts = a->o->have_budget && a->naborts < a->o->min_aborts;
+	s.too_few_aborts = a->o->gate.have_budget && a->abort_set.naborts < a->o->gate.min_aborts;
 	gate_reason(a, &s);
-	s.verdict = s.reason[0] ? "fail" : a->o->have_budget ? "pass" : "none";
+	s.verdict = s.reason[0] ? "fail" : a->o->gate.have_budget ? "pass" : "none";
 	audit_group_leftovers(a, &by_proc, &by_shape);
 	/* The files first: they are written even if stdout is gone. */
 	status = AUDIT_PASS;
-	if (a->o->json_path && write_json(a, &s, &by_proc, &by_shape) < 0)
-		a->report_failed[0] = true;
-	if (a->o->junit_path && audit_junit_write(a, &s, &by_proc) < 0)
-		a->report_failed[1] = true;
-	if (a->o->plot_path && audit_live_plot(a, s.kib_per_abort, s.verdict) < 0)
-		a->report_failed[2] = true;
-	for (size_t i = 0; i < sizeof(a->report_failed) / sizeof(a->report_failed[0]); i++)
-		if (a->report_failed[i])
+	failed[0] = a->o->reports.json_path && write_json(a, &s, &by_proc, &by_shape) < 0;
+	failed[1] = a->o->reports.junit_path && audit_junit_write(a, &s, &by_proc) < 0;
+	failed[2] = a->o->reports.plot_path && audit_live_plot(a, s.kib_per_abort, s.verdict) < 0;
+	for (size_t i = 0; i < AUDIT_REPORT_FILES; i++)
+		if (failed[i])
 			status = AUDIT_USAGE;
 	print_text(a, &s, &by_proc, &by_shape);
 	audit_github_report(a, &s, &by_shape);
@@ -397,5 +394,5 @@ int audit_report_write(struct audit *a)
 		return AUDIT_OVER_BUDGET;
 	if (status != AUDIT_PASS)
 		return status;
-	return a->cmd_status > 0 || a->interrupted ? AUDIT_CMD_FAILED : AUDIT_PASS;
+	return a->run.cmd_status > 0 || a->run.interrupted ? AUDIT_CMD_FAILED : AUDIT_PASS;
 }

@@ -40,20 +40,20 @@ int audit_roots_given(struct audit *a, char *err, size_t errlen)
 	const struct audit_opts *o = a->o;
 	struct stat st;
 
-	if (!(a->roots = calloc(o->roots.n ? o->roots.n : 1, sizeof(*a->roots)))) {
+	if (!(a->root_table.roots = calloc(o->roots.n ? o->roots.n : 1, sizeof(*a->root_table.roots)))) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
-	a->roots_cap = o->roots.n ? o->roots.n : 1;
+	a->root_table.roots_cap = o->roots.n ? o->roots.n : 1;
 	for (unsigned i = 0; i < o->roots.n; i++) {
-		struct audit_root *r = &a->roots[a->nroots++];
+		struct audit_root *r = &a->root_table.roots[a->root_table.nroots++];
 
 		if (stat(o->roots.dir[i], &st) < 0 || !S_ISDIR(st.st_mode)) {
 			snprintf(err, errlen, "shm root %s is not a directory", o->roots.dir[i]);
-			return -1;
+			return -ENOTDIR;
 		}
 		*r = (struct audit_root){.in_use = true, .kdev = sg_kdev(st.st_dev), .dir_ino = st.st_ino,
-					 .id = ++a->next_root_id, .dfd = -1, .abort_dfd = -1, .abort_wd = -1};
+					 .id = ++a->root_table.next_root_id, .dfd = -1, .abort_dfd = -1, .abort_wd = -1};
 		snprintf(r->path, sizeof(r->path), "%s", o->roots.dir[i]);
 		snprintf(r->shown, sizeof(r->shown), "%s", o->roots.dir[i]);
 	}
@@ -62,16 +62,16 @@ int audit_roots_given(struct audit *a, char *err, size_t errlen)
 
 int audit_root_of_dir(const struct audit *a, uint32_t kdev, uint64_t dir_ino)
 {
-	for (unsigned r = 0; r < a->nroots; r++)
-		if (a->roots[r].in_use && a->roots[r].kdev == kdev && a->roots[r].dir_ino == dir_ino)
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		if (a->root_table.roots[r].in_use && a->root_table.roots[r].kdev == kdev && a->root_table.roots[r].dir_ino == dir_ino)
 			return (int)r;
 	return -1;
 }
 
 int audit_root_of_dev(const struct audit *a, uint32_t kdev)
 {
-	for (unsigned r = 0; r < a->nroots; r++)
-		if (a->roots[r].in_use && a->roots[r].kdev == kdev)
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		if (a->root_table.roots[r].in_use && a->root_table.roots[r].kdev == kdev)
 			return (int)r;
 	return -1;
 }
@@ -80,76 +80,31 @@ uint32_t audit_root_scope(const struct audit *a, uint32_t kdev, int root)
 {
 	const struct audit_root *r;
 
-	if (root < 0 || (unsigned)root >= a->nroots || !a->roots[root].in_use || a->roots[root].kdev != kdev)
+	if (root < 0 || (unsigned)root >= a->root_table.nroots || !a->root_table.roots[root].in_use || a->root_table.roots[root].kdev != kdev)
 		root = audit_root_of_dev(a, kdev);
 	if (root < 0)
 		return 0;
-	r = &a->roots[root];
+	r = &a->root_table.roots[root];
 	return r->abort_dfd >= 0 ? r->id : 0;
 }
 
 /* A free slot (a forgotten root's, or a new one), or NULL. */
 static struct audit_root *new_slot(struct audit *a)
 {
-	for (unsigned r = 0; r < a->nroots; r++)
-		if (!a->roots[r].in_use)
-			return &a->roots[r];
-	if (a->nroots == AUDIT_MAX_ROOTS)
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		if (!a->root_table.roots[r].in_use)
+			return &a->root_table.roots[r];
+	if (a->root_table.nroots == AUDIT_MAX_ROOTS)
 		return NULL;
-	if (a->nroots == a->roots_cap) {
-		unsigned cap = a->roots_cap * 2;
-		struct audit_root *v = realloc(a->roots, cap * sizeof(*v));
+	if (a->root_table.nroots == a->root_table.roots_cap) {
+		unsigned cap = a->root_table.roots_cap * 2;
+		struct audit_root *v = realloc(a->root_table.roots, cap * sizeof(*v));
 		if (!v)
 			return NULL;
-		a->roots = v;
-		a->roots_cap = cap;
+		a->root_table.roots = v;
+		a->root_table.roots_cap = cap;
 	}
-	return &a->roots[a->nroots++];
-}
-
-/* The files a root found late holds that were made after the run began
- * (their birth time says so, where the kernel keeps one): created before
- * the kernel side followed its device.  Each is followed from now on, its
- * creator the one kept for it (audit_early_claim) or unknown, its request
- * from a tag kept for it (audit_tags_claim), its journal, xattr or name. */
-static void catch_up(struct audit *a, int slot)
-{
-	struct audit_root *r = &a->roots[slot];
-	uint64_t start_unix_ns = a->start_unix_ns;
-	int fd = openat(r->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *e;
-	struct stat st;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		struct audit_file *f;
-		uint64_t born;
-
-		if ((e->d_type != DT_REG && e->d_type != DT_UNKNOWN) || audit_files_find(a->files, r->kdev, e->d_ino) ||
-		    fstatat(r->dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		born = sg_birth_ns(r->dfd, e->d_name, AT_SYMLINK_NOFOLLOW);
-		if (born && born < start_unix_ns)
-			continue; /* there before the run */
-		struct audit_early_create c;
-		bool known = audit_early_claim(a, r->kdev, st.st_ino, &c);
-		struct audit_workload *w = known ? audit_workload_of(&a->workloads, c.cgroup_id, audit_now_s(a)) : NULL;
-		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, known ? c.tgid : 0, known ? c.comm : "?", w)))
-			continue;
-		f->created_ns = audit_clock_ns(a);
-		audit_review_caught_up(a, born ? a->start_ns + (born - start_unix_ns) : a->start_ns);
-		audit_file_named(a, f, slot, e->d_name, false);
-		if (w)
-			audit_workload_note_root(w, r->shown);
-		audit_tags_claim(a, f);
-		a->caught_up++;
-	}
-	closedir(d);
+	return &a->root_table.roots[a->root_table.nroots++];
 }
 
 /* Follows m (its descriptor taken over), found by the scan numbered scan. */
@@ -159,39 +114,39 @@ static void follow(struct audit *a, struct sg_shm_mount *m, uint32_t scan, bool 
 	struct audit_trace_root tr = {m->kdev, m->dir_ino};
 	int slot;
 
-	if (!r || (a->tracer && audit_trace_add_root(a->tracer, &tr) < 0)) {
+	if (!r || (a->run.tracer && audit_trace_add_root(a->run.tracer, &tr) < 0)) {
 		if (r)
 			r->in_use = false;
-		a->roots_refused++;
+		a->root_table.roots_refused++;
 		close(m->dfd);
 		return;
 	}
 	*r = (struct audit_root){.in_use = true, .discovered = true, .kdev = m->kdev, .dir_ino = m->dir_ino,
-				 .id = ++a->next_root_id, .dfd = m->dfd, .pid = m->pid, .scan = scan, .late = late,
+				 .id = ++a->root_table.next_root_id, .dfd = m->dfd, .pid = m->pid, .scan = scan, .late = late,
 				 .abort_dfd = -1, .abort_wd = -1};
 	snprintf(r->path, sizeof(r->path), "/proc/self/fd/%d", m->dfd);
 	snprintf(r->shown, sizeof(r->shown), "%.200s of pid %d (mnt:[%llu])", m->point, (int)m->pid,
 		 (unsigned long long)m->mntns);
-	slot = (int)(r - a->roots);
-	a->roots_found++;
-	a->roots_late += late;
-	audit_markers_watch_root(a, slot);
-	if (late)
-		catch_up(a, slot);
+	slot = (int)(r - a->root_table.roots);
+	a->root_table.roots_found++;
+	a->root_table.roots_late += late;
+	if (a->root_table.root_hooks.found)
+		a->root_table.root_hooks.found(a, slot, late);
 }
 
 static void forget(struct audit *a, unsigned slot)
 {
-	struct audit_root *r = &a->roots[slot];
+	struct audit_root *r = &a->root_table.roots[slot];
 	struct audit_trace_root tr = {r->kdev, r->dir_ino};
 
-	audit_markers_unwatch_root(a, (int)slot);
+	if (a->root_table.root_hooks.forgetting)
+		a->root_table.root_hooks.forgetting(a, (int)slot);
 	r->in_use = false;
-	if (a->tracer)
-		audit_trace_remove_root(a->tracer, &tr, audit_root_of_dev(a, r->kdev) < 0);
+	if (a->run.tracer)
+		audit_trace_remove_root(a->run.tracer, &tr, audit_root_of_dev(a, r->kdev) < 0);
 	close(r->dfd);
 	r->dfd = -1;
-	a->roots_forgotten++;
+	a->root_table.roots_forgotten++;
 }
 
 /* A scan of the mounts: every namespace's (full: roots not found again are
@@ -211,49 +166,49 @@ static void scan(struct audit *a, bool full)
 {
 	double begun = cpu_s();
 	struct sg_shm_mounts ms;
-	uint32_t scan = ++a->root_scans;
-	bool late = a->tracer != NULL;
+	uint32_t scan = ++a->scans.root_scans;
+	bool late = a->run.tracer != NULL;
 
-	a->scan_wanted = false;
-	a->scanned_at_s = audit_now_s(a);
+	a->scans.scan_wanted = false;
+	a->scans.scanned_at_s = audit_now_s(a);
 	if (full)
-		a->full_scan_begun_s = a->scanned_at_s;
-	if (sg_shm_mounts_scan_new(&ms, NULL, 0, full ? NULL : a->known_ns, full ? 0 : a->nknown_ns) < 0) {
-		a->scans_failed++;
-		a->next_scan_s = audit_now_s(a) + RESCAN_S;
+		a->scans.full_scan_begun_s = a->scans.scanned_at_s;
+	if (sg_shm_mounts_scan_new(&ms, NULL, 0, full ? NULL : a->scans.known_ns, full ? 0 : a->scans.nknown_ns) < 0) {
+		a->scans.scans_failed++;
+		a->scans.next_scan_s = audit_now_s(a) + RESCAN_S;
 		return;
 	}
 	if (full) {
-		a->namespaces_unreadable = ms.unreadable;
-		a->namespaces = ms.namespaces;
+		a->scans.namespaces_unreadable = ms.unreadable;
+		a->scans.namespaces = ms.namespaces;
 	}
 	for (size_t i = 0; i < ms.n; i++) {
 		int r = audit_root_of_dir(a, ms.m[i].kdev, ms.m[i].dir_ino);
 
 		if (r >= 0) {
-			a->roots[r].scan = scan;
+			a->root_table.roots[r].scan = scan;
 			close(ms.m[i].dfd);
-			if (a->roots[r].discovered)
-				audit_markers_watch_root(a, r); /* made since, if it had none */
+			if (a->root_table.roots[r].discovered && a->root_table.root_hooks.seen_again)
+				a->root_table.root_hooks.seen_again(a, r); /* its abort directory made since, if it had none */
 		} else {
 			follow(a, &ms.m[i], scan, late);
 		}
 		ms.m[i].dfd = -1;
 	}
 	ms.n = 0;
-	free(a->known_ns);
-	a->known_ns = ms.read_ns;
-	a->nknown_ns = ms.nread_ns;
+	free(a->scans.known_ns);
+	a->scans.known_ns = ms.read_ns;
+	a->scans.nknown_ns = ms.nread_ns;
 	ms.read_ns = NULL;
 	sg_shm_mounts_free(&ms);
-	for (unsigned r = 0; full && r < a->nroots; r++)
-		if (a->roots[r].in_use && a->roots[r].discovered && a->roots[r].scan != scan)
+	for (unsigned r = 0; full && r < a->root_table.nroots; r++)
+		if (a->root_table.roots[r].in_use && a->root_table.roots[r].discovered && a->root_table.roots[r].scan != scan)
 			forget(a, r);
 	if (full) {
-		a->last_scan_s = cpu_s() - begun;
-		a->next_scan_s = audit_now_s(a) + RESCAN_S;
+		a->scans.last_scan_s = cpu_s() - begun;
+		a->scans.next_scan_s = audit_now_s(a) + RESCAN_S;
 	} else {
-		a->last_new_scan_s = cpu_s() - begun;
+		a->scans.last_new_scan_s = cpu_s() - begun;
 	}
 	/* A device reported and still not found: its namespace was read before
 	 * its tmpfs was mounted (a pod being set up), or it is no /dev/shm (a
@@ -264,20 +219,20 @@ static void scan(struct audit *a, bool full)
 	 * read answers it: a scan of the new namespaces made meanwhile for
 	 * another device, found, leaves it wanted. */
 	if (full)
-		a->full_wanted = false;
-	for (unsigned i = 0; i < a->nreported; i++)
-		a->full_wanted |= !full && audit_root_of_dev(a, a->reported[i]) < 0;
-	a->nreported = 0;
+		a->scans.full_wanted = false;
+	for (unsigned i = 0; i < a->scans.nreported; i++)
+		a->scans.full_wanted |= !full && audit_root_of_dev(a, a->scans.reported[i]) < 0;
+	a->scans.nreported = 0;
 }
 
 void audit_roots_scan(struct audit *a)
 {
 	double now = audit_now_s(a);
-	bool full_due = now >= a->next_scan_s ||
-			(a->full_wanted && now >= a->next_scan_s - RESCAN_S + MISSED_SCAN_S);
+	bool full_due = now >= a->scans.next_scan_s ||
+			(a->scans.full_wanted && now >= a->scans.next_scan_s - RESCAN_S + MISSED_SCAN_S);
 
 	/* A new device's event before every namespace is due: the new ones. */
-	scan(a, full_due || !a->scan_wanted || !a->known_ns);
+	scan(a, full_due || !a->scans.scan_wanted || !a->scans.known_ns);
 }
 
 double audit_roots_due_s(const struct audit *a)
@@ -286,57 +241,80 @@ double audit_roots_due_s(const struct audit *a)
 
 	if (!a->o->node_mode)
 		return INFINITY;
-	due = a->next_scan_s;
-	if (a->scan_wanted)
-		due = fmin(due, a->scanned_at_s + a->last_new_scan_s / SCAN_SHARE);
-	if (a->full_wanted)
-		due = fmin(due, fmax(a->next_scan_s - RESCAN_S + MISSED_SCAN_S,
-				     a->scanned_at_s + a->last_scan_s / SCAN_SHARE));
+	due = a->scans.next_scan_s;
+	if (a->scans.scan_wanted)
+		due = fmin(due, a->scans.scanned_at_s + a->scans.last_new_scan_s / SCAN_SHARE);
+	if (a->scans.full_wanted)
+		due = fmin(due, fmax(a->scans.next_scan_s - RESCAN_S + MISSED_SCAN_S,
+				     a->scans.scanned_at_s + a->scans.last_scan_s / SCAN_SHARE));
 	return due;
 }
 
 bool audit_roots_unsearched(const struct audit *a, double since_s)
 {
-	return a->o->node_mode && a->full_wanted && a->full_scan_begun_s < since_s;
+	return a->o->node_mode && a->scans.full_wanted && a->scans.full_scan_begun_s < since_s;
 }
 
 void audit_roots_scan_before_end(struct audit *a)
 {
-	if (a->o->node_mode && a->full_wanted)
+	if (a->o->node_mode && a->scans.full_wanted)
 		scan(a, true);
 }
 
 void audit_roots_new_dev(struct audit *a, uint32_t kdev)
 {
-	a->new_devs++;
+	a->scans.new_devs++;
 	if (!a->o->node_mode)
 		return;
-	a->scan_wanted = true;
-	if (a->nreported < sizeof(a->reported) / sizeof(a->reported[0]))
-		a->reported[a->nreported++] = kdev;
+	a->scans.scan_wanted = true;
+	if (a->scans.nreported < sizeof(a->scans.reported) / sizeof(a->scans.reported[0]))
+		a->scans.reported[a->scans.nreported++] = kdev;
 	else
-		a->full_wanted = true;
+		a->scans.full_wanted = true;
+}
+
+void audit_roots_count_begin(struct audit *a)
+{
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		a->root_table.roots[r].counting = (struct audit_root_bytes){0};
+}
+
+void audit_roots_count(struct audit *a, int root, uint64_t tracked, uint64_t unattributed)
+{
+	if (root < 0 || (unsigned)root >= a->root_table.nroots)
+		return;
+	a->root_table.roots[root].counting.tracked += tracked;
+	a->root_table.roots[root].counting.unattributed += unattributed;
+}
+
+void audit_roots_count_end(struct audit *a)
+{
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		a->root_table.roots[r].bytes = a->root_table.roots[r].counting;
+}
+
+void audit_roots_clock_started(struct audit *a)
+{
+	a->scans.next_scan_s = a->scans.scanned_at_s = 0;
 }
 
 unsigned audit_roots_in_use(const struct audit *a)
 {
 	unsigned n = 0;
 
-	for (unsigned r = 0; r < a->nroots; r++)
-		n += a->roots[r].in_use;
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		n += a->root_table.roots[r].in_use;
 	return n;
 }
 
 void audit_roots_free(struct audit *a)
 {
-	for (unsigned r = 0; r < a->nroots; r++)
-		if (a->roots[r].in_use && a->roots[r].discovered) {
-			audit_markers_unwatch_root(a, (int)r);
-			close(a->roots[r].dfd);
-		}
-	free(a->roots);
-	a->roots = NULL;
-	a->nroots = 0;
-	free(a->known_ns);
-	a->known_ns = NULL;
+	for (unsigned r = 0; r < a->root_table.nroots; r++)
+		if (a->root_table.roots[r].in_use && a->root_table.roots[r].discovered)
+			close(a->root_table.roots[r].dfd);
+	free(a->root_table.roots);
+	a->root_table.roots = NULL;
+	a->root_table.nroots = 0;
+	free(a->scans.known_ns);
+	a->scans.known_ns = NULL;
 }

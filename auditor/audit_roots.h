@@ -3,12 +3,16 @@
  * namespace (host/shm_mounts.c), found as pods appear and forgotten when
  * they go.  A root is a slot of a table that grows; a forgotten root's slot
  * is used again (a file's record names its slot, and is checked against its
- * device and inode before any use). */
+ * device and inode before any use).
+ *
+ * Errors: a negative errno, and a sentence in err where a function takes
+ * one; the front door (audit.h) turns them into an exit status. */
 #ifndef SHMGUARD_AUDIT_ROOTS_H
 #define SHMGUARD_AUDIT_ROOTS_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -44,7 +48,42 @@ struct audit_root {
 	struct audit_root_bytes bytes, counting;
 };
 
-/* The roots given (o->roots), which must exist: -1 with err when one does not. */
+/* What the run does as the table changes: audit.c wires them to the
+ * markers' watch of a root's abort directory and to the events' catch-up
+ * of a root found late, so that the table calls no part above it.  NULL:
+ * nothing. */
+struct audit_root_hooks {
+	void (*found)(struct audit *a, int slot, bool late); /* late: found after the run began */
+	void (*seen_again)(struct audit *a, int slot);         /* a discovered root found by a later scan */
+	void (*forgetting)(struct audit *a, int slot);         /* before its slot is freed */
+};
+
+/* Node mode's scans of the mounts (audit_roots.c). */
+struct audit_root_scans {
+	uint32_t root_scans;
+	bool scan_wanted; /* a new device was reported */
+	bool full_wanted; /* one a scan of the new namespaces did not find */
+	uint32_t reported[64]; /* the devices reported since the last scan */
+	unsigned nreported;
+	double next_scan_s, scanned_at_s, last_scan_s, last_new_scan_s;
+	double full_scan_begun_s; /* when the last scan of every namespace began */
+	uint64_t *known_ns; /* the mount namespaces read so far, sorted (host/shm_mounts.h) */
+	size_t nknown_ns;
+	uint64_t new_devs, scans_failed;
+	unsigned namespaces, namespaces_unreadable; /* as of the last scan */
+};
+
+/* The roots followed (audit_roots.c). */
+struct audit_root_table {
+	struct audit_root *roots; /* slots, some unused (audit_roots.h) */
+	unsigned nroots, roots_cap;
+	uint32_t next_root_id;
+	struct audit_root_hooks root_hooks;
+	uint64_t roots_found, roots_late, roots_forgotten, roots_refused;
+};
+
+/* The roots given (o->roots), which must exist: 0, or a negative errno
+ * with err (-ENOTDIR: one is no directory). */
 int audit_roots_given(struct audit *a, char *err, size_t errlen);
 
 /* Node mode: the mounts looked for again now (at the start, on a new
@@ -74,6 +113,15 @@ int audit_root_of_dev(const struct audit *a, uint32_t kdev);
 /* The scope of the aborts a file of that device and root slot (-1
  * unknown) belongs to: its root's own abort directory's, else 0 (--abort-dir). */
 uint32_t audit_root_scope(const struct audit *a, uint32_t kdev, int root);
+
+/* A review cycle's bytes of each root: begun (all 0), counted (a file of
+ * slot root, -1 none), ended (what the cycle counted is the roots' bytes). */
+void audit_roots_count_begin(struct audit *a);
+void audit_roots_count(struct audit *a, int root, uint64_t tracked, uint64_t unattributed);
+void audit_roots_count_end(struct audit *a);
+
+/* The run's clock starts after the first scan: that scan is at 0. */
+void audit_roots_clock_started(struct audit *a);
 
 /* The roots followed now. */
 unsigned audit_roots_in_use(const struct audit *a);

@@ -95,11 +95,11 @@ static void copy_groups(struct groups *to, const struct groups *from)
 void audit_group_leftovers(const struct audit *a, struct groups *by_proc, struct groups *by_shape)
 {
 	/* The folded aborts come first: they are the older ones. */
-	if (a->folded) {
-		copy_groups(by_proc, &a->folded->by_proc);
-		copy_groups(by_shape, &a->folded->by_shape);
+	if (a->abort_set.folded) {
+		copy_groups(by_proc, &a->abort_set.folded->by_proc);
+		copy_groups(by_shape, &a->abort_set.folded->by_shape);
 	}
-	for (const struct audit_abort *ab = a->aborts; ab; ab = ab->next)
+	for (const struct audit_abort *ab = a->abort_set.aborts; ab; ab = ab->next)
 		for (const struct audit_leftover *l = ab->leftovers; l; l = l->next)
 			audit_group_add(a, by_proc, by_shape, l);
 	if (by_proc->n)

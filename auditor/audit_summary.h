@@ -1,7 +1,10 @@
 /* What the reports share (audit_report.c for people and --json,
  * audit_ci.c for --junit and GitHub Actions): the run's totals and its
  * leftovers grouped by creating command and by name shape
- * (audit_summary.c). */
+ * (audit_summary.c).
+ *
+ * Errors: nothing here can fail (the auditor reports a failure as a
+ * negative errno). */
 #ifndef SHMGUARD_AUDIT_SUMMARY_H
 #define SHMGUARD_AUDIT_SUMMARY_H
 

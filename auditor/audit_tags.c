@@ -24,37 +24,37 @@ void audit_tags_keep(struct audit *a, uint32_t kdev, uint64_t ino, const char *r
 	size_t len = strlen(request);
 	struct audit_pending_tag *t;
 
-	if (a->tags.n == TAG_KEEP_MAX) {
-		a->tags_expired++;
-		audit_kept_drop(&a->tags, &a->tags.head);
+	if (a->pending.tags.n == TAG_KEEP_MAX) {
+		a->pending.tags_expired++;
+		audit_kept_drop(&a->pending.tags, &a->pending.tags.head);
 	}
 	if (!(t = malloc(sizeof(*t) + len + 1))) {
-		a->tags_expired++;
+		a->pending.tags_expired++;
 		return;
 	}
 	t->kdev = kdev;
 	t->ino = ino;
 	memcpy(t->request, request, len + 1);
-	audit_kept_push(&a->tags, &t->k, audit_now_s(a));
+	audit_kept_push(&a->pending.tags, &t->k, audit_now_s(a));
 }
 
 void audit_tags_claim(struct audit *a, struct audit_file *f)
 {
-	for (struct audit_kept **at = &a->tags.head; *at; at = &(*at)->next)
+	for (struct audit_kept **at = &a->pending.tags.head; *at; at = &(*at)->next)
 		if (tag_of(*at)->kdev == f->kdev && tag_of(*at)->ino == f->ino) {
 			audit_files_attribute(a->files, f, tag_of(*at)->request, REQ_TAG, -1);
-			audit_kept_drop(&a->tags, at);
+			audit_kept_drop(&a->pending.tags, at);
 			return;
 		}
 }
 
 void audit_tags_count(struct audit *a, struct audit_abort *ab)
 {
-	for (struct audit_kept **at = &a->tags.head; *at;) {
+	for (struct audit_kept **at = &a->pending.tags.head; *at;) {
 		if (strcmp(tag_of(*at)->request, ab->request) == 0 && audit_root_of_dev(a, tag_of(*at)->kdev) < 0) {
 			ab->unfollowed_files++;
-			a->unfollowed_files++;
-			audit_kept_drop(&a->tags, at);
+			a->pending.unfollowed_files++;
+			audit_kept_drop(&a->pending.tags, at);
 		} else {
 			at = &(*at)->next;
 		}
@@ -63,10 +63,10 @@ void audit_tags_count(struct audit *a, struct audit_abort *ab)
 
 void audit_tags_expire(struct audit *a)
 {
-	a->tags_expired += audit_kept_expire(&a->tags, audit_now_s(a) - TAG_KEEP_S);
+	a->pending.tags_expired += audit_kept_expire(&a->pending.tags, audit_now_s(a) - TAG_KEEP_S);
 }
 
 void audit_tags_free(struct audit *a)
 {
-	audit_kept_free(&a->tags);
+	audit_kept_free(&a->pending.tags);
 }

@@ -14,6 +14,7 @@
 #include "audit.skel.h"
 #include "audit_event.h"
 #include "audit_freed.skel.h"
+#include "holders.h"
 
 struct audit_tracer {
 	struct audit_bpf *skel;
@@ -37,12 +38,95 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+_Static_assert(AUDIT_EVENT_COMM_LEN == SG_AUDIT_COMM_LEN && AUDIT_EVENT_NAME_MAX == SG_AUDIT_NAME_MAX,
+	       "the decoded event holds what the kernel side sends");
+
+/* An event with a name ends with it, NUL included (the kernel side sends
+ * only that much). */
+#define NAMED_SIZE(type) (offsetof(type, name) + 1)
+
+/* The string at s, room bytes at most: "" when it has no NUL there. */
+static const char *string_in(const char *s, size_t room)
+{
+	return memchr(s, '\0', room) ? s : "";
+}
+
+/* The least each type of event takes: an event with a name ends with it,
+ * NUL included (the kernel side sends only that much). */
+static const size_t event_size[] = {
+	[SG_AUDIT_CREATE] = NAMED_SIZE(struct sg_audit_create),
+	[SG_AUDIT_TAG] = sizeof(struct sg_audit_tag),
+	[SG_AUDIT_NAME] = NAMED_SIZE(struct sg_audit_name),
+	[SG_AUDIT_NEW_DEV] = sizeof(struct sg_audit_new_dev),
+	[SG_AUDIT_ATTACH] = sizeof(struct sg_audit_attach),
+	[SG_AUDIT_FREED] = sizeof(struct sg_audit_freed),
+};
+
+bool audit_trace_decode(const void *data, size_t size, struct audit_event *e)
+{
+	const struct sg_audit_header *h = data;
+	const struct sg_audit_create *c = data;
+	const struct sg_audit_name *n = data;
+	const struct sg_audit_tag *g = data;
+	const struct sg_audit_attach *at = data;
+	const struct sg_audit_freed *f = data;
+	const struct sg_audit_new_dev *d = data;
+
+	/* The size checked once, for the type: each case below reads only
+	 * what its type's size covers. */
+	if (size < sizeof(*h) || h->type >= sizeof(event_size) / sizeof(event_size[0]) || !event_size[h->type] ||
+	    size < event_size[h->type])
+		return false;
+	*e = (struct audit_event){.type = h->type, .tgid = h->tgid, .ts_ns = h->ts_ns, .cgroup_id = h->cgroup_id};
+	memcpy(e->comm, h->comm, sizeof(e->comm));
+	e->comm[sizeof(e->comm) - 1] = '\0';
+	switch (h->type) {
+	case SG_AUDIT_CREATE:
+		e->kdev = c->dev;
+		e->ino = c->ino;
+		e->dir_ino = c->dir_ino;
+		e->start_ns = c->start_ns;
+		e->parent_start_ns = c->parent_start_ns;
+		e->parent_tgid = c->parent_tgid;
+		e->name = string_in(c->name, size - offsetof(struct sg_audit_create, name));
+		break;
+	case SG_AUDIT_NAME:
+		e->kdev = n->dev;
+		e->ino = n->ino;
+		e->dir_ino = n->dir_ino;
+		e->old_dir_ino = n->old_dir_ino;
+		e->renamed = n->renamed;
+		e->name = string_in(n->name, size - offsetof(struct sg_audit_name, name));
+		break;
+	case SG_AUDIT_TAG:
+		e->kdev = sg_kdev(g->dev);
+		e->ino = g->ino;
+		e->name = string_in(g->request, sizeof(g->request));
+		break;
+	case SG_AUDIT_ATTACH:
+		e->kdev = at->dev;
+		e->ino = at->ino;
+		e->dir_ino = at->dir_ino;
+		e->start_ns = at->start_ns;
+		break;
+	case SG_AUDIT_FREED:
+		e->kdev = f->dev;
+		e->ino = f->ino;
+		break;
+	case SG_AUDIT_NEW_DEV:
+		e->kdev = d->dev;
+		break;
+	}
+	return true;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct audit_tracer *t = ctx;
+	struct audit_event e;
 
-	if (t->on_event)
-		t->on_event(t->ctx, data, size);
+	if (t->on_event && audit_trace_decode(data, size, &e))
+		t->on_event(t->ctx, &e);
 	return 0;
 }
 
@@ -261,8 +345,8 @@ static int start_probe(struct audit_tracer *t, enum probe_kind k, enum attach_ki
 		goto fail;
 	}
 	for (unsigned i = 0; i < o->nroots; i++)
-		if (audit_trace_add_root(t, &o->roots[i]) < 0) {
-			snprintf(why, len, "cannot follow a root: %s", strerror(errno));
+		if ((ret = audit_trace_add_root(t, &o->roots[i])) < 0) {
+			snprintf(why, len, "cannot follow a root: %s", strerror(-ret));
 			goto fail;
 		}
 	n = kind_programs(t->skel, kp);
@@ -423,8 +507,10 @@ static int follow_dev(struct audit_tracer *t, __u32 dev, bool on)
 	if (SG_AUDIT_KDEV_MAJOR(dev) != 0)
 		return on ? bpf_map__update_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), &one, sizeof(one), BPF_ANY)
 			  : bpf_map__delete_elem(t->skel->maps.shm_devs, &dev, sizeof(dev), 0);
-	if (bpf_map__lookup_elem(t->skel->maps.anon_devs, &word, sizeof(word), &bits, sizeof(bits), 0) < 0)
-		return -1;
+	int ret;
+
+	if ((ret = bpf_map__lookup_elem(t->skel->maps.anon_devs, &word, sizeof(word), &bits, sizeof(bits), 0)) < 0)
+		return ret;
 	bits = on ? bits | bit : bits & ~bit;
 	return bpf_map__update_elem(t->skel->maps.anon_devs, &word, sizeof(word), &bits, sizeof(bits), BPF_ANY);
 }
@@ -433,14 +519,13 @@ int audit_trace_add_root(struct audit_tracer *t, const struct audit_trace_root *
 {
 	struct sg_audit_root_key key = {.dev = root->kdev, .ino = root->dir_ino};
 	__u8 one = 1;
+	int ret;
 
-	if (bpf_map__update_elem(t->skel->maps.root_dirs, &key, sizeof(key), &one, sizeof(one), BPF_ANY) < 0)
-		return -1;
-	if (follow_dev(t, root->kdev, true) < 0) {
+	if ((ret = bpf_map__update_elem(t->skel->maps.root_dirs, &key, sizeof(key), &one, sizeof(one), BPF_ANY)) < 0)
+		return ret;
+	if ((ret = follow_dev(t, root->kdev, true)) < 0)
 		bpf_map__delete_elem(t->skel->maps.root_dirs, &key, sizeof(key), 0);
-		return -1;
-	}
-	return 0;
+	return ret < 0 ? ret : 0;
 }
 
 void audit_trace_remove_root(struct audit_tracer *t, const struct audit_trace_root *root, bool dev_too)
@@ -471,9 +556,7 @@ int audit_trace_consume(struct audit_tracer *t)
 {
 	int n = ring_buffer__consume(t->rb);
 
-	if (n < 0)
-		errno = -n;
-	return n < 0 ? -1 : 0;
+	return n < 0 ? n : 0;
 }
 
 uint64_t audit_trace_dropped(struct audit_tracer *t)

@@ -1,6 +1,9 @@
 /* The auditor's BPF side from userspace: load, attach, read events, as
  * libbpf-tools' tools use their skeletons: options in, each event handed
- * to the caller's callback with the caller's context. */
+ * to the caller's callback with the caller's context.
+ *
+ * Errors: a negative errno, and a sentence in err where a function takes
+ * one; the front door (audit.h) turns them into an exit status. */
 #ifndef SHMGUARD_AUDIT_TRACE_H
 #define SHMGUARD_AUDIT_TRACE_H
 
@@ -20,16 +23,56 @@ struct audit_trace_root {
 	uint64_t dir_ino;
 };
 
-/* One event from the ring buffer: size bytes of data, to check before use. */
-typedef void audit_trace_event_fn(void *ctx, const void *data, size_t size);
+/* An event of the kernel side (bpf/audit_event.h), decoded once by the
+ * tracer: its size checked for its type, its strings NUL-terminated, every
+ * device in the kernel's encoding.  What a type does not carry is 0. */
+enum audit_event_type {
+	AUDIT_EVENT_CREATE = 1, /* a file was created on a followed device */
+	AUDIT_EVENT_TAG,        /* the shim tagged a file it created (USDT) */
+	AUDIT_EVENT_NAME,       /* a file has a name (a rename or a link, or as it changes) */
+	AUDIT_EVENT_NEW_DEV,    /* a regular file was created on a tmpfs not followed */
+	AUDIT_EVENT_ATTACH,     /* a followed file was opened, not created */
+	AUDIT_EVENT_FREED,      /* a file on a followed device was freed */
+};
+
+#define AUDIT_EVENT_COMM_LEN 16
+/* A name or request the kernel side sends, NUL included (SG_AUDIT_NAME_MAX). */
+#define AUDIT_EVENT_NAME_MAX 256
+
+struct audit_event {
+	enum audit_event_type type;
+	uint32_t tgid;        /* the process that did it (not for freed) */
+	uint64_t ts_ns;       /* CLOCK_MONOTONIC */
+	uint64_t cgroup_id;
+	char comm[AUDIT_EVENT_COMM_LEN];
+	uint32_t kdev;        /* the file's device (a tag's converted) */
+	uint64_t ino;         /* a name's from the syscalls probe: 0, and name is the path given */
+	uint64_t dir_ino;     /* create, name, attach: its name's directory, 0 unknown */
+	uint64_t old_dir_ino; /* name: where it was before, 0 unknown */
+	bool renamed;         /* name: a rename or a link just gave it */
+	/* create: its creator's start and its parent's; attach: the opener's
+	 * (CLOCK_BOOTTIME ns, 0 unknown). */
+	uint64_t start_ns, parent_start_ns;
+	uint32_t parent_tgid; /* create: 0 outside the auditor's pid namespace */
+	/* create, name: the name ("" unknown); tag: the request ("" none).
+	 * Points into the event's buffer: valid during the callback. */
+	const char *name;
+};
+
+/* Decodes size bytes from the ring buffer into e; false when they are no
+ * event (too short for their type, or a type unknown). */
+bool audit_trace_decode(const void *data, size_t size, struct audit_event *e);
+
+/* One event, decoded. */
+typedef void audit_trace_event_fn(void *ctx, const struct audit_event *e);
 
 struct audit_trace_opts {
 	const struct audit_trace_root *roots; /* followed from the start (more: audit_trace_add_root) */
 	unsigned nroots;
-	bool discover;      /* report tmpfs devices not followed (SG_AUDIT_NEW_DEV events) */
+	bool discover;      /* report tmpfs devices not followed (AUDIT_EVENT_NEW_DEV events) */
 	bool follow_tree;   /* only the processes audit_trace_follow() names, and theirs */
-	bool attachers;     /* report opens of followed files (SG_AUDIT_ATTACH) */
-	bool freed;         /* report followed files as they are freed (SG_AUDIT_FREED), where the kernel allows */
+	bool attachers;     /* report opens of followed files (AUDIT_EVENT_ATTACH) */
+	bool freed;         /* report followed files as they are freed (AUDIT_EVENT_FREED), where the kernel allows */
 	const char *shim;   /* the shim whose USDT tags to follow, or NULL */
 	const char *probe;  /* forced, or NULL: the best this kernel allows */
 	unsigned ring_kib;  /* the event buffer, a power of two; 0: the default */
@@ -50,18 +93,19 @@ int audit_probe_by_name(const char *name);
 struct audit_tracer *audit_trace_start(const struct audit_trace_opts *o, char *err, size_t errlen);
 
 /* Follows the files of root (its device and directory) from now on; 0, or
- * -1 with errno (E2BIG: the kernel side's maps are full). */
+ * a negative errno (-E2BIG: the kernel side's maps are full). */
 int audit_trace_add_root(struct audit_tracer *t, const struct audit_trace_root *root);
 /* Stops following root's directory and, when dev_too (no other root is on
  * its device), its device. */
 void audit_trace_remove_root(struct audit_tracer *t, const struct audit_trace_root *root, bool dev_too);
 
-/* Counts pid, and every process it starts from now on, as the traced tree. */
+/* Counts pid, and every process it starts from now on, as the traced tree:
+ * 0, or a negative errno. */
 int audit_trace_follow(struct audit_tracer *t, pid_t pid);
 
 /* Readable when events wait; audit_trace_consume() hands them to on_event. */
 int audit_trace_fd(struct audit_tracer *t);
-int audit_trace_consume(struct audit_tracer *t); /* -1 with errno on failure */
+int audit_trace_consume(struct audit_tracer *t); /* 0, or a negative errno */
 
 /* Events the kernel side could not queue, so far: frees aside. */
 uint64_t audit_trace_dropped(struct audit_tracer *t);

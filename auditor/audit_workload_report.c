@@ -19,9 +19,9 @@ static double kib_per_abort(const struct audit_workload *w)
 /* "pass", "fail", or "none": no gate for it, or no abort of its own to judge. */
 static const char *verdict(const struct audit *a, const struct audit_workload *w)
 {
-	if (!a->o->have_budget || !a->o->per_workload || !w->aborts)
+	if (!a->o->gate.have_budget || !a->o->gate.per_workload || !w->aborts)
 		return "none";
-	return kib_per_abort(w) > a->o->budget_kib ? "fail" : "pass";
+	return kib_per_abort(w) > a->o->gate.budget_kib ? "fail" : "pass";
 }
 
 static int by_pod(const void *x, const void *y)
@@ -106,7 +106,7 @@ void audit_workloads_print(const struct audit *a, FILE *out)
 			SG_PLURAL((unsigned long long)w->leaked_files, "file", "files"), kib_per_abort(w));
 		if (strcmp(verdict(a, w), "none") != 0)
 			fprintf(out, "  %s", strcmp(verdict(a, w), "fail") == 0 ? "FAIL" : "pass");
-		else if (a->o->per_workload && !w->aborts)
+		else if (a->o->gate.per_workload && !w->aborts)
 			fprintf(out, "  not judged: no abort of its own");
 		fputc('\n', out);
 		shown++;
@@ -172,7 +172,7 @@ bool audit_workloads_gate(const struct audit *a, char *reason, size_t len)
 	char e1[SG_ESCAPED_MAX], e2[SG_ESCAPED_MAX];
 	bool judged = false;
 
-	if (!a->o->have_budget || !a->o->per_workload)
+	if (!a->o->gate.have_budget || !a->o->gate.per_workload)
 		return false;
 	for (const struct audit_workload *w = a->workloads.oldest; w; w = w->next) {
 		judged |= w->aborts > 0;
@@ -181,11 +181,11 @@ bool audit_workloads_gate(const struct audit *a, char *reason, size_t len)
 		if (w->pod[0])
 			snprintf(reason, len, "workload %s/%s container %.12s: %.1f KiB/abort > budget %g KiB/abort",
 				 sg_text_escape(w->ns, e1, sizeof(e1)), sg_text_escape(w->pod, e2, sizeof(e2)),
-				 w->ids.container_id[0] ? w->ids.container_id : "?", kib_per_abort(w), a->o->budget_kib);
+				 w->ids.container_id[0] ? w->ids.container_id : "?", kib_per_abort(w), a->o->gate.budget_kib);
 		else
 			snprintf(reason, len, "workload %s: %.1f KiB/abort > budget %g KiB/abort",
 				 w->path ? sg_text_escape(w->path, e1, sizeof(e1)) : "(cgroup path unknown)",
-				 kib_per_abort(w), a->o->budget_kib);
+				 kib_per_abort(w), a->o->gate.budget_kib);
 		return true;
 	}
 	if (!judged)

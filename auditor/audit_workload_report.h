@@ -1,6 +1,9 @@
 /* The reports' view of the workloads (audit_workloads.h): the text report's
  * lines grouped by pod and container, the JSON's "workloads", and the gate
- * applied to each (--per-workload). */
+ * applied to each (--per-workload).
+ *
+ * Errors: nothing here can fail (the auditor reports a failure as a
+ * negative errno). */
 #ifndef SHMGUARD_AUDIT_WORKLOAD_REPORT_H
 #define SHMGUARD_AUDIT_WORKLOAD_REPORT_H
 

@@ -62,12 +62,13 @@ static void look_up_names(struct audit_workloads *ws, struct audit_workload *w, 
 static void resolve(struct audit_workloads *ws, struct audit_workload *w, double now_s)
 {
 	char path[SG_CGROUP_PATH_MAX];
+	int ret;
 
 	if (w->path || w->tries >= AUDIT_WORKLOAD_TRIES)
 		return;
 	w->tries++;
-	if (sg_cgroup_path(w->cgroup_id, path, sizeof(path)) < 0) {
-		if (errno == ESTALE)
+	if ((ret = sg_cgroup_path(w->cgroup_id, path, sizeof(path))) < 0) {
+		if (ret == -ESTALE)
 			w->tries = AUDIT_WORKLOAD_TRIES; /* gone: its path is not known, and never guessed */
 		return;
 	}

@@ -12,7 +12,10 @@
  * be measured refers to it, and for --workload-expiry after; then its
  * figures are folded into the expired ones' totals and it is freed, so that
  * the state and the metrics' series stay bounded on a node that runs pods
- * for months. */
+ * for months.
+ *
+ * Errors: nothing here can fail (the auditor reports a failure as a
+ * negative errno). */
 #ifndef SHMGUARD_AUDIT_WORKLOADS_H
 #define SHMGUARD_AUDIT_WORKLOADS_H
 

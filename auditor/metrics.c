@@ -89,11 +89,11 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	      "Bytes still held in the shm roots by files of aborted requests.", m->aborted_held_bytes);
 	plain(out, "shmguard_reclaimed_bytes_total", "counter",
 	      "Bytes of aborted requests' files that went after their abort marker.", m->reclaimed_bytes);
-	if (m->dead_reclaim) {
+	if (m->dead_reclaimed.on) {
 		plain(out, "shmguard_dead_reclaimed_bytes_total", "counter",
-		      "Allocated bytes of dead creators' files that --reclaim-dead removed.", m->dead_reclaimed_bytes);
+		      "Allocated bytes of dead creators' files that --reclaim-dead removed.", m->dead_reclaimed.bytes);
 		plain(out, "shmguard_dead_reclaimed_files_total", "counter",
-		      "Dead creators' files that --reclaim-dead removed.", m->dead_reclaimed_files);
+		      "Dead creators' files that --reclaim-dead removed.", m->dead_reclaimed.files);
 	}
 	plain(out, "shmguard_live_pending_bytes", "gauge",
 	      "Bytes held by files of requests not aborted (live, or finished and not yet read).",
@@ -120,13 +120,13 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 		     offsetof(struct metrics_workload, tracked_bytes));
 	plain(out, "shmguard_aborts_without_workload_total", "counter",
 	      "Measured aborts for which no file of their request was followed: they count for no workload.",
-	      m->aborts_without_workload);
+	      m->abort_book.without_workload);
 	plain(out, "shmguard_abort_records", "gauge",
 	      "Aborts whose records the auditor holds: those not measured yet and the recent ones with leftovers.",
-	      m->abort_records);
+	      m->abort_book.records);
 	plain(out, "shmguard_aborts_remembered", "gauge",
 	      "Aborts no longer listed whose request is still known: their marker or a file of theirs remains.",
-	      m->aborts_remembered);
+	      m->abort_book.remembered);
 	plain(out, "shmguard_events_total", "counter", "Events the kernel side sent.", m->events);
 	plain(out, "shmguard_dropped_events_total", "counter",
 	      "Events the kernel side could not send (its buffer was full).", m->dropped_events);

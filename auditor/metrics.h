@@ -1,5 +1,8 @@
 /* The auditor's figures for Prometheus: the text exposition format, written
- * to a node_exporter textfile-collector file or served on /metrics. */
+ * to a node_exporter textfile-collector file or served on /metrics.
+ *
+ * Errors: a negative errno, and a sentence in err where a function takes
+ * one; the front door (audit.h) turns them into an exit status. */
 #ifndef SHMGUARD_METRICS_H
 #define SHMGUARD_METRICS_H
 
@@ -38,8 +41,10 @@ struct audit_metrics {
 	uint64_t events, dropped_events, files_over_limit, lost_markers;
 	uint64_t followed_files; /* records in the file table now */
 	uint64_t freed_at_eviction, freed_by_review; /* records forgotten, by how their file's end was seen */
-	bool dead_reclaim;        /* --reclaim-dead runs: the two below are shown */
-	uint64_t dead_reclaimed_bytes, dead_reclaimed_files; /* dead creators' files it removed */
+	struct {
+		bool on;              /* --reclaim-dead runs: the two below are shown */
+		uint64_t bytes, files; /* dead creators' files it removed */
+	} dead_reclaimed;
 	uint64_t unfollowed_files; /* files of aborted requests on filesystems not followed */
 	const char *probe;        /* how the kernel side sees creations */
 	const char *version;
@@ -47,9 +52,11 @@ struct audit_metrics {
 	unsigned nroots;
 	const struct metrics_workload *workloads;
 	size_t nworkloads;
-	uint64_t aborts_without_workload; /* measured aborts that counted for no workload */
-	uint64_t abort_records; /* aborts whose records the auditor holds (bounded: docs/audit.md) */
-	uint64_t aborts_remembered; /* folded aborts still known by request (their marker or files remain) */
+	struct {
+		uint64_t without_workload; /* measured aborts that counted for no workload */
+		uint64_t records;    /* aborts whose records the auditor holds (bounded: docs/audit.md) */
+		uint64_t remembered; /* folded aborts still known by request (their marker or files remain) */
+	} abort_book;
 };
 
 /* The snapshot in the text exposition format (version 0.0.4), in a malloc'd
@@ -58,7 +65,7 @@ char *metrics_render(const struct audit_metrics *m, size_t *len);
 
 /* Replaces path with text atomically (host/outfile.h: a new file in the
  * same directory, then rename(2)), so a collector never reads half a file.
- * 0, or -1 with a reason in err. */
+ * 0, or a negative errno with a reason in err. */
 int metrics_write_file(const char *path, const char *text, size_t len, char *err, size_t errlen);
 
 /* An HTTP server answering GET /metrics with the last published text, on

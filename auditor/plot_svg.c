@@ -1,5 +1,6 @@
 #include "plot_svg.h"
 
+#include <errno.h>
 #include <math.h>
 
 #include "text.h"
@@ -168,5 +169,5 @@ int plot_svg_write(FILE *out, const struct plot *p)
 	abort_ticks(out, p, &s);
 	legend(out, p);
 	fprintf(out, "</svg>\n");
-	return fflush(out) == 0 && !ferror(out) ? 0 : -1;
+	return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
 }

@@ -1,4 +1,7 @@
-/* A picture of an audit run: a timeline, as a standalone SVG file. */
+/* A picture of an audit run: a timeline, as a standalone SVG file.
+ *
+ * Errors: a negative errno, and a sentence in err where a function takes
+ * one; the front door (audit.h) turns them into an exit status. */
 #ifndef SHMGUARD_PLOT_SVG_H
 #define SHMGUARD_PLOT_SVG_H
 
@@ -27,7 +30,7 @@ struct plot {
 
 /* Writes the timeline: tracked bytes, bytes held by aborted requests, the
  * budget line and a tick per abort marker.  Each series is an element with
- * its own id (tracked, aborted, budget, aborts).  0, or -1 on a write error. */
+ * its own id (tracked, aborted, budget, aborts).  0, or -EIO on a write error. */
 int plot_svg_write(FILE *out, const struct plot *p);
 
 #endif

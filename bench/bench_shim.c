@@ -508,7 +508,7 @@ static void *floor_sweep(void *arg)
 	while (read(f->wake[0], &r, sizeof(r)) == sizeof(r))
 		for (int c = 0; c < f->k; c++) {
 			snprintf(path, sizeof(path), "/dev/shm/%sr%d_0_%d", f->prefix, r, c);
-			syscall(SYS_unlink, path);
+			syscall(SYS_unlinkat, AT_FDCWD, path, 0);
 		}
 	return NULL;
 }

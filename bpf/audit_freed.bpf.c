@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The auditor's second kernel side: files on the followed devices as they
  * are freed, so that their records leave the table at once instead of at
- * the review's next look (auditor/audit_eval.c).  tmpfs frees a file's
+ * the review's next look (auditor/audit_review.c).  tmpfs frees a file's
  * inode, and its pages with it, in shmem_evict_inode(), which runs only
  * once its last link, descriptor and mapping are gone: exact for files
  * unlinked but still mapped, whose bytes count until then.  No tracepoint

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "cri_log.h"
 #include "log_follow.h"
+#include "log_record.h"
 #include "marker.h"
 #include "reqid.h"
 #include "text.h"
@@ -27,6 +28,7 @@ struct follow {
 	struct abort_match *match;
 	struct cri_log cri;
 	bool is_cri;
+	struct log_records records;
 	const char *dir;
 	int dfd;
 	int (*open_dir)(const char *dir);
@@ -56,6 +58,16 @@ static int write_marker(struct follow *s, const char *id)
 	return s->write_marker(s->dfd, s->dir, id);
 }
 
+/* A byte that moves a terminal or starts a line: no server names a request
+ * with one, and a record's lines joined (an ID holding "\r\n") have some. */
+static bool has_control(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return true;
+	return false;
+}
+
 static void on_id(const char *id, size_t len, bool ambiguous, void *ctx)
 {
 	struct follow *s = ctx;
@@ -75,12 +87,14 @@ static void on_id(const char *id, size_t len, bool ambiguous, void *ctx)
 	}
 	sg_reqid_check(id, &why);
 
-	/* The rules plain `shmguard abort` applies, and a NUL byte, which no
-	 * argument can hold. */
+	/* The rules plain `shmguard abort` applies, a NUL byte, which no
+	 * argument can hold, and any other control byte. */
 	if (memchr(id, '\0', len))
 		why = "it contains a NUL byte";
 	else if (!why && strcmp(id, SG_ABORT_DIR_STAMP) == 0)
 		why = "the name of the abort directory's stamp";
+	else if (!why && has_control(id, len))
+		why = "it contains a control byte (a record of several lines?)";
 
 	s->ids++;
 	if (why) {
@@ -95,10 +109,11 @@ static void on_id(const char *id, size_t len, bool ambiguous, void *ctx)
 		s->written++;
 }
 
-static void on_line(const char *line, size_t len, bool continued, void *ctx)
+/* A record of the server's log. */
+static void on_record(const char *line, size_t len, void *ctx)
 {
 	struct follow *s = ctx;
-	int n = abort_match_line(s->match, line, len, continued, on_id, s);
+	int n = abort_match_line(s->match, line, len, on_id, s);
 
 	s->lines++;
 	if (n > 0)
@@ -107,16 +122,24 @@ static void on_line(const char *line, size_t len, bool continued, void *ctx)
 		cli_warn("abort", "the regex gave up on a line of %zu bytes (too much backtracking)", len);
 }
 
+/* A whole line the container wrote to one of its streams. */
+static void on_cri_line(const char *line, size_t len, enum log_stream st, void *ctx)
+{
+	struct follow *s = ctx;
+
+	log_records_line(&s->records, st, line, len, on_record, s);
+}
+
 /* A line of the file: the application's own, or a CRI log's record of
  * (a part of) one. */
-static void on_file_line(const char *line, size_t len, bool continued, void *ctx)
+static void on_file_line(const char *line, size_t len, void *ctx)
 {
 	struct follow *s = ctx;
 
 	if (s->is_cri)
-		cri_log_line(&s->cri, line, len, continued, on_line, s);
+		cri_log_line(&s->cri, line, len, on_cri_line, s);
 	else
-		on_line(line, len, continued, s);
+		log_records_line(&s->records, LOG_STDOUT, line, len, on_record, s);
 }
 
 int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned ttl, int (*open_dir)(const char *dir),
@@ -135,6 +158,7 @@ int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned tt
 	s.match = abort_match_new(o->match, o->preset, o->id_template, err, sizeof(err));
 	if (!s.match)
 		return cli_fail(EXIT_USAGE, "abort", "%s", err);
+	log_records_init(&s.records, LOG_LINE_MAX, abort_match_joins_crlf(s.match));
 	if (log_follow_open(&f, o->file, o->from_start, err, sizeof(err)) < 0) {
 		status = cli_fail(EXIT_FAIL, "abort", "%s", err);
 		goto cleanup;
@@ -181,6 +205,9 @@ int abort_follow(const struct abort_follow_opts *o, const char *dir, unsigned tt
 			"shmguard abort: %s: %llu lines not in the CRI format dropped, %llu joined lines over %d bytes "
 			"dropped\n",
 			name, s.cri.malformed, s.cri.overlong, LOG_LINE_MAX);
+	if (s.records.join_cr)
+		fprintf(stderr, "shmguard abort: %s: %llu records of several lines over %d bytes dropped\n", name,
+			s.records.overlong, LOG_LINE_MAX);
 	if (s.failed)
 		status = EXIT_FAIL;
 cleanup:
@@ -189,5 +216,6 @@ cleanup:
 		close(s.dfd);
 	abort_match_free(s.match);
 	cri_log_free(&s.cri);
+	log_records_free(&s.records);
 	return status;
 }

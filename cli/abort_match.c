@@ -42,13 +42,14 @@
  * presets expect. */
 static const struct {
 	const char *name, *regex;
-	bool crlf_continues; /* the server writes a record's inner newlines as "\r\n" */
+	bool crlf_joins; /* the server writes a record's inner newlines as "\r\n" */
 } presets[] = {
 	/* vLLM v1 with --enable-log-requests (vllm/v1/engine/async_llm.py):
 	 * "Aborted request(s) a." (a list: "a,b.") and "Request a aborted.".
 	 * Its formatter writes a message's newlines as "\r\n" and the prefix
 	 * again, so an ID holding one could start a line of its own with the
-	 * right prefix: a line after one that ended in "\r" never matches. */
+	 * right prefix: the lines of a record are matched joined, the ID
+	 * then holding the "\r\n" (which the caller refuses). */
 	{"vllm",
 	 VLLM_PREFIX "(?:(?|Aborted request\\(s\\) (?<req>[^,]+)|Request (?<req>.+) aborted)"
 		     "|Aborted request\\(s\\) (?<ambiguous>.*,.*))\\.$",
@@ -78,7 +79,7 @@ struct abort_match {
 	pcre2_match_data *md;
 	pcre2_match_context *mctx;
 	uint32_t group, ambiguous; /* ambiguous: 0 if the regex has no such group */
-	bool crlf_continues;
+	bool crlf_joins;
 	const char *before, *after; /* the template around {id} */
 	size_t before_len, after_len;
 	char *out;
@@ -91,13 +92,6 @@ static int preset_index(const char *name)
 		if (strcmp(presets[i].name, name) == 0)
 			return (int)i;
 	return -1;
-}
-
-const char *abort_match_preset(const char *name)
-{
-	int i = preset_index(name);
-
-	return i < 0 ? NULL : presets[i].regex;
 }
 
 static int set_template(struct abort_match *m, const char *tmpl, char *err, size_t errlen)
@@ -125,6 +119,7 @@ struct abort_match *abort_match_new(const char *regex, const char *preset, const
 	struct abort_match *m = calloc(1, sizeof(*m));
 	uint32_t groups = 0;
 	PCRE2_SIZE where;
+	uint32_t options = 0;
 	int code, named;
 
 	if (!m) {
@@ -139,11 +134,14 @@ struct abort_match *abort_match_new(const char *regex, const char *preset, const
 			goto fail;
 		}
 		regex = presets[i].regex;
-		m->crlf_continues = presets[i].crlf_continues;
+		m->crlf_joins = presets[i].crlf_joins;
+		/* A record of several lines is one subject: '.' crosses its
+		 * newlines and '$' is its end alone. */
+		options = PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY;
 	}
 	if (set_template(m, tmpl, err, errlen) < 0)
 		goto fail;
-	m->code = pcre2_compile((PCRE2_SPTR)regex, PCRE2_ZERO_TERMINATED, 0, &code, &where, NULL);
+	m->code = pcre2_compile((PCRE2_SPTR)regex, PCRE2_ZERO_TERMINATED, options, &code, &where, NULL);
 	if (!m->code) {
 		char why[160];
 
@@ -211,14 +209,17 @@ static const char *apply(struct abort_match *m, const char *id, size_t len, size
 	return m->out;
 }
 
-int abort_match_line(struct abort_match *m, const char *line, size_t len, bool continued,
+bool abort_match_joins_crlf(const struct abort_match *m)
+{
+	return m->crlf_joins;
+}
+
+int abort_match_line(struct abort_match *m, const char *line, size_t len,
 		     void (*found)(const char *id, size_t len, bool ambiguous, void *ctx), void *ctx)
 {
 	PCRE2_SIZE start = 0;
 	int n = 0;
 
-	if (continued && m->crlf_continues)
-		return 0;
 	while (start <= len) {
 		int rc = pcre2_match(m->code, (PCRE2_SPTR)line, len, start, 0, m->md, m->mctx);
 		PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);

@@ -65,10 +65,14 @@ int cli_unexpected(int code, const char *sub, const char *word);
  * set, or -1 (given: with errno). */
 int cli_find_shim(const char *given, char *out);
 
-/* "shmguard SUBCOMMAND: message" on stderr; returns code, which is what the
+/* cli_say.c: how a subcommand speaks.
+ * "shmguard SUBCOMMAND: message" on stderr; returns code, which is what the
  * caller returns: an exit status, or -1 from a helper (an option parser:
  * which returns 0 to go on, 1 once --help is printed, -1 on bad usage). */
 __attribute__((format(printf, 3, 4))) int cli_fail(int code, const char *sub, const char *fmt, ...);
+
+/* The same for what does not fail the command (a skipped input, say). */
+__attribute__((format(printf, 2, 3))) void cli_warn(const char *sub, const char *fmt, ...);
 
 /* Bad usage: "shmguard SUBCOMMAND: message", then "Try 'shmguard
  * SUBCOMMAND --help' for more information.", on stderr; returns code. */
@@ -80,8 +84,5 @@ int cli_try_help(int code, const char *sub);
 
 /* -V, --version: prints "shmguard VERSION" on stdout; returns EXIT_OK. */
 int cli_version(void);
-
-/* The same for what does not fail the command (a skipped input, say). */
-__attribute__((format(printf, 2, 3))) void cli_warn(const char *sub, const char *fmt, ...);
 
 #endif

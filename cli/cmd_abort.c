@@ -24,9 +24,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: shmguard abort [-a DIR] [-t DURATION] [--no-sweep] REQUEST-ID...\n"
 		"       shmguard abort --init-dir DIR\n"
-		"       shmguard abort --follow FILE|- (--match REGEX | --preset NAME) [--id-template T]\n"
-		"                      [--from-start] [--format plain|cri] [-a DIR] [-t DURATION]\n"
-		"                      [--no-sweep]\n\n"
+		"       shmguard abort --follow FILE|- (--match REGEX | --preset NAME)\n"
+		"                      [--id-template T] [--from-start] [--format plain|cri]\n"
+		"                      [-a DIR] [-t DURATION] [--no-sweep]\n\n"
 		"Marks each request aborted by creating DIR/REQUEST-ID (or refreshing its time),\n"
 		"and unlinks the files the ownership journals in the shm roots record for it\n"
 		"(/dev/shm and $SHMGUARD_SHM_ROOTS, as the shims see them; read before the\n"
@@ -39,35 +39,40 @@ static void usage(FILE *out)
 		"DIR must be yours or root's, and not world-writable without the sticky bit.\n\n"
 		"  -a, --abort-dir DIR   marker directory (default: $SHMGUARD_ABORT_DIR, else\n"
 		"                        %s)\n"
-		"  -t, --ttl DURATION    marker lifetime (600, 10m; default: $SHMGUARD_ABORT_TTL, else\n"
-		"                        %d s)\n"
-		"      --init-dir DIR    only make DIR the abort directory: create it and stamp it as\n"
-		"                        shmguard's (so that old markers expire), or stamp an empty\n"
-		"                        one; checked as above (for a service's ExecStartPre=)\n"
+		"  -t, --ttl DURATION    marker lifetime (600, 10m; default: $SHMGUARD_ABORT_TTL,\n"
+		"                        else %d s)\n"
+		"      --init-dir DIR    only make DIR the abort directory: create it and stamp\n"
+		"                        it as shmguard's (so that old markers expire), or stamp\n"
+		"                        an empty one; checked as above (for a service's\n"
+		"                        ExecStartPre=)\n"
 		"      --no-sweep        only write the markers: leave the sweep to the shims\n"
 		"  -h, --help            show this help\n"
 		"  -V, --version         print the version\n\n"
-		"With --follow, reads a log (a file followed by name like tail -F, through rotation\n"
-		"and truncation, from its end; or stdin) and marks aborted each request ID a line\n"
-		"yields (and sweeps its files), until SIGINT or SIGTERM (or the end of stdin).  A\n"
-		"summary goes to stderr, then a line adding up what was swept.\n"
+		"With --follow, reads a log (a file followed by name like tail -F, through\n"
+		"rotation and truncation, from its end; or stdin) and marks aborted each request\n"
+		"ID a line yields (and sweeps its files), until SIGINT or SIGTERM (or the end of\n"
+		"stdin). A summary goes to stderr, then a line adding up what was swept.\n"
 		"      --follow FILE|-   the log to read\n"
-		"      --match REGEX     PCRE2; the ID is its group (?<req>...), else its first group;\n"
-		"                        matched again where the last match ended (several IDs a line)\n"
-		"      --preset NAME     a ready regex: vllm, sglang, nginx or envoy (see docs/usage.md)\n"
+		"      --match REGEX     PCRE2; the ID is its group (?<req>...), else its first\n"
+		"                        group; matched again where the last match ended (several\n"
+		"                        IDs a line)\n"
+		"      --preset NAME     a ready regex: vllm, sglang, nginx or envoy (see\n"
+		"                        docs/usage.md)\n"
 		"      --id-template T   the request ID made from the logged one: 'chatcmpl-{id}'\n"
 		"      --from-start      the file's present lines too, not only new ones\n"
-		"      --format cri      the file is a CRI container log (/var/log/pods/.../N.log, podman's\n"
-		"                        k8s-file): each line's runtime prefix is removed and the lines the\n"
-		"                        runtime split (P) joined up to their end (F) before matching; lines\n"
-		"                        without the prefix are dropped.  Default: plain\n\n"
-		"An ID a followed log yields that the shims would not accept is skipped and counted,\n"
-		"not fatal.\n\n"
+		"      --format cri      the file is a CRI container log\n"
+		"                        (/var/log/pods/.../N.log, podman's k8s-file): each\n"
+		"                        line's runtime prefix is removed and the lines the\n"
+		"                        runtime split (P) joined up to their end (F) before\n"
+		"                        matching; lines without the prefix are dropped. Default:\n"
+		"                        plain\n\n"
+		"An ID a followed log yields that the shims would not accept is skipped and\n"
+		"counted, not fatal.\n\n"
 		"Exit status: 0 all marked; 1 a marker could not be written, DIR is refused, or a\n"
 		"file or root could not be swept; 2 bad usage or ID.\n\n"
-		"Exit status with --follow: 0 stopped by a signal or at the end of stdin; 1 a marker\n"
-		"could not be written, a file could not be swept or the log could not be read; 2\n"
-		"bad usage.\n",
+		"Exit status with --follow: 0 stopped by a signal or at the end of stdin; 1 a\n"
+		"marker could not be written, a file could not be swept or the log could not be\n"
+		"read; 2 bad usage.\n",
 		SG_DEFAULT_ABORT_DIR, SG_DEFAULT_ABORT_TTL);
 }
 
@@ -97,7 +102,7 @@ static const char *kind(const struct stat *st)
 }
 
 /* Creates DIR/ID, or gives an existing marker a new time.  What is there
- * already must be a marker the shims accept (sg_marker_file_refusal):
+ * already must be a marker the shims accept (sg_marker_file_check):
  * another user's file, a hard link or a FIFO planted under that name is
  * reported, never opened for reading or waited on (O_NONBLOCK), never
  * removed. */
@@ -106,11 +111,12 @@ static int write_marker(int dfd, const char *dir, const char *id)
 	int fd = openat(dfd, id, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
 	int status = EXIT_OK, saved = errno;
 	char shown[SG_ESCAPED_MAX]; /* the ID may come from a log: escaped */
+	const char *why; /* the shims' reason; what the file is is said instead */
 	struct stat st;
 
 	sg_text_escape(id, shown, sizeof(shown));
 
-	if (fd < 0 && fstatat(dfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_file_refusal(&st, geteuid()))
+	if (fd < 0 && fstatat(dfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_file_check(&st, geteuid(), &why) < 0)
 		goto foreign;
 	/* The open's error, not the fstatat's (EACCES, not ENOENT). */
 	if (fd < 0)
@@ -119,7 +125,7 @@ static int write_marker(int dfd, const char *dir, const char *id)
 		status = cli_fail(EXIT_FAIL, "abort", "cannot write marker %s/%s: %s", dir, shown, strerror(errno));
 		goto cleanup;
 	}
-	if (sg_marker_file_refusal(&st, geteuid()))
+	if (sg_marker_file_check(&st, geteuid(), &why) < 0)
 		goto foreign;
 	/* An existing marker gets a new time: shims sweep again (a late
 	 * segment whose marker had expired, say), and the TTL restarts. */
@@ -146,9 +152,9 @@ static struct request_swept followed;
 static unsigned followed_requests, followed_left;
 static bool follow_sweep_failed;
 
-static void say_swept(const struct request_swept *out, const struct request_sweep *rs, double us)
+static void say_swept(const struct request_swept *out, const struct request_sweep *rs, double us, unsigned ttl)
 {
-	char human[16], left[96] = "", shown[SG_ESCAPED_MAX], big[SG_ESCAPED_MAX + 96] = "";
+	char human[16], left[96] = "", shown[SG_ESCAPED_MAX], big[SG_ESCAPED_MAX + 96] = "", later[160] = "";
 
 	if (out->replaced)
 		snprintf(left, sizeof(left), "; left %u recorded %s alone (now another file's)",
@@ -157,14 +163,21 @@ static void say_swept(const struct request_swept *out, const struct request_swee
 		snprintf(big, sizeof(big), "; %s left to the shims (over %d entries or %u MiB of journal records)",
 			 sg_text_escape(rs->left_root, shown, sizeof(shown)), REQUEST_SWEEP_MAX_ENTRIES,
 			 REQUEST_SWEEP_MAX_JOURNAL_BYTES >> 20);
-	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s\n", SG_PLURAL(out->files, "file", "files"),
-	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, left, big);
+	/* "swept 0 files" is no failure: the shims remove the rest later. */
+	if (!out->files)
+		snprintf(later, sizeof(later),
+			 "; files made for it from now on are removed by the shims as they appear, while the marker "
+			 "lasts (%u s)",
+			 ttl);
+	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s%s\n", SG_PLURAL(out->files, "file", "files"),
+	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, left, big, later);
 }
 
 /* Sweeps the files of reqs[0..n) that rs read, all marked at started_ns
  * (monotonic), and says so in one line: "request ID: swept N files, B bytes
  * in T" (T from the first marker to the last unlink). */
-static int sweep_marked(const struct request_sweep *rs, const char *const *reqs, unsigned n, uint64_t started_ns)
+static int sweep_marked(const struct request_sweep *rs, const char *const *reqs, unsigned n, uint64_t started_ns,
+			unsigned ttl)
 {
 	struct request_swept out = {0};
 	char shown[SG_ESCAPED_MAX];
@@ -176,7 +189,7 @@ static int sweep_marked(const struct request_sweep *rs, const char *const *reqs,
 		printf("request %s: ", sg_text_escape(reqs[0], shown, sizeof(shown)));
 	else
 		printf("%u requests: ", n);
-	say_swept(&out, rs, us);
+	say_swept(&out, rs, us, ttl);
 	return rs->failed || out.failed ? EXIT_FAIL : EXIT_OK;
 }
 
@@ -398,7 +411,7 @@ int cmd_abort(int argc, char **argv)
 			marked[nmarked++] = argv[i];
 	close(dfd);
 	/* A request whose marker could not be written is not aborted. */
-	if (sweep_roots && nmarked && sweep_marked(&rs, marked, nmarked, t0) != EXIT_OK)
+	if (sweep_roots && nmarked && sweep_marked(&rs, marked, nmarked, t0, ttl) != EXIT_OK)
 		status = EXIT_FAIL;
 	if (sweep_roots)
 		request_sweep_free(&rs);

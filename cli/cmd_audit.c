@@ -23,80 +23,104 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: shmguard audit [OPTIONS] [-- COMMAND [ARGS]...]\n\n"
-		"Traces the files created under the shm roots (eBPF) by COMMAND and every process it\n"
-		"starts, or by the whole system until SIGINT or --duration, and reports what aborted\n"
-		"requests leave behind: allocated bytes of their files that still exist --grace seconds\n"
-		"after their abort marker, unlinked files still mapped or open included.\n\n"
-		"  -p, --patterns P           name patterns, ';'-separated (default: $SHMGUARD_PATTERNS)\n"
-		"  -a, --abort-dir DIR        where abort markers appear (default: $SHMGUARD_ABORT_DIR,\n"
-		"                             else %s); it must exist\n"
-		"      --shim-uid USER        the user the shims run as (a name or a number; default: the\n"
-		"                             auditor's own): the abort directory and its markers are\n"
-		"                             checked as the shims check them for that user\n"
-		"  -s, --shm-root DIR         another directory to watch besides /dev/shm (repeatable)\n"
-		"      --own-namespace        without COMMAND: follow only these roots, in the auditor's own\n"
-		"                             mount namespace (the default follows every tmpfs mounted at\n"
-		"                             /dev/shm in every mount namespace too: every pod's, as they\n"
-		"                             come and go)\n"
+		"Traces the files created under the shm roots (eBPF) by COMMAND and every process\n"
+		"it starts, or by the whole system until SIGINT or --duration, and reports what\n"
+		"aborted requests leave behind: allocated bytes of their files that still exist\n"
+		"--grace seconds after their abort marker, unlinked files still mapped or open\n"
+		"included.\n\n"
+		"  -p, --patterns P           name patterns, ';'-separated (default:\n"
+		"                             $SHMGUARD_PATTERNS)\n"
+		"  -a, --abort-dir DIR        where abort markers appear (default:\n"
+		"                             $SHMGUARD_ABORT_DIR, else %s);\n"
+		"                             it must exist\n"
+		"      --shim-uid USER        the user the shims run as (a name or a number;\n"
+		"                             default: the auditor's own): the abort directory\n"
+		"                             and its markers are checked as the shims check them\n"
+		"                             for that user\n"
+		"  -s, --shm-root DIR         another directory to watch besides /dev/shm\n"
+		"                             (repeatable)\n"
+		"      --own-namespace        without COMMAND: follow only these roots, in the\n"
+		"                             auditor's own mount namespace (the default follows\n"
+		"                             every tmpfs mounted at /dev/shm in every mount\n"
+		"                             namespace too: every pod's, as they come and go)\n"
 		"      --all-namespaces       with COMMAND: follow every namespace's /dev/shm too\n"
-		"      --root-abort-dir NAME  the abort directory in each /dev/shm found so (default\n"
-		"                             %s); its markers abort that root's requests only\n"
-		"  -g, --grace DURATION       how long after its marker an abort is measured (default 2 s;\n"
-		"                             durations: 2, 500ms, 30s, 10m, 1h)\n"
+		"      --root-abort-dir NAME  the abort directory in each /dev/shm found so\n"
+		"                             (default %s); its markers abort that\n"
+		"                             root's requests only\n"
+		"  -g, --grace DURATION       how long after its marker an abort is measured\n"
+		"                             (default 2 s; durations: 2, 500ms, 30s, 10m, 1h)\n"
 		"  -b, --max-kib-per-abort N  the gate: fail (exit 1) above N KiB per abort\n"
-		"      --min-aborts N         with a budget: fail (exit 1) when fewer than N aborts were\n"
-		"                             measured (default 1: a gate that saw no abort does not pass)\n"
-		"      --allow-drops          do not fail the gate because events or markers were lost\n"
-		"      --abort-detail N       measured aborts listed one by one in the JSON report, of those\n"
-		"                             that left files and of those that did not: the newest N of\n"
-		"                             each (default 1000); the others are in every figure\n"
-		"      --per-workload         with a budget: also fail when any workload (cgroup) is over it\n"
-		"      --pod-logs DIR         the kubelet's pod log directories, for pods' namespaces and\n"
-		"                             names (default /var/log/pods)\n"
-		"      --container-logs DIR   the kubelet's container log links (POD_NS_NAME-ID.log), for\n"
-		"                             containers' names (default /var/log/containers)\n"
-		"      --workload-expiry DURATION  a workload with no file followed and no abort to measure\n"
-		"                             is forgotten (its metrics too) this long after (default 10m)\n"
-		"  -j, --json FILE            also write the report as JSON (checked before the run)\n"
-		"      --junit FILE           also write it as JUnit XML: a test case per leak shape\n"
+		"      --min-aborts N         with a budget: fail (exit 1) when fewer than N\n"
+		"                             aborts were measured (default 1: a gate that saw no\n"
+		"                             abort does not pass)\n"
+		"      --allow-drops          do not fail the gate because events or markers were\n"
+		"                             lost\n"
+		"      --abort-detail N       measured aborts listed one by one in the JSON\n"
+		"                             report, of those that left files and of those that\n"
+		"                             did not: the newest N of each (default 1000); the\n"
+		"                             others are in every figure\n"
+		"      --per-workload         with a budget: also fail when any workload (cgroup)\n"
+		"                             is over it\n"
+		"      --pod-logs DIR         the kubelet's pod log directories, for pods'\n"
+		"                             namespaces and names (default /var/log/pods)\n"
+		"      --container-logs DIR   the kubelet's container log links\n"
+		"                             (POD_NS_NAME-ID.log), for containers' names\n"
+		"                             (default /var/log/containers)\n"
+		"      --workload-expiry DURATION\n"
+		"                             a workload with no file followed and no abort to\n"
+		"                             measure is forgotten (its metrics too) this long\n"
+		"                             after (default 10m)\n"
+		"  -j, --json FILE            also write the report as JSON (checked before the\n"
+		"                             run)\n"
+		"      --junit FILE           also write it as JUnit XML: a test case per leak\n"
+		"                             shape\n"
 		"      --plot FILE            draw the run's timeline into FILE (SVG)\n"
-		"                             (a report FILE of - is stdout: the text report goes to stderr)\n"
-		"      --metrics-file FILE    Prometheus text (node_exporter's textfile collector), rewritten\n"
-		"                             atomically every --interval seconds (default 15) and at the end\n"
-		"      --listen HOST:PORT     serve the same figures on http://HOST:PORT/metrics (HOST a name\n"
-		"                             or an address, [IPV6]; :PORT every IPv4 address; the address\n"
-		"                             bound is printed on stderr)\n"
+		"                             (a report FILE of - is stdout: the text report\n"
+		"                             goes to stderr)\n"
+		"      --metrics-file FILE    Prometheus text (node_exporter's textfile\n"
+		"                             collector), rewritten atomically every --interval\n"
+		"                             seconds (default 15) and at the end\n"
+		"      --listen HOST:PORT     serve the same figures on http://HOST:PORT/metrics\n"
+		"                             (HOST a name or an address, [IPV6]; :PORT every\n"
+		"                             IPv4 address; the address bound is printed on\n"
+		"                             stderr)\n"
 		"  -d, --duration DURATION    without COMMAND: stop after this long\n"
 		"      --reclaim-dead DURATION\n"
-		"                             without COMMAND: at the start and this often, remove the\n"
-		"                             files whose creator is proven gone from every /dev/shm of the\n"
-		"                             machine (every pod's) and the --shm-roots, as sweep does (the\n"
-		"                             node agent: run it in the initial pid namespace); each\n"
-		"                             removal is said on stderr\n"
+		"                             without COMMAND: at the start and this often,\n"
+		"                             remove the files whose creator is proven gone from\n"
+		"                             every /dev/shm of the machine (every pod's) and\n"
+		"                             each --shm-root, as sweep does (the node agent:\n"
+		"                             run it in the initial pid namespace); each removal\n"
+		"                             is said on stderr\n"
 		"      --reclaim-ignore-unreadable\n"
-		"                             reclaim even though some processes' files cannot be read, as\n"
-		"                             sweep's --ignore-unreadable\n"
-		"      --reclaim-dry-run      decide and say what --reclaim-dead would remove, remove nothing\n"
-		"  -i, --interval DURATION    a progress line this often when stderr is not a terminal\n"
-		"      --lib PATH             the shim whose tags to follow (default: found as by 'run')\n"
-		"      --max-files N          files followed at most (1 to 100000000, default 1000000);\n"
-		"                             more fails the gate\n"
-		"      --ring-kib N           the kernel side's event buffer, a power of two from 4 (default\n"
-		"                             8192); events it cannot hold are counted and fail the gate\n"
-		"      --probe NAME           how to see files created: ctime, fentry, kprobe or syscalls\n"
-		"                             (default: the best this kernel allows; exit 3 if NAME is not)\n"
+		"                             reclaim even though some processes' files cannot be\n"
+		"                             read, as sweep's --ignore-unreadable\n"
+		"      --reclaim-dry-run      decide and say what --reclaim-dead would remove,\n"
+		"                             remove nothing\n"
+		"  -i, --interval DURATION    a progress line this often when stderr is not a\n"
+		"                             terminal\n"
+		"      --lib PATH             the shim whose tags to follow (default: found as by\n"
+		"                             'run')\n"
+		"      --max-files N          files followed at most (1 to 100000000, default\n"
+		"                             1000000); more fails the gate\n"
+		"      --ring-kib N           the kernel side's event buffer, a power of two from\n"
+		"                             4 (default 8192); events it cannot hold are counted\n"
+		"                             and fail the gate\n"
+		"      --probe NAME           how to see files created: ctime, fentry, kprobe or\n"
+		"                             syscalls (default: the best this kernel allows;\n"
+		"                             exit 3 if NAME is not)\n"
 		"  -v, --verbose              libbpf's messages\n"
 		"  -h, --help                 show this help\n"
 		"  -V, --version              print the version\n\n"
-		"A first SIGINT (or SIGTERM, SIGHUP) goes to COMMAND; a second kills it and ends the run.\n"
-		"With GITHUB_ACTIONS=true it also writes annotations to stdout and a summary table to\n"
-		"$GITHUB_STEP_SUMMARY.\n\n"
-		"Exit status: 0 pass (or no budget given); 1 over budget, fewer aborts measured than\n"
-		"--min-aborts, or events, files or markers lost without --allow-drops; 2 bad usage or\n"
-		"input, found before COMMAND runs; 3 tracing not possible here (in a pid namespace of its\n"
-		"own: without COMMAND, or with another namespace's /proc), or it failed during the run;\n"
-		"4 the gate passed but COMMAND failed or was killed. The report is printed in every case\n"
-		"but 2.\n",
+		"A first SIGINT (or SIGTERM, SIGHUP) goes to COMMAND; a second kills it and ends\n"
+		"the run. With GITHUB_ACTIONS=true it also writes annotations to stdout and a\n"
+		"summary table to $GITHUB_STEP_SUMMARY.\n\n"
+		"Exit status: 0 pass (or no budget given); 1 over budget, fewer aborts measured\n"
+		"than --min-aborts, or events, files or markers lost without --allow-drops; 2 bad\n"
+		"usage or input, found before COMMAND runs; 3 tracing not possible here (in a pid\n"
+		"namespace of its own: without COMMAND, or with another namespace's /proc), or it\n"
+		"failed during the run; 4 the gate passed but COMMAND failed or was killed. The\n"
+		"report is printed in every case but 2.\n",
 		SG_DEFAULT_ABORT_DIR, ROOT_ABORT_NAME);
 }
 
@@ -168,7 +192,7 @@ static int parse_user(const char *s, uid_t *out)
 static int check_stdout_reports(const struct audit_opts *o)
 {
 	const char *const options[] = {"--json", "--junit", "--plot"};
-	const char *paths[] = {o->json_path, o->junit_path, o->plot_path}, *first = NULL;
+	const char *paths[] = {o->reports.json_path, o->reports.junit_path, o->reports.plot_path}, *first = NULL;
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		if (!paths[i] || strcmp(paths[i], "-") != 0)
@@ -211,9 +235,9 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 
 	o->grace = 2;
 	o->max_files = 1000000;
-	o->pod_logs = "/var/log/pods";
-	o->container_logs = "/var/log/containers";
-	o->workload_expiry = 600;
+	o->workloads.pod_logs = "/var/log/pods";
+	o->workloads.container_logs = "/var/log/containers";
+	o->workloads.expiry = 600;
 	o->shim_uid = geteuid();
 	cli_default_root(&o->roots);
 	while ((c = getopt_long(argc, argv, "+p:a:s:g:b:j:d:i:vhV", opts, NULL)) != -1) {
@@ -230,19 +254,19 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 						      optarg);
 			break;
 		case 'b':
-			if (parse_kib(optarg, &o->budget_kib) < 0)
+			if (parse_kib(optarg, &o->gate.budget_kib) < 0)
 				return cli_usage_fail(-1, "audit", "bad --max-kib-per-abort '%s': expected a number of KiB",
 						optarg);
-			o->have_budget = true;
+			o->gate.have_budget = true;
 			break;
 		case 'A':
 			if (parse_count(optarg, 0, UINT_MAX, &n) < 0)
 				return cli_usage_fail(-1, "audit", "bad --min-aborts '%s': a whole number of aborts",
 						      optarg);
-			o->min_aborts = (unsigned)n;
+			o->gate.min_aborts = (unsigned)n;
 			min_aborts_given = true;
 			break;
-		case 'D': o->allow_drops = true; break;
+		case 'D': o->gate.allow_drops = true; break;
 		case 'O': own_ns = true; break;
 		case 'W': all_ns = true; break;
 		case 'r':
@@ -251,33 +275,33 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 						      optarg, ROOT_ABORT_NAME);
 			snprintf(o->root_abort_name, sizeof(o->root_abort_name), "%s", optarg);
 			break;
-		case 'Y': o->per_workload = true; break;
+		case 'Y': o->gate.per_workload = true; break;
 		case 'T':
 			if (parse_count(optarg, 1, 1000000, &n) < 0)
 				return cli_usage_fail(-1, "audit", "bad --abort-detail '%s': a number from 1 to 1000000", optarg);
-			o->abort_detail = (unsigned)n;
+			o->gate.abort_detail = (unsigned)n;
 			break;
-		case 'K': o->pod_logs = optarg; break;
-		case 'Q': o->container_logs = optarg; break;
+		case 'K': o->workloads.pod_logs = optarg; break;
+		case 'Q': o->workloads.container_logs = optarg; break;
 		case 'u':
 			if (parse_user(optarg, &o->shim_uid) < 0)
 				return cli_usage_fail(-1, "audit", "bad --shim-uid '%s': a user name or a number", optarg);
 			break;
 		case 'E':
-			if (parse_duration(optarg, &o->workload_expiry) < 0)
+			if (parse_duration(optarg, &o->workloads.expiry) < 0)
 				return cli_usage_fail(-1, "audit", "bad --workload-expiry '%s': expected a duration (90, 10m, 2h)",
 						      optarg);
 			break;
-		case 'j': o->json_path = optarg; break;
-		case 'U': o->junit_path = optarg; break;
-		case 'G': o->plot_path = optarg; break;
+		case 'j': o->reports.json_path = optarg; break;
+		case 'U': o->reports.junit_path = optarg; break;
+		case 'G': o->reports.plot_path = optarg; break;
 		case 'F':
 			if (strcmp(optarg, "-") == 0)
 				return cli_usage_fail(-1, "audit", "--metrics-file -: the file is rewritten every --interval, "
 							     "it cannot be stdout (use --listen)");
-			o->metrics_path = optarg;
+			o->reports.metrics_path = optarg;
 			break;
-		case 'l': o->listen_addr = optarg; break;
+		case 'l': o->reports.listen_addr = optarg; break;
 		case 'd':
 			if (parse_duration(optarg, &o->duration) < 0 || o->duration == 0)
 				return cli_usage_fail(-1, "audit", "bad --duration '%s': expected a duration (90, 10m, 2h)",
@@ -289,13 +313,13 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 						      optarg);
 			break;
 		case 'C':
-			if (parse_duration(optarg, &o->reclaim_dead) < 0 || o->reclaim_dead < 1)
+			if (parse_duration(optarg, &o->reclaim.interval) < 0 || o->reclaim.interval < 1)
 				return cli_usage_fail(-1, "audit",
 						      "bad --reclaim-dead '%s': expected a duration of 1 s or more (10s, 1m)",
 						      optarg);
 			break;
-		case 'I': o->reclaim_ignore_unreadable = true; break;
-		case 'N': o->reclaim_dry_run = true; break;
+		case 'I': o->reclaim.ignore_unreadable = true; break;
+		case 'N': o->reclaim.dry_run = true; break;
 		case 'L': *lib = optarg; break;
 		case 'M':
 			if (parse_count(optarg, 1, MAX_FILES_LIMIT, &n) < 0)
@@ -307,14 +331,14 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 			if (parse_count(optarg, 4, 1u << 20, &n) < 0 || (n & (n - 1)))
 				return cli_usage_fail(-1, "audit", "bad --ring-kib '%s': a power of two from 4 to 1048576",
 						optarg);
-			o->ring_kib = (unsigned)n;
+			o->trace.ring_kib = (unsigned)n;
 			break;
 		case 'P':
 			if (audit_probe_by_name(optarg) < 0)
 				return cli_usage_fail(-1, "audit", "bad --probe '%s': one of %s", optarg, audit_probe_list);
-			o->probe = optarg;
+			o->trace.probe = optarg;
 			break;
-		case 'v': o->verbose = true; break;
+		case 'v': o->trace.verbose = true; break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -336,20 +360,20 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	o->node_mode = o->cmd ? all_ns : !own_ns;
 	if (!o->root_abort_name[0])
 		snprintf(o->root_abort_name, sizeof(o->root_abort_name), "%s", ROOT_ABORT_NAME);
-	o->metrics_interval = o->interval ? o->interval : METRICS_INTERVAL_S;
+	o->reports.metrics_interval = o->interval ? o->interval : METRICS_INTERVAL_S;
 	if (check_stdout_reports(o) < 0)
 		return -1;
-	if (min_aborts_given && !o->have_budget)
+	if (min_aborts_given && !o->gate.have_budget)
 		return cli_usage_fail(-1, "audit", "--min-aborts is a floor of the gate: give --max-kib-per-abort too");
-	if (o->per_workload && !o->have_budget)
+	if (o->gate.per_workload && !o->gate.have_budget)
 		return cli_usage_fail(-1, "audit", "--per-workload applies the gate to each workload: give --max-kib-per-abort too");
-	if (o->have_budget && !min_aborts_given)
-		o->min_aborts = 1;
+	if (o->gate.have_budget && !min_aborts_given)
+		o->gate.min_aborts = 1;
 	if (o->cmd && o->duration)
 		return cli_usage_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
-	if (o->cmd && o->reclaim_dead)
+	if (o->cmd && o->reclaim.interval)
 		return cli_usage_fail(-1, "audit", "--reclaim-dead is for the node agent, a run without COMMAND");
-	if ((o->reclaim_ignore_unreadable || o->reclaim_dry_run) && !o->reclaim_dead)
+	if ((o->reclaim.ignore_unreadable || o->reclaim.dry_run) && !o->reclaim.interval)
 		return cli_usage_fail(-1, "audit", "--reclaim-ignore-unreadable and --reclaim-dry-run go with --reclaim-dead");
 	if (!patterns || !*patterns)
 		o->patterns.count = 0;
@@ -377,7 +401,7 @@ int cmd_audit(int argc, char **argv)
 		return AUDIT_USAGE;
 	if (lib && cli_find_shim(lib, shim) < 0)
 		return cli_fail(AUDIT_USAGE, "audit", "cannot use shim '%s': %s", lib, strerror(errno));
-	o.shim = lib || cli_find_shim(NULL, shim) == 0 ? shim : NULL;
+	o.trace.shim = lib || cli_find_shim(NULL, shim) == 0 ? shim : NULL;
 	if (!(a = audit_new(&o, err, sizeof(err))))
 		return cli_fail(AUDIT_USAGE, "audit", "%s", err);
 	status = audit_run(a, err, sizeof(err));

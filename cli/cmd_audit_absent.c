@@ -20,9 +20,12 @@ int cmd_audit(int argc, char **argv)
 		return cli_version();
 	}
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		printf("Usage: shmguard audit [OPTIONS] [-- COMMAND [ARGS]...]\n\n%s.\n\n"
+		printf("Usage: shmguard audit [OPTIONS] [-- COMMAND [ARGS]...]\n\n"
+		       "This shmguard was built without the auditor: rebuild it where libbpf, libelf,\n"
+		       "libmicrohttpd, clang and bpftool are found (meson -Dauditor=enabled says which\n"
+		       "one is missing).\n\n"
 		       "Exit status: always %d (tracing is not possible here), except for --help.\n",
-		       absent, AUDIT_NOT_BUILT);
+		       AUDIT_NOT_BUILT);
 		return EXIT_OK;
 	}
 	return cli_fail(AUDIT_NOT_BUILT, "audit", "%s", absent);

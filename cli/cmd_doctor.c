@@ -26,36 +26,107 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: shmguard doctor [--binary PATH] [--root DIR]... [--need SIZE]\n\n"
-		     "Checks, one line each: the kernel, where the shim is (the path for LD_PRELOAD), the\n"
-		     "kernel's BTF, whether the auditor's BPF programs load here (and why not; in a build\n"
-		     "with the auditor), tracefs,\n"
-		     "whether the shim is preloaded in this environment (and if LD_PRELOAD names it but it\n"
-		     "is not, why) and whether this glibc can load it, and for each shm root (default\n"
-		     "/dev/shm) its filesystem, size and use, and whether the shim can keep its ownership\n"
-		     "journal and its xattr tags there; with --binary, whether that program can run under\n"
-		     "the shim.\n"
-		     "With --need SIZE (512M, 2G, 1.5GiB: powers of 1024), whether each root has that much\n"
-		     "free; when not, what holds the rest (the largest holders by request and creator) and\n"
-		     "how much `shmguard sweep --dead` would reclaim.\n\n"
-		     "  --binary PATH   a program to check\n"
-		     "  --need SIZE     the free space each root must have\n"
-		     "  --root DIR      a shm root to check instead of /dev/shm (repeatable)\n"
-		     "  -h, --help      show this help\n"
-		     "  -V, --version   print the version\n\n"
-		     "Exit status: 0 all is well; 1 something is not; 2 bad usage.\n");
+	fprintf(out,
+		"Usage: shmguard doctor [--binary PATH] [--root DIR]... [--need SIZE]\n"
+		"                       [--json [FILE]]\n\n"
+		"Checks, one line each: the kernel, where the shim is (the path for LD_PRELOAD),\n"
+		"the kernel's BTF, whether the auditor's BPF programs load here (and why not; in\n"
+		"a build with the auditor), tracefs, whether the shim is preloaded in this\n"
+		"environment (and if LD_PRELOAD names it but it is not, why) and whether this\n"
+		"glibc can load it, and for each shm root (default /dev/shm) its filesystem, size\n"
+		"and use, and whether the shim can keep its ownership journal and its xattr tags\n"
+		"there; with --binary, whether that program can run under the shim.\n\n"
+		"With --need SIZE (512M, 2G, 1.5GiB: powers of 1024), whether each root has that\n"
+		"much free; when not, what holds the rest (the largest holders by request and\n"
+		"creator) and how much `shmguard sweep --dead` would reclaim.\n\n"
+		"  --binary PATH   a program to check\n"
+		"  --need SIZE     the free space each root must have\n"
+		"  --root DIR      a shm root to check instead of /dev/shm (repeatable)\n"
+		"  --json [FILE]   the checks as JSON, into FILE (--json=FILE too; none or -:\n"
+		"                  stdout)\n"
+		"  -h, --help      show this help\n"
+		"  -V, --version   print the version\n\n"
+		"Exit status: 0 all is well; 1 something is not; 2 bad usage.\n");
+}
+
+/* With --json, the checks go here instead of onto stdout: an object per
+ * named line, the lines below it its details and notes. */
+static json_t *json_checks;
+
+/* The message of fmt, its leading spaces (the text's indentation) left out,
+ * set as o[key]. */
+static void json_set_message(json_t *o, const char *key, const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	cli_json_set_text(o, key, msg ? msg + strspn(msg, " ") : "out of memory");
+	free(msg);
+}
+
+/* The check a detail or note belongs to: the last named one. */
+static json_t *json_last_check(void)
+{
+	return json_array_get(json_checks, json_array_size(json_checks) - 1);
 }
 
 int doctor_line(const char *what, bool ok, const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("%-10s %-4s ", what, ok ? "ok" : "FAIL");
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	if (json_checks) {
+		json_t *o = json_object();
+
+		if (what[0])
+			cli_json_set_text(o, "name", what);
+		json_object_set_new(o, "verdict", json_string(ok ? "ok" : "fail"));
+		json_set_message(o, "reason", fmt, ap);
+		if (what[0]) {
+			json_object_set_new(o, "details", json_array());
+			json_object_set_new(o, "notes", json_array());
+			json_array_append_new(json_checks, o);
+		} else {
+			json_array_append_new(json_object_get(json_last_check(), "details"), o);
+		}
+	} else {
+		printf("%-10s %-4s ", what, ok ? "ok" : "FAIL");
+		vprintf(fmt, ap);
+		putchar('\n');
+	}
 	va_end(ap);
-	putchar('\n');
 	return ok ? 0 : 1;
+}
+
+void doctor_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (json_checks) {
+		json_t *o = json_object();
+
+		json_set_message(o, "note", fmt, ap);
+		json_array_append(json_object_get(json_last_check(), "notes"), json_object_get(o, "note"));
+		json_decref(o);
+	} else {
+		printf("%13s", "");
+		vprintf(fmt, ap);
+		putchar('\n');
+	}
+	va_end(ap);
+}
+
+/* The report with --json: the checks, and whether all is well. */
+static int write_json(struct cli_json_out *out, int status)
+{
+	json_t *root = json_pack("{s:i, s:s, s:b, s:O}", "schema", 1, "shmguard_version", SHMGUARD_VERSION, "ok",
+				 status == 0, "checks", json_checks);
+	int ret = cli_json_write("doctor", root, out);
+
+	json_decref(root);
+	return ret;
 }
 
 /* A new file of ours in root with a name nobody can take first, its path
@@ -110,10 +181,12 @@ int cmd_doctor(int argc, char **argv)
 	static const struct option opts[] = {
 		{"binary", required_argument, NULL, 'b'}, {"root", required_argument, NULL, 'r'},
 		{"need", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},    {0},
+		{"version", no_argument, NULL, 'V'},    {"json", optional_argument, NULL, 'j'},
+		{0},
 	};
 	struct sg_roots roots = {0};
-	const char *binary = NULL, *need_arg = NULL;
+	const char *binary = NULL, *need_arg = NULL, *json = NULL;
+	struct cli_json_out json_out;
 	uint64_t need = 0;
 	int c, status = 0;
 	struct utsname u;
@@ -123,6 +196,7 @@ int cmd_doctor(int argc, char **argv)
 		switch (c) {
 		case 'b': binary = optarg; break;
 		case 'n': need_arg = optarg; break;
+		case 'j': json = cli_json_arg(argc, argv); break;
 		case 'r':
 			if (cli_add_root("doctor", &roots, optarg) < 0)
 				return EXIT_USAGE;
@@ -137,6 +211,11 @@ int cmd_doctor(int argc, char **argv)
 	if (need_arg && sg_parse_size(need_arg, &need) < 0)
 		return cli_usage_fail(EXIT_USAGE, "doctor", "bad --need '%s': expected a size such as 512M, 2G or 1.5GiB", need_arg);
 	cli_default_root(&roots);
+	if (json) {
+		if (cli_json_open("doctor", json, &json_out) < 0)
+			return EXIT_USAGE;
+		json_checks = json_array();
+	}
 
 	uname(&u);
 	doctor_line("kernel", true, "%s %s", u.release, u.machine);
@@ -157,5 +236,11 @@ int cmd_doctor(int argc, char **argv)
 		status |= doctor_binary(binary);
 	for (unsigned i = 0; need_arg && i < roots.n; i++)
 		status |= doctor_need(roots.dir[i], need);
+	if (json) {
+		if (write_json(&json_out, status) < 0)
+			status = 1;
+		json_decref(json_checks);
+		json_checks = NULL;
+	}
 	return status ? EXIT_FAIL : EXIT_OK;
 }

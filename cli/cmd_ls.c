@@ -17,18 +17,20 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: shmguard ls [--json [FILE]] [--root DIR... | --node]\n\n"
-		"Lists every file under the shm roots (default /dev/shm), and every unlinked file a\n"
-		"process still holds open or mapped there, largest first: allocated bytes, size, owner,\n"
-		"age, the shim's tag (request, creator and whether it still runs) and the processes\n"
-		"that have it open or mapped.  Processes whose /proc cannot be read (others' when not\n"
-		"root) are counted as unknown, never taken as not using a file.\n\n"
+		"Lists every file under the shm roots (default /dev/shm), and every unlinked file\n"
+		"a process still holds open or mapped there, largest first: allocated bytes,\n"
+		"size, owner, age, the shim's tag (request, creator and whether it still runs)\n"
+		"and the processes that have it open or mapped. Processes whose /proc cannot be\n"
+		"read (others' when not root) are counted as unknown, never taken as not using a\n"
+		"file.\n\n"
 		"  --root DIR       a shm root to list instead of /dev/shm (repeatable)\n"
 		"  --node           every tmpfs mounted at /dev/shm in any mount namespace of the\n"
 		"                   machine, each named by a process that reaches it:\n"
-		"                   [pid P mnt:N]/dev/shm/NAME (largest first within each group of\n"
-		"                   8 roots); creators of other pid namespaces are judged only\n"
-		"                   from the initial pid namespace\n"
-		"  --json [FILE]    the same as JSON, into FILE (--json=FILE too; none or -: stdout)\n"
+		"                   [pid P mnt:N]/dev/shm/NAME (largest first within each\n"
+		"                   group of 8 roots); creators of other pid namespaces are\n"
+		"                   judged only from the initial pid namespace\n"
+		"  --json [FILE]    the same as JSON, into FILE (--json=FILE too;\n"
+		"                   none or -: stdout)\n"
 		"  -h, --help       show this help\n"
 		"  -V, --version    print the version\n\n"
 		"Exit status: 0; 1 a root or /proc could not be read; 2 bad usage.\n");
@@ -86,6 +88,9 @@ static void add_up(struct shown *t, struct sg_shm_listing *l)
 	t->proc_foreign |= sg_creators_proc_foreign(&l->creators);
 }
 
+/* The creator records of shmguard watch, read once. */
+static struct orphan_view records;
+
 static void print_rows(struct shown *t, const struct sg_shm_listing *l)
 {
 	char b1[16], name[SG_ESCAPED_MAX], holders[128], comm[32], esc[SG_ESCAPED_MAX];
@@ -105,6 +110,9 @@ static void print_rows(struct shown *t, const struct sg_shm_listing *l)
 			sg_text_escape(f->tag.req, req, sizeof(req));
 		} else if (f->journal_like) {
 			snprintf(creator, sizeof(creator), "%s", journal_like_name(f->journal_like));
+		} else {
+			/* Untagged: the creator shmguard watch recorded, if any. */
+			orphan_view_creator(&records, l, f, creator, sizeof(creator));
 		}
 		holders[0] = '\0';
 		for (size_t k = 0; k < f->nholders && off < sizeof(holders) - 1; k++) {
@@ -149,9 +157,6 @@ static void print_summary(const struct shown *t)
 		       "every creator is shown as unknown\n",
 		       (int)getpid());
 }
-
-/* The creator records of shmguard watch, read once. */
-static struct orphan_view records;
 
 static json_t *file_json(const struct sg_shm_listing *l, const struct sg_shm_file *f)
 {

@@ -14,8 +14,9 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: shmguard run [OPTIONS] -- COMMAND [ARGS]...\n\n"
-		"Runs COMMAND (and everything it starts) with %s preloaded.  Options set\n"
-		"the SHMGUARD_* variables of the same meaning; unset ones keep the environment's.\n\n"
+		"Runs COMMAND (and everything it starts) with %s preloaded. Options\n"
+		"set the SHMGUARD_* variables of the same meaning; unset ones keep the\n"
+		"environment's.\n\n"
 		"  -p, --patterns P      name patterns, ';'-separated      (SHMGUARD_PATTERNS)\n"
 		"  -a, --abort-dir DIR   abort marker directory            (SHMGUARD_ABORT_DIR)\n"
 		"  -r, --request-id ID   request of every file created     (SHMGUARD_REQUEST_ID)\n"
@@ -25,7 +26,8 @@ static void usage(FILE *out)
 		"      --tag MODE        where ownership is recorded: journal (default),\n"
 		"                        xattr, both or off                (SHMGUARD_TAG)\n"
 		"      --lib PATH        the shim to preload (default: $SHMGUARD_LIB, else found\n"
-		"                        next to this program or in %s)\n"
+		"                        next to this program or in\n"
+		"                        %s)\n"
 		"  -h, --help            show this help\n"
 		"  -V, --version         print the version\n\n"
 		"Exit status: COMMAND's; 1 the shim not found; 2 bad usage or configuration; 126\n"

@@ -43,45 +43,50 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: shmguard sweep [--dead [--instance-gone]] [--request ID]...\n"
-		"                      [--glob GLOB --older-than DURATION] [--root DIR... | --node | --pod PID...]\n"
+		"                      [--glob GLOB --older-than DURATION]\n"
+		"                      [--root DIR... | --node | --pod PID...]\n"
 		"                      [--ignore-unreadable] [--dry-run] [--json [FILE]]\n\n"
 		"Unlinks files under the shm roots that nobody will unlink:\n"
-		"  --dead              tagged files whose creator is gone (a reused pid does not count as\n"
-		"                      alive), and untagged files that shmguard watch recorded whose\n"
-		"                      instance is gone (their creator's cgroup removed; in a shared\n"
-		"                      cgroup, their creator and its parent dead), when no live process\n"
-		"                      has them open or mapped\n"
-		"  --instance-gone     with --dead, the stricter proof for tagged files too: their\n"
-		"                      creator's instance must be gone, by shmguard watch's record of\n"
-		"                      them (a dead worker may have handed a file to a live process)\n"
-		"  --request ID        every file tagged with that request, whoever created it, unless a\n"
-		"                      live process has it open or mapped (repeatable)\n"
+		"  --dead              tagged files whose creator is gone (a reused pid does not\n"
+		"                      count as alive), and untagged files that shmguard watch\n"
+		"                      recorded whose instance is gone (their creator's cgroup\n"
+		"                      removed; in a shared cgroup, their creator and its parent\n"
+		"                      dead), when no live process has them open or mapped\n"
+		"  --instance-gone     with --dead, the stricter proof for tagged files too:\n"
+		"                      their creator's instance must be gone, by shmguard watch's\n"
+		"                      record of them (a dead worker may have handed a file to a\n"
+		"                      live process)\n"
+		"  --request ID        every file tagged with that request, whoever created it,\n"
+		"                      unless a live process has it open or mapped (repeatable)\n"
 		"  --glob GLOB --older-than DURATION\n"
-		"                      untagged files whose name matches GLOB (fnmatch) and that are older\n"
-		"                      than DURATION (e.g. 90, 30s, 10m, 2h, 1d), when nobody uses them\n"
-		"                      (--match GLOB is the old, deprecated name of --glob)\n"
+		"                      untagged files whose name matches GLOB (fnmatch) and that\n"
+		"                      are older than DURATION (e.g. 90, 30s, 10m, 2h, 1d), when\n"
+		"                      nobody uses them (--match GLOB is the old, deprecated name\n"
+		"                      of --glob)\n"
 		"  --root DIR          a shm root to sweep instead of /dev/shm (repeatable)\n"
-		"  --node              every tmpfs mounted at /dev/shm in any mount namespace of the\n"
-		"                      machine (every pod's and container's), each named by a process\n"
-		"                      that reaches it: [pid P mnt:N]/dev/shm/NAME.  Run it as root in\n"
-		"                      the initial pid namespace (a node agent's hostPID): creators of\n"
-		"                      other pid namespaces are judged only from there\n"
-		"  --pod PID           as --node, only the /dev/shm that process PID sees (a process\n"
-		"                      of one pod, by its pid here; repeatable)\n"
-		"  --ignore-unreadable sweep even though some processes' files cannot be read (not\n"
-		"                      root, or a process more privileged than this one): their use\n"
-		"                      of a file is then not seen\n"
+		"  --node              every tmpfs mounted at /dev/shm in any mount namespace of\n"
+		"                      the machine (every pod's and container's), each named by a\n"
+		"                      process that reaches it: [pid P mnt:N]/dev/shm/NAME. Run\n"
+		"                      it as root in the initial pid namespace (a node agent's\n"
+		"                      hostPID): creators of other pid namespaces are judged only\n"
+		"                      from there\n"
+		"  --pod PID           as --node, only the /dev/shm that process PID sees (a\n"
+		"                      process of one pod, by its pid here; repeatable)\n"
+		"  --ignore-unreadable\n"
+		"                      sweep even though some processes' files cannot be read\n"
+		"                      (not root, or a process more privileged than this one):\n"
+		"                      their use of a file is then not seen\n"
 		"  --dry-run           decide and print, unlink nothing\n"
-		"  --json [FILE]       the decisions as JSON, into FILE (--json=FILE too; none or -:\n"
-		"                      stdout)\n"
+		"  --json [FILE]       the decisions as JSON, into FILE (--json=FILE too;\n"
+		"                      none or -: stdout)\n"
 		"  -h, --help          show this help\n"
 		"  -V, --version       print the version\n"
-		"Never unlinked: a file in use (or, without --ignore-unreadable, whose users cannot all\n"
-		"be seen), a zero-length file younger than %.0f s, a name whose inode changed since it\n"
-		"was examined, a symlink.  Sweeps of one root run one at a time: a root another\n"
-		"process keeps locked for %d s is not swept.\n\n"
-		"Exit status: 0; 1 a file could not be removed, or a root read; 2 bad usage; 3 a root\n"
-		"stayed locked by another process (the other roots are swept).\n",
+		"Never unlinked: a file in use (or, without --ignore-unreadable, whose users\n"
+		"cannot all be seen), a zero-length file younger than %.0f s, a name whose inode\n"
+		"changed since it was examined, a symlink. Sweeps of one root run one at a time:\n"
+		"a root another process keeps locked for %d s is not swept.\n\n"
+		"Exit status: 0; 1 a file could not be removed, or a root read; 2 bad usage; 3 a\n"
+		"root stayed locked by another process (the other roots are swept).\n",
 		SG_RECLAIM_YOUNG_EMPTY_S, SG_RECLAIM_LOCK_WAIT_MS / 1000);
 }
 
@@ -270,7 +275,7 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 {
 	static const struct option opts[] = {
 		{"dead", no_argument, NULL, 'D'},       {"request", required_argument, NULL, 'r'},
-		{"glob", required_argument, NULL, 'g'}, {"match", required_argument, NULL, 'm'},
+		{"glob", required_argument, NULL, 'g'},
 		{"older-than", required_argument, NULL, 'o'},
 		{"root", required_argument, NULL, 'R'}, {"dry-run", no_argument, NULL, 'n'},
 		{"json", optional_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
@@ -281,7 +286,6 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 	};
 	int c;
 	const char *why;
-	bool warned_match = false;
 
 	o->requests = calloc((size_t)argc, sizeof(*o->requests));
 	if (!o->requests)
@@ -294,14 +298,6 @@ static int parse(int argc, char **argv, struct sweep_opts *o, struct sg_roots *r
 			if (sg_reqid_check(optarg, &why) < 0)
 				return cli_usage_fail(-1, "sweep", "bad request ID '%s': %s", optarg, why);
 			o->requests[o->nrequests++] = optarg;
-			break;
-		case 'm':
-			/* --match is abort's PCRE2 regex; here it was a glob. */
-			if (!warned_match)
-				cli_warn("sweep", "--match is deprecated here: it is --glob (an fnmatch pattern, not "
-						  "abort's regex)");
-			warned_match = true;
-			o->glob = optarg;
 			break;
 		case 'g': o->glob = optarg; break;
 		case 'o':

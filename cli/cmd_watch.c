@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audit_event.h"
 #include "audit_trace.h"
 #include "cli.h"
 #include "clock.h"
@@ -71,23 +70,24 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: shmguard watch [--root DIR]... [--probe NAME] [--no-attachers]\n\n"
-		"Records who creates each file in the shm roots, as the kernel sees it (eBPF): the\n"
-		"process and its start time, its ancestors up to its cgroup's first process, pid\n"
-		"namespace, cgroup and command, the file's\n"
-		"device, inode and name, and the other processes that open it (its attachers, up to\n"
-		"%d).  `shmguard ls` shows the records and `shmguard sweep\n"
-		"--dead` removes the files whose instance is proven gone.  Runs until SIGINT or SIGTERM;\n"
-		"needs root.  Records are kept in %s (SHMGUARD_STORE_DIR), which a restart keeps and\n"
-		"a reboot forgets; those of files that are gone are dropped.\n\n"
+		"Records who creates each file in the shm roots, as the kernel sees it (eBPF):\n"
+		"the process and its start time, its ancestors up to its cgroup's first process,\n"
+		"pid namespace, cgroup and command, the file's device, inode and name, and the\n"
+		"other processes that open it (its attachers, up to %d). `shmguard ls` shows the\n"
+		"records and `shmguard sweep --dead` removes the files whose instance is proven\n"
+		"gone. Runs until SIGINT or SIGTERM; needs root. Records are kept in %s\n"
+		"(SHMGUARD_STORE_DIR), which a restart keeps and a reboot forgets; those of files\n"
+		"that are gone are dropped.\n\n"
 		"  --root DIR       a shm root to follow instead of /dev/shm (repeatable)\n"
-		"  --probe NAME     how to see files created: %s (default: the best this kernel allows)\n"
-		"  --no-attachers   do not follow opens (on vfs_open where the kernel allows it, else at\n"
-		"                   every system call's exit); sweep --dead then removes nothing by these\n"
-		"                   records (a process of any cgroup may have opened a file)\n"
+		"  --probe NAME     how to see files created: %s\n"
+		"                   (default: the best this kernel allows)\n"
+		"  --no-attachers   do not follow opens (on vfs_open where the kernel allows it,\n"
+		"                   else at every system call's exit); sweep --dead then removes\n"
+		"                   nothing by these records (any process may have opened a file)\n"
 		"  -h, --help       show this help\n"
 		"  -V, --version    print the version\n\n"
-		"Exit status: 0 stopped by a signal; 1 the tracer or the records could not be set up;\n"
-		"2 bad usage.\n",
+		"Exit status: 0 stopped by a signal; 1 the tracer or the records could not be set\n"
+		"up; 2 bad usage.\n",
 		SG_REC_ATTACHERS, SG_STORE_DIR, audit_probe_list);
 }
 
@@ -131,28 +131,24 @@ static void named(struct watch *w, struct sg_creator_rec *r, unsigned root, cons
 	put(w, r);
 }
 
-static void on_create(struct watch *w, const struct sg_audit_create *e, size_t size)
+static void on_create(struct watch *w, const struct audit_event *e)
 {
-	size_t room = size - offsetof(struct sg_audit_create, name), len;
-	struct sg_creator_rec r = {.kdev = e->dev, .ino = e->ino};
-	char name[SG_AUDIT_NAME_MAX + 1];
+	struct sg_creator_rec r = {.kdev = e->kdev, .ino = e->ino};
+	const char *name = e->name;
 	unsigned root;
 
 	for (root = 0; root < w->roots.n; root++)
-		if (w->kdev[root] == e->dev && (!e->dir_ino || e->dir_ino == w->dir_ino[root]))
+		if (w->kdev[root] == e->kdev && (!e->dir_ino || e->dir_ino == w->dir_ino[root]))
 			break;
 	if (root == w->roots.n)
 		return; /* elsewhere on the device, a subdirectory */
 	if (!e->dir_ino)
 		root = (unsigned)-1;
-	len = strnlen(e->name, room < SG_AUDIT_NAME_MAX ? room : SG_AUDIT_NAME_MAX);
-	memcpy(name, e->name, len);
-	name[len] = '\0';
 	/* What the event says of its creator. */
 	sg_watch_creator(&r, e);
 	if (!w->attachers)
 		r.flags |= SG_REC_ATTACHERS_UNSEEN;
-	if (len && !strchr(name, '/') && root != (unsigned)-1) {
+	if (name[0] && !strchr(name, '/') && root != (unsigned)-1) {
 		named(w, &r, root, name);
 		return;
 	}
@@ -165,25 +161,25 @@ static void on_create(struct watch *w, const struct sg_audit_create *e, size_t s
 
 /* A process opened a followed file: one of its attachers, if it has a
  * record (or one waiting for its name). */
-static void on_attach(struct watch *w, const struct sg_audit_attach *e)
+static void on_attach(struct watch *w, const struct audit_event *e)
 {
-	struct sg_creator_rec *r = sg_store_lookup(&w->store, e->dev, e->ino);
+	struct sg_creator_rec *r = sg_store_lookup(&w->store, e->kdev, e->ino);
 
 	for (size_t i = 0; !r && i < w->npending; i++)
-		if (w->pending[i].rec.kdev == e->dev && w->pending[i].rec.ino == e->ino)
+		if (w->pending[i].rec.kdev == e->kdev && w->pending[i].rec.ino == e->ino)
 			r = &w->pending[i].rec;
 	if (r && sg_watch_attacher(r, e))
 		w->dirty = true;
 }
 
-static void on_event(void *ctx, const void *data, size_t size)
+/* The tracer's events, decoded (audit_trace.h): a creator recorder is
+ * one consumer of them, the auditor's table another. */
+static void on_event(void *ctx, const struct audit_event *e)
 {
-	const struct sg_audit_header *h = data;
-
-	if (size >= offsetof(struct sg_audit_create, name) + 1 && h->type == SG_AUDIT_CREATE)
-		on_create(ctx, data, size);
-	else if (size >= sizeof(struct sg_audit_attach) && h->type == SG_AUDIT_ATTACH)
-		on_attach(ctx, data);
+	if (e->type == AUDIT_EVENT_CREATE)
+		on_create(ctx, e);
+	else if (e->type == AUDIT_EVENT_ATTACH)
+		on_attach(ctx, e);
 }
 
 /* Whether root r is where pending file p may be. */
@@ -410,7 +406,7 @@ int cmd_watch(int argc, char **argv)
 	uint64_t last_save = 0, last_prune = 0, dropped = 0;
 	struct audit_trace_root trace_roots[SG_MAX_ROOTS];
 	char err[512], esc[SG_ESCAPED_MAX];
-	int status = parse(argc, argv, &w, &t.probe);
+	int status = parse(argc, argv, &w, &t.probe), ret;
 
 	for (unsigned r = 0; r < SG_MAX_ROOTS; r++)
 		w.rootfd[r] = -1;
@@ -448,8 +444,8 @@ int cmd_watch(int argc, char **argv)
 			cli_fail(0, "watch", "cannot wait for events: %s", strerror(errno));
 			goto cleanup;
 		}
-		if (audit_trace_consume(tracer) < 0 && errno != EINTR) {
-			cli_fail(0, "watch", "cannot read events: %s", strerror(errno));
+		if ((ret = audit_trace_consume(tracer)) < 0 && ret != -EINTR) {
+			cli_fail(0, "watch", "cannot read events: %s", strerror(-ret));
 			goto cleanup;
 		}
 		resolve_pending(&w);

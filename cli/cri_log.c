@@ -1,6 +1,5 @@
 #include "cri_log.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 void cri_log_init(struct cri_log *c, size_t max)
@@ -10,9 +9,8 @@ void cri_log_init(struct cri_log *c, size_t max)
 
 void cri_log_free(struct cri_log *c)
 {
-	free(c->out.buf);
-	free(c->err.buf);
-	c->out.buf = c->err.buf = NULL;
+	for (int i = 0; i < LOG_STREAMS; i++)
+		log_join_free(&c->part[i]);
 }
 
 /* The next field up to a space: its length, or 0 when there is no space
@@ -41,26 +39,22 @@ static bool timestamp_ok(const char *s, size_t len)
 	return true;
 }
 
-static void drop(struct cri_part *p)
+int cri_log_line(struct cri_log *c, const char *s, size_t len, cri_line_fn *line, void *ctx)
 {
-	p->len = 0;
-	p->overlong = false;
-}
-
-int cri_log_line(struct cri_log *c, const char *s, size_t len, bool continued, log_line_fn *line, void *ctx)
-{
-	size_t ts = field(s, len), st, tg, taglen;
-	struct cri_part *p;
+	size_t ts = field(s, len), st, tg, taglen, text_len;
+	enum log_stream stream;
+	const char *text;
 	bool full;
+	int n;
 
 	if (!ts || !timestamp_ok(s, ts))
 		goto malformed;
 	s += ts + 1, len -= ts + 1;
 	st = field(s, len);
 	if (is(s, st, "stdout"))
-		p = &c->out;
+		stream = LOG_STDOUT;
 	else if (is(s, st, "stderr"))
-		p = &c->err;
+		stream = LOG_STDERR;
 	else
 		goto malformed;
 	s += st + 1, len -= st + 1;
@@ -79,34 +73,10 @@ int cri_log_line(struct cri_log *c, const char *s, size_t len, bool continued, l
 	if (len)
 		s++, len--;
 
-	/* A whole line in one piece, as most are: passed without a copy. */
-	if (full && !p->len && !p->overlong) {
-		line(s, len, continued, ctx);
-		return 0;
-	}
-	if (!p->len && !p->overlong)
-		p->continued = continued;
-	if (!p->overlong && len > c->max - p->len) {
-		c->overlong++;
-		p->overlong = true;
-	}
-	if (!p->overlong) {
-		if (!p->buf && !(p->buf = malloc(c->max))) {
-			c->overlong++;
-			p->overlong = true;
-			if (full)
-				drop(p);
-			return -1;
-		}
-		memcpy(p->buf + p->len, s, len);
-		p->len += len;
-	}
-	if (full) {
-		if (!p->overlong)
-			line(p->buf, p->len, p->continued, ctx);
-		drop(p);
-	}
-	return 0;
+	n = log_join_add(&c->part[stream], c->max, s, len, full, &text, &text_len, &c->overlong);
+	if (n == 1)
+		line(text, text_len, stream, ctx);
+	return n < 0 ? -1 : 0;
 malformed:
 	c->malformed++;
 	return 0;

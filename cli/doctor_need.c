@@ -8,6 +8,7 @@
 #include <sys/statfs.h>
 
 #include "cli.h"
+#include "doctor.h"
 #include "shm_files.h"
 #include "text.h"
 #include "size.h"
@@ -48,15 +49,13 @@ static void print_group(const struct group *g)
 	char b[16], req[SG_ESCAPED_MAX];
 
 	if (f->journal_like)
-		printf("             %10s  %zu %s of uid %u named like shmguard's journals but not its own (never "
-		       "swept)\n",
+		doctor_note("%10s  %zu %s of uid %u named like shmguard's journals but not its own (never swept)",
 		       sg_human_bytes(g->bytes, b, sizeof(b)), SG_PLURAL(g->files, "file", "files"), (unsigned)f->uid);
 	else if (f->tagged)
-		printf("             %10s  %zu %s of request %s, creator %u (%s)\n",
-		       sg_human_bytes(g->bytes, b, sizeof(b)), SG_PLURAL(g->files, "file", "files"), sg_text_escape(f->tag.req, req, sizeof(req)),
+		doctor_note("%10s  %zu %s of request %s, creator %u (%s)", sg_human_bytes(g->bytes, b, sizeof(b)), SG_PLURAL(g->files, "file", "files"), sg_text_escape(f->tag.req, req, sizeof(req)),
 		       f->tag.pid, sg_creator_state_name(f->creator));
 	else
-		printf("             %10s  %zu untagged %s of uid %u\n", sg_human_bytes(g->bytes, b, sizeof(b)),
+		doctor_note("%10s  %zu untagged %s of uid %u", sg_human_bytes(g->bytes, b, sizeof(b)),
 		       SG_PLURAL(g->files, "file", "files"), (unsigned)f->uid);
 }
 
@@ -73,12 +72,12 @@ static void explain(const char *root)
 	if (sg_roots_add(&l.roots, root, &why) == 0 && sg_shm_list(&l, err, sizeof(err)) < 0)
 		why = err;
 	if (why) {
-		printf("             cannot tell what holds it: %s\n", why);
+		doctor_note("cannot tell what holds it: %s", why);
 		goto cleanup;
 	}
 	groups = calloc(l.n ? l.n : 1, sizeof(*groups));
 	if (!groups) {
-		printf("             cannot tell what holds it: out of memory\n");
+		doctor_note("cannot tell what holds it: out of memory");
 		goto cleanup;
 	}
 	for (size_t i = 0; i < l.n; i++) {
@@ -97,17 +96,17 @@ static void explain(const char *root)
 		groups[k].files++;
 	}
 	qsort(groups, ngroups, sizeof(*groups), by_bytes);
-	printf("             largest holders:%s\n", ngroups ? "" : " none (the space is not held by files)");
+	doctor_note("largest holders:%s", ngroups ? "" : " none (the space is not held by files)");
 	for (size_t k = 0; k < ngroups && k < TOP; k++)
 		print_group(&groups[k]);
 	if (held)
-		printf("             %s of it unlinked but still held open or mapped: freed when its holders let go\n",
+		doctor_note("%s of it unlinked but still held open or mapped: freed when its holders let go",
 		       sg_human_bytes(held, b, sizeof(b)));
-	printf("             %s belongs to dead creators and no process uses it: `shmguard sweep --dead` reclaims it\n",
+	doctor_note("%s belongs to dead creators and no process uses it: `shmguard sweep --dead` reclaims it",
 	       sg_human_bytes(dead, b, sizeof(b)));
 	if (l.holders.unreadable)
-		printf("             (%u %s cannot be read, such as %u: sweep keeps files they might use "
-		       "unless --ignore-unreadable)\n",
+		doctor_note("(%u %s cannot be read, such as %u: sweep keeps files they might use "
+			    "unless --ignore-unreadable)",
 		       SG_PLURAL(l.holders.unreadable, "process", "processes"), l.holders.first_unreadable);
 cleanup:
 	free(groups);
@@ -120,18 +119,14 @@ int doctor_need(const char *root, uint64_t need)
 	char b1[16], b2[16];
 	uint64_t avail;
 
-	if (statfs(root, &fs) < 0) {
-		printf("%-10s %-4s %s cannot be read: %s\n", "need", "FAIL", root, strerror(errno));
-		return 1;
-	}
+	if (statfs(root, &fs) < 0)
+		return doctor_line("need", false, "%s cannot be read: %s", root, strerror(errno));
 	avail = (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize;
-	if (avail >= need) {
-		printf("%-10s %-4s %s has %s free, %s needed\n", "need", "ok", root, sg_human_bytes(avail, b1, sizeof(b1)),
-		       sg_human_bytes(need, b2, sizeof(b2)));
-		return 0;
-	}
-	printf("%-10s %-4s %s has %s free, %s needed\n", "need", "FAIL", root, sg_human_bytes(avail, b1, sizeof(b1)),
-	       sg_human_bytes(need, b2, sizeof(b2)));
+	if (avail >= need)
+		return doctor_line("need", true, "%s has %s free, %s needed", root, sg_human_bytes(avail, b1, sizeof(b1)),
+				   sg_human_bytes(need, b2, sizeof(b2)));
+	doctor_line("need", false, "%s has %s free, %s needed", root, sg_human_bytes(avail, b1, sizeof(b1)),
+		    sg_human_bytes(need, b2, sizeof(b2)));
 	explain(root);
 	return 1;
 }

@@ -117,15 +117,22 @@ cleanup:
 	return status;
 }
 
-/* Whether this libc can load the shim at path, said as a line. */
+/* Whether this libc can load the shim at path, said as a line: the newest
+ * glibc its symbol versions name, and never less than the floor it is built
+ * and tested for (core/glibc_floor.h, tests/tools/glibc_floor.sh). */
 static int check_glibc(doctor_line_fn *line, const char *path)
 {
-	unsigned major, minor, have_major = 0, have_minor = 0;
+	unsigned major, minor, floor_major = 0, floor_minor = 0, have_major = 0, have_minor = 0;
 	const char *have = gnu_get_libc_version();
 
 	sscanf(have, "%u.%u", &have_major, &have_minor);
+	sscanf(SHMGUARD_GLIBC_FLOOR, "%u.%u", &floor_major, &floor_minor);
 	if (glibc_needed(path, &major, &minor) < 0)
 		return line("", false, "  %s cannot be read as a library: %s", path, strerror(errno));
+	if (major < floor_major || (major == floor_major && minor < floor_minor)) {
+		major = floor_major;
+		minor = floor_minor;
+	}
 	if (major > have_major || (major == have_major && minor > have_minor))
 		return line("", false, "  it needs glibc %u.%u and this is glibc %s: the loader refuses it here", major,
 			    minor, have);

@@ -14,16 +14,6 @@
 #include "cli.h"
 #include "clock.h"
 
-/* Passes a line without its "\r", saying whether the one before ended in
- * one. */
-static void emit(struct log_source *src, log_line_fn *line, void *ctx, const char *s, size_t len)
-{
-	bool continued = src->after_cr;
-
-	src->after_cr = len && s[len - 1] == '\r';
-	line(s, len - src->after_cr, continued, ctx);
-}
-
 /* Passes the complete lines in the buffer, those in its bytes from `from`
  * on being new. */
 static void split(struct log_source *s, size_t from, log_line_fn *line, void *ctx)
@@ -34,12 +24,10 @@ static void split(struct log_source *s, size_t from, log_line_fn *line, void *ct
 	while ((nl = memchr(s->buf + from, '\n', s->len - from))) {
 		size_t end = (size_t)(nl - s->buf);
 
-		if (s->skipping) {
+		if (s->skipping)
 			s->skipping = false;
-			s->after_cr = end && s->buf[end - 1] == '\r';
-		} else {
-			emit(s, line, ctx, s->buf + start, end - start);
-		}
+		else
+			line(s->buf + start, end - start, ctx);
 		start = from = end + 1;
 	}
 	memmove(s->buf, s->buf + start, s->len - start);
@@ -51,7 +39,7 @@ static void drop_partial(struct log_follow *f, struct log_source *s)
 {
 	f->dropped += s->len && !s->skipping;
 	s->len = 0;
-	s->skipping = s->after_cr = false;
+	s->skipping = false;
 }
 
 /* One read into the buffer: the bytes read, 0 at the end, -1 on an error
@@ -157,7 +145,6 @@ static int try_open(struct log_follow *f, char *err, size_t errlen)
 	s->off = 0;
 	s->len = 0;
 	s->skipping = false;
-	s->after_cr = false;
 	if (!f->started && !f->from_start)
 		s->off = lseek(s->fd, 0, SEEK_END);
 	return 1;
@@ -248,7 +235,7 @@ static int read_stdin(struct log_follow *f, log_line_fn *line, void *ctx, char *
 	if (n == 0) {
 		/* The writer is done: its last line is whole, newline or not. */
 		if (f->cur.len && !f->cur.skipping)
-			emit(&f->cur, line, ctx, f->cur.buf, f->cur.len);
+			line(f->cur.buf, f->cur.len, ctx);
 		return 1;
 	}
 	if (n < 0 && errno != EAGAIN && errno != EINTR) {

@@ -26,7 +26,6 @@ struct log_source {
 	char *buf; /* LOG_LINE_MAX bytes */
 	size_t len;
 	bool skipping; /* inside an overlong line, until its newline */
-	bool after_cr; /* the last line ended in "\r\n" */
 };
 
 struct log_follow {
@@ -41,9 +40,9 @@ struct log_follow {
 	unsigned long long overlong, dropped;
 };
 
-/* One line, without its "\n" or "\r\n"; continued: the line before it
- * ended in "\r\n" (some loggers write a record's inner newlines so). */
-typedef void log_line_fn(const char *line, size_t len, bool continued, void *ctx);
+/* One line, without its "\n" (a "\r" before it is kept: it may tell
+ * that a record goes on, log_record.h). */
+typedef void log_line_fn(const char *line, size_t len, void *ctx);
 
 /* path NULL or "-": stdin.  Returns 0, or -1 with err set. */
 int log_follow_open(struct log_follow *f, const char *path, bool from_start, char *err, size_t errlen);
@@ -53,7 +52,7 @@ int log_follow_open(struct log_follow *f, const char *path, bool from_start, cha
 int log_follow_pollfd(const struct log_follow *f);
 
 /* Reads what is there now and calls line() for each complete line, without
- * its newline (or "\r\n").  The file: to its end, across a rotation or a
+ * its newline.  The file: to its end, across a rotation or a
  * truncation, stopping early once *stop is set.  stdin: one read.
  * Returns 0; 1 when stdin ended (its last line passed, newline or not);
  * -1 with err set when the file cannot be read. */

@@ -1,5 +1,4 @@
 /* shmguard: the command-line side of shmguard. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,54 +18,6 @@ static const struct {
 	{"watch", cmd_watch, "record who creates each /dev/shm file (eBPF), for sweep --dead"},
 	{"doctor", cmd_doctor, "check whether shmguard can work here, and say why not"},
 };
-
-static void vsay(const char *sub, const char *fmt, va_list ap)
-{
-	fprintf(stderr, "shmguard %s: ", sub);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-}
-
-int cli_fail(int code, const char *sub, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay(sub, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-int cli_try_help(int code, const char *sub)
-{
-	fprintf(stderr, "Try 'shmguard %s --help' for more information.\n", sub);
-	return code;
-}
-
-int cli_usage_fail(int code, const char *sub, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay(sub, fmt, ap);
-	va_end(ap);
-	return cli_try_help(code, sub);
-}
-
-int cli_version(void)
-{
-	printf("shmguard %s\n", SHMGUARD_VERSION);
-	return EXIT_OK;
-}
-
-void cli_warn(const char *sub, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay(sub, fmt, ap);
-	va_end(ap);
-}
 
 static void usage(FILE *out)
 {

@@ -69,6 +69,17 @@ static const char *ancestors_text(const struct sg_shm_listing *l, const struct s
 	return buf;
 }
 
+const char *orphan_view_creator(const struct orphan_view *v, const struct sg_shm_listing *l,
+				const struct sg_shm_file *f, char *buf, size_t len)
+{
+	const struct sg_creator_rec *r = orphan_view_record(v, f);
+
+	if (!r)
+		return NULL;
+	snprintf(buf, len, "%u (%s)", r->pid, state_of(l, r));
+	return buf;
+}
+
 /* ", opened by pid 7 (alive), pid 9 (dead)", and "and more" when some
  * were not recorded; "" when nobody else opened it. */
 static const char *attachers_text(const struct sg_shm_listing *l, const struct sg_creator_rec *r, char *buf,

@@ -26,6 +26,11 @@ void orphan_view_free(struct orphan_view *v);
 /* The record of f (sg_orphan_record). */
 const struct sg_creator_rec *orphan_view_record(const struct orphan_view *v, const struct sg_shm_file *f);
 
+/* ls's CREATOR of f from its record: "PID (STATE)" into buf, or NULL
+ * when f has none. */
+const char *orphan_view_creator(const struct orphan_view *v, const struct sg_shm_listing *l,
+				const struct sg_shm_file *f, char *buf, size_t len);
+
 /* ls: a line for each file with a record, after the table. */
 void orphan_view_print(const struct orphan_view *v, const struct sg_shm_listing *l);
 /* ls --json: the record and the verdict of f, or null. */

@@ -74,14 +74,15 @@ static void cgroup_of(struct sg_creator_rec *r)
 	memcpy(last_cgroup.path, r->cgroup, sizeof(last_cgroup.path));
 }
 
-void sg_watch_creator(struct sg_creator_rec *r, const struct sg_audit_create *e)
+void sg_watch_creator(struct sg_creator_rec *r, const struct audit_event *e)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	r->recorded_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	r->cgroup_id = e->h.cgroup_id;
-	memcpy(r->comm, e->h.comm, sizeof(r->comm) - 1);
+	r->cgroup_id = e->cgroup_id;
+	_Static_assert(sizeof(r->comm) <= sizeof(e->comm), "a record's comm fits the event's");
+	memcpy(r->comm, e->comm, sizeof(r->comm) - 1);
 	r->comm[sizeof(r->comm) - 1] = '\0';
 	/* watch's own, which it never leaves. */
 	if (!own_pidns)
@@ -89,7 +90,7 @@ void sg_watch_creator(struct sg_creator_rec *r, const struct sg_audit_create *e)
 	r->pidns = own_pidns;
 	cgroup_of(r);
 	/* A pid outside watch's namespace names nobody it can look for. */
-	if ((r->pid = e->h.tgid) && e->start_ns) {
+	if ((r->pid = e->tgid) && e->start_ns) {
 		r->start_ticks = ticks_of(e->start_ns);
 		r->creator_pidns = pidns_of(r->pid, r->start_ticks);
 	}
@@ -110,8 +111,8 @@ void sg_watch_creator(struct sg_creator_rec *r, const struct sg_audit_create *e)
 		r->flags |= SG_REC_ANCESTORS_CUT;
 }
 
-bool sg_watch_attacher(struct sg_creator_rec *r, const struct sg_audit_attach *e)
+bool sg_watch_attacher(struct sg_creator_rec *r, const struct audit_event *e)
 {
 	/* A pid outside watch's namespace, or without a start, names nobody. */
-	return sg_rec_attach(r, e->start_ns ? e->h.tgid : 0, e->start_ns ? ticks_of(e->start_ns) : 0);
+	return sg_rec_attach(r, e->start_ns ? e->tgid : 0, e->start_ns ? ticks_of(e->start_ns) : 0);
 }

@@ -6,18 +6,17 @@
 #ifndef SHMGUARD_WATCH_RECORD_H
 #define SHMGUARD_WATCH_RECORD_H
 
-#include <linux/types.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "audit_event.h"
+#include "audit_trace.h"
 #include "creator_store.h"
 
 /* Fills r's creator fields from the creation event e. */
-void sg_watch_creator(struct sg_creator_rec *r, const struct sg_audit_create *e);
+void sg_watch_creator(struct sg_creator_rec *r, const struct audit_event *e);
 
 /* Counts the process that opened r's file (the event e) among its
  * attachers; whether r changed. */
-bool sg_watch_attacher(struct sg_creator_rec *r, const struct sg_audit_attach *e);
+bool sg_watch_attacher(struct sg_creator_rec *r, const struct audit_event *e);
 
 #endif

@@ -1,4 +1,6 @@
-/* The clocks shmguard reads, each named for what it is. */
+/* The clocks shmguard reads, each named for what it is.
+ *
+ * Errors: nothing here can fail (core/ reports a failure as a negative errno). */
 #ifndef SHMGUARD_CLOCK_H
 #define SHMGUARD_CLOCK_H
 

@@ -1,6 +1,8 @@
 /* shmguard's configuration, read from SHMGUARD_* environment variables.
  * The shim and the CLI parse it with the same code, so `shmguard run` rejects
- * exactly what the shim would. */
+ * exactly what the shim would.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_CONFIG_H
 #define SHMGUARD_CONFIG_H
 

@@ -7,7 +7,9 @@
  * the core opened stay allowed: they reach the kernel inside libc, never
  * through an exported wrapper.)  The system headers that declare the names
  * come first: a poisoned name may appear in a declaration read before the
- * pragma, never in code after it. */
+ * pragma, never in code after it.
+ *
+ * Errors: nothing here can fail (core/ reports a failure as a negative errno). */
 #ifndef SHMGUARD_CORE_H
 #define SHMGUARD_CORE_H
 

@@ -1,4 +1,6 @@
-/* Durations as people write them: 90, 30s, 10m, 1.5h. */
+/* Durations as people write them: 90, 30s, 10m, 1.5h.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_DURATION_H
 #define SHMGUARD_DURATION_H
 

@@ -14,7 +14,10 @@
  *   their old versions are still exported (by libc, and in 2.31 by
  *   libpthread and libdl, which the shim therefore also names as needed:
  *   shim/meson.build).  A function the shim starts to call that
- *   glibc_floor.sh then names goes into the lists below. */
+ *   glibc_floor.sh then names goes into the lists below.
+ *
+ * Errors: -1 with errno, as the system calls these stand for; the rest of
+ * core/ returns a negative errno. */
 #ifndef SHMGUARD_GLIBC_FLOOR_H
 #define SHMGUARD_GLIBC_FLOOR_H
 

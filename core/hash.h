@@ -1,7 +1,9 @@
 /* A fixed, unkeyed hash, for what other processes must compute alike (the
  * journal's checksums).  It takes eight bytes per multiply.  Never for a
  * table keyed on input from outside: anyone can find keys that collide
- * under it (core/siphash.h is for those). */
+ * under it (core/siphash.h is for those).
+ *
+ * Errors: nothing here can fail (core/ reports a failure as a negative errno). */
 #ifndef SHMGUARD_HASH_H
 #define SHMGUARD_HASH_H
 

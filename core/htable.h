@@ -4,10 +4,13 @@
  * doubled once there are more nodes than buckets.  Everything is inline: the
  * shim adds and looks up a segment on every tracked creation and unlink, and
  * the compiler inlines the key comparison each caller passes.  The caller
- * locks; only the count may be read without the lock. */
+ * locks; only the count may be read without the lock.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_HTABLE_H
 #define SHMGUARD_HTABLE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,7 +34,7 @@ struct sg_htable {
 typedef bool sg_hnode_is(const struct sg_hnode *node, const void *key);
 
 /* Doubles the buckets (the first time, makes first of them, a power of two).
- * Returns 0, or -1 when out of memory: the table is as it was, with longer
+ * Returns 0, or -ENOMEM: the table is as it was, with longer
  * chains to come. */
 static inline int sg_htable_grow(struct sg_htable *t, size_t first)
 {
@@ -39,7 +42,7 @@ static inline int sg_htable_grow(struct sg_htable *t, size_t first)
 	struct sg_hnode **b = calloc(n, sizeof(*b));
 
 	if (!b)
-		return -1;
+		return -ENOMEM;
 	for (size_t i = 0; i < t->nbuckets; i++) {
 		for (struct sg_hnode *node = t->buckets[i], *next; node; node = next) {
 			struct sg_hnode **slot = &b[node->hash & (n - 1)];
@@ -55,11 +58,11 @@ static inline int sg_htable_grow(struct sg_htable *t, size_t first)
 }
 
 /* Room for one more node: grows when it would make more nodes than buckets.
- * -1 only when the table has no buckets at all and none can be had. */
+ * -ENOMEM only when the table has no buckets at all and none can be had. */
 static inline int sg_htable_reserve(struct sg_htable *t, size_t first)
 {
 	if (t->count + 1 > t->nbuckets && sg_htable_grow(t, first) < 0 && !t->nbuckets)
-		return -1;
+		return -ENOMEM;
 	return 0;
 }
 

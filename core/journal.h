@@ -20,7 +20,9 @@
  * Trust: anyone may write in /dev/shm.  A reader believes a journal only if
  * it is a regular file with one link that nobody but its owner can write,
  * and believes a record of it only about a file with the same owner: a
- * journal can only speak for files its owner could have created. */
+ * journal can only speak for files its owner could have created.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_JOURNAL_H
 #define SHMGUARD_JOURNAL_H
 

@@ -1,6 +1,8 @@
 /* The parser of /proc/PID/maps that the shim (its own mappings) and the
  * holders reader (every process's) share.  It allocates nothing: the caller
- * gives the buffer, so that the shim can read with a static one. */
+ * gives the buffer, so that the shim can read with a static one.
+ *
+ * Errors: nothing here can fail (core/ reports a failure as a negative errno). */
 #ifndef SHMGUARD_MAPS_H
 #define SHMGUARD_MAPS_H
 

@@ -12,15 +12,23 @@
 #include "reqid.h"
 #include "sys.h"
 
-const char *sg_abort_dir_refusal(const struct stat *dir, uid_t euid)
+/* -EACCES with *why, or 0. */
+static int refuse(const char **why, const char *reason)
 {
+	*why = reason;
+	return -EACCES;
+}
+
+int sg_abort_dir_check(const struct stat *dir, uid_t euid, const char **why)
+{
+	*why = NULL;
 	if (!S_ISDIR(dir->st_mode))
-		return "is not a directory";
+		return refuse(why, "is not a directory");
 	if (dir->st_uid != euid && dir->st_uid != 0)
-		return "belongs to another user";
+		return refuse(why, "belongs to another user");
 	if ((dir->st_mode & S_IWOTH) && !(dir->st_mode & S_ISVTX))
-		return "is world-writable without the sticky bit";
-	return NULL;
+		return refuse(why, "is world-writable without the sticky bit");
+	return 0;
 }
 
 const char *sg_abort_dir_remedy(const struct stat *dir, uid_t euid)
@@ -78,48 +86,58 @@ int sg_abort_dir_open_trusted(const char *path, bool create, uid_t euid, struct 
 		return fd;
 	if (fstat(fd, dir) < 0)
 		ret = -errno;
-	else if ((*why = sg_abort_dir_refusal(dir, euid)))
+	else if (sg_abort_dir_check(dir, euid, why) < 0)
 		ret = -EACCES;
 	if (ret < 0)
 		sg_sys_close(fd);
 	return ret;
 }
 
-const char *sg_marker_file_refusal(const struct stat *st, uid_t euid)
+int sg_marker_file_check(const struct stat *st, uid_t euid, const char **why)
 {
+	*why = NULL;
 	if (!S_ISREG(st->st_mode))
-		return "not a regular file";
+		return refuse(why, "not a regular file");
 	if (st->st_uid != euid && st->st_uid != 0)
-		return "foreign owner";
+		return refuse(why, "foreign owner");
 	if (st->st_nlink != 1)
-		return "more than one link (a hard link may name any file)";
-	return NULL;
+		return refuse(why, "more than one link (a hard link may name any file)");
+	return 0;
 }
 
-const char *sg_marker_refusal(int dfd, const char *name, uid_t euid, struct stat *st)
+int sg_marker_check(int dfd, const char *name, uid_t euid, struct stat *st, const char **why)
 {
-	const char *why;
+	const char *dir_why;
+	int ret;
 
 	memset(st, 0, sizeof(*st));
-	if (sg_reqid_invalid(name) || strcmp(name, SG_ABORT_DIR_STAMP) == 0)
-		return "not a request ID";
-	if (fstat(dfd, st) < 0)
-		why = "its directory cannot be examined";
-	else if ((why = sg_abort_dir_refusal(st, euid)))
-		why = "its directory is not trusted";
-	else if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0 || st->st_nlink == 0)
-		why = "gone"; /* no link left: unlinked between the lookup and the stat */
-	else
-		return sg_marker_file_refusal(st, euid);
+	*why = NULL;
+	if (sg_reqid_invalid(name) || strcmp(name, SG_ABORT_DIR_STAMP) == 0) {
+		*why = "not a request ID";
+		return -EINVAL;
+	}
+	if (fstat(dfd, st) < 0) {
+		ret = -errno;
+		*why = "its directory cannot be examined";
+	} else if (sg_abort_dir_check(st, euid, &dir_why) < 0) {
+		ret = refuse(why, "its directory is not trusted");
+	} else if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0 || st->st_nlink == 0) {
+		ret = -ENOENT;
+		*why = "gone"; /* no link left: unlinked between the lookup and the stat */
+	} else {
+		return sg_marker_file_check(st, euid, why);
+	}
 	memset(st, 0, sizeof(*st));
-	return why;
+	return ret;
 }
 
 bool sg_abort_dir_stamped(int dfd, uid_t euid)
 {
 	struct stat st;
 
-	return fstatat(dfd, SG_ABORT_DIR_STAMP, &st, AT_SYMLINK_NOFOLLOW) == 0 && !sg_marker_file_refusal(&st, euid);
+	const char *why;
+
+	return fstatat(dfd, SG_ABORT_DIR_STAMP, &st, AT_SYMLINK_NOFOLLOW) == 0 && sg_marker_file_check(&st, euid, &why) == 0;
 }
 
 unsigned sg_markers_expire(int dfd, unsigned ttl)
@@ -127,12 +145,13 @@ unsigned sg_markers_expire(int dfd, unsigned ttl)
 	time_t now = time(NULL);
 	uid_t euid = geteuid();
 	unsigned removed = 0;
+	const char *why;
 	struct stat dir;
 	struct dirent *e;
 	int fd;
 	DIR *d;
 
-	if (fstat(dfd, &dir) < 0 || sg_abort_dir_refusal(&dir, euid) || !sg_abort_dir_stamped(dfd, euid))
+	if (fstat(dfd, &dir) < 0 || sg_abort_dir_check(&dir, euid, &why) < 0 || !sg_abort_dir_stamped(dfd, euid))
 		return 0;
 	/* A descriptor of its own for readdir ("." of dfd: no path is followed). */
 	fd = sg_sys_openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -146,7 +165,7 @@ unsigned sg_markers_expire(int dfd, unsigned ttl)
 	while ((e = readdir(d))) {
 		struct stat st;
 
-		if (!sg_marker_refusal(dfd, e->d_name, euid, &st) && now - st.st_mtime > (time_t)ttl &&
+		if (sg_marker_check(dfd, e->d_name, euid, &st, &why) == 0 && now - st.st_mtime > (time_t)ttl &&
 		    sg_sys_unlinkat(dfd, e->d_name, 0) == 0)
 			removed++;
 	}

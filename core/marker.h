@@ -1,7 +1,9 @@
 /* Rules for abort markers and their directory, shared by the shim (which
  * obeys them) and `shmguard abort` (which writes them).  The directory may be
  * any directory a user names, in a place other local users can write to:
- * everything here works from one checked directory descriptor. */
+ * everything here works from one checked directory descriptor.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_MARKER_H
 #define SHMGUARD_MARKER_H
 
@@ -13,10 +15,11 @@
  * markers.  Never itself a marker. */
 #define SG_ABORT_DIR_STAMP ".shmguard-abort-dir"
 
-/* Why a directory (fstat of its descriptor) cannot be trusted with markers
- * by euid, or NULL.  Its owner could rename or plant markers, and so could
- * anyone in a directory writable by all without the sticky bit. */
-const char *sg_abort_dir_refusal(const struct stat *dir, uid_t euid);
+/* Whether a directory (fstat of its descriptor) can be trusted with
+ * markers by euid: 0, or -EACCES with *why saying why not.  Its owner could
+ * rename or plant markers, and so could anyone in a directory writable by
+ * all without the sticky bit. */
+int sg_abort_dir_check(const struct stat *dir, uid_t euid, const char **why);
 
 /* What to do about a refusal, for the message that reports it. */
 const char *sg_abort_dir_remedy(const struct stat *dir, uid_t euid);
@@ -28,12 +31,12 @@ const char *sg_abort_dir_remedy(const struct stat *dir, uid_t euid);
 int sg_abort_dir_open(const char *path, bool create);
 
 /* Whether the abort directory dfd carries shmguard's stamp (a file that
- * passes sg_marker_file_refusal: no hard link to another file): shmguard
+ * passes sg_marker_file_check: no hard link to another file): shmguard
  * made it. */
 bool sg_abort_dir_stamped(int dfd, uid_t euid);
 
 /* Opens path as an abort directory (sg_abort_dir_open) and checks it for
- * euid (sg_abort_dir_refusal): the one check `shmguard abort`, --follow and
+ * euid (sg_abort_dir_check): the one check `shmguard abort`, --follow and
  * the auditor make before they use a directory.  Returns the descriptor; or
  * a negative errno with *why NULL (it cannot be opened), or -EACCES with
  * *why set (it is refused; *dir says what it is, for sg_abort_dir_remedy). */
@@ -44,15 +47,17 @@ int sg_abort_dir_open_trusted(const char *path, bool create, uid_t euid, struct 
  * for processes of euid only if it is a regular file (never a symlink: st
  * from AT_SYMLINK_NOFOLLOW), owned by euid or root, with one link (a hard
  * link in a directory others can write to may name any file of root's).
- * NULL when st is one; otherwise why not. */
-const char *sg_marker_file_refusal(const struct stat *st, uid_t euid);
+ * 0 when st is one; otherwise -EACCES with *why saying why not. */
+int sg_marker_file_check(const struct stat *st, uid_t euid, const char **why);
 
 /* The whole rule for the entry name of the abort directory dfd: a request
- * ID (not the stamp), in a directory that passes sg_abort_dir_refusal, and
- * a file that passes sg_marker_file_refusal.  NULL when it is a marker;
- * otherwise why not.  *st is the entry's, or all zero when the entry itself
- * was not examined (a bad name, a refused directory, or gone already). */
-const char *sg_marker_refusal(int dfd, const char *name, uid_t euid, struct stat *st);
+ * ID (not the stamp), in a directory that passes sg_abort_dir_check, and a
+ * file that passes sg_marker_file_check.  0 when it is a marker; otherwise
+ * a negative errno with *why saying why not: -EINVAL (not a request ID),
+ * -EACCES (a refused directory or file), -ENOENT (gone already), or the
+ * directory's fstat's.  *st is the entry's, or all zero when the entry
+ * itself was not examined (every case but a refused file). */
+int sg_marker_check(int dfd, const char *name, uid_t euid, struct stat *st, const char **why);
 
 /* Removes the acceptable markers in the abort directory dfd last modified
  * more than ttl seconds ago, and nothing else: only in a directory that is

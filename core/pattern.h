@@ -8,7 +8,8 @@
  * Matching never guesses: a name for which the set yields two different
  * request IDs (through two patterns, or two ways of matching one pattern) is
  * ambiguous, and nobody may sweep it on behalf of either request.
- */
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_PATTERN_H
 #define SHMGUARD_PATTERN_H
 

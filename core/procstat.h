@@ -1,4 +1,6 @@
-/* Facts about a process read from /proc. */
+/* Facts about a process read from /proc.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_PROCSTAT_H
 #define SHMGUARD_PROCSTAT_H
 

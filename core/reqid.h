@@ -1,4 +1,6 @@
-/* Request IDs double as marker file names, so they obey file-name rules. */
+/* Request IDs double as marker file names, so they obey file-name rules.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_REQID_H
 #define SHMGUARD_REQID_H
 

@@ -4,7 +4,9 @@
  * choose keys that share a chain, and make every lookup under the table's
  * lock walk all of them.  The tables use SipHash-1-3, as Rust's HashMap does:
  * half the rounds of SipHash-2-4, on the shim's creation path.  (core/hash.h remains for checksums, which other
- * processes must compute alike.) */
+ * processes must compute alike.)
+ *
+ * Errors: nothing here can fail (core/ reports a failure as a negative errno). */
 #ifndef SHMGUARD_SIPHASH_H
 #define SHMGUARD_SIPHASH_H
 

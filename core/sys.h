@@ -2,7 +2,10 @@
  * The shim links this code and wraps open, openat, close and unlinkat: the
  * core's calls through libc would bind to the shim's own wrappers (see
  * shim/real.h).  A system call reaches the kernel directly, in the shim and
- * in the command alike. */
+ * in the command alike.
+ *
+ * Errors: -1 with errno, as the system calls these stand for; the rest of
+ * core/ returns a negative errno. */
 #ifndef SHMGUARD_SYS_H
 #define SHMGUARD_SYS_H
 

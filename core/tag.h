@@ -2,7 +2,9 @@
  * so that other processes and the CLI know its request after the creator is
  * gone.  Text: "shmguard/1 pid=P start=S ns=N created=NS req=" followed by
  * the request ID's raw bytes up to the end of the value (no terminator);
- * "ns=N " (the creator's pid namespace) is left out when unknown. */
+ * "ns=N " (the creator's pid namespace) is left out when unknown.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_TAG_H
 #define SHMGUARD_TAG_H
 

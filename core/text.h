@@ -1,6 +1,8 @@
 /* Text for people from bytes that come from outside: file names, tags,
  * command names may hold any byte but '\0' and '/'.  Core: the shim
- * escapes its messages with it (encode.h has the reports' encodings). */
+ * escapes its messages with it (encode.h has the reports' encodings).
+ *
+ * Errors: nothing here can fail (core/ reports a failure as a negative errno). */
 #ifndef SHMGUARD_TEXT_H
 #define SHMGUARD_TEXT_H
 

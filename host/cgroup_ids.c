@@ -49,26 +49,23 @@ int sg_cgroup2_fd(void)
 	char line[8192];
 	FILE *f;
 
-	if (looked) {
-		errno = cgroup2_errno;
-		return cgroup2;
-	}
+	if (looked)
+		return cgroup2 >= 0 ? cgroup2 : -cgroup2_errno;
 	looked = true;
 	cgroup2_errno = ENOENT;
 	if (!(f = fopen("/proc/self/mountinfo", "re"))) {
 		cgroup2_errno = errno;
-		return -1;
+		return -cgroup2_errno;
 	}
 	while (cgroup2 < 0 && fgets(line, sizeof(line), f))
 		if (cgroup2_line(line, mount_path, sizeof(mount_path)) &&
 		    (cgroup2 = open(mount_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 			cgroup2_errno = errno;
 	fclose(f);
-	errno = cgroup2_errno;
-	return cgroup2;
+	return cgroup2 >= 0 ? cgroup2 : -cgroup2_errno;
 }
 
-/* An O_PATH descriptor of cgroup id, or -1 with errno. */
+/* An O_PATH descriptor of cgroup id, or a negative errno. */
 static int open_id(uint64_t id)
 {
 	union kernfs_handle h = {.fh = {.handle_bytes = KERNFS_HANDLE_BYTES, .handle_type = FILEID_KERNFS}};
@@ -76,13 +73,13 @@ static int open_id(uint64_t id)
 
 	memcpy(h.fh.f_handle, &id, sizeof(id));
 
+	int fd;
+
 	if (mnt < 0)
-		return -1;
-	if (!id) {
-		errno = EINVAL;
-		return -1;
-	}
-	return open_by_handle_at(mnt, &h.fh, O_PATH | O_CLOEXEC);
+		return mnt;
+	if (!id)
+		return -EINVAL;
+	return (fd = open_by_handle_at(mnt, &h.fh, O_PATH | O_CLOEXEC)) >= 0 ? fd : -errno;
 }
 
 enum sg_cgroup_state sg_cgroup_state(uint64_t id)
@@ -93,7 +90,7 @@ enum sg_cgroup_state sg_cgroup_state(uint64_t id)
 		close(fd);
 		return SG_CGROUP_ALIVE;
 	}
-	return errno == ESTALE ? SG_CGROUP_GONE : SG_CGROUP_UNKNOWN;
+	return fd == -ESTALE ? SG_CGROUP_GONE : SG_CGROUP_UNKNOWN;
 }
 
 int sg_cgroup_path(uint64_t id, char *buf, size_t len)
@@ -104,23 +101,21 @@ int sg_cgroup_path(uint64_t id, char *buf, size_t len)
 	ssize_t n;
 
 	if (fd < 0)
-		return -1;
+		return fd;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		n = -errno;
 	close(fd);
 	if (n < 0)
-		return -1;
+		return (int)n;
 	target[n] = '\0';
 	/* The mount point itself, or a path below it. */
-	if (strncmp(target, mount_path, mlen) != 0 || (target[mlen] != '/' && target[mlen] != '\0')) {
-		errno = EXDEV;
-		return -1;
-	}
+	if (strncmp(target, mount_path, mlen) != 0 || (target[mlen] != '/' && target[mlen] != '\0'))
+		return -EXDEV;
 	const char *rel = target[mlen] ? target + mlen : "/";
-	if (strlen(rel) >= len) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
+	if (strlen(rel) >= len)
+		return -ENAMETOOLONG;
 	strcpy(buf, rel);
 	return 0;
 }

@@ -4,7 +4,9 @@
  * from the kubelet's log directories (/var/log/pods/NAMESPACE_NAME_UID) and
  * the container's name from its log links (/var/log/containers).
  * Every path and name read here may have been chosen by someone else (a
- * delegated cgroup is named by its user): parsed strictly, with bounds. */
+ * delegated cgroup is named by its user): parsed strictly, with bounds.
+ *
+ * Errors: nothing here can fail (host/ reports a failure as a negative errno). */
 #ifndef SHMGUARD_CGROUPS_H
 #define SHMGUARD_CGROUPS_H
 

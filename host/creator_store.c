@@ -20,11 +20,11 @@ struct store_header {
 	uint32_t n;
 };
 
+/* The reason in err; returns -e. */
 static int fail(char *err, size_t errlen, const char *fmt, const char *what, int e)
 {
 	snprintf(err, errlen, fmt, what, strerror(e));
-	errno = e;
-	return -1;
+	return -e;
 }
 
 const char *sg_store_dir(void)
@@ -54,8 +54,7 @@ int sg_store_open_dir(bool make, char *err, size_t errlen)
 		close(fd);
 		snprintf(err, errlen, "%s is not safe to trust (owner uid %u, mode %03o; wanted root's, 0700)", dir,
 			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
-		errno = EPERM;
-		return -1;
+		return -EPERM;
 	}
 	return fd;
 }
@@ -72,7 +71,7 @@ int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen)
 	const char *dir = sg_store_dir();
 	struct store_header h;
 	struct stat st;
-	int fd = openat(dfd, SG_STORE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), ret = -1;
+	int fd = openat(dfd, SG_STORE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), ret = -EBADMSG;
 
 	*s = (struct sg_creator_store){0};
 	if (fd < 0)
@@ -81,6 +80,7 @@ int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen)
 	    (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022)) {
 		snprintf(err, errlen, "%s/%s is not a file watch wrote (type, links, owner or mode): not read", dir,
 			 SG_STORE_FILE);
+		ret = -EPERM;
 		goto cleanup;
 	}
 	if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || memcmp(h.magic, STORE_MAGIC, 8) != 0 ||
@@ -92,6 +92,7 @@ int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen)
 	}
 	if (h.n && !(s->recs = calloc(h.n, sizeof(*s->recs)))) {
 		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
 		goto cleanup;
 	}
 	s->cap = h.n;
@@ -100,6 +101,7 @@ int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen)
 		ssize_t r = read(fd, (char *)s->recs + got, want - got);
 		if (r <= 0) {
 			snprintf(err, errlen, "%s/%s could not be read whole", dir, SG_STORE_FILE);
+			ret = r < 0 ? -errno : -EIO;
 			goto cleanup;
 		}
 		got += (size_t)r;
@@ -127,23 +129,25 @@ int sg_store_save(const struct sg_creator_store *s, int dfd, char *err, size_t e
 	struct store_header h = {.rec_size = sizeof(struct sg_creator_rec), .n = (uint32_t)s->n};
 	struct sg_outfile out;
 	size_t len = s->n * sizeof(*s->recs), done = 0;
+	ssize_t w;
+	int ret;
 
 	memcpy(h.magic, STORE_MAGIC, 8);
-	if (sg_outfile_open_at(&out, dfd, SG_STORE_FILE, 0600, 0, err, errlen) < 0)
-		return -1;
-	if (write(out.fd, &h, sizeof(h)) != (ssize_t)sizeof(h))
+	if ((ret = sg_outfile_open_at(&out, dfd, SG_STORE_FILE, 0600, 0, err, errlen)) < 0)
+		return ret;
+	if ((w = write(out.fd, &h, sizeof(h))) != (ssize_t)sizeof(h))
 		goto failed;
 	while (done < len) {
-		ssize_t w = write(out.fd, (const char *)s->recs + done, len - done);
-		if (w <= 0)
+		if ((w = write(out.fd, (const char *)s->recs + done, len - done)) <= 0)
 			goto failed;
 		done += (size_t)w;
 	}
 	return sg_outfile_commit(&out, 0, err, errlen);
 failed:
-	snprintf(err, errlen, "cannot write the records in %s: %s", sg_store_dir(), strerror(errno));
+	ret = w < 0 ? -errno : -EIO;
+	snprintf(err, errlen, "cannot write the records in %s: %s", sg_store_dir(), strerror(-ret));
 	sg_outfile_discard(&out);
-	return -1;
+	return ret;
 }
 
 static int by_key(const void *x, const void *y)
@@ -203,12 +207,12 @@ int sg_store_put(struct sg_creator_store *s, const struct sg_creator_rec *r)
 		return 0;
 	}
 	if (s->n >= SG_STORE_MAX)
-		return -1;
+		return -ENOSPC;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
 		struct sg_creator_rec *n = realloc(s->recs, cap * sizeof(*n));
 		if (!n)
-			return -1;
+			return -ENOMEM;
 		s->recs = n;
 		s->cap = cap;
 	}

@@ -4,7 +4,9 @@
  * keeps them, a reboot forgets them), replaced whole on each write, read
  * by `ls` and `sweep`.  The contents were chosen in part by others (file
  * names, comm, cgroup names): every string is bounded and NUL-terminated on
- * reading, and printed escaped. */
+ * reading, and printed escaped.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_CREATOR_STORE_H
 #define SHMGUARD_CREATOR_STORE_H
 
@@ -85,17 +87,20 @@ const char *sg_store_dir(void);
 /* Opens the directory, made 0700 when make and it is missing; refused
  * unless it is a real directory (no symlink anywhere in its last
  * component) owned by root (or by this uid, for tests run by a user) that
- * nobody else may enter.  Returns an O_DIRECTORY fd or -1 with a reason. */
+ * nobody else may enter.  Returns an O_DIRECTORY fd, or a negative errno
+ * with a reason (-EPERM: not safe to trust). */
 int sg_store_open_dir(bool make, char *err, size_t errlen);
 
-/* Reads the records (none when the file is missing).  Returns 0, or -1 with
- * a reason: an unsafe or malformed file is refused whole. */
+/* Reads the records (none when the file is missing).  Returns 0, or a
+ * negative errno with a reason: an unsafe (-EPERM) or malformed (-EBADMSG)
+ * file is refused whole. */
 int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen);
 
-/* Replaces the file with the records (written beside it, then renamed). */
+/* Replaces the file with the records (written beside it, then renamed):
+ * 0, or a negative errno with a reason. */
 int sg_store_save(const struct sg_creator_store *s, int dfd, char *err, size_t errlen);
 
-/* Adds r, replacing an older record of the same (kdev, ino); -1 when full. */
+/* Adds r, replacing an older record of the same (kdev, ino); -ENOSPC when full. */
 int sg_store_put(struct sg_creator_store *s, const struct sg_creator_rec *r);
 
 /* The record of (kdev, ino) while unsorted (watch adds), or NULL. */

@@ -1,5 +1,7 @@
 /* Text from outside encoded for the reports: JSON strings (valid UTF-8,
- * and losslessly as hex) and XML. */
+ * and losslessly as hex) and XML.
+ *
+ * Errors: nothing here can fail (host/ reports a failure as a negative errno). */
 #ifndef SHMGUARD_ENCODE_H
 #define SHMGUARD_ENCODE_H
 

@@ -1,6 +1,8 @@
 /* Which processes hold files of the shm devices open or mapped, read from
  * /proc: what `audit` needs for unlinked files that still use RAM, and what
- * `ls` and `sweep` need to tell a file in use from an orphan. */
+ * `ls` and `sweep` need to tell a file in use from an orphan.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_HOLDERS_H
 #define SHMGUARD_HOLDERS_H
 

@@ -119,13 +119,13 @@ int sg_journals_add_bounded(struct sg_journals *js, int dirfd, const char *name,
 		goto cleanup;
 	}
 	if (!(buf = malloc(len ? len : 1))) {
-		ret = -1;
+		ret = -ENOMEM;
 		goto cleanup;
 	}
 	len = read_at(fd, buf, len, 0);
 	got += len;
 	if (!(f = realloc(js->files, (js->nfiles + 1) * sizeof(*f)))) {
-		ret = -1;
+		ret = -ENOMEM;
 		goto cleanup;
 	}
 	js->files = f;
@@ -135,7 +135,7 @@ int sg_journals_add_bounded(struct sg_journals *js, int dirfd, const char *name,
 	if (sg_journal_parse(buf, len, &head, add_claim, &a) < 0)
 		goto cleanup; /* changed since its header was read */
 	if (a.nomem || !(f->name = strdup(name))) {
-		ret = -1;
+		ret = -ENOMEM;
 		goto drop;
 	}
 	f->ino = st.st_ino;

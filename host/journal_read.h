@@ -1,6 +1,8 @@
 /* Reading the ownership journals of a root, for `ls`, `sweep`, `abort` and
  * the auditor: the format and its trust rules are in journal.h.  Host code:
- * never linked into the shim. */
+ * never linked into the shim.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_JOURNAL_READ_H
 #define SHMGUARD_JOURNAL_READ_H
 
@@ -52,7 +54,7 @@ enum sg_journal_verdict {
 /* Reads the journal called name in dirfd if it can be trusted (see above):
  * its header first, then only its slots in use, and not at all when they
  * take more than max_bytes (nor more than SG_JOURNALS_READ_MAX in all).
- * Returns what it made of it, or -1 without memory; *read gets the bytes
+ * Returns what it made of it, or -ENOMEM; *read gets the bytes
  * read (may be NULL). */
 int sg_journals_add_bounded(struct sg_journals *js, int dirfd, const char *name, size_t max_bytes, size_t *read);
 /* The same within what is left of SG_JOURNALS_READ_MAX. */

@@ -8,7 +8,13 @@
  * the target, so a symbolic link planted there is replaced, not followed,
  * and a file another user made there does not stay hers.  A target that
  * exists and is not a regular file (a symbolic link, FIFO, directory) is
- * refused with a reason. */
+ * refused with a reason.
+ *
+ * Errors, as everywhere in host/: a negative errno; and, since the errno
+ * alone cannot say what the user needs to hear, a one-line reason in err
+ * (SG_OUTFILE_ERR_MAX bytes) where the function takes one.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_OUTFILE_H
 #define SHMGUARD_OUTFILE_H
 
@@ -35,7 +41,8 @@ enum {
 };
 
 /* Starts writing path (created with mode): f->fd is an empty new file.
- * 0, or -1 with a one-line reason in err (SG_OUTFILE_ERR_MAX bytes). */
+ * 0, or a negative errno with the reason in err (-EEXIST: the target is
+ * no regular file; -ELOOP: its directory is a symbolic link). */
 int sg_outfile_open(struct sg_outfile *f, const char *path, mode_t mode, int flags, char *err, size_t errlen);
 /* A new file in dirfd named stem and 64 random bits in hex (name, len),
  * made with O_EXCL|O_NOFOLLOW and retried while a name is taken: no name
@@ -48,18 +55,22 @@ int sg_open_new_random(int dirfd, const char *stem, char *name, size_t len, mode
 int sg_outfile_open_at(struct sg_outfile *f, int dirfd, const char *name, mode_t mode, int flags, char *err,
 		       size_t errlen);
 /* The written file replaces the target (fsync'd first with
- * SG_OUTFILE_FSYNC).  Closes f either way.  0, or -1 with a reason. */
+ * SG_OUTFILE_FSYNC).  Closes f either way.  0, or a negative errno with
+ * the reason. */
 int sg_outfile_commit(struct sg_outfile *f, int flags, char *err, size_t errlen);
 /* Drops what was written: the new file is removed, the target untouched. */
 void sg_outfile_discard(struct sg_outfile *f);
 
-/* path replaced by len bytes of data at once (open, write, commit). */
+/* path replaced by len bytes of data at once (open, write, commit): 0, or
+ * a negative errno with the reason. */
 int sg_outfile_replace(const char *path, const void *data, size_t len, mode_t mode, int flags, char *err,
 		       size_t errlen);
 
 /* A file another program made for us to add to (GitHub's step summary):
  * opened O_APPEND|O_NOFOLLOW, and only if it is a regular file with one
- * link; made (O_EXCL) if it does not exist.  The fd, or -1 with a reason. */
+ * link; made (O_EXCL) if it does not exist.  The fd, or a negative errno
+ * with the reason (-ELOOP: a symbolic link; -EEXIST: not a regular file, or
+ * other links). */
 int sg_outfile_append(const char *path, char *err, size_t errlen);
 
 #endif

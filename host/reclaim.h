@@ -2,7 +2,9 @@
  * at a time: `shmguard sweep` and the node agent's --reclaim-dead decide
  * and unlink here.  Every decision is handed to the caller with its
  * reason; anything in use, anything whose owner cannot be told, and
- * anything that changed since it was examined is kept. */
+ * anything that changed since it was examined is kept.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_RECLAIM_H
 #define SHMGUARD_RECLAIM_H
 

@@ -113,7 +113,7 @@ static int read_journals(struct sg_shm_listing *l, unsigned r, int dfd, char **n
 	int ret = 0;
 
 	if (!owners)
-		return -1;
+		return -ENOMEM;
 	for (size_t i = first; i < l->n; i++)
 		share_of(owners, &nowners, l->files[i].uid)->files++;
 	for (size_t i = 0; i < nnames; i++) {
@@ -129,14 +129,14 @@ static int read_journals(struct sg_shm_listing *l, unsigned r, int dfd, char **n
 		v = sg_journals_add_bounded(&l->journals[r], dfd, names[i], allowed > o->spent ? allowed - o->spent : 0, &got);
 		o->spent += got;
 		if (v < 0) {
-			ret = -1;
+			ret = v;
 			break;
 		}
 		if (v != SG_JOURNAL_FOREIGN && v != SG_JOURNAL_OVER_BUDGET)
 			continue;
 		struct sg_shm_file *f = append(l, cap, names[i]);
 		if (!f) {
-			ret = -1;
+			ret = -ENOMEM;
 			break;
 		}
 		f->root = (int)r;

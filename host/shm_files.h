@@ -1,7 +1,9 @@
 /* What the shm roots hold right now, for `shmguard ls` and `shmguard sweep`:
  * every regular file in each root (symlinks are never followed), and every
  * unlinked file some process still holds open or mapped, with its tag, the
- * state of its creator and its holders. */
+ * state of its creator and its holders.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_SHM_FILES_H
 #define SHMGUARD_SHM_FILES_H
 

@@ -3,7 +3,9 @@
  * node agent needs them to follow and sweep every container's shared memory
  * (docs/kubernetes.md).  Each is reached through a process of its namespace
  * (/proc/PID/root), opened without following any link the namespace's
- * owner could have planted, and checked to be that very mount. */
+ * owner could have planted, and checked to be that very mount.
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_SHM_MOUNTS_H
 #define SHMGUARD_SHM_MOUNTS_H
 

@@ -1,5 +1,7 @@
 /* Sizes as people write them (512M, 2G, 1.5GiB) and as the reports print
- * them.  (duration.h reads durations.) */
+ * them.  (duration.h reads durations.)
+ *
+ * Errors: a negative errno (docs/architecture.md, "Reporting a failure"). */
 #ifndef SHMGUARD_SIZE_H
 #define SHMGUARD_SIZE_H
 

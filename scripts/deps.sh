@@ -2,7 +2,7 @@
 # Install the Debian 12 packages shmguard needs, but only those that are
 # missing: a machine that has them all is left alone.
 #
-#   scripts/deps.sh [--list] [demo|test|bench] [PACKAGE]...
+#   scripts/deps.sh [--list] [demo|test|bench|arm64] [PACKAGE]...
 #
 # demo: what building shmguard and running scripts/demo.sh take, nothing
 #       more (no server is installed, let alone started);
@@ -12,6 +12,11 @@
 #       tools of the install test.  The default.
 # bench: that, and what the benchmarks (scripts/bench.sh, bench-audit.sh)
 #       compare against or count with: bpftrace, perf, strace.
+# arm64: what building takes, and the arm64 cross build and its checks
+#       (scripts/arm64.sh): the cross compiler, Debian's arm64 libraries
+#       through multiarch (the machine's dpkg is given the arm64
+#       architecture), qemu-user-static and qemu-system-arm.  Asked for
+#       only by scripts/arm64.sh.
 # Extra package names (what a benchmark compares against) may follow.
 # --list prints the profile's packages, one a line, and installs nothing.
 set -euo pipefail
@@ -37,6 +42,15 @@ test+=(openmpi-bin python3-mpi4py gstreamer1.0-tools gstreamer1.0-plugins-bad)
 # The benchmarks' peers and counters (instructions: perf, or valgrind's
 # callgrind, which the tests install, where the machine has no counters).
 bench=(bpftrace linux-perf strace)
+# The arm64 cross build (g++ for the tests' C++ program).  Never
+# libcriterion-dev:arm64: it cannot be installed beside the amd64 one
+# (their libnanomsg5 differ in version); scripts/arm64.sh unpacks it into
+# a sysroot of its own.
+arm64=(
+	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static qemu-system-arm
+	libc6-dev:arm64 libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64
+	libjansson-dev:arm64 libmicrohttpd-dev:arm64 libpcre2-dev:arm64 systemtap-sdt-dev:arm64
+)
 list=0
 if [ "${1:-}" = --list ]; then
 	list=1
@@ -44,11 +58,14 @@ if [ "${1:-}" = --list ]; then
 fi
 profile=test
 case ${1:-} in
-demo | test | bench) profile=$1; shift ;;
+demo | test | bench | arm64) profile=$1; shift ;;
 esac
 packages=("${build[@]}")
-[ "$profile" = demo ] || packages+=("${test[@]}")
-[ "$profile" != bench ] || packages+=("${bench[@]}")
+case $profile in
+test) packages+=("${test[@]}") ;;
+bench) packages+=("${test[@]}" "${bench[@]}") ;;
+arm64) packages+=("${arm64[@]}") ;;
+esac
 packages+=("$@")
 if [ $list = 1 ]; then
 	printf '%s\n' "${packages[@]}"
@@ -57,7 +74,8 @@ fi
 
 missing=()
 for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	# (A package held at its version is "hold ok installed".)
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q ' ok installed' || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
@@ -67,5 +85,10 @@ if [ "$(id -u)" -ne 0 ]; then
 else
 	sudo=
 fi
+if [ "$profile" = arm64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	$sudo dpkg --add-architecture arm64
+fi
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# --no-remove: a package of another architecture that cannot be installed
+# beside one of this machine's must fail here, never replace it.
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends --no-remove "${missing[@]}" >/dev/null

@@ -91,9 +91,10 @@ if [ -f "$work/deb/libshmguard.files" ] && [ -f "$work/deb/shmguard.files" ]; th
 		contrib/container/Containerfile docs/threat-model.md; do
 		grep -qx "\./usr/share/doc/shmguard/$f" "$work/deb/shmguard.files"; check "shmguard ships /usr/share/doc/shmguard/$f" $?
 	done
-	for m in shmguard-preflight shmguard-sidecar; do
+	for m in shmguard shmguard-preflight shmguard-sidecar; do
 		grep -q "/man1/$m\.1\.gz\$" "$work/deb/shmguard.files"; check "shmguard ships $m(1)" $?
 	done
+	grep -q "/man7/libshmguard\.7\.gz\$" "$work/deb/libshmguard.files"; check "libshmguard ships libshmguard(7)" $?
 	grep -q '/bin/shmguard$' "$work/deb/shmguard.files"; check "shmguard holds the command" $?
 	deps=$(dpkg-deb -f "$work"/deb/libshmguard_*.deb Depends)
 	! grep -qE 'libbpf|libjansson|libelf' <<<"$deps"; check "libshmguard depends on no auditor library ($deps)" $?

@@ -8,7 +8,9 @@
 # (scripts/build-no-auditor.sh: no BPF toolchain); then
 # the install test (meson install into a fresh prefix, the Debian packages);
 # then the kernel matrix (scripts/kernels.sh: Debian's 5.10, 6.1 and 6.12
-# under QEMU, and this kernel).
+# under QEMU, and this kernel).  arm64 (scripts/arm64.sh: its cross build,
+# qemu-aarch64, Debian's arm64 kernels booted) is a command of its own,
+# outside this one's time.
 # Installs missing Debian packages first.  Extra arguments go to `meson test`
 # in the first build (a suite name, say: scripts/test.sh --suite unit), and
 # skip the sanitized passes.

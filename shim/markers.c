@@ -88,8 +88,7 @@ static bool dir_trusted(int dfd)
 
 	if (fstat(dfd, &st) < 0)
 		return false;
-	why = sg_abort_dir_refusal(&st, geteuid());
-	if (why)
+	if (sg_abort_dir_check(&st, geteuid(), &why) < 0)
 		sg_log_once(&said_refused, SG_LOG_WARN,
 			    "abort directory %s %s (uid %u, mode %04o); its markers are ignored until that is fixed (%s)",
 			    sg_cfg.abort_dir, why, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777,
@@ -100,9 +99,9 @@ static bool dir_trusted(int dfd)
 static bool marker_acceptable(int dfd, const char *request)
 {
 	struct stat st;
-	const char *why = sg_marker_refusal(dfd, request, geteuid(), &st);
+	const char *why;
 
-	if (!why)
+	if (sg_marker_check(dfd, request, geteuid(), &st, &why) == 0)
 		return true;
 	if (!st.st_mode) /* a bad name, or gone already */
 		return false;

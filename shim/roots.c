@@ -1,5 +1,6 @@
 #include "roots.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,7 +35,7 @@ int sg_identify(int dirfd, const char *path, int flags, dev_t *dev, ino_t *ino, 
 		return 0;
 	}
 	if (fstatat(dirfd, path, &st, flags) < 0)
-		return -1;
+		return -errno;
 	*dev = st.st_dev;
 	*ino = st.st_ino;
 	if (mode)

@@ -36,7 +36,7 @@ unsigned sg_root_at(const char *path, size_t name_off);
 const char *sg_file_name(const char *path);
 
 /* The device, inode and (if mode is not NULL) type and mode of what dirfd
- * and path name, flags as fstatat's.  Returns 0 or -1 (errno set). */
+ * and path name, flags as fstatat's.  Returns 0, or a negative errno. */
 int sg_identify(int dirfd, const char *path, int flags, dev_t *dev, ino_t *ino, mode_t *mode);
 
 /* In the watcher thread, with place (which moves a new descriptor where it

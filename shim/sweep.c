@@ -16,15 +16,14 @@
 #include "state.h"
 
 /* What seg's name refers to now, relative to its root's descriptor in the
- * watcher (sg_root_file).  Returns 0, or -1 with errno. */
+ * watcher (sg_root_file).  Returns 0, or a negative errno (-ENOENT: its
+ * root cannot be reached). */
 static int stat_segment(const struct sg_segment *seg, int *dfd, const char **name, struct stat *st)
 {
 	*dfd = sg_root_file(seg->path, name);
-	if (*dfd == -1) {
-		errno = ENOENT;
-		return -1;
-	}
-	return fstatat(*dfd, *name, st, AT_SYMLINK_NOFOLLOW);
+	if (*dfd == -1)
+		return -ENOENT;
+	return fstatat(*dfd, *name, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
 bool sg_segment_gone(const struct sg_segment *seg)
@@ -85,6 +84,12 @@ void sg_sweep(const char *request)
 	}
 	mapped = unlinked ? sg_mappings_swept(unlinked, files) : 0;
 	free(unlinked);
+	/* Nothing unlinked is no failure: the abort is remembered. */
+	if (!nsegs)
+		sg_log(SG_LOG_INFO,
+		       "request %s aborted: no file of it here yet; those it makes from now on are unlinked as "
+		       "they appear, until its marker expires",
+		       request);
 	if (!files)
 		return;
 	sg_count(swept, files);

@@ -69,6 +69,26 @@ const char *h_prefix(const char *tag)
 	return h_str("sgt-%d-%s-", (int)getpid(), tag);
 }
 
+void h_setup(const char *tag, const char **prefix, const char **abort_dir, const char **root)
+{
+	*prefix = h_prefix(tag);
+	*abort_dir = h_str("/dev/shm/%sabort", *prefix);
+	if (root)
+		*root = h_str("/dev/shm/%sroot", *prefix);
+}
+
+void h_teardown(const char *prefix, const char *root)
+{
+	if (root)
+		umount2(root, MNT_DETACH);
+	h_cleanup(prefix);
+}
+
+const char *h_in(const char *dir, const char *name)
+{
+	return h_str("%s/%s", dir, name);
+}
+
 long h_now_ms(void)
 {
 	struct timespec ts;
@@ -574,4 +594,67 @@ long long h_jint(json_t *r, const char *key)
 
 	cr_assert(json_is_integer(v), "%s is not an integer", key);
 	return json_integer_value(v);
+}
+
+/* Whether key is the _hex twin of a string member (json-schema.md's rule). */
+static bool hex_twin(const char *key)
+{
+	size_t n = strlen(key);
+
+	return n > 4 && strcmp(key + n - 4, "_hex") == 0;
+}
+
+/* Every member of o (an object or an array), at any depth, as `member`. */
+static void expect_members_documented(json_t *o, const char *section, const char *command)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	if (json_is_array(o)) {
+		json_array_foreach(o, i, v)
+			expect_members_documented(v, section, command);
+		return;
+	}
+	json_object_foreach(o, key, v) {
+		if (!hex_twin(key))
+			cr_expect(strstr(section, h_str("`%s`", key)), "%s --json: %s is not in json-schema.md", command,
+				  key);
+		expect_members_documented(v, section, command);
+	}
+}
+
+void h_expect_json_documented(json_t *doc, const char *command)
+{
+	const char *path = h_str("%s/json-schema.md", h_bin("SG_DOCS"));
+	static char text[1 << 17];
+	const char *key;
+	char *section, *end;
+	json_t *v, *e, *m;
+	size_t i;
+	FILE *f = fopen(path, "r");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
+	fclose(f);
+	section = strstr(text, h_str("\n## `shmguard %s --json`", command));
+	cr_assert_not_null(section, "%s has no section for %s --json", path, command);
+	if ((end = strstr(section + 1, "\n## ")))
+		*end = '\0';
+	json_object_foreach(doc, key, v) {
+		cr_expect(strstr(section, h_str("`%s`", key)), "%s --json: %s is not in json-schema.md", command, key);
+		if (!json_is_array(v)) {
+			expect_members_documented(v, section, command);
+			continue;
+		}
+		json_array_foreach(v, i, e) {
+			const char *member;
+			json_object_foreach(e, member, m) {
+				if (!hex_twin(member))
+					cr_expect(strstr(section, h_str("`%s[].%s`", key, member)),
+						  "%s --json: %s[].%s is not in json-schema.md", command, key, member);
+				expect_members_documented(m, section, command);
+			}
+		}
+	}
 }

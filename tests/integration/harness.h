@@ -21,6 +21,16 @@ const char *h_bin(const char *var);
 /* A prefix unique to this test process, "sgt-<pid>-<tag>-". */
 const char *h_prefix(const char *tag);
 
+/* The set-up most suites share: their prefix (h_prefix(tag)) and, under
+ * /dev/shm, an abort directory and a root named by it (neither made: a
+ * test makes what it uses).  root may be NULL. */
+void h_setup(const char *tag, const char **prefix, const char **abort_dir, const char **root);
+/* The tear-down that goes with it: a filesystem a test mounted on root
+ * (h_mount_root; root may be NULL) detached, then h_cleanup(prefix). */
+void h_teardown(const char *prefix, const char *root);
+/* dir/name, living until the test ends. */
+const char *h_in(const char *dir, const char *name);
+
 /* A formatted string that lives until the test ends. */
 char *h_str(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -116,6 +126,11 @@ void h_wait_measured(struct h_proc *p, int aborts);
 json_t *h_json_load(const char *path);
 /* An integer member of r, asserted to be one. */
 long long h_jint(json_t *r, const char *key);
+/* Expects every member of doc, the JSON of `shmguard command --json`, to be
+ * named in backquotes in that command's section of docs/json-schema.md: a
+ * member of an object in a top-level array ARRAY as `ARRAY[].member`, a
+ * deeper one as `member` (a member ending in _hex by the doc's rule). */
+void h_expect_json_documented(json_t *doc, const char *command);
 
 /* Runs `shmguard abort --abort-dir DIR --no-sweep ID...` (NULL-terminated),
  * asserting success: the marker alone, as plain touch writes it, so that the

@@ -17,13 +17,12 @@ static const char *prefix, *abort_dir;
 
 static void setup(void)
 {
-	prefix = h_prefix("asw");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("asw", &prefix, &abort_dir, NULL);
 }
 
 static void teardown(void)
 {
-	h_cleanup(prefix);
+	h_teardown(prefix, NULL);
 }
 
 TestSuite(abort_sweep, .init = setup, .fini = teardown, .timeout = 30);
@@ -189,6 +188,20 @@ Test(abort_sweep, follow_sweeps_each_request_it_marks)
 	cr_expect(strstr(err, "shmguard abort: swept 2 files, 12288 bytes (12.0 KiB), of 1 request marked"), "%s", err);
 	cr_assert_eq(kill(p.pid, SIGCONT), 0);
 	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* An abort that finds no file of its request says that the shims remove
+ * those made later as they appear, for the marker's lifetime. */
+Test(abort_sweep, swept_0_files_says_later_files_go_as_they_appear)
+{
+	const char *argv[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--ttl", "90", req("none"), NULL};
+	char *out, *err;
+
+	cr_assert_eq(h_output(argv, NULL, &out, &err), 0, "%s", err);
+	cr_expect(strstr(out, h_str("request %s: swept 0 files, 0 bytes (0 B) in ", req("none"))), "%s", out);
+	cr_expect(strstr(out, "; files made for it from now on are removed by the shims as they appear, while the "
+			      "marker lasts (90 s)\n"),
+		  "%s", out);
 }
 
 /* Another user aborts root's request in a root all may write to (no sticky

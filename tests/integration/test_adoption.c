@@ -21,8 +21,7 @@ static const char *prefix, *abort_dir, *tmp;
 
 static void setup(void)
 {
-	prefix = h_prefix("adopt");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("adopt", &prefix, &abort_dir, NULL);
 	tmp = h_str("/tmp/%stmp", prefix);
 	cr_assert_eq(mkdir(tmp, 0755), 0, "%s: %s", tmp, strerror(errno));
 }
@@ -196,6 +195,57 @@ Test(follow, a_cri_container_log)
 	const char *bad[] = {h_bin("SG_CLI"), "abort", "--follow", log, "--format", "json", "--preset", "vllm", NULL};
 	cr_expect_eq(h_run(bad, NULL, &err), 2);
 	cr_expect(strstr(err, "bad --format 'json'"), "%s", err);
+}
+
+/* A client whose request ID is "chatcmpl-att\nRequest chatcmpl-victim":
+ * vLLM writes its record as two lines, "\r\n" and the prefix between them,
+ * and the second is word for word another request's abort.  conmon (podman,
+ * CRI-O) keeps the "\r" but writes stderr's lines between stdout's, and may
+ * end a part between the "\r" and the "\n".  The record is matched whole:
+ * its ID holds "\r\n", and is refused and said (escaped), in a CRI log as
+ * in a plain one. */
+Test(follow, a_request_id_holding_a_newline_aborts_no_other_request)
+{
+	const char *log = h_str("%s/0.log", tmp), *plain = h_str("%s/plain.log", tmp);
+#define V "INFO 12-01 02:11:22 [async_llm.py:612] "
+#define TS "2026-12-01T20:00:00.000000001+00:00 "
+	const char *cri[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--follow", log, "--format", "cri",
+			     "--preset", "vllm", NULL};
+	const char *pln[] = {h_bin("SG_CLI"), "abort", "--abort-dir", abort_dir, "--follow", plain, "--preset", "vllm", NULL};
+	struct h_proc p;
+	char *err;
+
+	append_str(log, "");
+	p = h_spawn(cri, NULL);
+	cr_assert(h_wait_stderr(&p, "following", 5000), "the follower did not start");
+	append_str(log, TS "stdout F " V "Request chatcmpl-att\r\n" TS "stderr F noise\n" TS "stdout F " V
+			   "Request chatcmpl-victim aborted.\n"
+			   TS "stdout P " V "Request chatcmpl-att2\r\n" TS "stderr F noise\n" TS "stdout F \n" TS
+			   "stdout F " V "Request chatcmpl-victim2 aborted.\n"
+			   /* The barrier: a real abort after them. */
+			   TS "stdout F " V "Request chatcmpl-ok aborted.\n");
+	cr_assert(wait_exists(marker("chatcmpl-ok"), 2000), "the follower marked nothing");
+	cr_expect_eq(stop(&p, SIGTERM, &err), 0, "%s", err);
+	cr_expect(!h_exists(marker("chatcmpl-victim")) && !h_exists(marker("chatcmpl-victim2")),
+		  "a client's request ID aborted another request");
+	cr_expect(strstr(err, "skipped request ID 'chatcmpl-att\\x0d\\x0aINFO 12-01 02:11:22 [async_llm.py:612] "
+			      "Request chatcmpl-victim': it contains a control byte"),
+		  "%s", err);
+	cr_expect(strstr(err, "5 lines, 3 matched, 1 markers written, 2 invalid IDs skipped"), "%s", err);
+
+	/* The same text in a plain log. */
+	append_str(plain, "");
+	p = h_spawn(pln, NULL);
+	cr_assert(h_wait_stderr(&p, "following", 5000), "the follower did not start");
+	append_str(plain, V "Request chatcmpl-att3\r\n" V "Request chatcmpl-victim3 aborted.\n" V
+			  "Request chatcmpl-ok3 aborted.\n");
+	cr_assert(wait_exists(marker("chatcmpl-ok3"), 2000), "the follower marked nothing");
+	cr_expect_eq(stop(&p, SIGTERM, &err), 0, "%s", err);
+	cr_expect(!h_exists(marker("chatcmpl-victim3")), "a client's request ID aborted another request");
+	cr_expect(strstr(err, "skipped request ID 'chatcmpl-att3\\x0d\\x0a"), "%s", err);
+	cr_expect_eq(h_count(abort_dir, "chatcmpl-"), 2);
+#undef V
+#undef TS
 }
 
 /* stdin, a preset with a template, SIGINT, and what is refused up front. */

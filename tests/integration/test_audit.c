@@ -28,8 +28,7 @@ static const char *prefix, *abort_dir, *json_path;
 
 static void setup(void)
 {
-	prefix = h_prefix("aud");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("aud", &prefix, &abort_dir, NULL);
 	json_path = h_str("/tmp/%sreport.json", prefix);
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);
 }

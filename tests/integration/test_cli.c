@@ -13,13 +13,12 @@ static const char *prefix, *abort_dir;
 
 static void setup(void)
 {
-	prefix = h_prefix("cli");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("cli", &prefix, &abort_dir, NULL);
 }
 
 static void teardown(void)
 {
-	h_cleanup(prefix);
+	h_teardown(prefix, NULL);
 }
 
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 30);
@@ -206,12 +205,58 @@ Test(cli, doctor_says_whether_the_shim_is_preloaded)
 	h_output(argv, preloaded, &text, NULL);
 	cr_expect(strstr(text, h_str("preload    ok   the shim is preloaded in this process (%s)", h_bin("SG_SHIM"))),
 		  "%s", text);
-	cr_expect(strstr(text, "ok     it needs glibc 2."), "%s", text);
+	cr_expect(strstr(text, h_str("ok     it needs glibc %s or later; this is glibc ", h_bin("SG_GLIBC_FLOOR"))), "%s", text);
 
 	/* The loader says it once and goes on without: doctor says so clearly. */
 	cr_expect_eq(h_output(argv, missing, &text, NULL), 1);
 	cr_expect(strstr(text, "preload    FAIL the shim is NOT loaded: LD_PRELOAD names /nonexistent/"), "%s", text);
 	cr_expect(strstr(text, "No such file or directory"), "%s", text);
+}
+
+/* doctor --json: the text's checks in its order, with their verdicts, detail
+ * lines and notes, the same exit status, and every field documented. */
+Test(cli, doctor_json_says_what_the_text_says)
+{
+	/* More than any root has: the need check fails and explains itself. */
+	const char *text_argv[] = {h_bin("SG_CLI"), "doctor", "--need", "1000TiB", NULL};
+	const char *json_argv[] = {h_bin("SG_CLI"), "doctor", "--need", "1000TiB", "--json", NULL};
+	size_t named = 0, details = 0, notes = 0, i;
+	char *text, *out, *err, *line, *save = NULL;
+	json_error_t je;
+	json_t *doc, *checks, *c;
+
+	int status = h_output(text_argv, NULL, &text, NULL);
+	cr_assert_eq(status, 1, "%s", text);
+	cr_assert_eq(h_output(json_argv, NULL, &out, &err), status, "%s", err);
+	cr_assert_not_null(doc = json_loads(out, 0, &je), "%s: %s", je.text, out);
+	checks = json_object_get(doc, "checks");
+	cr_expect(json_is_false(json_object_get(doc, "ok")));
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[256], verdict[8];
+		if (line[0] != ' ') {
+			cr_assert_eq(sscanf(line, "%255s %7s", name, verdict), 2, "%s", line);
+			c = json_array_get(checks, named++);
+			cr_expect_str_eq(json_string_value(json_object_get(c, "name")), name);
+			cr_expect_str_eq(json_string_value(json_object_get(c, "verdict")), strcmp(verdict, "ok") ? "fail" : "ok",
+					 "%s", line);
+		} else if (strncmp(line + 11, "ok ", 3) == 0 || strncmp(line + 11, "FAIL ", 5) == 0) {
+			details++;
+		} else {
+			notes++;
+		}
+	}
+	cr_expect_eq(json_array_size(checks), named, "%s", out);
+	json_array_foreach(checks, i, c) {
+		details -= json_array_size(json_object_get(c, "details"));
+		notes -= json_array_size(json_object_get(c, "notes"));
+	}
+	cr_expect_eq(details, 0, "%s", out);
+	cr_expect_eq(notes, 0, "%s", out);
+	c = json_array_get(checks, named - 1);
+	cr_expect_str_eq(json_string_value(json_object_get(c, "name")), "need");
+	cr_expect_gt(json_array_size(json_object_get(c, "notes")), 0, "%s", out);
+	h_expect_json_documented(doc, "doctor");
+	json_decref(doc);
 }
 
 Test(cli, abort_as_another_user_cannot_write_into_roots_directory)
@@ -406,7 +451,9 @@ Test(cli, ls_lists_a_root_whole_or_not_at_all_when_memory_runs_out, .timeout = 1
 	cr_expect_gt(refused, 0, "no bound below %ld KiB was refused", hi);
 }
 
-Test(cli, sweep_match_is_a_deprecated_alias_of_glob)
+/* sweep's pattern is --glob (fnmatch); --match is abort's PCRE2 regex and
+ * no name of sweep's. */
+Test(cli, sweep_takes_a_glob_and_no_match)
 {
 	const char *dir = h_str("/dev/shm/%sroot", prefix);
 	char *out, *err;
@@ -416,11 +463,9 @@ Test(cli, sweep_match_is_a_deprecated_alias_of_glob)
 	cr_expect_eq(h_output(glob, NULL, &out, &err), 0, "%s", err);
 	cr_expect_str_empty(err);
 	cr_expect(strstr(out, "removed 0 files, 0 bytes (0 B) reclaimed"), "%s", out);
-	const char *match[] = {h_bin("SG_CLI"), "sweep", "--root", dir, "--match", "*", "--match", "*", "--older-than",
-			       "1h", NULL};
-	cr_expect_eq(h_output(match, NULL, &out, &err), 0, "%s", err);
-	cr_expect(strstr(err, "--match is deprecated here: it is --glob"), "%s", err);
-	cr_expect_eq(count_lines(err), 1, "warned once: %s", err);
+	const char *match[] = {h_bin("SG_CLI"), "sweep", "--root", dir, "--match", "*", "--older-than", "1h", NULL};
+	cr_expect_eq(h_output(match, NULL, &out, &err), 2, "%s", err);
+	cr_expect(strstr(err, "match"), "%s", err);
 	rmdir(dir);
 }
 

@@ -24,8 +24,7 @@ static const char *prefix, *abort_dir, *json_path, *tmp_dir;
 
 static void setup(void)
 {
-	prefix = h_prefix("flt");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("flt", &prefix, &abort_dir, NULL);
 	json_path = h_str("/tmp/%sreport.json", prefix);
 	tmp_dir = h_str("/tmp/%sdir", prefix);
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);

@@ -18,13 +18,12 @@ static const char *prefix, *abort_dir;
 
 static void setup(void)
 {
-	prefix = h_prefix("host");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("host", &prefix, &abort_dir, NULL);
 }
 
 static void teardown(void)
 {
-	h_cleanup(prefix);
+	h_teardown(prefix, NULL);
 }
 
 TestSuite(hostile, .init = setup, .fini = teardown, .timeout = 30);

@@ -35,13 +35,12 @@ static void touch(const char *path)
 
 static void setup(void)
 {
-	prefix = h_prefix("hsh");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("hsh", &prefix, &abort_dir, NULL);
 }
 
 static void teardown(void)
 {
-	h_cleanup(prefix);
+	h_teardown(prefix, NULL);
 }
 
 TestSuite(hostile_shim, .init = setup, .fini = teardown, .timeout = 60);

@@ -23,30 +23,18 @@ static const char *prefix, *abort_dir, *root;
 
 static void setup(void)
 {
-	prefix = h_prefix("idn");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
-	root = h_str("/dev/shm/%sroot", prefix);
+	h_setup("idn", &prefix, &abort_dir, &root);
 }
 
 static void teardown(void)
 {
-	umount2(root, MNT_DETACH);
-	h_cleanup(prefix);
+	h_teardown(prefix, root);
 }
 
 TestSuite(identity, .init = setup, .fini = teardown, .timeout = 60);
 
-/* root as a ramfs (no xattrs: only the journal speaks) in a private mount
- * namespace of this test. */
-static void ramfs_root(void)
-{
-	h_mount_root(root, "ramfs", "mode=1777", teardown);
-}
-
-static const char *in_root(const char *name)
-{
-	return h_str("%s/%s", root, name);
-}
+/* A test that needs a root without user xattrs mounts a ramfs on root, in
+ * its private mount namespace (h_mount_root): only the journal speaks there. */
 
 static const char **env_for(const char *extra)
 {
@@ -85,7 +73,7 @@ static const char *creator_of(const char *const *pre, const char *name, int *pid
 	*pid = 0;
 	json_array_foreach(json_object_get(j, "files"), i, f) {
 		json_t *tag = json_object_get(f, "tag");
-		if (strcmp(json_string_value(json_object_get(f, "path")), in_root(name)) != 0 || !json_is_object(tag))
+		if (strcmp(json_string_value(json_object_get(f, "path")), h_in(root, name)) != 0 || !json_is_object(tag))
 			continue;
 		state = h_str("%s", json_string_value(json_object_get(tag, "creator_state")));
 		*pid = (int)json_integer_value(json_object_get(tag, "creator_pid"));
@@ -100,7 +88,7 @@ Test(identity, a_creator_that_cannot_read_proc_is_unknown_not_dead)
 {
 	const char *seg = h_str("%sblind_0_0", prefix);
 	const char *argv[] = {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
-			      "umount -l /proc && exec \"$0\" \"$@\"", h_bin("SG_SHMTOOL"), "open", in_root(seg),
+			      "umount -l /proc && exec \"$0\" \"$@\"", h_bin("SG_SHMTOOL"), "open", h_in(root, seg),
 			      "4096", "wait", NULL};
 	struct h_proc p;
 	char *out;
@@ -108,11 +96,11 @@ Test(identity, a_creator_that_cannot_read_proc_is_unknown_not_dead)
 
 	if (getenv("SG_SANITIZED"))
 		cr_skip_test("AddressSanitizer's runtime needs /proc: the plain build's pass runs this");
-	ramfs_root();
+	h_mount_root(root, "ramfs", "mode=1777", teardown);
 	p = h_start_ready(argv, env_for(NULL));
 	cr_expect_str_eq(creator_of(NULL, seg, &pid), "unknown");
 	cr_assert_eq(cli(&out, NULL, "sweep", "--dead"), 0, "%s", out);
-	cr_expect(h_exists(in_root(seg)), "a live creator without /proc was judged dead: %s", out);
+	cr_expect(h_exists(h_in(root, seg)), "a live creator without /proc was judged dead: %s", out);
 	cr_expect(strstr(out, "cannot tell whether its creator runs"), "%s", out);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
@@ -137,7 +125,7 @@ static pid_t child_of(pid_t pid)
 Test(identity, a_sweep_through_another_namespaces_proc_judges_no_creator)
 {
 	const char *seg = h_str("%spod_0_0", prefix);
-	const char *argv[] = {"/usr/bin/unshare", "--pid", "--fork", h_bin("SG_SHMTOOL"), "open", in_root(seg), "4096",
+	const char *argv[] = {"/usr/bin/unshare", "--pid", "--fork", h_bin("SG_SHMTOOL"), "open", h_in(root, seg), "4096",
 			      "wait", NULL};
 	struct h_proc p;
 	char *out, *target;
@@ -147,7 +135,7 @@ Test(identity, a_sweep_through_another_namespaces_proc_judges_no_creator)
 		cr_assert(!getenv("CI"), "needs root in CI");
 		h_skip(teardown, "nsenter needs root");
 	}
-	ramfs_root();
+	h_mount_root(root, "ramfs", "mode=1777", teardown);
 	p = h_start_ready(argv, env_for(NULL));
 	target = h_str("%d", (int)child_of(p.pid));
 	const char *nsenter[] = {"/usr/bin/nsenter", "-t", target, "-p", "--", NULL};
@@ -161,7 +149,7 @@ Test(identity, a_sweep_through_another_namespaces_proc_judges_no_creator)
 	cr_assert_eq(cli(&out, nsenter, "ls", NULL), 0, "%s", out);
 	cr_expect(strstr(out, "/proc shows another pid namespace"), "%s", out);
 	cr_assert_eq(cli(&out, nsenter, "sweep", "--dead"), 0, "%s", out);
-	cr_expect(h_exists(in_root(seg)), "a running creator's file was swept: %s", out);
+	cr_expect(h_exists(h_in(root, seg)), "a running creator's file was swept: %s", out);
 	cr_expect(strstr(out, "/proc is another pid namespace's"), "%s", out);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
@@ -230,13 +218,13 @@ static int start_clone_when_idle(struct h_proc *p, const char *const *argv)
 Test(identity, a_raw_clone_child_records_in_its_own_journal)
 {
 	const char *parent_seg = h_str("%sparent_0_0", prefix), *child_seg = h_str("%schild_0_0", prefix);
-	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(parent_seg), "4096", "wait", "rawfork",
-			      "open", in_root(child_seg), "4096", "wait", NULL};
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", h_in(root, parent_seg), "4096", "wait", "rawfork",
+			      "open", h_in(root, child_seg), "4096", "wait", NULL};
 	struct h_proc p;
 	int child, pid, status;
 	char *out;
 
-	ramfs_root();
+	h_mount_root(root, "ramfs", "mode=1777", teardown);
 	child = start_clone_when_idle(&p, argv);
 	cr_expect_eq(h_count(root, h_str(SG_JOURNAL_PREFIX "%d-", child)), 1, "the child has no journal of its own");
 
@@ -245,8 +233,8 @@ Test(identity, a_raw_clone_child_records_in_its_own_journal)
 	cr_expect_str_eq(creator_of(NULL, child_seg, &pid), "alive");
 	cr_expect_eq(pid, child);
 	cr_assert_eq(cli(&out, NULL, "sweep", "--dead"), 0, "%s", out);
-	cr_expect(!h_exists(in_root(parent_seg)), "%s", out);
-	cr_expect(h_exists(in_root(child_seg)), "the live child's file was swept: %s", out);
+	cr_expect(!h_exists(h_in(root, parent_seg)), "%s", out);
+	cr_expect(h_exists(h_in(root, child_seg)), "the live child's file was swept: %s", out);
 	cr_expect_eq(h_count(root, h_str(SG_JOURNAL_PREFIX "%d-", (int)p.pid)), 0, "%s", out);
 	kill(child, SIGKILL);
 }
@@ -256,14 +244,14 @@ Test(identity, a_raw_clone_child_records_in_its_own_journal)
  * makes for that request after the marker; its parent's file stays. */
 Test(identity, a_raw_clone_child_sweeps_its_own_aborted_request)
 {
-	const char *parent_seg = in_root(h_str("%sparent_0_0", prefix));
-	const char *child_seg = in_root(h_str("%schild_0_0", prefix)), *late = in_root(h_str("%schild_0_1", prefix));
+	const char *parent_seg = h_in(root, h_str("%sparent_0_0", prefix));
+	const char *child_seg = h_in(root, h_str("%schild_0_0", prefix)), *late = h_in(root, h_str("%schild_0_1", prefix));
 	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", parent_seg, "4096", "wait", "rawfork", "open", child_seg,
 			      "4096", "wait", "open", late, "4096", "say", "made", "wait", NULL};
 	struct h_proc p;
 	int child, status;
 
-	ramfs_root();
+	h_mount_root(root, "ramfs", "mode=1777", teardown);
 	child = start_clone_when_idle(&p, argv);
 	cr_assert(h_exists(child_seg));
 	int fd = open(h_str("%s/%schild", abort_dir, prefix), O_CREAT | O_WRONLY, 0644);

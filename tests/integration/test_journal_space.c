@@ -23,15 +23,12 @@ static const char *prefix, *abort_dir, *root;
 
 static void setup(void)
 {
-	prefix = h_prefix("jsp");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
-	root = h_str("/dev/shm/%sroot", prefix);
+	h_setup("jsp", &prefix, &abort_dir, &root);
 }
 
 static void teardown(void)
 {
-	umount2(root, MNT_DETACH);
-	h_cleanup(prefix);
+	h_teardown(prefix, root);
 }
 
 TestSuite(journal_space, .init = setup, .fini = teardown, .timeout = 120);
@@ -39,11 +36,6 @@ TestSuite(journal_space, .init = setup, .fini = teardown, .timeout = 120);
 static void mount_root(const char *type, const char *options)
 {
 	h_mount_root(root, type, options, teardown);
-}
-
-static const char *in_root(const char *name)
-{
-	return h_str("%s/%s", root, name);
 }
 
 static const char **env_for(void)
@@ -82,9 +74,9 @@ static int journals(long long *bytes)
  * written through a mapping, must not die of SIGBUS. */
 Test(journal_space, lock_files_leave_the_program_its_space_on_a_small_root)
 {
-	const char *locks = in_root(h_str("%slk_0_", prefix));
+	const char *locks = h_in(root, h_str("%slk_0_", prefix));
 	const char *argv[] = {h_bin("SG_SHMTOOL"), "files", locks, "14000", "unlinks", locks, "14000", "wait",
-			      "open", in_root(h_str("%sbig_0_0", prefix)), "6291456", NULL};
+			      "open", h_in(root, h_str("%sbig_0_0", prefix)), "6291456", NULL};
 	struct h_proc p;
 	long long bytes;
 	char *err;
@@ -94,7 +86,7 @@ Test(journal_space, lock_files_leave_the_program_its_space_on_a_small_root)
 	cr_expect_eq(journals(&bytes), 1);
 	cr_expect_leq(bytes, 68 << 10, "the journal kept %lld bytes after its files were gone", bytes);
 	cr_assert_eq(h_finish(&p, &err), 0, "the program failed (SIGBUS is 135): %s", err);
-	cr_expect(h_exists(in_root(h_str("%sbig_0_0", prefix))));
+	cr_expect(h_exists(h_in(root, h_str("%sbig_0_0", prefix))));
 	cr_expect(strstr(err, "stops at"), "the journal's limit was not said: %s", err);
 }
 
@@ -103,7 +95,7 @@ Test(journal_space, lock_files_leave_the_program_its_space_on_a_small_root)
  * reclaimed by sweep --dead. */
 Test(journal_space, a_journal_that_could_not_be_made_is_tried_again)
 {
-	const char *first = in_root(h_str("%sa_0_0", prefix)), *later = in_root(h_str("%sb_0_0", prefix));
+	const char *first = h_in(root, h_str("%sa_0_0", prefix)), *later = h_in(root, h_str("%sb_0_0", prefix));
 	const char *argv[] = {h_bin("SG_SHMTOOL"), "nofile", "4", "open", first, "4096", "nofile", "64",
 			      "open", later, "4096", "wait", NULL};
 	struct h_proc p;
@@ -241,7 +233,7 @@ Test(journal_space, sparse_journals_of_another_user_cost_a_header_each)
  * shown by ls (as foreign) and by doctor --need, and no sweep removes it. */
 Test(journal_space, a_file_named_like_a_journal_is_shown_and_never_swept)
 {
-	const char *cache = in_root(SG_JOURNAL_PREFIX "cache");
+	const char *cache = h_in(root, SG_JOURNAL_PREFIX "cache");
 	const char *ls[] = {h_bin("SG_CLI"), "ls", "--root", root, NULL};
 	const char *need[] = {h_bin("SG_CLI"), "doctor", "--need", "1G", "--root", root, NULL};
 	static char data[1 << 20];
@@ -273,7 +265,7 @@ Test(journal_space, a_file_named_like_a_journal_is_shown_and_never_swept)
  * file still there, removed once none does. */
 Test(journal_space, a_dead_creators_journal_too_big_to_read_whole_goes_once_it_names_nothing)
 {
-	const char *files = in_root(h_str("%smany_0_", prefix));
+	const char *files = h_in(root, h_str("%smany_0_", prefix));
 	const char *argv[] = {h_bin("SG_SHMTOOL"), "files", files, "1500", "wait", NULL};
 	struct h_proc p;
 	long long bytes;

@@ -14,13 +14,12 @@ static const char *prefix, *abort_dir;
 
 static void setup(void)
 {
-	prefix = h_prefix("mark");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("mark", &prefix, &abort_dir, NULL);
 }
 
 static void teardown(void)
 {
-	h_cleanup(prefix);
+	h_teardown(prefix, NULL);
 }
 
 TestSuite(markers, .init = setup, .fini = teardown, .timeout = 30);
@@ -142,6 +141,31 @@ Test(markers, late_put_after_marker_is_unlinked_at_once)
 	cr_assert_str_eq(line, "created");
 	/* No waiting: the creating call itself removed the name. */
 	cr_expect(!h_exists(seg("late")), "a late put survived its creating call");
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
+/* A marker for a request with no file yet in a process is no failure: the
+ * shim says that the request's files are unlinked as they appear, and the
+ * first one is. */
+Test(markers, an_abort_before_any_file_says_its_files_go_as_they_appear)
+{
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "shm", seg("first") + 8, "4096", "wait", "shm", seg("later") + 8,
+			      "4096", "say", "created", "wait", NULL};
+	struct h_proc p = h_start_ready(argv, h_shim_env(abort_dir, "{req}_{int}_{int}", NULL));
+	char *line;
+
+	touch(marker("later"));
+	cr_assert(h_wait_stderr(&p,
+				h_str("request %slater aborted: no file of it here yet; those it makes from now on are "
+				      "unlinked as they appear, until its marker expires",
+				      prefix),
+				5000),
+		  "the shim did not say it");
+	cr_assert_eq(write(p.in, "\n", 1), 1);
+	line = h_read_line(&p, 10000);
+	cr_assert_str_eq(line, "created");
+	cr_expect(!h_exists(seg("later")), "the request's file made after its abort survived");
+	cr_expect(h_exists(seg("first")), "another request's file went");
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 

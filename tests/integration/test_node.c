@@ -26,8 +26,7 @@ static const char *prefix, *abort_dir, *shared_dir, *json_path, *pod_aborts;
 
 static void setup(void)
 {
-	prefix = h_prefix("node");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("node", &prefix, &abort_dir, NULL);
 	/* On /tmp: a pod's own /dev/shm hides the host's, not /tmp. */
 	shared_dir = h_str("/tmp/%sshared", prefix);
 	json_path = h_str("/tmp/%sreport.json", prefix);

@@ -253,6 +253,29 @@ Test(orphans, python_pool_killed_in_its_cgroup_is_reclaimed_exactly)
 	cr_expect_str_eq(remaining(), "before\n");
 }
 
+/* ls's table names the creator watch recorded for a file the shim did not
+ * tag, as it names the shim's: "PID (STATE)", not "-". */
+Test(orphans, ls_shows_the_recorded_creator_of_an_untagged_file)
+{
+	const char *path = shm("mine");
+	char *out, *err, *row;
+	int fd;
+
+	start_watch();
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0, "%s", strerror(errno));
+	close(fd);
+	wait_recorded((const char *[]){path, NULL});
+	cr_assert_eq(h_output((const char *[]){h_bin("SG_CLI"), "ls", NULL}, NULL, &out, &err), 0, "%s", err);
+	row = strstr(out, h_str("  %s\n", path));
+	cr_assert(row, "%s", out);
+	while (row > out && row[-1] != '\n')
+		row--;
+	cr_expect(strstr(row, h_str(" %d (alive) ", (int)getpid())) < strstr(row, path) &&
+			  strstr(row, h_str(" %d (alive) ", (int)getpid())),
+		  "the row does not name its creator: %s", out);
+}
+
 Test(orphans, a_segment_handed_to_the_parent_is_kept)
 {
 	const char *py = h_bin("SG_PSM_POOL");
@@ -363,6 +386,12 @@ Test(orphans, a_consumer_that_opened_a_shared_cgroup_file_keeps_it)
 	cr_assert_str_eq(h_read_line(&consumer, 10000), "ready");
 	/* cat, the creator's second open, was a process of its own: two. */
 	wait_attachers(fa, 2, false);
+	/* Every field of ls --json, the record's too, is documented. */
+	cr_assert_eq(h_output((const char *[]){h_bin("SG_CLI"), "ls", "--json", NULL}, NULL, &out, &err), 0, "%s", err);
+	json_t *ls = json_loads(out, 0, NULL);
+	cr_assert_not_null(ls, "%s", out);
+	h_expect_json_documented(ls, "ls");
+	json_decref(ls);
 
 	out = sweep(false);
 	cr_expect(h_exists(fa), "a file a live consumer opened was swept: %s", out);

@@ -23,30 +23,18 @@ static const char *prefix, *abort_dir, *root;
 
 static void setup(void)
 {
-	prefix = h_prefix("own");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
-	root = h_str("/dev/shm/%sroot", prefix);
+	h_setup("own", &prefix, &abort_dir, &root);
 }
 
 static void teardown(void)
 {
-	umount2(root, MNT_DETACH);
-	h_cleanup(prefix);
+	h_teardown(prefix, root);
 }
 
 TestSuite(owners, .init = setup, .fini = teardown, .timeout = 60);
 
-/* root as a ramfs (no user xattrs at all) in a private mount namespace of
- * this test, or a skip (never in CI). */
-static void ramfs_root(void)
-{
-	h_mount_root(root, "ramfs", "mode=1777", teardown);
-}
-
-static const char *in_root(const char *name)
-{
-	return h_str("%s/%s", root, name);
-}
+/* A test that needs a root without user xattrs mounts a ramfs on root, in
+ * its private mount namespace (h_mount_root): only the journal speaks there. */
 
 static const char **env_for(const char *extra)
 {
@@ -92,7 +80,7 @@ static void owner_of(const char *name, const char **req, int *pid, const char **
 		json_t *tag = json_object_get(f, "tag");
 		cr_assert(path, "%s", out);
 		cr_assert(!strstr(path, SG_JOURNAL_PREFIX), "ls lists a journal: %s", out);
-		if (strcmp(path, in_root(name)) != 0 || !json_is_object(tag))
+		if (strcmp(path, h_in(root, name)) != 0 || !json_is_object(tag))
 			continue;
 		*req = h_str("%s", json_string_value(json_object_get(tag, "request")));
 		*pid = (int)json_integer_value(json_object_get(tag, "creator_pid"));
@@ -112,15 +100,15 @@ static int journals(void)
 Test(owners, without_xattrs_ls_and_sweep_dead_read_the_journal)
 {
 	const char *e1 = h_str("%se1", prefix), *req;
-	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(h_str("vllm_offload_%s.mmap", e1)), "65536",
-			      "open", in_root(h_str("%sa_0_0", prefix)), "4096", "wait", NULL};
-	const char *other[] = {h_bin("SG_SHMTOOL"), "open", in_root(h_str("%sb_0_0", prefix)), "4096", "wait", NULL};
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", h_in(root, h_str("vllm_offload_%s.mmap", e1)), "65536",
+			      "open", h_in(root, h_str("%sa_0_0", prefix)), "4096", "wait", NULL};
+	const char *other[] = {h_bin("SG_SHMTOOL"), "open", h_in(root, h_str("%sb_0_0", prefix)), "4096", "wait", NULL};
 	struct h_proc creator, live;
 	char *out, *err;
 	int pid;
 	const char *state;
 
-	ramfs_root();
+	h_mount_root(root, "ramfs", "mode=1777", teardown);
 	creator = h_start_ready(argv, env_for(NULL));
 	live = h_start_ready(other, env_for(NULL));
 	cr_expect_eq(journals(), 2);
@@ -136,9 +124,9 @@ Test(owners, without_xattrs_ls_and_sweep_dead_read_the_journal)
 	owner_of(h_str("vllm_offload_%s.mmap", e1), &req, &pid, &state);
 	cr_expect_str_eq(state, "dead");
 	cr_assert_eq(sweep(&out, "--dead", NULL), 0, "%s", out);
-	cr_expect(!h_exists(in_root(h_str("vllm_offload_%s.mmap", e1))), "%s", out);
-	cr_expect(!h_exists(in_root(h_str("%sa_0_0", prefix))), "%s", out);
-	cr_expect(h_exists(in_root(h_str("%sb_0_0", prefix))), "a live creator's file was swept: %s", out);
+	cr_expect(!h_exists(h_in(root, h_str("vllm_offload_%s.mmap", e1))), "%s", out);
+	cr_expect(!h_exists(h_in(root, h_str("%sa_0_0", prefix))), "%s", out);
+	cr_expect(h_exists(h_in(root, h_str("%sb_0_0", prefix))), "a live creator's file was swept: %s", out);
 	cr_expect(strstr(out, "removed 2 files"), "%s", out);
 	cr_expect_eq(journals(), 1, "the dead creator's journal stayed, or the live one's went: %s", out);
 
@@ -147,7 +135,7 @@ Test(owners, without_xattrs_ls_and_sweep_dead_read_the_journal)
 	cr_expect_eq(journals(), 1);
 	/* Any sweep that leaves a dead creator no file removes its journal. */
 	cr_assert_eq(sweep(&out, "--request", h_str("%sb", prefix)), 0, "%s", out);
-	cr_expect(!h_exists(in_root(h_str("%sb_0_0", prefix))), "%s", out);
+	cr_expect(!h_exists(h_in(root, h_str("%sb_0_0", prefix))), "%s", out);
 	cr_expect_eq(journals(), 0, "%s", out);
 	cr_expect(strstr(out, "ownership journal of a dead creator"), "%s", out);
 }
@@ -156,17 +144,17 @@ Test(owners, without_xattrs_ls_and_sweep_dead_read_the_journal)
  * one the abort swept counts as gone. */
 Test(owners, a_process_removes_its_journal_when_its_files_are_gone)
 {
-	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(h_str("%sx_0_0", prefix)), "4096",
-			      "open", in_root(h_str("%sy_0_0", prefix)), "4096", "unlink",
-			      in_root(h_str("%sx_0_0", prefix)), "wait", NULL};
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", h_in(root, h_str("%sx_0_0", prefix)), "4096",
+			      "open", h_in(root, h_str("%sy_0_0", prefix)), "4096", "unlink",
+			      h_in(root, h_str("%sx_0_0", prefix)), "wait", NULL};
 	struct h_proc p;
 	char *err;
 
-	ramfs_root();
+	h_mount_root(root, "ramfs", "mode=1777", teardown);
 	p = h_start_ready(argv, env_for(NULL));
 	cr_expect_eq(journals(), 1);
 	h_abort(abort_dir, h_str("%sy", prefix), NULL);
-	cr_expect(h_wait_gone(in_root(h_str("%sy_0_0", prefix)), 2000));
+	cr_expect(h_wait_gone(h_in(root, h_str("%sy_0_0", prefix)), 2000));
 	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
 	cr_expect_eq(journals(), 0, "%s", err);
 }
@@ -180,7 +168,7 @@ Test(owners, another_users_journal_or_tag_is_not_believed)
 	struct sg_journal_head head;
 	char rec[SG_JOURNAL_MAX_SPAN * SG_JOURNAL_SLOT];
 	int span;
-	const char *victim = in_root("victim_0_0"), *control = in_root("control_0_0");
+	const char *victim = h_in(root, "victim_0_0"), *control = h_in(root, "control_0_0");
 	struct stat vst, cst;
 	struct timespec now;
 	uint64_t created;
@@ -213,7 +201,7 @@ Test(owners, another_users_journal_or_tag_is_not_believed)
 	memset(&rec, 0, sizeof(rec));
 	span = sg_journal_rec_commit(rec, vst.st_ino, created, h_str("%sforged", prefix), "victim_0_0");
 	cr_assert_gt(span, 0);
-	fd = open(in_root(SG_JOURNAL_PREFIX "forged"), O_CREAT | O_EXCL | O_WRONLY, 0644);
+	fd = open(h_in(root, SG_JOURNAL_PREFIX "forged"), O_CREAT | O_EXCL | O_WRONLY, 0644);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(write(fd, &head, sizeof(head)), (ssize_t)sizeof(head));
 	cr_assert_eq(write(fd, rec, span * SG_JOURNAL_SLOT), (ssize_t)(span * SG_JOURNAL_SLOT));
@@ -224,7 +212,7 @@ Test(owners, another_users_journal_or_tag_is_not_believed)
 	memset(&rec, 0, sizeof(rec));
 	span = sg_journal_rec_commit(rec, cst.st_ino, created, h_str("%sforged", prefix), "control_0_0");
 	cr_assert_gt(span, 0);
-	fd = open(in_root(SG_JOURNAL_PREFIX "roots"), O_CREAT | O_EXCL | O_WRONLY, 0644);
+	fd = open(h_in(root, SG_JOURNAL_PREFIX "roots"), O_CREAT | O_EXCL | O_WRONLY, 0644);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(write(fd, &head, sizeof(head)), (ssize_t)sizeof(head));
 	cr_assert_eq(write(fd, rec, span * SG_JOURNAL_SLOT), (ssize_t)(span * SG_JOURNAL_SLOT));
@@ -246,7 +234,7 @@ Test(owners, another_users_journal_or_tag_is_not_believed)
 	cr_expect(!h_exists(control), "root's own journal was not believed: %s", out);
 	cr_assert_eq(sweep(&out, "--request", h_str("%sforged", prefix)), 0, "%s", out);
 	cr_expect(h_exists(victim), "%s", out);
-	cr_expect(h_exists(in_root(SG_JOURNAL_PREFIX "forged")), "sweep removed another user's journal: %s", out);
+	cr_expect(h_exists(h_in(root, SG_JOURNAL_PREFIX "forged")), "sweep removed another user's journal: %s", out);
 }
 
 /* A creator in another pid namespace writes its pid there (1): from this
@@ -256,7 +244,7 @@ Test(owners, another_users_journal_or_tag_is_not_believed)
 Test(owners, a_creator_in_another_pid_namespace_is_judged_from_the_initial_one)
 {
 	const char *argv[] = {"/usr/bin/unshare", "--pid", "--fork", h_bin("SG_SHMTOOL"), "open",
-			      in_root(h_str("%sns_0_0", prefix)), "4096", "wait", NULL};
+			      h_in(root, h_str("%sns_0_0", prefix)), "4096", "wait", NULL};
 	const char *req, *state;
 	struct h_proc p;
 	char *out;
@@ -273,7 +261,7 @@ Test(owners, a_creator_in_another_pid_namespace_is_judged_from_the_initial_one)
 	cr_expect_eq(pid, 1, "the creator's pid, as its namespace numbers it");
 	cr_expect_str_eq(state, "alive");
 	cr_assert_eq(sweep(&out, "--dead", NULL), 0, "%s", out);
-	cr_expect(h_exists(in_root(h_str("%sns_0_0", prefix))), "a live creator's file was swept: %s", out);
+	cr_expect(h_exists(h_in(root, h_str("%sns_0_0", prefix))), "a live creator's file was swept: %s", out);
 	cr_expect(strstr(out, "kept"), "%s", out);
 	/* pid 1 of its namespace killed: the namespace ends with it.  (Killing
 	 * unshare alone would leave it running until it read its stdin's end.) */
@@ -289,14 +277,14 @@ Test(owners, a_creator_in_another_pid_namespace_is_judged_from_the_initial_one)
 	owner_of(h_str("%sns_0_0", prefix), &req, &pid, &state);
 	cr_expect_str_eq(state, "dead");
 	cr_assert_eq(sweep(&out, "--dead", NULL), 0, "%s", out);
-	cr_expect(!h_exists(in_root(h_str("%sns_0_0", prefix))), "a dead creator's file was kept: %s", out);
+	cr_expect(!h_exists(h_in(root, h_str("%sns_0_0", prefix))), "a dead creator's file was kept: %s", out);
 }
 
 /* The journals are shmguard's own: only sweep --dead's rule removes them,
  * never --match. */
 Test(owners, journals_are_not_files_to_list_or_match)
 {
-	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", in_root(h_str("%sm_0_0", prefix)), "4096", "wait", NULL};
+	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", h_in(root, h_str("%sm_0_0", prefix)), "4096", "wait", NULL};
 	struct h_proc p;
 	char *out;
 
@@ -319,7 +307,7 @@ Test(owners, doctor_says_the_journal_works_without_xattrs)
 {
 	char *out;
 
-	ramfs_root();
+	h_mount_root(root, "ramfs", "mode=1777", teardown);
 	cli(&out, "doctor", NULL, NULL, NULL);
 	cr_expect(strstr(out, "refuses user xattrs"), "%s", out);
 	cr_expect(strstr(out, "ownership journal (SHMGUARD_TAG=journal, the default) works"), "%s", out);
@@ -366,7 +354,7 @@ Test(owners, the_auditor_does_not_count_journals)
 Test(owners, a_full_root_stops_the_journal_not_the_program)
 {
 	const char *argv[256] = {h_bin("SG_SHMTOOL")};
-	const char *filler = in_root(h_str("%sfiller", prefix));
+	const char *filler = h_in(root, h_str("%sfiller", prefix));
 	static char page[4096];
 	struct h_proc p;
 	char *err;
@@ -380,12 +368,12 @@ Test(owners, a_full_root_stops_the_journal_not_the_program)
 	 * takes the last two of its 128). */
 	for (int i = 0; i < 63; i++) {
 		argv[n++] = "creat";
-		argv[n++] = in_root(h_str("%sf_0_%d", prefix, i));
+		argv[n++] = h_in(root, h_str("%sf_0_%d", prefix, i));
 		argv[n++] = "0";
 	}
 	argv[n++] = "wait";
 	argv[n++] = "creat";
-	argv[n++] = in_root(h_str("%sf_0_63", prefix));
+	argv[n++] = h_in(root, h_str("%sf_0_63", prefix));
 	argv[n++] = "0";
 	argv[n] = NULL;
 	p = h_start_ready(argv, env_for(NULL));
@@ -397,7 +385,7 @@ Test(owners, a_full_root_stops_the_journal_not_the_program)
 	cr_assert_eq(errno, ENOSPC);
 	close(fd);
 	cr_assert_eq(h_finish(&p, &err), 0, "%s", err);
-	cr_expect(h_exists(in_root(h_str("%sf_0_63", prefix))));
+	cr_expect(h_exists(h_in(root, h_str("%sf_0_63", prefix))));
 	/* Refused, for the root's free space is the program's (or failed). */
 	cr_expect(strstr(err, "stops at") || strstr(err, "cannot grow"), "%s", err);
 }
@@ -407,14 +395,14 @@ Test(owners, a_full_root_stops_the_journal_not_the_program)
  * creator's published file is reclaimed. */
 Test(owners, a_renamed_file_is_claimed_under_its_new_name)
 {
-	const char *tmp = in_root(h_str("%stmp.partial", prefix)), *final = in_root(h_str("%spub_0_0", prefix));
+	const char *tmp = h_in(root, h_str("%stmp.partial", prefix)), *final = h_in(root, h_str("%spub_0_0", prefix));
 	const char *argv[] = {h_bin("SG_SHMTOOL"), "open", tmp, "4096", "rename", tmp, final, "wait", NULL};
 	const char *req, *state;
 	struct h_proc p;
 	char *out;
 	int pid;
 
-	ramfs_root();
+	h_mount_root(root, "ramfs", "mode=1777", teardown);
 	p = h_start_ready(argv, env_for(h_str("SHMGUARD_REQUEST_ID=%spub", prefix)));
 	owner_of(h_str("%spub_0_0", prefix), &req, &pid, &state);
 	cr_expect_str_eq(req, h_str("%spub", prefix));

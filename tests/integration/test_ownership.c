@@ -13,11 +13,9 @@ static const char *prefix, *abort_dir, *root;
 
 static void setup(void)
 {
-	prefix = h_prefix("own");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
 	/* A private shm root: names in it need no prefix, so the seeds'
 	 * short names (abc, 0) can be used as they are. */
-	root = h_str("/dev/shm/%sroot", prefix);
+	h_setup("own", &prefix, &abort_dir, &root);
 	cr_assert_eq(mkdir(root, 0755), 0);
 }
 
@@ -28,20 +26,15 @@ static void teardown(void)
 
 TestSuite(ownership, .init = setup, .fini = teardown, .timeout = 30);
 
-static const char *in_root(const char *name)
-{
-	return h_str("%s/%s", root, name);
-}
-
 Test(ownership, seed_collisions_are_not_swept)
 {
 	const char *argv[] = {h_bin("SG_SHMTOOL"),
-			      "open", in_root("abc_0_0"), "4096",
-			      "open", in_root("abc_def_0_0"), "4096",
-			      "open", in_root("abc_1_2_0_0"), "4096",
-			      "open", in_root("other-req_0_0"), "4096",
-			      "open", in_root("0_0_0"), "4096",
-			      "open", in_root("0_1_0"), "4096",
+			      "open", h_in(root, "abc_0_0"), "4096",
+			      "open", h_in(root, "abc_def_0_0"), "4096",
+			      "open", h_in(root, "abc_1_2_0_0"), "4096",
+			      "open", h_in(root, "other-req_0_0"), "4096",
+			      "open", h_in(root, "0_0_0"), "4096",
+			      "open", h_in(root, "0_1_0"), "4096",
 			      "wait", NULL};
 	const char **env = h_shim_env(abort_dir, "{req}_{int}_{int};{req}_{int}_{int}_{int}_{int}",
 				      h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL);
@@ -49,13 +42,13 @@ Test(ownership, seed_collisions_are_not_swept)
 	char *err;
 
 	h_abort(abort_dir, "abc", "0", "abc_1_2", NULL);
-	cr_expect(h_wait_gone(in_root("abc_0_0"), 1000), "abc's own segment survived");
-	cr_expect(h_wait_gone(in_root("0_0_0"), 1000), "0's chunk 0 survived");
-	cr_expect(h_wait_gone(in_root("0_1_0"), 1000), "0's chunk 1 survived");
+	cr_expect(h_wait_gone(h_in(root, "abc_0_0"), 1000), "abc's own segment survived");
+	cr_expect(h_wait_gone(h_in(root, "0_0_0"), 1000), "0's chunk 0 survived");
+	cr_expect(h_wait_gone(h_in(root, "0_1_0"), 1000), "0's chunk 1 survived");
 	/* The sweeps are done (one watcher, events in order): the rest stays. */
-	cr_expect(h_exists(in_root("abc_def_0_0")), "abort of abc swept abc_def's segment");
-	cr_expect(h_exists(in_root("other-req_0_0")), "abort of 0 swept other-req's chunk 0");
-	cr_expect(h_exists(in_root("abc_1_2_0_0")), "an ambiguous name was swept");
+	cr_expect(h_exists(h_in(root, "abc_def_0_0")), "abort of abc swept abc_def's segment");
+	cr_expect(h_exists(h_in(root, "other-req_0_0")), "abort of 0 swept other-req's chunk 0");
+	cr_expect(h_exists(h_in(root, "abc_1_2_0_0")), "an ambiguous name was swept");
 	cr_assert_eq(h_finish(&p, &err), 0);
 	cr_expect_eq(h_occurrences(err, "is ambiguous"), 1, "the ambiguous name is logged once: %s", err);
 	cr_expect(strstr(err, "ambiguous 1,"), "the ambiguous name is counted: %s", err);
@@ -117,17 +110,17 @@ Test(ownership, a_name_that_now_belongs_to_another_file_is_left)
 Test(ownership, open_family_is_tracked)
 {
 	const char *argv[] = {h_bin("SG_SHMTOOL"),
-			      "open", in_root("r_0_0"), "4096",
-			      "open64", in_root("r_0_1"), "4096",
-			      "openat", in_root("r_0_2"), "4096",
-			      "creat", in_root("r_0_3"), "4096",
+			      "open", h_in(root, "r_0_0"), "4096",
+			      "open64", h_in(root, "r_0_1"), "4096",
+			      "openat", h_in(root, "r_0_2"), "4096",
+			      "creat", h_in(root, "r_0_3"), "4096",
 			      "wait", NULL};
 	const char **env = h_shim_env(abort_dir, "{req}_{int}_{int}", h_str("SHMGUARD_SHM_ROOTS=%s", root), NULL);
 	struct h_proc p = h_start_ready(argv, env);
 
 	h_abort(abort_dir, "r", NULL);
 	for (int c = 0; c < 4; c++)
-		cr_expect(h_wait_gone(in_root(h_str("r_0_%d", c)), 1000), "r_0_%d not swept", c);
+		cr_expect(h_wait_gone(h_in(root, h_str("r_0_%d", c)), 1000), "r_0_%d not swept", c);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 

@@ -17,8 +17,7 @@ static const char *prefix, *abort_dir, *work;
 
 static void setup(void)
 {
-	prefix = h_prefix("paths");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("paths", &prefix, &abort_dir, NULL);
 	/* A directory on the shm filesystem that is no root: temporary names
 	 * live here, and link() can reach a root from it. */
 	work = h_str("/dev/shm/%swork", prefix);

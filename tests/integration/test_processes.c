@@ -16,8 +16,7 @@ static const char *prefix, *abort_dir;
 
 static void setup(void)
 {
-	prefix = h_prefix("proc");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("proc", &prefix, &abort_dir, NULL);
 }
 
 static void teardown(void)

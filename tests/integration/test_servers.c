@@ -23,8 +23,7 @@ static struct h_proc postmaster;
 
 static void setup(void)
 {
-	prefix = h_prefix("srv");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("srv", &prefix, &abort_dir, NULL);
 	tmp = h_str("/tmp/%spg", prefix);
 }
 

@@ -23,8 +23,7 @@ static const char *prefix, *abort_dir, *root;
 
 static void setup(void)
 {
-	prefix = h_prefix("swp");
-	abort_dir = h_str("/dev/shm/%sabort", prefix);
+	h_setup("swp", &prefix, &abort_dir, NULL);
 	root = h_str("/dev/shm/%sroot", prefix);
 	cr_assert_eq(mkdir(root, 0755), 0);
 }
@@ -202,6 +201,8 @@ Test(sweep, ls_shows_unlinked_but_mapped_bytes_and_holder)
 		cr_expect_str_eq(json_string_value(json_object_get(h, "via")), "mapping");
 	}
 	cr_expect(found, "the unlinked mapped file is not listed: %s", text);
+	/* Every field, the tag's and the holders' too, is documented. */
+	h_expect_json_documented(r, "ls");
 	json_decref(r);
 	kill9(&p);
 }

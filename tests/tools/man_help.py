@@ -2,7 +2,9 @@
 """The manual pages and --help must agree: every option a command's --help
 lists is in that command's section of shmguard(1) and the other way round,
 their exit-status paragraphs say the same, and libshmguard(7) documents
-exactly the SHMGUARD_* variables that `shmguard run --help` sets.
+exactly the SHMGUARD_* variables that `shmguard run --help` sets.  Every
+--help line fits in 80 columns, and every long option a --help names in its
+text is one that some command's --help lists.
 
 Usage: man_help.py SHMGUARD DOC_DIR [COMMAND...]
 The COMMANDs named are left out: this build has only a stand-in for them
@@ -16,10 +18,13 @@ COMMANDS = ["run", "abort", "audit", "ls", "sweep", "watch", "doctor"]
 # Every command takes these; the page lists them once, in its own section.
 COMMON = {"-h", "--help", "-V", "--version"}
 OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
+LONG_OPTION = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
+COLUMNS = 80
 
 
-def help_text(shmguard, command):
-    return subprocess.run([shmguard, command, "--help"], check=True, capture_output=True, text=True).stdout
+def help_text(shmguard, command=None):
+    argv = [shmguard, command, "--help"] if command else [shmguard, "--help"]
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
 
 
 def help_options(text):
@@ -76,10 +81,17 @@ def main():
     common = man_options(sections.get("OPTIONS OF EVERY COMMAND", ""))
     if common != COMMON:
         problems.append(f"shmguard(1) 'OPTIONS OF EVERY COMMAND' lists {sorted(common)}, not {sorted(COMMON)}")
-    for command in COMMANDS:
-        if command in left_out:
-            continue
-        text = help_text(shmguard, command)
+    texts = {c: help_text(shmguard, c) for c in COMMANDS if c not in left_out}
+    listed = COMMON.union(*(help_options(t) for t in texts.values()))
+    for command in [None] + COMMANDS:
+        text = texts.get(command) or help_text(shmguard, command)
+        name = f"shmguard {command} --help" if command else "shmguard --help"
+        for n, line in enumerate(text.splitlines(), 1):
+            if len(line) > COLUMNS:
+                problems.append(f"{name} line {n} is {len(line)} columns: {line}")
+        for o in sorted(set(LONG_OPTION.findall(text)) - listed):
+            problems.append(f"{name} names {o}, which no command's --help lists")
+    for command, text in texts.items():
         in_help = help_options(text) - COMMON
         if command not in sections:
             problems.append(f"shmguard(1) has no section '## {command}'")

@@ -3,7 +3,8 @@
 
 The shim's parts are layered (docs/architecture.md): the entry points, then
 start-up and the fork handlers (init.c), the modules, and state.c at the
-bottom.  An object's undefined symbol that another object of DIR defines is
+bottom; so are the auditor's (its front door and loop, the events, the
+review, the abort set, the kept records and attribution, the root table).  An object's undefined symbol that another object of DIR defines is
 an arrow; any arrow that can be followed back to where it started is
 printed, with the symbols it stands for."""
 import collections, glob, os, subprocess, sys

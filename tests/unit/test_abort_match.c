@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "abort_match.h"
+#include "cri_log.h"
+#include "log_record.h"
 
 static char err[256];
 
@@ -25,18 +27,13 @@ static void collect(const char *id, size_t len, bool ambiguous, void *ctx)
 
 /* The IDs line yields, each followed by '|' (an ambiguous match: "?" and
  * the text). */
-static const char *ids_after(struct abort_match *m, const char *line, bool continued)
+static const char *ids(struct abort_match *m, const char *line)
 {
 	static char out[1024];
 
 	out[0] = '\0';
-	cr_assert_geq(abort_match_line(m, line, strlen(line), continued, collect, out), 0, "%s", line);
+	cr_assert_geq(abort_match_line(m, line, strlen(line), collect, out), 0, "%s", line);
 	return out;
-}
-
-static const char *ids(struct abort_match *m, const char *line)
-{
-	return ids_after(m, line, false);
 }
 
 /* head and tail joined, living until the next call. */
@@ -109,10 +106,118 @@ Test(abort_match, vllm_hostile_lines)
 			 "chatcmpl-x aborted. Request chatcmpl-victim|");
 	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) chatcmpl-x,chatcmpl-victim."),
 			 "?chatcmpl-x,chatcmpl-victim|");
-	/* An ID holding a newline: vLLM writes "\r\n" and its prefix again;
-	 * the line after is part of the same record. */
-	cr_expect_str_eq(ids_after(m, "INFO 12-01 02:11:22 [async_llm.py:612] Request chatcmpl-victim aborted.", true),
-			 "");
+	/* An ID holding a newline: vLLM writes "\r\n" and its prefix again.
+	 * The record, its lines joined, is matched whole: the ID found holds
+	 * the "\r\n" (which the follower refuses), never the victim's alone. */
+	cr_expect(abort_match_joins_crlf(m));
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:612] Request chatcmpl-att\r\n"
+				"INFO 12-01 02:11:22 [async_llm.py:612] Request chatcmpl-victim aborted."),
+			 "chatcmpl-att\r\nINFO 12-01 02:11:22 [async_llm.py:612] Request chatcmpl-victim|");
+	cr_expect_str_eq(ids(m, "INFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) chatcmpl-att\r\n"
+				"INFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) chatcmpl-victim."),
+			 "chatcmpl-att\r\nINFO 12-01 02:11:22 [async_llm.py:456] Aborted request(s) chatcmpl-victim|");
+	abort_match_free(m);
+}
+
+/* A log's lines, through what abort --follow puts between the file and
+ * the matcher: a CRI log's prefix and P/F parts (cri_log.c), then the
+ * server's records per stream (log_record.c). */
+struct chain {
+	struct abort_match *m;
+	struct cri_log cri;
+	struct log_records records;
+	char out[1024];
+};
+
+static void chain_record(const char *rec, size_t len, void *ctx)
+{
+	struct chain *c = ctx;
+
+	cr_assert_geq(abort_match_line(c->m, rec, len, collect, c->out), 0);
+}
+
+static void chain_cri_line(const char *line, size_t len, enum log_stream st, void *ctx)
+{
+	struct chain *c = ctx;
+
+	cr_assert_eq(log_records_line(&c->records, st, line, len, chain_record, c), 0);
+}
+
+/* The IDs the file's lines yield (CRI: cri; else a plain log), each line
+ * given without its "\n". */
+static const char *chain_ids(struct abort_match *m, bool cri, const char *const *lines, size_t n)
+{
+	static struct chain c;
+
+	c = (struct chain){.m = m};
+	cri_log_init(&c.cri, 4096);
+	log_records_init(&c.records, 4096, abort_match_joins_crlf(m));
+	for (size_t i = 0; i < n; i++)
+		if (cri)
+			cr_assert_eq(cri_log_line(&c.cri, lines[i], strlen(lines[i]), chain_cri_line, &c), 0);
+		else
+			cr_assert_eq(log_records_line(&c.records, LOG_STDOUT, lines[i], strlen(lines[i]), chain_record, &c),
+				     0);
+	cri_log_free(&c.cri);
+	log_records_free(&c.records);
+	return c.out;
+}
+
+#define CHAIN(m, cri, ...)                                                                                         \
+	chain_ids(m, cri, (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
+
+#define V "INFO 12-01 02:11:22 [async_llm.py:612] "
+#define TS "2026-12-01T20:00:00.123456789"
+
+/* A client's request ID "chatcmpl-att\nRequest chatcmpl-victim": vLLM
+ * writes "V Request chatcmpl-att\r\nV Request chatcmpl-victim aborted.\n".
+ * However the log lays that out, the victim's ID is never found alone. */
+Test(abort_match, a_vllm_record_of_two_lines_is_matched_whole_in_every_layout)
+{
+	struct abort_match *m = preset("vllm", NULL);
+	const char *joined = "chatcmpl-att\r\n" V "Request chatcmpl-victim|";
+
+	/* A plain log (the server's output in a file). */
+	cr_expect_str_eq(CHAIN(m, false, V "Request chatcmpl-att\r", V "Request chatcmpl-victim aborted."), joined);
+	/* conmon (podman, CRI-O) keeps the "\r" and writes stderr's lines
+	 * between stdout's. */
+	cr_expect_str_eq(CHAIN(m, true, TS "+00:00 stdout F " V "Request chatcmpl-att\r", TS "+00:00 stderr F noise",
+			       TS "+00:00 stdout F " V "Request chatcmpl-victim aborted."),
+			 joined);
+	/* conmon, its read ending between the "\r" and the "\n": a P part,
+	 * then an F part holding nothing, stderr between them. */
+	cr_expect_str_eq(CHAIN(m, true, TS "+00:00 stdout P " V "Request chatcmpl-att\r", TS "+00:00 stderr F noise",
+			       TS "+00:00 stdout F ", TS "+00:00 stderr F noise",
+			       TS "+00:00 stdout F " V "Request chatcmpl-victim aborted."),
+			 joined);
+	/* A stderr line ending in "\r" holds up stderr alone. */
+	cr_expect_str_eq(CHAIN(m, true, TS "Z stderr F progress 10%\r", TS "Z stdout F " V "Request chatcmpl-ok aborted.",
+			       TS "Z stderr F " V "Request chatcmpl-victim aborted."),
+			 "chatcmpl-ok|");
+	abort_match_free(m);
+}
+
+/* Records split by the runtime into parts are matched once joined, per
+ * stream: containerd cuts a line at its maximum size (P parts, "\r\n"
+ * taken off the last), stderr's parts between. */
+Test(abort_match, records_split_by_the_runtime_are_joined_per_stream)
+{
+	struct abort_match *m = preset("vllm", NULL);
+
+	cr_expect_str_eq(CHAIN(m, true, TS "Z stdout P " V "Request chatcmpl-", TS "Z stderr P " V "Request chatcmpl-e",
+			       TS "Z stdout P long", TS "Z stderr F rr aborted.", TS "Z stdout F id aborted.",
+			       TS "Z stdout F " V "Request chatcmpl-next aborted."),
+			 "chatcmpl-err|chatcmpl-longid|chatcmpl-next|");
+	/* A part alone is never a record. */
+	cr_expect_str_eq(CHAIN(m, true, TS "Z stdout P " V "Request chatcmpl-part aborted."), "");
+	abort_match_free(m);
+	/* Presets whose servers write no "\r\n" in a record: each line is a
+	 * record, a "\r" at its end taken off. */
+	m = preset("nginx", NULL);
+	cr_expect(!abort_match_joins_crlf(m));
+	cr_expect_str_eq(CHAIN(m, false, "1.2.3.4 - - [x] \"GET / HTTP/1.1\" 499 0 complete= rid=r1\r",
+			       "1.2.3.4 - - [x] \"GET / HTTP/1.1\" 499 0 complete= rid=r2"),
+			 "r1|r2|");
 	abort_match_free(m);
 }
 
@@ -241,6 +346,6 @@ Test(abort_match, gives_up_on_runaway_backtracking, .timeout = 20)
 	memset(line, 'a', sizeof(line) - 2);
 	line[sizeof(line) - 2] = 'b';
 	line[sizeof(line) - 1] = '\0';
-	cr_expect_eq(abort_match_line(m, line, strlen(line), false, collect, (char[1024]){0}), -1);
+	cr_expect_eq(abort_match_line(m, line, strlen(line), collect, (char[1024]){0}), -1);
 	abort_match_free(m);
 }

@@ -42,9 +42,14 @@ static void touch(const char *name)
 	close(fd);
 }
 
+/* Why name is no marker, or NULL; the error it comes with must agree. */
 static const char *refusal(const char *name, struct stat *st)
 {
-	return sg_marker_refusal(dfd, name, geteuid(), st);
+	const char *why;
+	int ret = sg_marker_check(dfd, name, geteuid(), st, &why);
+
+	cr_expect((ret == 0) == (why == NULL), "%s: %d, %s", name, ret, why ? why : "no reason");
+	return ret < 0 ? why : NULL;
 }
 
 Test(marker, a_regular_file_with_one_link_is_one)
@@ -82,8 +87,9 @@ Test(marker, another_users_file_is_none_for_root_and_for_them)
 	cr_expect_str_eq(refusal("theirs", &st) ?: "", "foreign owner");
 	/* A file of root's counts for every euid; one of 4242's for 4242. */
 	touch("roots");
-	cr_expect_null(sg_marker_refusal(dfd, "roots", 4343, &st));
-	cr_expect_not_null(sg_marker_refusal(dfd, "theirs", 4343, &st));
+	const char *why;
+	cr_expect_eq(sg_marker_check(dfd, "roots", 4343, &st, &why), 0);
+	cr_expect_eq(sg_marker_check(dfd, "theirs", 4343, &st, &why), -EACCES);
 }
 
 Test(marker, names_that_are_no_request_ids_and_gone_files_are_not_examined)
@@ -97,6 +103,9 @@ Test(marker, names_that_are_no_request_ids_and_gone_files_are_not_examined)
 	cr_expect_eq(st.st_mode, 0);
 	cr_expect_str_eq(refusal("never-made", &st) ?: "", "gone");
 	cr_expect_eq(st.st_mode, 0);
+	const char *why;
+	cr_expect_eq(sg_marker_check(dfd, "never-made", geteuid(), &st, &why), -ENOENT);
+	cr_expect_eq(sg_marker_check(dfd, "..", geteuid(), &st, &why), -EINVAL);
 }
 
 Test(marker, nothing_counts_in_a_directory_the_shims_refuse)

@@ -2,6 +2,7 @@
  * and the /metrics server, spoken to over a real socket. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -117,7 +118,7 @@ Test(metrics, textfile_is_replaced_whole)
 	unlink(path);
 	rmdir(dir);
 	free(cmd);
-	cr_expect_eq(metrics_write_file("/nonexistent-dir/x.prom", "x\n", 2, err, sizeof(err)), -1);
+	cr_expect_eq(metrics_write_file("/nonexistent-dir/x.prom", "x\n", 2, err, sizeof(err)), -ENOENT);
 }
 
 /* A connection to the server from the loopback address from (127.0.0.1,
@@ -369,8 +370,8 @@ Test(metrics, workload_series_are_labelled_and_escaped)
 
 	m.workloads = ws;
 	m.nworkloads = 2;
-	m.aborts_without_workload = 3;
-	m.abort_records = 5;
+	m.abort_book.without_workload = 3;
+	m.abort_book.records = 5;
 	cr_assert(text = metrics_render(&m, &len));
 	cr_expect(strstr(text, "\nshmguard_workload_aborts_measured_total{namespace=\"serving\",pod=\"vllm-0\","
 			       "container=\"\",container_id=\"4f1a\",id=\"/kubepods/pod1/4f1a\",cgroup_id=\"7\"} 10\n"),

@@ -3,6 +3,7 @@
  * attack by another user is in tests/integration/test_hostile.c. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,14 +103,14 @@ Test(outfile, refuses_a_symlink_a_fifo_and_a_directory_and_leaves_them)
 	cr_assert_eq(symlink(at("secret"), at("link")), 0);
 	cr_assert_eq(mkfifo(at("fifo"), 0666), 0);
 	cr_assert_eq(mkdir(at("dir"), 0755), 0);
-	cr_expect_eq(sg_outfile_replace(at("link"), "x", 1, 0644, 0, err, sizeof(err)), -1);
+	cr_expect_eq(sg_outfile_replace(at("link"), "x", 1, 0644, 0, err, sizeof(err)), -EEXIST);
 	cr_expect(strstr(err, "symbolic link"), "%s", err);
 	cr_expect_str_eq(slurp(at("secret")), "root only\n");
 	cr_expect_eq(lstat(at("link"), &st), 0);
 	cr_expect(S_ISLNK(st.st_mode));
-	cr_expect_eq(sg_outfile_open(&f, at("fifo"), 0644, 0, err, sizeof(err)), -1, "a FIFO must not block or be used");
+	cr_expect_eq(sg_outfile_open(&f, at("fifo"), 0644, 0, err, sizeof(err)), -EEXIST, "a FIFO must not block or be used");
 	cr_expect(strstr(err, "FIFO"), "%s", err);
-	cr_expect_eq(sg_outfile_replace(at("dir"), "x", 1, 0644, 0, err, sizeof(err)), -1);
+	cr_expect_eq(sg_outfile_replace(at("dir"), "x", 1, 0644, 0, err, sizeof(err)), -EEXIST);
 	cr_expect(strstr(err, "directory"), "%s", err);
 	cr_expect_eq(entries(), 4, "a temporary file was left behind");
 }
@@ -125,7 +126,7 @@ Test(outfile, a_symlink_planted_after_the_open_is_replaced_not_followed)
 	cr_assert_eq(write(f.fd, "{}\n", 3), 3);
 	cr_assert_eq(symlink(at("secret"), at("r.json")), 0);
 	/* The commit says so; the secret is untouched either way. */
-	cr_expect_eq(sg_outfile_commit(&f, 0, err, sizeof(err)), -1);
+	cr_expect_eq(sg_outfile_commit(&f, 0, err, sizeof(err)), -EEXIST);
 	cr_expect(strstr(err, "symbolic link"), "%s", err);
 	cr_expect_str_eq(slurp(at("secret")), "root only\n");
 	cr_expect_eq(lstat(at("r.json"), &st), 0);
@@ -169,13 +170,13 @@ Test(outfile, a_missing_or_symlinked_directory_is_a_reason)
 {
 	char err[SG_OUTFILE_ERR_MAX];
 
-	cr_expect_eq(sg_outfile_replace(at("none/r.json"), "x", 1, 0644, 0, err, sizeof(err)), -1);
+	cr_expect_eq(sg_outfile_replace(at("none/r.json"), "x", 1, 0644, 0, err, sizeof(err)), -ENOENT);
 	cr_expect(strstr(err, "No such file"), "%s", err);
 	cr_assert_eq(mkdir(at("real"), 0755), 0);
 	cr_assert_eq(symlink(at("real"), at("alias")), 0);
-	cr_expect_eq(sg_outfile_replace(at("alias/r.json"), "x", 1, 0644, 0, err, sizeof(err)), -1);
+	cr_expect_eq(sg_outfile_replace(at("alias/r.json"), "x", 1, 0644, 0, err, sizeof(err)), -ELOOP);
 	cr_expect(strstr(err, "symbolic link"), "%s", err);
-	cr_expect_eq(sg_outfile_replace(at("real/"), "x", 1, 0644, 0, err, sizeof(err)), -1);
+	cr_expect_eq(sg_outfile_replace(at("real/"), "x", 1, 0644, 0, err, sizeof(err)), -EISDIR);
 }
 
 Test(outfile, append_adds_to_a_plain_file_and_refuses_the_rest)
@@ -190,12 +191,12 @@ Test(outfile, append_adds_to_a_plain_file_and_refuses_the_rest)
 	cr_expect_str_eq(slurp(at("summary")), "other step\nours\n");
 	put(at("secret"), "root only\n");
 	cr_assert_eq(symlink(at("secret"), at("link")), 0);
-	cr_expect_eq(sg_outfile_append(at("link"), err, sizeof(err)), -1);
+	cr_expect_eq(sg_outfile_append(at("link"), err, sizeof(err)), -ELOOP);
 	cr_assert_eq(link(at("secret"), at("hard")), 0);
-	cr_expect_eq(sg_outfile_append(at("hard"), err, sizeof(err)), -1);
+	cr_expect_eq(sg_outfile_append(at("hard"), err, sizeof(err)), -EEXIST);
 	cr_expect(strstr(err, "hard links"), "%s", err);
 	cr_assert_eq(mkfifo(at("fifo"), 0666), 0);
-	cr_expect_eq(sg_outfile_append(at("fifo"), err, sizeof(err)), -1, "a FIFO must not block or be used");
+	cr_expect_eq(sg_outfile_append(at("fifo"), err, sizeof(err)), -ENXIO, "a FIFO must not block or be used");
 	cr_expect_str_eq(slurp(at("secret")), "root only\n");
 }
 
@@ -208,8 +209,8 @@ Test(outfile, open_at_writes_into_the_callers_directory_and_leaves_it_open)
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	cr_assert_geq(dfd, 0);
-	cr_expect_eq(sg_outfile_open_at(&f, dfd, "a/b", 0644, 0, err, sizeof(err)), -1, "a path is not a name");
-	cr_expect_eq(sg_outfile_open_at(&f, dfd, "..", 0644, 0, err, sizeof(err)), -1);
+	cr_expect_eq(sg_outfile_open_at(&f, dfd, "a/b", 0644, 0, err, sizeof(err)), -EINVAL, "a path is not a name");
+	cr_expect_eq(sg_outfile_open_at(&f, dfd, "..", 0644, 0, err, sizeof(err)), -EINVAL);
 	cr_assert_eq(sg_outfile_open_at(&f, dfd, "marker", 0644, 0, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(sg_outfile_commit(&f, SG_OUTFILE_FSYNC, err, sizeof(err)), 0, "%s", err);
 	cr_expect_str_eq(slurp(at("marker")), "");

@@ -20,20 +20,22 @@ static struct audit_leftover *leftover(struct audit_leftover *next, const char *
 
 static json_t *report(struct audit_abort *aborts, unsigned naborts)
 {
-	struct audit_opts o = {.json_path = "report.json"};
-	struct audit a = {.o = &o, .aborts = aborts, .naborts = naborts, .probe = "test", .cmd_status = -1};
+	struct audit_opts o = {.reports.json_path = "report.json"};
+	struct audit a = {.o = &o, .abort_set = {.aborts = aborts, .naborts = naborts}, .run.probe = "test",
+			  .run.cmd_status = -1};
 	char err[200];
 	json_error_t jerr;
 	json_t *root;
 
 	cr_assert_eq(sg_patterns_parse(&o.patterns, "{req}_{int}_{int}", err, sizeof(err)), 0, "%s", err);
-	cr_assert_geq(a.json_fd = memfd_create("report", 0), 0);
+	cr_assert_geq(a.run.json_fd = memfd_create("report", 0), 0);
 	cr_assert_not_null(a.files = audit_files_new(10));
-	cr_assert_eq(audit_report_write(&a), AUDIT_PASS);
-	lseek(a.json_fd, 0, SEEK_SET);
-	root = json_loadfd(a.json_fd, 0, &jerr);
+	bool failed[AUDIT_REPORT_FILES];
+	cr_assert_eq(audit_report_write(&a, failed), AUDIT_PASS);
+	lseek(a.run.json_fd, 0, SEEK_SET);
+	root = json_loadfd(a.run.json_fd, 0, &jerr);
 	cr_assert_not_null(root, "%s", jerr.text);
-	close(a.json_fd);
+	close(a.run.json_fd);
 	audit_files_free(a.files);
 	return root;
 }

@@ -1,4 +1,4 @@
-/* The review (audit_eval.c) on a clock and a view of the holders the test
+/* The review (audit_review.c) on a clock and a view of the holders the test
  * gives: its pacing, an abort's grace and the rule that forgets a file
  * never named only after two cycles missed it.  The root is a directory
  * of the test's own; no BPF, no root, no wall clock. */
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "audit_engine.h"
-#include "audit_event.h"
+#include "audit_trace.h"
 #include "audit_summary.h"
 #include "holders.h"
 
@@ -57,17 +57,18 @@ static void setup(void)
 	o = (struct audit_opts){.grace = 2, .max_files = 1000};
 	snprintf(o.abort_dir, sizeof(o.abort_dir), "%s", abort_dir);
 	clk = (struct fake_clock){.now = 1 * S};
-	a = (struct audit){.o = &o, .aborts_tail = &a.aborts, .cmd_status = -1, .start_ns = 1 * S,
-			   .clock = {fake_now, &clk}, .holders = {no_holders, NULL}, .roots = &root0, .nroots = 1,
-			   .roots_cap = 1};
+	a = (struct audit){.o = &o, .abort_set.aborts_tail = &a.abort_set.aborts, .run.cmd_status = -1, .start_ns = 1 * S,
+			   .clock = {fake_now, &clk}, .holders = {no_holders, NULL},
+			   .root_table = {.roots = &root0, .nroots = 1, .roots_cap = 1}};
 	root0 = (struct audit_root){.in_use = true, .kdev = sg_kdev(st.st_dev), .dir_ino = st.st_ino, .id = 1,
 				    .dfd = -1, .abort_dfd = -1, .abort_wd = -1};
 	snprintf(root0.path, sizeof(root0.path), "%s", root);
-	cr_assert_geq(a.abort_dfd = open(abort_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), 0);
-	cr_assert_eq(fstat(a.abort_dfd, &dir), 0);
-	a.abort_kdev = sg_kdev(dir.st_dev);
-	a.abort_ino = dir.st_ino;
+	cr_assert_geq(a.abort_set.abort_dfd = open(abort_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), 0);
+	cr_assert_eq(fstat(a.abort_set.abort_dfd, &dir), 0);
+	a.abort_set.abort_kdev = sg_kdev(dir.st_dev);
+	a.abort_set.abort_ino = dir.st_ino;
 	cr_assert_not_null(a.files = audit_files_new(o.max_files));
+	a.attribution = (struct audit_attribution){.patterns = &o.patterns, .files = a.files};
 	cr_assert_not_null(a.review = audit_review_new());
 }
 
@@ -110,10 +111,10 @@ static struct audit_file *follow(const char *name, size_t bytes, const char *req
 	} else {
 		n = *ino; /* an inode no entry names */
 	}
-	cr_assert_not_null(f = audit_files_add(a.files, a.roots[0].kdev, n, 1, "test", NULL));
+	cr_assert_not_null(f = audit_files_add(a.files, a.root_table.roots[0].kdev, n, 1, "test", NULL));
 	f->created_ns = clk.now;
 	if (name)
-		audit_file_named(&a, f, 0, name, false);
+		audit_file_named(&a.attribution, f, 0, name, false);
 	if (request)
 		audit_files_attribute(a.files, f, request, REQ_TAG, -1);
 	if (ino)
@@ -124,11 +125,11 @@ static struct audit_file *follow(const char *name, size_t bytes, const char *req
 /* request's abort marker, appearing now. */
 static struct audit_abort *mark(const char *request)
 {
-	int fd = openat(a.abort_dfd, request, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int fd = openat(a.abort_set.abort_dfd, request, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert(audit_abort_add(&a, 0, a.abort_dfd, request, true));
+	cr_assert(audit_abort_add(&a, 0, a.abort_set.abort_dfd, request, true));
 	return audit_abort_of(&a, 0, request);
 }
 
@@ -142,10 +143,10 @@ static void step_at(double s)
 /* Steps at s until the cycle under way (if one started) ends. */
 static void cycle_at(double s)
 {
-	uint32_t before = a.cycles;
+	uint32_t before = a.reviewed.cycles;
 
 	step_at(s);
-	for (int i = 0; i < 100 && a.cycles == before && audit_review_due_s(&a) <= s + 1; i++) {
+	for (int i = 0; i < 100 && a.reviewed.cycles == before && audit_review_due_s(&a) <= s + 1; i++) {
 		clk.per_read = 0;
 		audit_review_step(&a);
 	}
@@ -155,12 +156,12 @@ Test(review, a_cycle_comes_a_second_after_the_last_when_reading_is_cheap)
 {
 	follow("a", 4096, "r1", NULL);
 	cycle_at(1.0);
-	cr_assert_eq(a.cycles, 1);
-	cr_expect_eq(a.files_left, 1);
+	cr_assert_eq(a.reviewed.cycles, 1);
+	cr_expect_eq(a.reviewed.files_left, 1);
 	cycle_at(1.9);
-	cr_expect_eq(a.cycles, 1, "a cycle before REVIEW_S was over");
+	cr_expect_eq(a.reviewed.cycles, 1, "a cycle before REVIEW_S was over");
 	cycle_at(2.1);
-	cr_expect_eq(a.cycles, 2);
+	cr_expect_eq(a.reviewed.cycles, 2);
 }
 
 /* The directory reads hold the root's lock: a cycle whose reads took 0.1 s
@@ -173,14 +174,14 @@ Test(review, directory_reads_are_paced_to_their_share_of_the_time)
 	audit_review_step(&a);
 	clk.per_read = 0;
 	cycle_at(audit_now_s(&a));
-	cr_assert_eq(a.cycles, 1);
+	cr_assert_eq(a.reviewed.cycles, 1);
 	double ended = audit_now_s(&a);
 	cycle_at(ended + 2);
-	cr_expect_eq(a.cycles, 1, "the next cycle came 2 s after a cycle that read for 0.1 s");
+	cr_expect_eq(a.reviewed.cycles, 1, "the next cycle came 2 s after a cycle that read for 0.1 s");
 	cycle_at(ended + 5);
-	cr_expect_eq(a.cycles, 1, "the next cycle came 5 s after a cycle that read for 0.1 s");
+	cr_expect_eq(a.reviewed.cycles, 1, "the next cycle came 5 s after a cycle that read for 0.1 s");
 	cycle_at(ended + 10);
-	cr_expect_eq(a.cycles, 2, "no cycle 10 s after");
+	cr_expect_eq(a.reviewed.cycles, 2, "no cycle 10 s after");
 }
 
 /* An abort is measured only once its grace is over, by a cycle that began
@@ -196,12 +197,12 @@ Test(review, an_abort_is_measured_when_its_grace_is_over)
 	at(10.0);
 	cr_assert_not_null(ab = mark("r1"));
 	cycle_at(11.0);
-	cr_expect_geq(a.cycles, 1);
-	cr_expect_eq(a.unmeasured, ab, "measured within its grace");
+	cr_expect_geq(a.reviewed.cycles, 1);
+	cr_expect_eq(a.abort_set.unmeasured, ab, "measured within its grace");
 	cr_expect_eq(ab->leaked_files, 0);
 	cr_expect_float_eq(audit_review_due_s(&a), 12.0, 1e-9, "the review does not wait for the end of the grace");
 	cycle_at(12.0);
-	cr_expect_null(a.unmeasured, "not measured at the end of its grace");
+	cr_expect_null(a.abort_set.unmeasured, "not measured at the end of its grace");
 	cr_expect_eq(ab->leaked_files, 1, "only r1's file is r1's leftover");
 	snprintf(path, sizeof(path), "%s/r1-seg", root);
 	cr_assert_eq(lstat(path, &st), 0);
@@ -217,18 +218,18 @@ Test(review, an_abort_waits_for_a_reported_tmpfs_to_be_looked_for)
 	struct audit_abort *ab;
 
 	o.node_mode = true;
-	a.full_wanted = true;
-	a.full_scan_begun_s = 5.0;
+	a.scans.full_wanted = true;
+	a.scans.full_scan_begun_s = 5.0;
 	at(10.0);
 	cr_assert_not_null(ab = mark("r1"));
 	cycle_at(12.5);
-	cr_expect_eq(a.unmeasured, ab, "measured while the reported tmpfs had not been looked for");
+	cr_expect_eq(a.abort_set.unmeasured, ab, "measured while the reported tmpfs had not been looked for");
 	/* The scan of every namespace finds the pod's tmpfs and its file. */
-	a.full_wanted = false;
-	a.full_scan_begun_s = 12.6;
+	a.scans.full_wanted = false;
+	a.scans.full_scan_begun_s = 12.6;
 	follow("r1-seg", 8192, "r1", NULL);
 	cycle_at(13.7);
-	cr_expect_null(a.unmeasured, "not measured once the tmpfs was looked for");
+	cr_expect_null(a.abort_set.unmeasured, "not measured once the tmpfs was looked for");
 	cr_expect_eq(ab->leaked_files, 1, "the pod's file is not the abort's leftover");
 }
 
@@ -243,19 +244,19 @@ Test(review, a_device_reported_after_the_last_full_scan_holds_no_older_abort)
 	follow("r1-seg", 8192, "r1", NULL);
 	at(10.0);
 	cr_assert_not_null(ab = mark("r1"));
-	a.full_scan_begun_s = 12.2;
-	a.full_wanted = true;
+	a.scans.full_scan_begun_s = 12.2;
+	a.scans.full_wanted = true;
 	cycle_at(12.5);
-	cr_expect_null(a.unmeasured, "held back by a device reported after the last full scan");
+	cr_expect_null(a.abort_set.unmeasured, "held back by a device reported after the last full scan");
 	cr_expect_eq(ab->leaked_files, 1);
 }
 
 /* Steps, as the event loop would, until the cycle under way ends. */
 static void finish_cycle(void)
 {
-	uint32_t before = a.cycles;
+	uint32_t before = a.reviewed.cycles;
 
-	for (int i = 0; i < 100000 && a.cycles == before; i++) {
+	for (int i = 0; i < 100000 && a.reviewed.cycles == before; i++) {
 		if (audit_review_due_s(&a) > audit_now_s(&a))
 			at(audit_review_due_s(&a) + 1e-6); /* past it: at() rounds down to the ns */
 		audit_review_step(&a);
@@ -282,14 +283,14 @@ Test(review, files_caught_up_during_a_cycle_wait_for_the_next)
 	clk.per_read = S / 10; /* the slice ends at the first look at the clock */
 	audit_review_step(&a);
 	clk.per_read = 0;
-	cr_assert_eq(a.cycles, 0, "the cycle ended in its first slice");
+	cr_assert_eq(a.reviewed.cycles, 0, "the cycle ended in its first slice");
 	follow("r1-seg", 8192, NULL, NULL); /* caught up: named, its request not looked at yet */
 	audit_review_caught_up(&a, a.start_ns + (uint64_t)(10.5 * S));
 	finish_cycle();
-	cr_assert_eq(a.cycles, 1);
-	cr_expect_eq(a.unmeasured, ab, "measured by a cycle that did not look at the file caught up");
+	cr_assert_eq(a.reviewed.cycles, 1);
+	cr_expect_eq(a.abort_set.unmeasured, ab, "measured by a cycle that did not look at the file caught up");
 	finish_cycle();
-	cr_expect_null(a.unmeasured, "not measured by the next cycle");
+	cr_expect_null(a.abort_set.unmeasured, "not measured by the next cycle");
 	cr_expect_eq(ab->leaked_files, 1, "the file caught up is not the abort's leftover");
 }
 
@@ -305,7 +306,7 @@ Test(review, a_file_removed_within_the_grace_is_not_a_leftover)
 	snprintf(path, sizeof(path), "%s/r1-seg", root);
 	cr_assert_eq(unlink(path), 0);
 	cycle_at(12.5);
-	cr_expect_null(a.unmeasured);
+	cr_expect_null(a.abort_set.unmeasured);
 	cr_expect_eq(ab->leaked_files, 0);
 	cr_expect_eq(ab->leaked_bytes, 0);
 }
@@ -323,12 +324,12 @@ Test(review, a_file_never_named_is_forgotten_after_two_missed_cycles)
 	snprintf(path, sizeof(path), "%s/gone", root);
 	cr_assert_eq(unlink(path), 0);
 	cycle_at(1.0);
-	cr_assert_eq(a.cycles, 1);
-	cr_expect_not_null(audit_files_find(a.files, a.roots[0].kdev, unnamed), "forgotten after one missed cycle");
-	cr_expect_null(audit_files_find(a.files, a.roots[0].kdev, named), "a named file gone was kept");
+	cr_assert_eq(a.reviewed.cycles, 1);
+	cr_expect_not_null(audit_files_find(a.files, a.root_table.roots[0].kdev, unnamed), "forgotten after one missed cycle");
+	cr_expect_null(audit_files_find(a.files, a.root_table.roots[0].kdev, named), "a named file gone was kept");
 	cycle_at(2.5);
-	cr_assert_eq(a.cycles, 2);
-	cr_expect_null(audit_files_find(a.files, a.roots[0].kdev, unnamed), "kept after two missed cycles");
+	cr_assert_eq(a.reviewed.cycles, 2);
+	cr_expect_null(audit_files_find(a.files, a.root_table.roots[0].kdev, unnamed), "kept after two missed cycles");
 }
 
 /* The holder the test's view shows: a process holding the file unlinked
@@ -367,10 +368,10 @@ Test(review, a_file_unlinked_but_held_is_counted_and_kept)
 	a.holders.scan = one_holder;
 	for (int i = 0; i < 3; i++)
 		cycle_at(1.0 + 1.5 * i);
-	cr_assert_eq(a.cycles, 3);
-	cr_expect_not_null(audit_files_find(a.files, a.roots[0].kdev, held.ino));
-	cr_expect_eq(a.files_left, 1);
-	cr_expect_eq(a.tracked, (uint64_t)st.st_blocks * 512);
+	cr_assert_eq(a.reviewed.cycles, 3);
+	cr_expect_not_null(audit_files_find(a.files, a.root_table.roots[0].kdev, held.ino));
+	cr_expect_eq(a.reviewed.files_left, 1);
+	cr_expect_eq(a.reviewed.tracked, (uint64_t)st.st_blocks * 512);
 	cr_expect_str_eq(f->name, "held");
 }
 
@@ -379,7 +380,7 @@ static size_t listed_measured(uint64_t *leaked)
 {
 	size_t n = 0;
 
-	for (const struct audit_abort *ab = a.aborts; ab && ab != a.unmeasured; ab = ab->next, n++)
+	for (const struct audit_abort *ab = a.abort_set.aborts; ab && ab != a.abort_set.unmeasured; ab = ab->next, n++)
 		*leaked += ab->leaked_bytes;
 	return n;
 }
@@ -399,7 +400,8 @@ Test(review, measured_aborts_are_folded_and_the_records_held_stay_bounded)
 
 	audit_files_free(a.files);
 	cr_assert_not_null(a.files = audit_files_new(o.max_files = 10 * ABORTS));
-	o.abort_detail = WINDOW;
+	a.attribution.files = a.files;
+	o.gate.abort_detail = WINDOW;
 	for (int i = 0; i < ABORTS; i++) {
 		double t = 10.0 + i * 0.01;
 		snprintf(req, sizeof(req), "r%d", i);
@@ -416,24 +418,24 @@ Test(review, measured_aborts_are_folded_and_the_records_held_stay_bounded)
 		} else {
 			cr_assert_eq(unlink(path), 0);
 		}
-		cr_assert_eq(unlinkat(a.abort_dfd, req, 0), 0);
+		cr_assert_eq(unlinkat(a.abort_set.abort_dfd, req, 0), 0);
 		if (i % BATCH == BATCH - 1) {
 			cycle_at(t + 3); /* past the grace: the batch is measured */
 			cycle_at(t + 4.5);
 			leaked = 0;
 			cr_assert_leq(listed_measured(&leaked), 2 * WINDOW, "after %d aborts", i + 1);
-			cr_assert_leq(a.nkept, leaky, "a request is known only while its marker or a file remains: %zu kept, %u leaky, %zu files, after %d", a.nkept, leaky, audit_files_count(a.files), i + 1);
+			cr_assert_leq(a.abort_set.nkept, leaky, "a request is known only while its marker or a file remains: %zu kept, %u leaky, %zu files, after %d", a.abort_set.nkept, leaky, audit_files_count(a.files), i + 1);
 		}
 	}
 	audit_review_finish(&a);
 	leaked = 0;
 	size_t listed = listed_measured(&leaked);
 	cr_expect_leq(listed, 2 * WINDOW);
-	cr_expect_eq(a.aborts_measured, ABORTS);
-	cr_assert_not_null(a.folded);
-	cr_expect_eq(a.folded->aborts + listed, ABORTS);
-	cr_expect_eq(a.folded->leaked_bytes + leaked, truth);
-	cr_expect_eq(a.leaked_measured, truth);
+	cr_expect_eq(a.abort_set.aborts_measured, ABORTS);
+	cr_assert_not_null(a.abort_set.folded);
+	cr_expect_eq(a.abort_set.folded->aborts + listed, ABORTS);
+	cr_expect_eq(a.abort_set.folded->leaked_bytes + leaked, truth);
+	cr_expect_eq(a.abort_set.leaked_measured, truth);
 	/* The groups the report prints: every leftover, folded or listed. */
 	struct groups by_proc = {0}, by_shape = {0};
 	audit_group_leftovers(&a, &by_proc, &by_shape);
@@ -444,8 +446,8 @@ Test(review, measured_aborts_are_folded_and_the_records_held_stay_bounded)
 	free(by_proc.g);
 	free(by_shape.g);
 	/* The leaked files are followed still: their requests stay known as aborted. */
-	cr_expect_eq(a.aborted_held, truth);
-	cr_expect_leq(a.nkept, leaky);
+	cr_expect_eq(a.reviewed.aborted_held, truth);
+	cr_expect_leq(a.abort_set.nkept, leaky);
 }
 
 /* The syscalls probe sends a creation at the open's return, after inotify
@@ -462,15 +464,12 @@ Test(review, a_markers_creation_read_after_the_marker_takes_no_place)
 	cr_assert_geq(fd = open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0644), 0);
 	cr_assert_eq(fstat(fd, &st), 0);
 	close(fd);
-	cr_assert(audit_abort_add(&a, 0, a.abort_dfd, "req", true));
+	cr_assert(audit_abort_add(&a, 0, a.abort_set.abort_dfd, "req", true));
 	audit_files_end_exclusions(a.files);
 
-	struct sg_audit_create e = {.h = {.type = SG_AUDIT_CREATE, .tgid = 1, .ts_ns = 2 * S},
-				    .ino = st.st_ino,
-				    .dir_ino = dir.st_ino,
-				    .dev = sg_kdev(st.st_dev)};
-	snprintf(e.name, sizeof(e.name), "req");
-	audit_on_event(&a, &e, sizeof(e));
+	struct audit_event e = {.type = AUDIT_EVENT_CREATE, .tgid = 1, .ts_ns = 2 * S, .ino = st.st_ino,
+				.dir_ino = dir.st_ino, .kdev = sg_kdev(st.st_dev), .name = "req"};
+	audit_on_event(&a, &e);
 	cr_expect_eq(audit_files_count(a.files), 0, "the marker took a place in the table");
 	audit_workloads_free(&a.workloads);
 }

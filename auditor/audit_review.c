@@ -134,11 +134,11 @@ static const struct sg_holder *holder_in_root(struct pass *p, uint32_t kdev, uin
 	size_t n;
 
 	if (!p->holders_read) {
-		uint32_t *kdevs = calloc(p->a->nroots ? p->a->nroots : 1, sizeof(*kdevs));
+		uint32_t *kdevs = calloc(p->a->root_table.nroots ? p->a->root_table.nroots : 1, sizeof(*kdevs));
 		unsigned n = 0;
-		for (unsigned r = 0; kdevs && r < p->a->nroots; r++)
-			if (p->a->roots[r].in_use)
-				kdevs[n++] = p->a->roots[r].kdev;
+		for (unsigned r = 0; kdevs && r < p->a->root_table.nroots; r++)
+			if (p->a->root_table.roots[r].in_use)
+				kdevs[n++] = p->a->root_table.roots[r].kdev;
 		if (p->a->holders.scan)
 			p->a->holders.scan(p->a->holders.ctx, &p->holders, kdevs, n);
 		else
@@ -163,10 +163,10 @@ static bool stat_linked(struct pass *p, const struct audit_file *f, struct stat 
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2];
 
-	if (f->root < 0 || !f->name || (unsigned)f->root >= p->a->nroots || !p->a->roots[f->root].in_use ||
-	    p->a->roots[f->root].kdev != f->kdev)
+	if (f->root < 0 || !f->name || (unsigned)f->root >= p->a->root_table.nroots || !p->a->root_table.roots[f->root].in_use ||
+	    p->a->root_table.roots[f->root].kdev != f->kdev)
 		return false;
-	snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
+	snprintf(path, sizeof(path), "%s/%s", p->a->root_table.roots[f->root].path, f->name);
 	return lstat(path, st) == 0 && st->st_ino == f->ino && sg_kdev(st->st_dev) == f->kdev;
 }
 
@@ -231,7 +231,7 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 	if (f->indexed || f->source == REQ_AMBIGUOUS)
 		return;
 	if (m->linked && f->root >= 0 && (unsigned)f->root < rv->nroots && f->name) {
-		snprintf(path, sizeof(path), "%s/%s", p->a->roots[f->root].path, f->name);
+		snprintf(path, sizeof(path), "%s/%s", p->a->root_table.roots[f->root].path, f->name);
 		js = &rv->journals[f->root];
 		/* The owner and mode are looked up only for a claim or a tag. */
 		if (sg_journals_claim_any(js, f->ino) && lstat(path, &st) == 0 && st.st_ino == f->ino &&
@@ -247,27 +247,14 @@ static void attribute(struct pass *p, struct audit_review *rv, struct audit_file
 			return;
 		}
 	}
-	audit_attribute_by_name(p->a, f);
+	audit_attribute_by_name(&p->a->attribution, f);
 }
 
 /* A file that exists counts in the cycle's totals, with its request.  The
  * shim's ownership journals are its own bookkeeping: they do not count. */
-/* The abort of f's request: its root's own abort directory's, else
- * --abort-dir's (a directory the pods share aborts every pod's files of
- * the request: otherwise its aborts would count and their files not). */
-const struct audit_abort *audit_abort_of_file(const struct audit *a, const struct audit_file *f)
-{
-	uint32_t scope = audit_root_scope(a, f->kdev, f->root);
-	char buf[AUDIT_FILE_REQUEST_MAX];
-	const char *request = audit_file_request(f, buf);
-	const struct audit_abort *ab = scope ? audit_abort_of(a, scope, request) : NULL;
-
-	return ab ? ab : audit_abort_of(a, 0, request);
-}
-
 static void count(struct pass *p, struct audit_review *rv, struct audit_file *f, const struct measured *m)
 {
-	struct audit_root *root = f->root >= 0 && (unsigned)f->root < p->a->nroots ? &p->a->roots[f->root] : NULL;
+	struct audit_root *root = f->root >= 0 && (unsigned)f->root < p->a->root_table.nroots ? &p->a->root_table.roots[f->root] : NULL;
 
 	if (!f->name && m->name)
 		audit_files_name(p->a->files, f, m->root, m->name);
@@ -281,8 +268,7 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 	}
 	rv->tracked += m->bytes;
 	rv->files++;
-	if (root)
-		root->counting.tracked += m->bytes;
+	audit_roots_count(p->a, f->root, m->bytes, 0);
 	struct audit_workload *w = f->creator->workload;
 	if (w) {
 		w->next_tracked += m->bytes;
@@ -292,8 +278,7 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 	}
 	if (!f->indexed) {
 		rv->unattributed += m->bytes;
-		if (root)
-			root->counting.unattributed += m->bytes;
+		audit_roots_count(p->a, f->root, 0, m->bytes);
 	} else if (audit_abort_of_file(p->a, f)) {
 		rv->aborted_held += m->bytes;
 		if (w)
@@ -308,14 +293,14 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
  * there, under that name. */
 static void note_name(struct audit *a, struct audit_review *rv, unsigned r, const struct dirent *e)
 {
-	struct audit_file *f = audit_files_find(a->files, a->roots[r].kdev, e->d_ino);
+	struct audit_file *f = audit_files_find(a->files, a->root_table.roots[r].kdev, e->d_ino);
 
 	if (!f)
 		return;
 	f->seen = rv->cycle;
 	if (f->root == (int)r && f->name && strcmp(f->name, e->d_name) == 0)
 		return;
-	audit_file_named(a, f, (int)r, e->d_name, true);
+	audit_file_named(&a->attribution, f, (int)r, e->d_name, true);
 	f->looked_up = false; /* its request is looked for under the new name */
 }
 
@@ -326,7 +311,7 @@ static bool name_files(struct audit *a, struct audit_review *rv, uint64_t deadli
 	unsigned n = 0;
 
 	for (; rv->root < rv->nroots; rv->root++) {
-		if (!rv->dir && (!a->roots[rv->root].in_use || !(rv->dir = opendir(a->roots[rv->root].path))))
+		if (!rv->dir && (!a->root_table.roots[rv->root].in_use || !(rv->dir = opendir(a->root_table.roots[rv->root].path))))
 			continue;
 		while ((e = readdir(rv->dir))) {
 			if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && sg_journal_name(e->d_name))
@@ -408,22 +393,9 @@ static void settle_suspects(struct pass *p, struct audit_review *rv)
 			continue;
 		}
 		audit_file_freed(p->a, f);
-		p->a->freed_by_review++;
+		p->a->reviewed.freed_by_review++;
 	}
 	rv->nsuspects = 0;
-}
-
-/* What an abort's sweep (or its owner) gave back.  Its abort, not measured
- * yet, still counts for its workload. */
-void audit_file_freed(struct audit *a, struct audit_file *f)
-{
-	struct audit_abort *ab = f->indexed ? (struct audit_abort *)audit_abort_of_file(a, f) : NULL;
-
-	if (ab)
-		audit_abort_note_file(ab, f);
-	if (ab && f->measured)
-		a->reclaimed += f->bytes;
-	audit_files_remove(a->files, f);
 }
 
 struct abort_ctx {
@@ -457,11 +429,7 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 	memcpy(l->comm, f->creator->comm, sizeof(l->comm));
 	l->shape = f->shape;
 	l->segment = m.size > 0;
-	l->next = c->ab->leftovers;
-	c->ab->leftovers = l;
-	c->ab->leaked_bytes += m.bytes;
-	c->ab->leaked_files++;
-	c->ab->leaked_segments += l->segment;
+	audit_abort_add_leftover(c->ab, l);
 }
 
 /* Whether ab's grace is over by until_s, and its files are where the
@@ -479,19 +447,11 @@ static void measure_aborts(struct pass *p, double until_s)
 {
 	struct audit *a = p->a;
 
-	for (struct audit_abort *ab; (ab = a->unmeasured) && measurable(a, ab, until_s);) {
+	for (struct audit_abort *ab; (ab = a->abort_set.unmeasured) && measurable(a, ab, until_s);) {
 		struct abort_ctx c = {p, ab};
 		audit_files_of_request(a->files, ab->request, measure_leftover, &c);
 		audit_tags_count(a, ab);
-		for (unsigned i = 0; i < ab->workloads.n; i++)
-			ab->workloads.w[i]->aborts++;
-		if (!ab->workloads.n)
-			a->workloads.aborts_without++;
-		ab->measured = true;
-		audit_workload_set_free(&ab->workloads);
-		a->unmeasured = ab->next;
-		a->aborts_measured++;
-		a->leaked_measured += ab->leaked_bytes;
+		audit_abort_measured(a, ab);
 	}
 	audit_fold_measured(a);
 }
@@ -521,7 +481,7 @@ void audit_review_free(struct audit_review *rv)
 /* Whether an abort is measurable: it waits for the end of a cycle. */
 static bool abort_waits(const struct audit *a, double now)
 {
-	return a->unmeasured && measurable(a, a->unmeasured, now);
+	return a->abort_set.unmeasured && measurable(a, a->abort_set.unmeasured, now);
 }
 
 double audit_review_due_s(const struct audit *a)
@@ -533,8 +493,8 @@ double audit_review_due_s(const struct audit *a)
 		return 0;
 	if (rv->phase != REVIEW_IDLE)
 		return rv->slice_end_s + (rv->phase == REVIEW_NAMING ? NAMING_PAUSE_S : PAUSE_S);
-	if (a->unmeasured && a->unmeasured->marker_s + a->o->grace < due && measurable(a, a->unmeasured, INFINITY))
-		due = a->unmeasured->marker_s + a->o->grace;
+	if (a->abort_set.unmeasured && a->abort_set.unmeasured->marker_s + a->o->grace < due && measurable(a, a->abort_set.unmeasured, INFINITY))
+		due = a->abort_set.unmeasured->marker_s + a->o->grace;
 	/* Freed files leave the table only at a cycle's end: not paced when
 	 * the table nears --max-files, which would lose new files. */
 	if (audit_files_count(a->files) >= a->o->max_files / 4 * 3)
@@ -588,10 +548,9 @@ static void start_cycle(struct audit *a)
 				    .reading_ns = rv->phase == REVIEW_IDLE ? 0 : rv->reading_ns};
 	/* Memory short: no directory is read this cycle, each file is looked
 	 * at through its name instead (slower, as right). */
-	if ((rv->journals = calloc(a->nroots ? a->nroots : 1, sizeof(*rv->journals))))
-		rv->nroots = a->nroots;
-	for (unsigned r = 0; r < a->nroots; r++)
-		a->roots[r].counting = (struct audit_root_bytes){0};
+	if ((rv->journals = calloc(a->root_table.nroots ? a->root_table.nroots : 1, sizeof(*rv->journals))))
+		rv->nroots = a->root_table.nroots;
+	audit_roots_count_begin(a);
 }
 
 /* Works on the cycle until deadline (CLOCK_MONOTONIC); true at its end. */
@@ -622,20 +581,19 @@ static void work(struct audit *a, uint64_t deadline)
 	if (!advance(a, &p, deadline))
 		return;
 	settle_suspects(&p, rv);
-	a->tracked = rv->tracked;
-	a->unattributed = rv->unattributed;
-	a->files_left = rv->files;
-	a->aborted_held = rv->aborted_held;
-	a->live_pending = rv->live_pending;
-	a->live_files = rv->live_files;
-	for (unsigned r = 0; r < a->nroots; r++)
-		a->roots[r].bytes = a->roots[r].counting;
-	a->cycles++;
-	a->last_review_s = audit_now_s(a);
-	a->last_review_duration_s = a->last_review_s - rv->started_s;
+	a->reviewed.tracked = rv->tracked;
+	a->reviewed.unattributed = rv->unattributed;
+	a->reviewed.files_left = rv->files;
+	a->reviewed.aborted_held = rv->aborted_held;
+	a->reviewed.live_pending = rv->live_pending;
+	a->reviewed.live_files = rv->live_files;
+	audit_roots_count_end(a);
+	a->reviewed.cycles++;
+	a->reviewed.last_review_s = audit_now_s(a);
+	a->reviewed.last_review_duration_s = a->reviewed.last_review_s - rv->started_s;
 	measure_aborts(&p, covered_until(a, rv));
 	end_pass(&p);
-	audit_workloads_cycle_end(&a->workloads, a->last_review_s);
+	audit_workloads_cycle_end(&a->workloads, a->reviewed.last_review_s);
 	audit_fold_sweep(a);
 	rv->phase = REVIEW_IDLE;
 	rv->next_s = audit_now_s(a) + REVIEW_S;
@@ -653,7 +611,7 @@ void audit_review_step(struct audit *a)
 	 * requests of the files made since begins again, once. */
 	if (rv->phase != REVIEW_IDLE && !rv->urgent && abort_waits(a, now)) {
 		rv->urgent = true;
-		if (covered_until(a, rv) < a->unmeasured->marker_s + a->o->grace)
+		if (covered_until(a, rv) < a->abort_set.unmeasured->marker_s + a->o->grace)
 			start_cycle(a);
 	}
 	if (rv->phase == REVIEW_IDLE)
