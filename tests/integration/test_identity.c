@@ -162,7 +162,7 @@ Test(identity, a_sweep_through_another_namespaces_proc_judges_no_creator)
 Test(identity, a_sweep_that_cannot_read_every_process_judges_no_creator_of_another_namespace_dead)
 {
 	const char *seg = h_str("%shidden_0_0", prefix);
-	const char *argv[] = {"/usr/bin/unshare", "--pid", "--fork", h_bin("SG_SHMTOOL"), "open", in_root(seg), "4096",
+	const char *argv[] = {"/usr/bin/unshare", "--pid", "--fork", h_bin("SG_SHMTOOL"), "open", h_in(root, seg), "4096",
 			      "wait", NULL};
 	const char *sweep[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--ignore-unreadable", "--dead", NULL};
 	struct h_proc p;
@@ -177,7 +177,7 @@ Test(identity, a_sweep_that_cannot_read_every_process_judges_no_creator_of_anoth
 	p = h_start_ready(argv, env_for(NULL));
 	cr_expect_str_eq(creator_of(NULL, seg, &pid), "alive");
 	cr_assert_eq(h_output_as(h_hostile_user(), sweep, NULL, &out, &err), 0, "%s%s", out, err);
-	cr_expect(h_exists(in_root(seg)), "a live creator another user cannot see was judged dead: %s", out);
+	cr_expect(h_exists(h_in(root, seg)), "a live creator another user cannot see was judged dead: %s", out);
 	cr_expect(strstr(out, "some processes could not be read"), "%s", out);
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }

@@ -79,18 +79,18 @@ Test(audit_options, a_budget_alone_asks_for_one_abort)
 	struct audit_opts o;
 
 	cr_assert_eq(parse(&o, (const char *[]){"--max-kib-per-abort", "64", "--", "/bin/true", NULL}), 0);
-	cr_assert(o.have_budget);
-	cr_assert_eq(o.min_aborts, 1, "the default --min-aborts is 1, not %u", o.min_aborts);
+	cr_assert(o.gate.have_budget);
+	cr_assert_eq(o.gate.min_aborts, 1, "the default --min-aborts is 1, not %u", o.gate.min_aborts);
 	cr_assert_eq(parse(&o, (const char *[]){"--max-kib-per-abort", "64", "--min-aborts", "0", "--", "/bin/true",
 						 NULL}),
 		     0);
-	cr_assert_eq(o.min_aborts, 0, "an explicit 0 is the user's");
+	cr_assert_eq(o.gate.min_aborts, 0, "an explicit 0 is the user's");
 	cr_assert_eq(parse(&o, (const char *[]){"--max-kib-per-abort", "64", "--min-aborts", "7", "--", "/bin/true",
 						 NULL}),
 		     0);
-	cr_assert_eq(o.min_aborts, 7);
+	cr_assert_eq(o.gate.min_aborts, 7);
 	/* Without a budget there is no gate, and no floor to give. */
 	cr_assert_eq(parse(&o, (const char *[]){"--", "/bin/true", NULL}), 0);
-	cr_assert_eq(o.min_aborts, 0);
+	cr_assert_eq(o.gate.min_aborts, 0);
 	cr_assert_lt(parse(&o, (const char *[]){"--min-aborts", "2", "--", "/bin/true", NULL}), 0);
 }
