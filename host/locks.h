@@ -5,7 +5,10 @@
  * files, shm_{key}_lockfile.lock), so a locked file, or a segment whose
  * lock file is locked, is in use.  /proc/locks lists every lock of the
  * kernel, of every mount namespace, by the superblock's device and the
- * inode; it is read with bounds, and past them nothing is known. */
+ * inode; it is read with bounds, and past them nothing is known.  It is
+ * read a page at a time and is no snapshot (a lock let go earlier in its
+ * list hides a later one): a file it does not show locked is asked itself
+ * before it goes (host/reclaim.c). */
 #ifndef SHMGUARD_LOCKS_H
 #define SHMGUARD_LOCKS_H
 
