@@ -89,6 +89,13 @@ bool audit_trace_decode(const void *data, size_t size, struct audit_event *e)
 		e->start_ns = c->start_ns;
 		e->parent_start_ns = c->parent_start_ns;
 		e->parent_tgid = c->parent_tgid;
+		_Static_assert(AUDIT_EVENT_ANCESTORS == SG_AUDIT_ANCESTORS, "every ancestor sent is decoded");
+		e->ancestors_whole = c->whole && c->nancestors <= SG_AUDIT_ANCESTORS;
+		e->nancestors = c->nancestors <= SG_AUDIT_ANCESTORS ? c->nancestors : 0;
+		for (uint32_t i = 0; i < e->nancestors; i++) {
+			e->ancestors[i].tgid = c->ancestors[i].tgid;
+			e->ancestors[i].start_ns = c->ancestors[i].start_ns;
+		}
 		e->name = string_in(c->name, size - offsetof(struct sg_audit_create, name));
 		break;
 	case SG_AUDIT_NAME:

@@ -36,6 +36,7 @@ enum audit_event_type {
 };
 
 #define AUDIT_EVENT_COMM_LEN 16
+#define AUDIT_EVENT_ANCESTORS 8
 /* A name or request the kernel side sends, NUL included (SG_AUDIT_NAME_MAX). */
 #define AUDIT_EVENT_NAME_MAX 256
 
@@ -54,6 +55,14 @@ struct audit_event {
 	 * (CLOCK_BOOTTIME ns, 0 unknown). */
 	uint64_t start_ns, parent_start_ns;
 	uint32_t parent_tgid; /* create: 0 outside the auditor's pid namespace */
+	/* create: its ancestors, its parent first, up to its cgroup's first
+	 * process; ancestors_whole when those are all of them. */
+	bool ancestors_whole;
+	uint32_t nancestors;
+	struct {
+		uint32_t tgid; /* 0 outside the auditor's pid namespace */
+		uint64_t start_ns;
+	} ancestors[AUDIT_EVENT_ANCESTORS];
 	/* create, name: the name ("" unknown); tag: the request ("" none).
 	 * Points into the event's buffer: valid during the callback. */
 	const char *name;

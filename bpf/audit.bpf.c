@@ -243,6 +243,40 @@ static __always_inline long read_name(struct dentry *d, char *name)
 	return bpf_probe_read_kernel_str(name, SG_AUDIT_NAME_MAX, BPF_CORE_READ(d, d_name.name));
 }
 
+static __always_inline __u64 cgroup_of(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+}
+
+/* The ancestors of the process whose group leader is leader, up to the
+ * first process of its cgroup or a child of the host's PID 1 (which takes
+ * no name handed over): the processes that started its instance. */
+static __always_inline void fill_ancestors(struct sg_audit_create *e, struct task_struct *leader)
+{
+	struct task_struct *t = leader;
+
+	e->whole = 0;
+	e->nancestors = 0;
+	for (__u32 i = 0; i <= SG_AUDIT_ANCESTORS; i++) {
+		struct task_struct *p = BPF_CORE_READ(t, real_parent);
+		__u32 global = p ? BPF_CORE_READ(p, tgid) : 0;
+
+		if (!p || global <= 1 || cgroup_of(p) != cgroup_of(t)) {
+			e->whole = 1;
+			return;
+		}
+		if (i == SG_AUDIT_ANCESTORS)
+			return;
+		p = BPF_CORE_READ(p, group_leader);
+		e->ancestors[i].tgid = seen_tgid(p);
+		e->ancestors[i].start_ns = BPF_CORE_READ(p, start_boottime);
+		if (!e->ancestors[i].tgid)
+			return;
+		e->nancestors = i + 1;
+		t = p;
+	}
+}
+
 /* The creating process's start and its parent's, as /proc shows them. */
 static __always_inline void fill_creator(struct sg_audit_create *e)
 {
@@ -254,11 +288,13 @@ static __always_inline void fill_creator(struct sg_audit_create *e)
 	if (!bpf_core_field_exists(leader->start_boottime)) {
 		e->start_ns = e->parent_start_ns = 0;
 		e->parent_tgid = 0;
+		e->whole = e->nancestors = 0;
 		return;
 	}
 	e->start_ns = BPF_CORE_READ(leader, start_boottime);
 	e->parent_tgid = parent ? seen_tgid(parent) : 0;
 	e->parent_start_ns = parent ? BPF_CORE_READ(parent, group_leader, start_boottime) : 0;
+	fill_ancestors(e, leader);
 }
 
 /* inode was created, and is called d where the probe knows (else NULL). */
@@ -372,6 +408,7 @@ static __always_inline void fill_creator_btf(struct sg_audit_create *e)
 	e->start_ns = leader->start_boottime;
 	e->parent_tgid = !parent ? 0 : pidns_is_initial ? parent->tgid : seen_tgid(parent);
 	e->parent_start_ns = parent ? parent->group_leader->start_boottime : 0;
+	fill_ancestors(e, leader);
 }
 
 /* inode, of the followed device dev, is being created: it has no name yet. */

@@ -15,6 +15,8 @@
 #define SG_AUDIT_ANON_MINORS (1u << 20)
 #define SG_AUDIT_NAME_MAX 256
 #define SG_AUDIT_COMM_LEN 16
+/* A creator's ancestors are sent up to this many. */
+#define SG_AUDIT_ANCESTORS 8
 
 enum sg_audit_event_type {
 	SG_AUDIT_CREATE = 1, /* a file was created on a shm device */
@@ -48,7 +50,19 @@ struct sg_audit_create {
 	__u64 start_ns;
 	__u64 parent_start_ns;
 	__u32 parent_tgid; /* 0: outside the auditor's pid namespace */
+	/* The creator's ancestors, its parent first, up to the first process
+	 * of its cgroup (whose parent is in another cgroup) or a child of the
+	 * host's PID 1: whole is 1 when ancestors[0..nancestors) are all of
+	 * them, 0 when there were more, or one outside the auditor's pid
+	 * namespace, or no start times (before Linux 5.5). */
+	__u32 whole;
+	__u32 nancestors;
 	__u32 pad2;
+	struct {
+		__u64 start_ns;
+		__u32 tgid;
+		__u32 pad;
+	} ancestors[SG_AUDIT_ANCESTORS];
 	char name[SG_AUDIT_NAME_MAX]; /* "" unknown; sent up to its NUL */
 };
 

@@ -52,6 +52,23 @@ static const char *state_of(const struct sg_shm_listing *l, const struct sg_crea
 	return process_state(l, r, r->pid, r->start_ticks);
 }
 
+/* ", started by pid 5 (dead), pid 3 (alive)" (its parent first, up to its
+ * instance's start), "and more" when some were not recorded. */
+static const char *ancestors_text(const struct sg_shm_listing *l, const struct sg_creator_rec *r, char *buf,
+				  size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < r->nancestors && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s pid %u (%s)", i ? "," : ", started by",
+					 r->ancestors[i].pid,
+					 process_state(l, r, r->ancestors[i].pid, r->ancestors[i].start_ticks));
+	if ((r->flags & SG_REC_ANCESTORS_CUT) && used < len)
+		snprintf(buf + used, len - used, "%s others not recorded", r->nancestors ? " and" : ", started by");
+	return buf;
+}
+
 const char *orphan_view_creator(const struct orphan_view *v, const struct sg_shm_listing *l,
 				const struct sg_shm_file *f, char *buf, size_t len)
 {
@@ -91,7 +108,7 @@ static const char *cgroup_word(uint64_t id)
 void orphan_view_print(const struct orphan_view *v, const struct sg_shm_listing *l)
 {
 	char path[SG_PATH_MAX + SG_NAME_MAX + 2], name[SG_ESCAPED_MAX], comm[SG_ESCAPED_MAX], cg[SG_ESCAPED_MAX];
-	char others[SG_REC_ATTACHERS * 40 + 64];
+	char others[SG_REC_ATTACHERS * 40 + 64], started[SG_REC_ANCESTORS * 40 + 64];
 	bool header = false;
 
 	if (v->why[0])
@@ -110,9 +127,10 @@ void orphan_view_print(const struct orphan_view *v, const struct sg_shm_listing 
 		sg_text_escape(path, name, sizeof(name));
 		sg_text_escape(r->comm, comm, sizeof(comm));
 		sg_text_escape(r->cgroup[0] ? r->cgroup : "?", cg, sizeof(cg));
-		printf("  %s: pid %u (%s, %s) in cgroup %s (%s, %s)%s: %s: %s\n", name, r->pid, comm, state_of(l, r),
+		printf("  %s: pid %u (%s, %s) in cgroup %s (%s, %s)%s%s: %s: %s\n", name, r->pid, comm, state_of(l, r),
 		       cg, d.shared ? "shared" : "its own", cgroup_word(r->cgroup_id),
-		       attachers_text(l, r, others, sizeof(others)), d.proven ? "orphan" : "kept",
+		       ancestors_text(l, r, started, sizeof(started)), attachers_text(l, r, others, sizeof(others)),
+		       d.proven ? "orphan" : "kept",
 		       d.proven ? d.proof : d.missing);
 	}
 }
@@ -137,6 +155,13 @@ json_t *orphan_view_json(const struct orphan_view *v, const struct sg_shm_listin
 								   r->attachers[i].start_ticks)));
 	json_object_set_new(o, "attachers", att);
 	json_object_set_new(o, "attachers_lost", json_boolean(r->flags & SG_REC_ATTACHERS_LOST));
+	json_t *anc = json_array();
+	for (uint32_t i = 0; i < r->nancestors; i++)
+		json_array_append_new(anc, json_pack("{s:i, s:s}", "pid", (int)r->ancestors[i].pid, "state",
+						     process_state(l, r, r->ancestors[i].pid,
+								   r->ancestors[i].start_ticks)));
+	json_object_set_new(o, "ancestors", anc);
+	json_object_set_new(o, "ancestors_cut", json_boolean(r->flags & SG_REC_ANCESTORS_CUT));
 	return o;
 }
 

@@ -98,6 +98,17 @@ void sg_watch_creator(struct sg_creator_rec *r, const struct audit_event *e)
 		r->parent_start_ticks = ticks_of(e->parent_start_ns);
 	else
 		r->parent_pid = 0;
+	/* The chain up to its instance's start, whole or refused. */
+	r->nancestors = e->nancestors <= SG_REC_ANCESTORS ? e->nancestors : 0;
+	_Static_assert(AUDIT_EVENT_ANCESTORS <= SG_REC_ANCESTORS, "a record holds every ancestor the kernel sends");
+	bool whole = e->ancestors_whole && e->start_ns && e->nancestors <= SG_REC_ANCESTORS;
+	for (uint32_t i = 0; i < r->nancestors; i++) {
+		r->ancestors[i] = (struct sg_rec_ancestor){.pid = e->ancestors[i].tgid,
+							   .start_ticks = ticks_of(e->ancestors[i].start_ns)};
+		whole &= r->ancestors[i].pid && e->ancestors[i].start_ns;
+	}
+	if (!whole)
+		r->flags |= SG_REC_ANCESTORS_CUT;
 }
 
 bool sg_watch_attacher(struct sg_creator_rec *r, const struct audit_event *e)

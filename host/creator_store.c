@@ -109,9 +109,9 @@ int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen)
 	s->n = h.n;
 	for (size_t i = 0; i < s->n; i++) {
 		terminate(&s->recs[i]);
-		if (s->recs[i].nattachers > SG_REC_ATTACHERS) {
-			snprintf(err, errlen, "%s/%s holds a record with %u attachers: not read", dir, SG_STORE_FILE,
-				 s->recs[i].nattachers);
+		if (s->recs[i].nattachers > SG_REC_ATTACHERS || s->recs[i].nancestors > SG_REC_ANCESTORS) {
+			snprintf(err, errlen, "%s/%s holds a record with %u attachers and %u ancestors: not read", dir,
+				 SG_STORE_FILE, s->recs[i].nattachers, s->recs[i].nancestors);
 			goto cleanup;
 		}
 	}

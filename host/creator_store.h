@@ -16,7 +16,7 @@
 
 #define SG_STORE_DIR "/run/shmguard"
 #define SG_STORE_FILE "creators"
-/* At most this many records (about 730 bytes each): a file created past
+/* At most this many records (about 860 bytes each): a file created past
  * it has none, and is never proven an orphan. */
 #define SG_STORE_MAX 16384
 #define SG_STORE_MAX_TEXT "16384"
@@ -31,8 +31,23 @@
 /* watch ran without following opens (--no-attachers): nobody knows who
  * opened the file, which fails that proof too. */
 #define SG_REC_ATTACHERS_UNSEEN 2u
+/* The processes that started the creator, its parent first, up to the
+ * first process of its cgroup (or a child of the host's PID 1), as the
+ * kernel saw them at creation: at most this many. */
+#define SG_REC_ANCESTORS 8
+#define SG_REC_ANCESTORS_TEXT "8"
+/* Its ancestors up to its instance's start are not all recorded (more
+ * than SG_REC_ANCESTORS, one watch could not name, or a kernel without
+ * start times): the proof that needs them all fails. */
+#define SG_REC_ANCESTORS_CUT 4u
 
 struct sg_rec_attacher {
+	uint32_t pid; /* in the record's pidns */
+	uint32_t pad;
+	uint64_t start_ticks;
+};
+
+struct sg_rec_ancestor {
 	uint32_t pid; /* in the record's pidns */
 	uint32_t pad;
 	uint64_t start_ticks;
@@ -52,8 +67,9 @@ struct sg_creator_rec {
 	uint32_t parent_pid; /* its parent when it created the file, 0 unknown */
 	uint32_t flags;      /* SG_REC_* */
 	uint32_t nattachers;
-	uint32_t pad;
+	uint32_t nancestors;
 	struct sg_rec_attacher attachers[SG_REC_ATTACHERS];
+	struct sg_rec_ancestor ancestors[SG_REC_ANCESTORS];
 	char comm[16];
 	char name[SG_REC_NAME_MAX];      /* in its root; "" unknown */
 	char cgroup[SG_REC_CGROUP_MAX];  /* path below the cgroup2 root; "" unknown or too long */

@@ -31,56 +31,54 @@ bool sg_cgroup_shared(const char *path)
 	       fnmatch("session-*.scope", name, 0) == 0 || fnmatch("user@*.service", name, 0) == 0;
 }
 
-/* The host's PID 1 (systemd, or an init) never takes a name handed over. */
-static bool is_host_init(uint32_t pid)
-{
-	return pid == 1;
-}
-
 struct sg_orphan_verdict sg_orphan_judge(const struct sg_creator_rec *r, const struct sg_orphan_facts *f,
 					 bool ignore_unreadable)
 {
-	/* A cgroup that cannot be asked about is no instance to rely on: the
-	 * creator and its parent must speak for it, as in a shared one. */
+	/* A cgroup that cannot be asked about is no instance to rely on. */
 	bool unchecked = !r->cgroup_id || f->cgroup == SG_CGROUP_UNKNOWN;
+	bool gone = !unchecked && f->cgroup == SG_CGROUP_GONE;
 	struct sg_orphan_verdict v = {.shared = unchecked || sg_cgroup_shared(r->cgroup)};
 
 	/* The instance first: what is missing there says the most. */
 	if (!f->inode_same)
 		v.missing = "the name is not the file recorded any more";
-	else if (!unchecked && f->cgroup == SG_CGROUP_GONE)
-		v.proof = "its instance is gone: its creator's cgroup no longer exists";
-	else if (!v.shared)
+	else if (!v.shared && !gone)
 		v.missing = "its instance runs: its creator's cgroup exists";
 	else if (f->creator == CREATOR_ALIVE)
-		v.missing = unchecked ? "its creator runs (its cgroup cannot be checked)"
-				      : "its creator runs (its cgroup is shared)";
+		v.missing = gone ? "its creator runs, in another cgroup (the one it created it in is gone)"
+			    : unchecked ? "its creator runs (its cgroup cannot be checked)"
+					: "its creator runs (its cgroup is shared)";
 	else if (f->creator != CREATOR_DEAD)
-		v.missing = "cannot tell whether its creator runs, and its cgroup is shared or cannot be checked";
-	else if (!is_host_init(r->parent_pid) && f->parent == CREATOR_ALIVE)
-		v.missing = "the process that started its creator runs, and may have been handed the name (its "
-			    "cgroup is shared or cannot be checked)";
-	else if (!is_host_init(r->parent_pid) && f->parent != CREATOR_DEAD)
-		v.missing = "cannot tell whether the process that started its creator runs (its cgroup is shared "
-			    "or cannot be checked)";
+		v.missing = "cannot tell whether its creator runs";
+	else if (r->flags & SG_REC_ANCESTORS_CUT)
+		v.missing = "the processes that started its creator were not all recorded (more than " SG_REC_ANCESTORS_TEXT
+			    " in its cgroup, one outside watch's pid namespace, or no start times)";
+	else if (f->parent == CREATOR_ALIVE)
+		v.missing = "the process that started its creator runs, and may have been handed the name";
+	else if (f->parent != CREATOR_DEAD && f->parent != CREATOR_NONE)
+		v.missing = "cannot tell whether the process that started its creator runs";
+	else if (f->ancestors_alive)
+		v.missing = "a process that started its creator's parent runs (as a daemon running it through a "
+			    "shell does), and may use the name";
+	else if (f->ancestors_unknown)
+		v.missing = "cannot tell whether every process that started its creator runs";
 	else if (r->flags & SG_REC_ATTACHERS_UNSEEN)
-		v.missing = "watch did not follow who opened it (--no-attachers), and its cgroup is shared or cannot be "
-			    "checked";
+		v.missing = "watch did not follow who opened it (--no-attachers): a process of any cgroup may use the "
+			    "name again";
 	else if (r->flags & SG_REC_ATTACHERS_LOST)
-		v.missing = "more processes opened it than were recorded, and may use the name again (its cgroup is "
-			    "shared or cannot be checked)";
+		v.missing = "more processes opened it than were recorded, and may use the name again";
 	else if (f->attachers_alive)
-		v.missing = "a process that opened it runs, and may use the name again (its cgroup is shared or "
-			    "cannot be checked)";
+		v.missing = gone ? "a process that opened it runs, and may use the name again (its creator's cgroup is "
+				   "gone, not the process)"
+				 : "a process that opened it runs, and may use the name again";
 	else if (f->attachers_unknown)
-		v.missing = "cannot tell whether a process that opened it runs (its cgroup is shared or cannot be "
-			    "checked)";
-	else if (r->nattachers)
-		v.proof = "its creator, the process that started it and every process that opened it are dead (its "
-			  "cgroup is shared or cannot be checked)";
+		v.missing = "cannot tell whether a process that opened it runs";
+	else if (gone)
+		v.proof = "its instance is gone: its creator's cgroup no longer exists, and its creator, the processes "
+			  "that started it and every process that opened it are dead";
 	else
-		v.proof = "its creator and the process that started it are dead, and no other process opened it "
-			  "(its cgroup is shared or cannot be checked)";
+		v.proof = "its creator, the processes that started it and every process that opened it are dead (its "
+			  "cgroup is shared or cannot be checked)";
 	if (v.proof && f->holders)
 		v.missing = "a live process has it open or mapped";
 	else if (v.proof && f->unreadable && !ignore_unreadable)
@@ -114,7 +112,17 @@ void sg_orphan_gather(const struct sg_creator_rec *r, struct sg_creators *c, int
 	}
 	f->cgroup = r->cgroup_id ? sg_cgroup_state(r->cgroup_id) : SG_CGROUP_UNKNOWN;
 	f->creator = process_state(c, r->pid, r->start_ticks, r->pidns);
-	f->parent = process_state(c, r->parent_pid, r->parent_start_ticks, r->pidns);
+	/* Its ancestors in its cgroup, its parent first (none: it started the instance). */
+	f->parent = r->nancestors ? process_state(c, r->ancestors[0].pid, r->ancestors[0].start_ticks, r->pidns)
+				  : CREATOR_NONE;
+	for (uint32_t i = 1; i < r->nancestors && i < SG_REC_ANCESTORS; i++) {
+		enum sg_creator_state s = process_state(c, r->ancestors[i].pid, r->ancestors[i].start_ticks, r->pidns);
+
+		if (s == CREATOR_ALIVE)
+			f->ancestors_alive++;
+		else if (s != CREATOR_ALIVE && s != CREATOR_DEAD)
+			f->ancestors_unknown++;
+	}
 	for (uint32_t i = 0; i < r->nattachers && i < SG_REC_ATTACHERS; i++) {
 		enum sg_creator_state s = process_state(c, r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns);
 

@@ -233,10 +233,24 @@ int h_run(const char *const *argv, const char *const *env, char **err)
 
 char *h_read_all(struct h_proc *p, int timeout_ms)
 {
-	char *all = h_str("%s", ""), *line;
+	size_t len = 0, cap = 4096;
+	char *all = malloc(cap), *line;
 
-	while ((line = h_read_line(p, timeout_ms)))
-		all = h_str("%s%s\n", all, line);
+	if (!all)
+		die("malloc");
+	all[0] = '\0';
+	/* Grown by doubling, each line freed: a long output costs its size. */
+	while ((line = h_read_line(p, timeout_ms))) {
+		size_t n = strlen(line);
+
+		while (len + n + 2 > cap)
+			if (!(all = realloc(all, cap *= 2)))
+				die("realloc");
+		memcpy(all + len, line, n);
+		all[len += n] = '\n';
+		all[++len] = '\0';
+		free(line);
+	}
 	return all;
 }
 

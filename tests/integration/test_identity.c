@@ -154,6 +154,34 @@ Test(identity, a_sweep_through_another_namespaces_proc_judges_no_creator)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 }
 
+/* An unknown creator is never dead, whatever part of /proc hides it: a
+ * sweep run by a user who cannot read the namespaces of root's processes
+ * cannot tell that a creator of another pid namespace is not among them,
+ * though it may unlink the file (a root open to all, without the sticky
+ * bit; the journal, 0644, speaks for the file on ramfs). */
+Test(identity, a_sweep_that_cannot_read_every_process_judges_no_creator_of_another_namespace_dead)
+{
+	const char *seg = h_str("%shidden_0_0", prefix);
+	const char *argv[] = {"/usr/bin/unshare", "--pid", "--fork", h_bin("SG_SHMTOOL"), "open", h_in(root, seg), "4096",
+			      "wait", NULL};
+	const char *sweep[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--ignore-unreadable", "--dead", NULL};
+	struct h_proc p;
+	char *out, *err;
+	int pid;
+
+	if (geteuid() != 0) {
+		cr_assert(!getenv("CI"), "needs root in CI");
+		h_skip(teardown, "a pid namespace and a second user need root");
+	}
+	h_mount_root(root, "ramfs", "mode=0777", teardown);
+	p = h_start_ready(argv, env_for(NULL));
+	cr_expect_str_eq(creator_of(NULL, seg, &pid), "alive");
+	cr_assert_eq(h_output_as(h_hostile_user(), sweep, NULL, &out, &err), 0, "%s%s", out, err);
+	cr_expect(h_exists(h_in(root, seg)), "a live creator another user cannot see was judged dead: %s", out);
+	cr_expect(strstr(out, "some processes could not be read"), "%s", out);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+}
+
 /* Starts argv, a shmtool script that opens the parent's file, waits, then
  * goes on with "rawfork" and a "wait" in the child.  The clone is made once
  * the parent's watcher has finished its first look, so that the copy is

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -561,4 +562,66 @@ Test(sweep, a_subdirectory_root_lists_only_its_own_unlinked_files)
 	cr_expect(seen_inside, "the file unlinked from the root is not listed");
 	json_decref(r);
 	kill9(&p);
+}
+
+/* Writes len bytes of c into path (a new file). */
+static void fill(const char *path, char c, size_t len)
+{
+	char buf[4096];
+	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+
+	cr_assert_geq(fd, 0, "%s", path);
+	memset(buf, c, sizeof(buf));
+	for (size_t done = 0; done < len; done += sizeof(buf))
+		cr_assert_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	close(fd);
+}
+
+/* Whether pid sleeps in a timed sleep now (nanosleep, clock_nanosleep). */
+static bool asleep(pid_t pid)
+{
+	char buf[64] = "";
+	FILE *f = fopen(h_str("/proc/%d/syscall", (int)pid), "r");
+	bool yes;
+
+	if (!f)
+		return false;
+	yes = fgets(buf, sizeof(buf), f) && (strncmp(buf, "35 ", 3) == 0 || strncmp(buf, "230 ", 4) == 0);
+	fclose(f);
+	return yes;
+}
+
+/* Before it unlinks a name, sweep checks that the name is still the inode
+ * it examined (sg_shm_unlink_same).  The seam: sweep lists the root, then
+ * takes the root's lock, waiting for it asleep (2 s at most).  This test
+ * holds that lock, gives the name to another file once sweep sleeps, and
+ * lets go: the newcomer is not the file judged, and stays. */
+Test(sweep, a_name_given_to_another_file_after_the_listing_is_kept)
+{
+	const char *victim = in_root("swapped"), *other = in_root("newcomer");
+	const char *argv[] = {h_bin("SG_CLI"), "sweep", "--root", root, "--ignore-unreadable", "--glob", "swapped",
+			      "--older-than", "0", NULL};
+	char *err, *out = "", *line, head;
+	struct h_proc s;
+	int dfd, fd;
+
+	fill(victim, 'a', 8192);
+	fill(other, 'b', 8192);
+	cr_assert_geq(dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), 0);
+	cr_assert_eq(flock(dfd, LOCK_EX), 0);
+	s = h_spawn(argv, NULL);
+	for (long until = h_now_ms() + 10000; !asleep(s.pid); usleep(1000))
+		cr_assert_lt(h_now_ms(), until, "sweep never waited for the root's lock");
+	cr_assert_eq(rename(other, victim), 0);
+	cr_assert_eq(flock(dfd, LOCK_UN), 0);
+	close(dfd);
+	while ((line = h_read_line(&s, 10000)))
+		out = h_str("%s%s\n", out, line);
+	cr_assert_eq(h_finish(&s, &err), 0, "%s%s", out, err);
+	cr_assert_geq(fd = open(victim, O_RDONLY | O_CLOEXEC), 0, "the newcomer was unlinked in the listed file's place: %s",
+		      out);
+	cr_expect_eq(read(fd, &head, 1), 1);
+	cr_expect_eq(head, 'b', "%s", out);
+	close(fd);
+	cr_expect(strstr(out, "the name now refers to another file"), "%s", out);
 }

@@ -16,7 +16,25 @@
  *   orphans left       files the killed worker made that still exist (run
  *                      `shmguard sweep --dead` before answering "ready")
  * prints "lifecycles N wrong_unlinks W aborted_leftovers A orphans_left O"
- * and exits 0 only if all three are 0. */
+ * and exits 0 only if all three are 0.
+ *
+ * Its unshimmed programs (issue #34), which the orphans test drives against
+ * shmguard watch and sweep --dead:
+ *   stress actor KIND DIR STEM N [CGROUP]
+ * makes or uses the files DIR/STEM-0 .. STEM-(N-1) of 4096 bytes, prints
+ * "ready", waits for a line on stdin, then opens every one of them again by
+ * its name and prints "checked N missing M" (M: gone or emptied, that is
+ * removed while this live process could use it), and exits 0 iff M is 0:
+ *   mover    creates them, then moves itself into CGROUP (a cgroup2
+ *            directory) before saying ready: its first cgroup can go
+ *   daemon   creates each through system(), by a dd that a shell starts:
+ *            it is the creator's grandparent
+ *   make     creates them (and stays: killed by the test)
+ *   consumer opens and closes each (a hand-off), and stays
+ *   locker   creates each with its lock file, DIR/shm_STEM-i_lockfile.lock
+ *            (vllm-omni's shape), and says ready (killed by the test)
+ *   holder   locks each lock file (flock for even i, an OFD lock for odd),
+ *            with no segment open, and stays */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -268,8 +287,95 @@ static long logged(int proc)
 	return total;
 }
 
+/* DIR/STEM-i, or its lock file. */
+static char *actor_path(const char *dir, const char *stem, int i, bool lock_file)
+{
+	static char path[1024];
+
+	snprintf(path, sizeof(path), lock_file ? "%s/shm_%s-%d_lockfile.lock" : "%s/%s-%d", dir, stem, i);
+	return path;
+}
+
+static int make_file(const char *path)
+{
+	static char page[4096];
+	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+
+	memset(page, 'd', sizeof(page));
+	if (fd < 0 || write(fd, page, sizeof(page)) != (ssize_t)sizeof(page)) {
+		perror(path);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* One of the unshimmed programs (see the top of this file). */
+static int actor(int argc, char **argv)
+{
+	const char *kind = argv[2], *dir = argv[3], *stem = argv[4];
+	int n = atoi(argv[5]), missing = 0, *held = NULL;
+	char line[16], cmd[1200];
+
+	for (int i = 0; i < n; i++) {
+		const char *path = actor_path(dir, stem, i, false);
+		int fd;
+
+		if (strcmp(kind, "mover") == 0 || strcmp(kind, "make") == 0) {
+			if (make_file(path) < 0)
+				return 2;
+		} else if (strcmp(kind, "daemon") == 0) {
+			snprintf(cmd, sizeof(cmd), "/bin/dd if=/dev/zero of='%s' bs=4096 count=1 status=none; true", path);
+			if (system(cmd) != 0)
+				return 2;
+		} else if (strcmp(kind, "consumer") == 0) {
+			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+				return perror(path), 2;
+			close(fd);
+		} else if (strcmp(kind, "locker") == 0) {
+			if (make_file(path) < 0 || make_file(actor_path(dir, stem, i, true)) < 0)
+				return 2;
+		} else if (strcmp(kind, "holder") == 0) {
+			if (!held && !(held = calloc((size_t)n, sizeof(*held))))
+				return 2;
+			struct flock ofd = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+			path = actor_path(dir, stem, i, true);
+			if ((held[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
+			    (i % 2 ? fcntl(held[i], F_OFD_SETLK, &ofd) : flock(held[i], LOCK_SH | LOCK_NB)) < 0)
+				return perror(path), 2;
+		} else {
+			fprintf(stderr, "stress: unknown actor %s\n", kind);
+			return 2;
+		}
+	}
+	if (strcmp(kind, "mover") == 0) {
+		snprintf(cmd, sizeof(cmd), "%s/cgroup.procs", argc > 6 ? argv[6] : ".");
+		FILE *f = argc > 6 ? fopen(cmd, "w") : NULL;
+		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0)
+			return perror("cgroup.procs"), 2;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 0; /* told to go without a check */
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		int fd = open(actor_path(dir, stem, i, false), O_RDONLY | O_CLOEXEC);
+
+		missing += fd < 0 || fstat(fd, &st) < 0 || st.st_size != 4096;
+		if (fd >= 0)
+			close(fd);
+	}
+	printf("checked %d missing %d\n", n, missing);
+	fflush(stdout);
+	free(held);
+	return missing ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 6 && strcmp(argv[1], "actor") == 0)
+		return actor(argc, argv);
 	/* An exec'd worker: --exec-child PROC GO DONE THREADS OPS SEED ROOT ABORT LOGS */
 	if (argc == 11 && strcmp(argv[1], "--exec-child") == 0) {
 		if (!(set_request = (int (*)(const char *))dlsym(RTLD_DEFAULT, "shmguard_set_request")))

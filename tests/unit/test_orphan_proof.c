@@ -53,18 +53,44 @@ static struct sg_creator_rec own_rec(void)
 static const struct sg_orphan_facts gone = {.inode_same = true, .cgroup = SG_CGROUP_GONE, .creator = CREATOR_DEAD,
 					    .parent = CREATOR_DEAD};
 
-Test(orphan, own_cgroup_gone_is_proof_whatever_the_creator)
+/* Its cgroup gone adds to the proof, never replaces a death: a creator
+ * moved to another cgroup, a live parent or ancestor, a live attacher of
+ * another cgroup each keep the file (issue #34). */
+Test(orphan, own_cgroup_gone_is_no_proof_while_one_who_could_use_the_name_runs)
 {
 	struct sg_creator_rec r = own_rec();
 	struct sg_orphan_facts f = gone;
 
-	f.creator = CREATOR_UNKNOWN; /* the cgroup alone speaks for the instance */
-	f.parent = CREATOR_ALIVE;
 	struct sg_orphan_verdict v = sg_orphan_judge(&r, &f, false);
-	cr_assert(v.proven);
+	cr_assert(v.proven, "%s", v.missing);
 	cr_assert_not(v.shared);
 	cr_assert_null(v.missing);
 	cr_assert_not_null(strstr(v.proof, "cgroup no longer exists"));
+	f.creator = CREATOR_ALIVE; /* moved to another cgroup before its old one went */
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "its creator runs, in another cgroup"));
+	f.creator = CREATOR_UNKNOWN;
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "cannot tell whether its creator runs"));
+	f = gone;
+	r.nancestors = 2;
+	f.parent = CREATOR_ALIVE;
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "started its creator runs"));
+	f.parent = CREATOR_DEAD;
+	f.ancestors_alive = 1;
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "started its creator's parent runs"));
+	f.ancestors_alive = 0;
+	f.ancestors_unknown = 1;
+	cr_assert_not(sg_orphan_judge(&r, &f, false).proven);
+	f.ancestors_unknown = 0;
+	r.flags = SG_REC_ANCESTORS_CUT;
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "not all recorded"));
+	r.flags = 0;
+	f.attachers_alive = 1; /* a hand-off to a process of another cgroup */
+	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "a process that opened it runs"));
+	f.attachers_alive = 0;
+	r.flags = SG_REC_ATTACHERS_LOST;
+	cr_assert_not(sg_orphan_judge(&r, &f, false).proven);
+	r.flags = SG_REC_ATTACHERS_UNSEEN;
+	cr_assert_not(sg_orphan_judge(&r, &f, false).proven);
 }
 
 Test(orphan, own_cgroup_alive_keeps_even_with_creator_and_parent_dead)
@@ -78,6 +104,7 @@ Test(orphan, own_cgroup_alive_keeps_even_with_creator_and_parent_dead)
 	cr_assert_not_null(strstr(v.missing, "instance runs"));
 	/* A cgroup that cannot be checked: the creator and its parent must speak. */
 	f.cgroup = SG_CGROUP_UNKNOWN;
+	r.nancestors = 1;
 	f.parent = CREATOR_ALIVE;
 	struct sg_orphan_verdict u = sg_orphan_judge(&r, &f, false);
 	cr_assert(u.shared);
@@ -127,7 +154,7 @@ Test(orphan, shared_cgroup_needs_creator_and_parent_dead)
 		struct sg_orphan_verdict v = sg_orphan_judge(&r, &f, false);
 		cr_assert(v.shared, "%s is shared", shared[i]);
 		cr_assert(v.proven, "%s: %s", shared[i], v.missing);
-		cr_assert_not_null(strstr(v.proof, "creator and the process that started it"));
+		cr_assert_not_null(strstr(v.proof, "creator, the processes that started it"));
 	}
 	strcpy(r.cgroup, "/user.slice/user-1000.slice/session-3.scope");
 	f.creator = CREATOR_ALIVE;
@@ -135,17 +162,21 @@ Test(orphan, shared_cgroup_needs_creator_and_parent_dead)
 	f.creator = CREATOR_UNKNOWN;
 	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "cannot tell whether its creator runs"));
 	f.creator = CREATOR_DEAD;
+	r.nancestors = 1;
 	f.parent = CREATOR_ALIVE; /* a worker's segment, handed to its parent */
 	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "handed the name"));
 	f.parent = CREATOR_UNKNOWN;
 	cr_assert_not(sg_orphan_judge(&r, &f, false).proven);
-	r.parent_pid = 1; /* the host's init takes no name */
-	f.parent = CREATOR_ALIVE;
+	/* A parent outside its cgroup (its instance's start, or the host's
+	 * init) is no ancestor asked about. */
+	r.nancestors = 0;
+	f.parent = CREATOR_NONE;
 	cr_assert(sg_orphan_judge(&r, &f, false).proven);
-	/* A shared cgroup that is gone (a session that ended) proves the instance gone. */
+	/* A shared cgroup that is gone (a session that ended) is no proof that
+	 * its creator is dead. */
 	f.creator = CREATOR_ALIVE;
 	f.cgroup = SG_CGROUP_GONE;
-	cr_assert(sg_orphan_judge(&r, &f, false).proven);
+	cr_assert_not(sg_orphan_judge(&r, &f, false).proven);
 }
 
 Test(orphan, shared_cgroup_needs_every_attacher_dead)
@@ -170,10 +201,14 @@ Test(orphan, shared_cgroup_needs_every_attacher_dead)
 	r.flags = SG_REC_ATTACHERS_UNSEEN; /* watch --no-attachers */
 	r.nattachers = 0;
 	cr_assert_not_null(strstr(sg_orphan_judge(&r, &f, false).missing, "did not follow who opened it"));
-	/* Its own cgroup gone: the instance proof does not ask about them. */
+	/* Its own cgroup gone: they are asked about all the same. */
 	strcpy(r.cgroup, "/system.slice/app.service");
 	f.cgroup = SG_CGROUP_GONE;
+	cr_assert_not(sg_orphan_judge(&r, &f, false).proven);
+	r.flags = 0;
 	f.attachers_alive = 1;
+	cr_assert_not(sg_orphan_judge(&r, &f, false).proven);
+	f.attachers_alive = 0;
 	cr_assert(sg_orphan_judge(&r, &f, false).proven);
 }
 
@@ -246,10 +281,21 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	r.pid = (uint32_t)getpid(); /* alive, with its true start time */
 	cr_assert_eq(sg_proc_start_ticks(0, &r.start_ticks), 0);
 	r.parent_pid = 0;
+	r.nancestors = 1; /* a parent whose start nobody knew */
+	r.ancestors[0] = (struct sg_rec_ancestor){.pid = (uint32_t)getppid()};
 	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert(f.inode_same);
 	cr_assert_eq(f.creator, CREATOR_ALIVE);
-	cr_assert_eq(f.parent, CREATOR_UNKNOWN, "no parent recorded is unknown, never dead");
+	cr_assert_eq(f.parent, CREATOR_UNKNOWN, "no start time is unknown, never dead");
+	/* Ancestors: this process's parent, alive; one reaped, dead. */
+	r.nancestors = 3;
+	cr_assert_eq(sg_proc_start_ticks(getppid(), &r.ancestors[1].start_ticks), 0);
+	r.ancestors[1].pid = (uint32_t)getppid();
+	r.ancestors[2] = (struct sg_rec_ancestor){.pid = (uint32_t)getppid(), .start_ticks = 1};
+	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
+	cr_assert_eq(f.ancestors_alive, 1);
+	cr_assert_eq(f.ancestors_unknown, 0);
+	r.nancestors = 0;
 	/* Attachers: this process (alive), a child reaped (dead), one with a
 	 * start time another namespace's (unknown). */
 	pid_t child = fork();
