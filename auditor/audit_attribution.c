@@ -64,3 +64,14 @@ void audit_file_named(struct audit_attribution *attr, struct audit_file *f, int 
 	audit_files_unattribute(attr->files, f);
 	audit_files_attribute(attr->files, f, req, REQ_PATTERN, at.shape);
 }
+
+int audit_file_shape(const struct audit_attribution *attr, const struct audit_file *f)
+{
+	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
+	struct sg_match_at at;
+
+	if (f->source != REQ_TAG || !f->name)
+		return f->shape;
+	sg_patterns_match(attr->patterns, f->name, strlen(f->name), req, other, &at);
+	return at.shape;
+}

@@ -27,5 +27,11 @@ void audit_attribute_by_name(struct audit_attribution *attr, struct audit_file *
  * its newest (a rename or a link, seen by an event or by a pass), and its
  * request follows it. */
 void audit_file_named(struct audit_attribution *attr, struct audit_file *f, int root, const char *name, bool renamed);
+/* The shape of f's name, the same whatever gave its request: the pattern
+ * that attributed it, or for a file the shim's tag attributed, the first
+ * pattern its name matches (whatever request that pattern would give), so
+ * that the reports name its leftovers as they would without the shim;
+ * -1: none (the tag does not record one, core/tag.h). */
+int audit_file_shape(const struct audit_attribution *attr, const struct audit_file *f);
 
 #endif

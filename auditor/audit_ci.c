@@ -19,22 +19,31 @@
 /* A failing case lists this many requests, then how many more there are. */
 #define LISTED_REQUESTS 50
 
+/* A case's name: the creating command and the shape, the same in every
+ * run, whether its files were attributed by a tag or by a pattern
+ * (audit_file_shape): what changes (pids, counts) goes into properties. */
+static void case_start(FILE *out, const struct audit *a, int comm_len, const char *comm, int shape)
+{
+	char name[sizeof(a->abort_set.commands.seen[0].comm) + SG_NAME_MAX + 2];
+
+	snprintf(name, sizeof(name), "%.*s %s", comm_len, comm, audit_shape_text(a, shape));
+	fputs("    <testcase classname=\"shmguard.audit.leak\" name=\"", out);
+	sg_xml_text(out, name);
+	fputs("\" time=\"0\">\n      <properties>\n", out);
+}
+
 /* One case per group of leftovers (a creating process and a name shape).
  * It fails unless the gate passed with a budget, which allows the leak;
  * either way it lists the aborted requests that left files of the group. */
 static void leak_case(FILE *out, const struct audit *a, const struct summary *s, const struct group *g)
 {
-	char name[sizeof(g->key) + 64], bytes[32];
+	char bytes[32];
 	unsigned listed = 0, more = 0;
 	bool failed = !(a->o->gate.have_budget && !s->over_budget);
 
-	/* The name is the command and the shape, the same in every run: what
-	 * changes (pids, counts) goes into properties. */
-	snprintf(name, sizeof(name), "%.*s %s", (int)strcspn(g->key, "\t"), g->key, audit_shape_text(a, g->shape));
+	case_start(out, a, (int)strcspn(g->key, "\t"), g->key, g->shape);
 	sg_human_bytes(g->bytes, bytes, sizeof(bytes));
-	fputs("    <testcase classname=\"shmguard.audit.leak\" name=\"", out);
-	sg_xml_text(out, name);
-	fputs("\" time=\"0\">\n      <properties>\n        <property name=\"pids\" value=\"", out);
+	fputs("        <property name=\"pids\" value=\"", out);
 	for (unsigned i = 0; i < g->npids && i < GROUP_PIDS; i++)
 		fprintf(out, "%s%u", i ? " " : "", g->pids[i]);
 	if (g->npids > GROUP_PIDS)
@@ -73,9 +82,48 @@ static void leak_case(FILE *out, const struct audit *a, const struct summary *s,
 	fputs("    </testcase>\n", out);
 }
 
+/* A command and shape whose aborted requests left no file: the same case
+ * as when they leak, passing, so that CI history shows a leak fixed. */
+static void clean_case(FILE *out, const struct audit *a, const char *comm, int shape)
+{
+	case_start(out, a, (int)strlen(comm), comm, shape);
+	fputs("        <property name=\"files\" value=\"0\"/>\n"
+	      "        <property name=\"segments\" value=\"0\"/>\n"
+	      "        <property name=\"bytes\" value=\"0\"/>\n      </properties>\n"
+	      "      <system-out>no aborted request left a file of this shape</system-out>\n    </testcase>\n",
+	      out);
+}
+
+/* Whether command comm's files of that shape leaked (a group of by_proc). */
+static bool leaked(const struct groups *by_proc, const char *comm, int shape)
+{
+	for (size_t i = 0; i < by_proc->n; i++)
+		if (audit_group_is(&by_proc->g[i], comm, shape))
+			return true;
+	return false;
+}
+
+/* The passing cases: each command's shapes that did not leak; written to
+ * out unless it is NULL; how many. */
+static unsigned clean_cases(FILE *out, const struct audit *a, const struct audit_commands *c, const struct groups *by_proc)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < c->n; i++)
+		for (int shape = c->seen[i].tag_shape ? -1 : 0; shape < (int)a->o->patterns.count; shape++) {
+			if (leaked(by_proc, c->seen[i].comm, shape))
+				continue;
+			if (out)
+				clean_case(out, a, c->seen[i].comm, shape);
+			n++;
+		}
+	return n;
+}
+
 int audit_junit_write(const struct audit *a, const struct summary *s, const struct groups *by_proc)
 {
-	unsigned tests = 0, failures = 0;
+	struct audit_commands commands = a->abort_set.commands;
+	unsigned tests = 0, failures = 0, clean;
 	FILE *out = NULL;
 	int fd = -1, ret;
 
@@ -85,7 +133,12 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 		goto cleanup;
 	}
 	fd = -1;
-	tests = by_proc->n ? (unsigned)by_proc->n : 1;
+	/* The commands of the files that went (audit_markers.h), and of those
+	 * still followed. */
+	for (struct audit_file *f = audit_files_newest(a->files); f; f = audit_files_older(a->files, f))
+		audit_commands_note(&commands, &a->attribution, f);
+	clean = clean_cases(NULL, a, &commands, by_proc);
+	tests = by_proc->n + clean ? (unsigned)by_proc->n + clean : 1;
 	if (by_proc->n && !(a->o->gate.have_budget && !s->over_budget))
 		failures = (unsigned)by_proc->n;
 	tests += s->drops_fail + a->o->gate.have_budget;
@@ -95,12 +148,18 @@ int audit_junit_write(const struct audit *a, const struct summary *s, const stru
 		     "  <testsuite name=\"shmguard audit\" tests=\"%u\" failures=\"%u\" errors=\"0\" skipped=\"0\" "
 		     "time=\"%.3f\">\n",
 		tests, failures, a->end_s, tests, failures, a->end_s);
-	if (!by_proc->n)
+	if (commands.more)
+		fprintf(out, "    <properties>\n      <property name=\"commands_not_listed\" value=\"more than %u commands "
+			     "made files: the shapes of the first %u are cases, and every one that leaked\"/>\n"
+			     "    </properties>\n",
+			AUDIT_COMMANDS_MAX, AUDIT_COMMANDS_MAX);
+	if (!by_proc->n && !clean)
 		fprintf(out, "    <testcase classname=\"shmguard.audit.leak\" name=\"no aborted request leaked\" "
 			     "time=\"%.3f\"/>\n",
 			a->end_s);
 	for (size_t i = 0; i < by_proc->n; i++)
 		leak_case(out, a, s, &by_proc->g[i]);
+	clean_cases(out, a, &commands, by_proc);
 	/* With a budget: whether enough aborts were measured to judge it. */
 	if (a->o->gate.have_budget) {
 		fputs("    <testcase classname=\"shmguard.audit\" name=\"aborts measured\" time=\"0\">\n", out);

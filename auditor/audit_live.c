@@ -144,14 +144,16 @@ static void snapshot(const struct audit *a, uint64_t dropped, struct audit_metri
 	}
 	workload_series(a, m);
 	for (unsigned r = 0; m->roots && r < a->root_table.nroots; r++) {
+		const struct audit_root *root = &a->root_table.roots[r];
 		struct metrics_root *mr;
 
-		if (!a->root_table.roots[r].in_use)
+		if (!root->in_use)
 			continue;
 		mr = &m->roots[m->nroots++];
-		*mr = (struct metrics_root){a->root_table.roots[r].shown, a->root_table.roots[r].bytes.tracked, a->root_table.roots[r].bytes.unattributed,
-					    0, 0};
-		if (statvfs(a->root_table.roots[r].path, &sv) == 0) {
+		*mr = (struct metrics_root){.path = root->shown, .tracked_bytes = root->bytes.tracked,
+					    .unattributed_bytes = root->bytes.unattributed, .namespace_ = root->pod.ns,
+					    .pod = root->pod.name, .container = root->pod.container};
+		if (statvfs(root->path, &sv) == 0) {
 			mr->free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
 			mr->size_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
 		}

@@ -165,6 +165,29 @@ void audit_abort_note_file(struct audit_abort *ab, const struct audit_file *f)
 		audit_workload_set_add(&ab->workloads, f->creator->workload);
 }
 
+void audit_commands_note(struct audit_commands *c, const struct audit_attribution *attr, const struct audit_file *f)
+{
+	const char *comm = f->creator->comm;
+	unsigned i = c->last;
+
+	if (i >= c->n || strcmp(c->seen[i].comm, comm) != 0) {
+		for (i = 0; i < c->n && strcmp(c->seen[i].comm, comm) != 0; i++)
+			;
+		if (i == AUDIT_COMMANDS_MAX) {
+			c->more = true;
+			return;
+		}
+		if (i == c->n) {
+			snprintf(c->seen[i].comm, sizeof(c->seen[i].comm), "%s", comm);
+			c->seen[i].tag_shape = false;
+			c->n++;
+		}
+		c->last = i;
+	}
+	if (!c->seen[i].tag_shape && f->source == REQ_TAG && f->name)
+		c->seen[i].tag_shape = audit_file_shape(attr, f) < 0;
+}
+
 /* The abort of f's request: its root's own abort directory's, else
  * --abort-dir's (a directory the pods share aborts every pod's files of
  * the request: otherwise its aborts would count and their files not). */
@@ -190,6 +213,7 @@ void audit_file_freed(struct audit *a, struct audit_file *f)
 		ab->files_gone++;
 	if (ab && f->measured)
 		a->abort_set.reclaimed += f->bytes;
+	audit_commands_note(&a->abort_set.commands, &a->attribution, f);
 	audit_files_remove(a->files, f);
 }
 

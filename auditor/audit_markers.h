@@ -16,6 +16,7 @@
 #include "htable.h"
 
 struct audit;
+struct audit_attribution;
 struct audit_file;
 struct audit_folded;
 
@@ -51,6 +52,26 @@ struct audit_abort {
 	struct audit_workload_set workloads; /* those it counts for (audit_workloads.h), until measured */
 };
 
+/* The commands that created followed files, in the order seen (noted as
+ * each file goes; audit_ci.c adds those of the files still followed).  The
+ * JUnit file's cases are each with each name pattern, leaking or not, so
+ * that they are the same in every run, and "(shim tag)" for one the shim
+ * tagged a file of whose name no pattern matches (audit_file_shape).  Not
+ * noted at an abort: a shim's sweep may free an aborted request's files
+ * before the auditor reads the marker, or sees a name of theirs. */
+#define AUDIT_COMMANDS_MAX 64
+struct audit_commands {
+	struct {
+		char comm[16];
+		bool tag_shape; /* a tagged file of its had a name no pattern matches */
+	} seen[AUDIT_COMMANDS_MAX];
+	unsigned n, last; /* last: the one found last, looked at first */
+	bool more; /* others were seen past the bound */
+};
+
+/* f's creator's command is among c. */
+void audit_commands_note(struct audit_commands *c, const struct audit_attribution *attr, const struct audit_file *f);
+
 /* The aborts: the markers seen, measured or not, listed or folded
  * (audit_markers.c, audit_fold.c). */
 struct audit_abort_set {
@@ -72,6 +93,7 @@ struct audit_abort_set {
 	uint64_t aborts_measured, leaked_measured; /* aborts measured so far, and the bytes they left */
 	unsigned aborts_cut_short; /* aborts whose grace COMMAND's end cut short: in no figure */
 	uint64_t reclaimed; /* bytes of aborted requests' files found freed after the marker */
+	struct audit_commands commands; /* of the files that went */
 };
 
 /* audit_markers.c */
@@ -127,7 +149,8 @@ const struct audit_abort *audit_abort_of_file(const struct audit *a, const struc
 void audit_aborts_free(struct audit *a);
 
 /* f's file is freed (by the review's look, or its inode's eviction): what
- * its abort gave back is counted and its record forgotten. */
+ * its abort gave back is counted, its creator's command noted, and its
+ * record forgotten. */
 void audit_file_freed(struct audit *a, struct audit_file *f);
 
 /* audit_fold.c: what a run of months keeps of the aborts it measured.

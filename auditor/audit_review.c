@@ -427,7 +427,7 @@ static void measure_leftover(struct audit_file *f, void *opaque)
 		l->creator_workload->leaked_files++;
 	}
 	memcpy(l->comm, f->creator->comm, sizeof(l->comm));
-	l->shape = f->shape;
+	l->shape = audit_file_shape(&c->p->a->attribution, f);
 	l->segment = m.size > 0;
 	audit_abort_add_leftover(c->ab, l);
 }

@@ -88,6 +88,89 @@ uint32_t audit_root_scope(const struct audit *a, uint32_t kdev, int root)
 	return r->abort_dfd >= 0 ? r->id : 0;
 }
 
+/* A pod's names are looked for again this often until found, as a
+ * workload's (audit_workloads.c): the kubelet makes its log directory as
+ * the pod starts. */
+#define POD_RETRY_S 10.0
+
+/* The cgroup v2 path of pid ("0::PATH" in /proc/PID/cgroup), a process of
+ * mount namespace mntns: both read through one /proc/PID, so that a pid
+ * used again meanwhile gives nothing.  0, or a negative errno. */
+static int proc_cgroup(pid_t pid, uint64_t mntns, char *path, size_t len)
+{
+	char dir[32], buf[SG_CGROUP_PATH_MAX + 64];
+	const char *line, *end;
+	struct stat st;
+	ssize_t n;
+	int pfd, fd = -1, ret;
+
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
+	if ((pfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (fstatat(pfd, "ns/mnt", &st, 0) < 0 || (fd = openat(pfd, "cgroup", O_RDONLY | O_CLOEXEC)) < 0) {
+		ret = -errno;
+		goto cleanup;
+	}
+	if (st.st_ino != mntns) {
+		ret = -ESRCH;
+		goto cleanup;
+	}
+	if ((n = read(fd, buf, sizeof(buf) - 1)) < 0) {
+		ret = -errno;
+		goto cleanup;
+	}
+	buf[n] = '\0';
+	ret = -ENOENT; /* no cgroup v2 line */
+	for (line = buf; *line; line = end + 1) {
+		if (!(end = strchr(line, '\n'))) {
+			ret = -ENAMETOOLONG; /* cut by the buffer */
+			break;
+		}
+		if (strncmp(line, "0::", 3) != 0)
+			continue;
+		line += 3;
+		if ((size_t)(end - line) >= len) {
+			ret = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(path, line, (size_t)(end - line));
+		path[end - line] = '\0';
+		ret = 0;
+		break;
+	}
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	close(pfd);
+	return ret;
+}
+
+/* What r's pod is, as far as is not known yet: the cgroup of the process
+ * r was found through (while it is still in r's namespace), then the
+ * names the kubelet's log directories give (--pod-logs,
+ * --container-logs). */
+static void learn_pod(struct audit *a, struct audit_root *r)
+{
+	struct audit_root_pod *p = &r->pod;
+	const char *pods = a->o->workloads.pod_logs, *containers = a->o->workloads.container_logs;
+	char path[SG_CGROUP_PATH_MAX];
+
+	if (!r->discovered || audit_now_s(a) < p->next_s)
+		return;
+	p->next_s = audit_now_s(a) + POD_RETRY_S;
+	if (!p->ids.pod_uid[0] && proc_cgroup(r->pid, p->mntns, path, sizeof(path)) == 0)
+		sg_cgroup_parse(path, &p->ids);
+	if (!p->ids.pod_uid[0])
+		return;
+	if (!p->name[0] && (!pods || !sg_pod_names_find(pods, p->ids.pod_uid, p->ns, p->name))) {
+		p->ns[0] = p->name[0] = '\0';
+		return;
+	}
+	if (!p->container[0] && containers && p->ids.container_id[0] &&
+	    !sg_container_name_find(containers, p->ids.container_id, p->name, p->ns, p->container))
+		p->container[0] = '\0';
+}
+
 /* A free slot (a forgotten root's, or a new one), or NULL. */
 static struct audit_root *new_slot(struct audit *a)
 {
@@ -123,11 +206,12 @@ static void follow(struct audit *a, struct sg_shm_mount *m, uint32_t scan, bool 
 	}
 	*r = (struct audit_root){.in_use = true, .discovered = true, .kdev = m->kdev, .dir_ino = m->dir_ino,
 				 .id = ++a->root_table.next_root_id, .dfd = m->dfd, .pid = m->pid, .scan = scan, .late = late,
-				 .abort_dfd = -1, .abort_wd = -1};
+				 .abort_dfd = -1, .abort_wd = -1, .pod.mntns = m->mntns};
 	snprintf(r->path, sizeof(r->path), "/proc/self/fd/%d", m->dfd);
 	snprintf(r->shown, sizeof(r->shown), "%.200s of pid %d (mnt:[%llu])", m->point, (int)m->pid,
 		 (unsigned long long)m->mntns);
 	slot = (int)(r - a->root_table.roots);
+	learn_pod(a, r);
 	a->root_table.roots_found++;
 	a->root_table.roots_late += late;
 	if (a->root_table.root_hooks.found)
@@ -188,6 +272,7 @@ static void scan(struct audit *a, bool full)
 		if (r >= 0) {
 			a->root_table.roots[r].scan = scan;
 			close(ms.m[i].dfd);
+			learn_pod(a, &a->root_table.roots[r]);
 			if (a->root_table.roots[r].discovered && a->root_table.root_hooks.seen_again)
 				a->root_table.root_hooks.seen_again(a, r); /* its abort directory made since, if it had none */
 		} else {

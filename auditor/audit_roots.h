@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cgroups.h"
 #include "config.h"
 
 struct audit;
@@ -27,6 +28,17 @@ struct audit;
  * cycle under way has counted so far. */
 struct audit_root_bytes {
 	uint64_t tracked, unattributed;
+};
+
+/* The pod whose /dev/shm a discovered root is: the cgroup of the process
+ * it was found through (host/cgroups.h), as a workload's; "" where not
+ * known (a root given, the node's own, a process in no pod). */
+struct audit_root_pod {
+	uint64_t mntns; /* the mount namespace it was found in: the process read must still be in it */
+	struct sg_cgroup_ids ids;
+	char ns[SG_K8S_NAMESPACE_MAX + 1], name[SG_K8S_NAME_MAX + 1];
+	char container[SG_K8S_NAMESPACE_MAX + 1];
+	double next_s; /* when to look again for what is not known yet */
 };
 
 struct audit_root {
@@ -46,6 +58,7 @@ struct audit_root {
 	uint32_t abort_kdev; /* its device and inode, while abort_dfd is open */
 	uint64_t abort_ino;
 	struct audit_root_bytes bytes, counting;
+	struct audit_root_pod pod; /* discovered roots' */
 };
 
 /* What the run does as the table changes: audit.c wires them to the

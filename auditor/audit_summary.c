@@ -37,9 +37,9 @@ const char *audit_shape_text(const struct audit *a, int shape)
 
 /* A command's leftovers, one group per name shape: no pid in the key, so
  * that a case of the JUnit file has the same name in every run. */
-static void proc_key(const struct audit_leftover *l, char *key, size_t len)
+static void proc_key(const char *comm, int shape, char *key, size_t len)
 {
-	snprintf(key, len, "%s\t%d", l->comm, l->shape);
+	snprintf(key, len, "%s\t%d", comm, shape);
 }
 
 static void add_pid(struct group *g, uint32_t pid)
@@ -54,12 +54,17 @@ static void add_pid(struct group *g, uint32_t pid)
 	g->npids++;
 }
 
-bool audit_group_has(const struct group *g, const struct audit_leftover *l)
+bool audit_group_is(const struct group *g, const char *comm, int shape)
 {
 	char key[sizeof(g->key)];
 
-	proc_key(l, key, sizeof(key));
+	proc_key(comm, shape, key, sizeof(key));
 	return strcmp(key, g->key) == 0;
+}
+
+bool audit_group_has(const struct group *g, const struct audit_leftover *l)
+{
+	return audit_group_is(g, l->comm, l->shape);
 }
 
 void audit_group_add(const struct audit *a, struct groups *by_proc, struct groups *by_shape,
@@ -68,7 +73,7 @@ void audit_group_add(const struct audit *a, struct groups *by_proc, struct group
 	char key[96];
 	struct group *g;
 
-	proc_key(l, key, sizeof(key));
+	proc_key(l->comm, l->shape, key, sizeof(key));
 	if (by_proc && (g = group_of(by_proc, key))) {
 		add_pid(g, l->creator);
 		g->shape = l->shape;
@@ -114,7 +119,7 @@ void audit_group_fold(const struct audit *a, struct audit_folded *f, const struc
 	struct group *g[2];
 
 	audit_group_add(a, &f->by_proc, &f->by_shape, l);
-	proc_key(l, key, sizeof(key));
+	proc_key(l->comm, l->shape, key, sizeof(key));
 	g[0] = group_of(&f->by_proc, key);
 	g[1] = group_of(&f->by_shape, audit_shape_text(a, l->shape));
 	for (int i = 0; i < 2; i++)

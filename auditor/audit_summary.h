@@ -61,8 +61,11 @@ struct audit_folded {
 	size_t nticks, tick_every;
 };
 
-/* The shape's pattern, or "(shim tag)" for a file the shim tagged. */
+/* The shape's pattern, or "(shim tag)" for a file the shim tagged whose
+ * name no pattern matches (audit_file_shape). */
 const char *audit_shape_text(const struct audit *a, int shape);
+/* Whether group g of the processes' grouping is command comm's files of that shape. */
+bool audit_group_is(const struct group *g, const char *comm, int shape);
 /* Whether leftover l is one of group g of the processes' grouping. */
 bool audit_group_has(const struct group *g, const struct audit_leftover *l);
 /* l into the groups (either may be NULL). */

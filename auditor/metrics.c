@@ -47,17 +47,25 @@ static void plain(FILE *out, const char *name, const char *type, const char *hel
 	fprintf(out, "%s %llu\n", name, (unsigned long long)value);
 }
 
-/* One value per root, labelled root="PATH". */
+/* One value per root, labelled root="PATH" and with its pod's namespace,
+ * name and container: one series per root. */
 static void per_root(FILE *out, const struct audit_metrics *m, const char *name, const char *help,
 		     size_t offset)
 {
 	family(out, name, "gauge", help);
 	for (unsigned i = 0; i < m->nroots; i++) {
+		const struct metrics_root *r = &m->roots[i];
 		uint64_t v;
 
-		memcpy(&v, (const char *)&m->roots[i] + offset, sizeof(v));
+		memcpy(&v, (const char *)r + offset, sizeof(v));
 		fprintf(out, "%s{root=\"", name);
-		label_value(out, m->roots[i].path);
+		label_value(out, r->path);
+		fputs("\",namespace=\"", out);
+		label_value(out, r->namespace_ ? r->namespace_ : "");
+		fputs("\",pod=\"", out);
+		label_value(out, r->pod ? r->pod : "");
+		fputs("\",container=\"", out);
+		label_value(out, r->container ? r->container : "");
 		fprintf(out, "\"} %llu\n", (unsigned long long)v);
 	}
 }

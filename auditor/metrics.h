@@ -17,6 +17,9 @@ struct metrics_root {
 	uint64_t unattributed_bytes; /* the part of it that belongs to no request */
 	uint64_t free_bytes;         /* statvfs: what the filesystem can still take */
 	uint64_t size_bytes;         /* statvfs: the filesystem's size */
+	/* The pod whose /dev/shm it is, labelled as the workloads' series;
+	 * "" (or NULL) where not known. */
+	const char *namespace_, *pod, *container;
 };
 
 /* A workload's series (audit_workloads.h): labelled as cAdvisor and

@@ -68,13 +68,14 @@ static const char **audit_with(const char *const *options, const char *const *cm
 
 enum { REQUESTS = 12, ABORT_EVERY = 3, ABORTS = REQUESTS / ABORT_EVERY };
 
-/* leakgen (under the shim if shimmed), kept alive with its files until
- * its stdin closes. */
-static const char **leakgen(bool shimmed)
+/* leakgen under the shim, whose abort directory is shim_aborts (NULL: no
+ * shim), kept alive with its files until its stdin closes. */
+static const char **leakgen_under(const char *shim_aborts)
 {
 	const char **cmd = calloc(32, sizeof(*cmd));
-	const char *run[] = {h_bin("SG_CLI"), "run", "--patterns", PATTERNS, "--abort-dir", abort_dir,
+	const char *run[] = {h_bin("SG_CLI"), "run", "--patterns", PATTERNS, "--abort-dir", shim_aborts,
 			     "--lib", h_bin("SG_SHIM"), "--", NULL};
+	bool shimmed = shim_aborts != NULL;
 	const char *gen[] = {h_bin("SG_LEAKGEN"), "--prefix", prefix, "--requests", h_str("%d", REQUESTS),
 			     "--abort-every", h_str("%d", ABORT_EVERY), "--abort-dir", abort_dir, "--wait-stdin", NULL};
 	size_t n = 0;
@@ -84,6 +85,12 @@ static const char **leakgen(bool shimmed)
 	for (size_t i = 0; gen[i]; i++)
 		cmd[n++] = gen[i];
 	return cmd;
+}
+
+/* leakgen (under the shim, sharing the auditor's abort directory, if shimmed). */
+static const char **leakgen(bool shimmed)
+{
+	return leakgen_under(shimmed ? abort_dir : NULL);
 }
 
 static uint64_t blocks_of(const char *path)
@@ -369,8 +376,60 @@ Test(fleet, junit_cases_are_the_leak_shapes_and_list_the_requests)
 	cr_assert_eq(h_finish(&p, NULL), 0);
 	out = junit_read(xml);
 	cr_assert_eq(sscanf(out, "%u %u %u %u", &tests, &failures, &cases, &fails), 4, "%s", out);
-	cr_expect_eq(cases, 2, "no leak, and aborts measured: %s", out);
+	cr_expect_eq(cases, 3, "the two shapes, leaking none, and aborts measured: %s", out);
 	cr_expect_eq(failures, 0, "%s", out);
+}
+
+/* Issue 31 §4: the same command's leak is the same case whether its files
+ * were attributed by the patterns or by the shim's tags, and once fixed
+ * the case stays, passing: CI history shows the leak failing, then fixed. */
+Test(fleet, junit_cases_are_the_same_with_and_without_the_shim)
+{
+	need_bpf();
+	if (system("/usr/bin/python3 -c 'import junitparser' 2>/dev/null") != 0) {
+		cr_assert(!getenv("CI"), "junitparser is missing in CI (scripts/deps.sh installs python3-junitparser)");
+		SKIP("needs python3-junitparser");
+	}
+	const char *xml = h_str("%s/audit.xml", tmp_dir), *elsewhere = h_str("%s/shim-aborts", tmp_dir);
+	const char *options[] = {"--junit", xml, "--max-kib-per-abort", "0", NULL};
+	const char *leaking = h_str("shmguard.audit.leak leakgen %s\nshmguard.audit.leak leakgen {req}_{int}_{int}",
+				    "shm_{req}_{int}_{int}_lockfile.lock");
+	unsigned tests, failures, cases, fails;
+
+	cr_assert_eq(mkdir(elsewhere, 0755), 0);
+	/* Without the shim: the patterns attribute the files. */
+	struct h_proc p = start(audit_with(options, leakgen(false)), NULL);
+	h_wait_measured(&p, ABORTS);
+	cr_assert_eq(h_finish(&p, NULL), 1);
+	char *names = junit_names(xml);
+	cr_assert(strstr(names, leaking), "%s", names);
+
+	/* Under a shim that misses the markers (its abort directory is
+	 * another): its tags attribute the files, which leak the same. */
+	h_cleanup(prefix);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	p = start(audit_with(options, leakgen_under(elsewhere)), NULL);
+	h_wait_measured(&p, ABORTS);
+	cr_assert_eq(h_finish(&p, NULL), 1);
+	char *tagged = junit_names(xml);
+	cr_expect_str_eq(tagged, names, "the shim's tags changed the cases' names:\n%s\nwithout the shim:\n%s", tagged, names);
+	char *out = junit_read(xml);
+	cr_assert_eq(sscanf(out, "%u %u %u %u", &tests, &failures, &cases, &fails), 4, "%s", out);
+	cr_expect_eq(fails, 2, "%s", out);
+
+	/* Fixed: the shim sweeps at the marker; the same cases pass. */
+	h_cleanup(prefix);
+	cr_assert_eq(mkdir(abort_dir, 0755), 0);
+	p = start(audit_with(options, leakgen(true)), NULL);
+	h_wait_measured(&p, ABORTS);
+	cr_assert_eq(h_finish(&p, NULL), 0);
+	char *fixed = junit_names(xml);
+	cr_expect_str_eq(fixed, names, "the cases changed once the leak was fixed:\n%s\nleaking:\n%s", fixed, names);
+	out = junit_read(xml);
+	cr_assert_eq(sscanf(out, "%u %u %u %u", &tests, &failures, &cases, &fails), 4, "%s", out);
+	cr_expect_eq(cases, 3, "%s", out);
+	cr_expect_eq(failures, 0, "%s", out);
+	cr_expect_eq(tests, cases);
 }
 
 /* Under GitHub Actions: an ::error:: annotation for a leak over budget, a

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -122,17 +123,18 @@ static void teardown(void)
 
 TestSuite(workloads, .init = setup, .fini = teardown, .timeout = 120);
 
-/* A pod: new mount, pid and ipc namespaces, a tmpfs of its own on
- * /dev/shm, its cgroup; it says "ready", then waits for a line on stdin
- * before it execs leakgen (under the shim if shimmed), which keeps its
- * files until stdin closes. */
+/* A pod: its cgroup, then new mount, pid and ipc namespaces, a tmpfs of
+ * its own on /dev/shm (every process of its namespaces is in its cgroup,
+ * as a runtime makes them); it says "ready", then waits for a line on
+ * stdin before it execs leakgen (under the shim if shimmed), which keeps
+ * its files until stdin closes. */
 static void start_pod(struct pod *p, bool shimmed)
 {
-	const char *script = "mount -t tmpfs -o size=64m tmpfs /dev/shm && echo 0 > \"$0/cgroup.procs\" && "
-			     "echo ready && read go && exec \"$@\"";
-	const char *argv[40] = {"/usr/bin/unshare", "--mount", "--pid", "--ipc", "--fork", "--kill-child", "--propagation",
-				"private", "/bin/sh", "-c", script, p->cgroup};
-	size_t n = 12;
+	const char *script = "mount -t tmpfs -o size=64m tmpfs /dev/shm && echo ready && read go && exec \"$@\"";
+	const char *argv[40] = {"/bin/sh", "-c", "echo 0 > \"$0/cgroup.procs\" && exec \"$@\"", p->cgroup,
+				"/usr/bin/unshare", "--mount", "--pid", "--ipc", "--fork", "--kill-child", "--propagation",
+				"private", "/bin/sh", "-c", script, "pod"};
+	size_t n = 16;
 
 	if (shimmed) {
 		const char *run[] = {h_bin("SG_CLI"), "run", "--patterns", PATTERNS, "--abort-dir", abort_dir,
@@ -359,6 +361,64 @@ Test(workloads, each_pod_has_its_own_figures_in_the_json_and_the_metrics)
 	h_finish(&leaky.proc, NULL);
 	h_finish(&clean.proc, NULL);
 	h_finish(&odd, NULL);
+}
+
+/* The value of the per-root series NAME of pod p's /dev/shm, labelled
+ * with its namespace, name and container; -1 if none. */
+static long long root_series(const char *text, const char *name, const struct pod *p)
+{
+	const char *labels = h_str(",namespace=\"%s\",pod=\"%s\",container=\"%s\"} ", p->ns, p->name, p->container_name);
+
+	for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		const char *nl = strchr(line, '\n'), *w = strstr(line, labels);
+		if (strncmp(line, name, strlen(name)) == 0 && line[strlen(name)] == '{' && w && (!nl || w < nl))
+			return strtoll(w + strlen(labels), NULL, 10);
+	}
+	return -1;
+}
+
+/* Issue 31 §5: in node mode, each pod's /dev/shm is a root found through a
+ * process of the pod; its cgroup gives the pod, and the per-root series
+ * carry its namespace, name and container, so that its headroom can be
+ * graphed and alerted on by pod. */
+Test(workloads, a_pods_root_series_carry_the_pod)
+{
+	h_need_bpf(teardown);
+	start_pod(&leaky, false);
+	start_pod(&clean, false);
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--abort-dir", abort_dir, "--patterns", PATTERNS, "--interval", "0.1",
+			      "--listen", "127.0.0.1:0", "--pod-logs", pods_dir, "--container-logs", containers_dir, "--lib",
+			      h_bin("SG_SHIM"), "--duration", "100", NULL};
+	struct h_proc audit = h_spawn(argv, NULL);
+	unsigned port = metrics_port_of(&audit);
+	char *text = NULL, *err;
+
+	for (long t0 = h_now_ms(); h_now_ms() - t0 < 15000; usleep(100 * 1000))
+		if (root_series(text = scrape(port), "shmguard_root_size_bytes", &leaky) >= 0 &&
+		    root_series(text, "shmguard_root_size_bytes", &clean) >= 0)
+			break;
+	for (const struct pod *p = &leaky; p; p = p == &leaky ? &clean : NULL) {
+		struct statvfs sv;
+
+		cr_assert_eq(statvfs(shm_of(p), &sv), 0);
+		cr_expect_eq(root_series(text, "shmguard_root_size_bytes", p), 64 << 20, "%s: %s", p->name, text);
+		cr_expect_eq(root_series(text, "shmguard_root_free_bytes", p), (long long)sv.f_bavail * (long long)sv.f_frsize,
+			     "%s: %s", p->name, text);
+		cr_expect_eq(root_series(text, "shmguard_tracked_bytes", p), 0, "%s: %s", p->name, text);
+	}
+	/* The node's own /dev/shm is no pod's: its labels are empty. */
+	cr_expect(strstr(text, ",namespace=\"\",pod=\"\",container=\"\"} "), "%s", text);
+	const char *path = h_str("/tmp/%smetrics.txt", prefix);
+	FILE *f = fopen(path, "w");
+	cr_assert(f);
+	fputs(text, f);
+	fclose(f);
+	const char *promtool[] = {"/bin/sh", "-c", h_str("promtool check metrics < %s", path), NULL};
+	cr_expect_eq(h_run(promtool, NULL, &err), 0, "promtool: %s", err);
+	unlink(path);
+	kill(audit.pid, SIGINT);
+	h_read_all(&audit, 20000);
+	h_finish(&audit, NULL);
 }
 
 /* Issue 29: a local user churns cgroups in a subtree delegated to it: it

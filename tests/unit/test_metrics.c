@@ -43,10 +43,13 @@ static struct audit_metrics sample(void)
 		.nroots = 2,
 		.roots = roots,
 	};
-	m.roots[0] = (struct metrics_root){"/dev/shm", 2097152, 4096, 1073741824, 2147483648};
-	m.roots[1] = (struct metrics_root){"/tmp/a \"b\"\\c", 0, 0, 5, 10};
+	m.roots[0] = (struct metrics_root){"/dev/shm", 2097152, 4096, 1073741824, 2147483648, "", "", ""};
+	m.roots[1] = (struct metrics_root){"/tmp/a \"b\"\\c", 0, 0, 5, 10, NULL, NULL, NULL};
 	return m;
 }
+
+/* A root that is no pod's /dev/shm: its pod's labels are empty. */
+#define NO_POD ",namespace=\"\",pod=\"\",container=\"\""
 
 Test(metrics, exposition_text)
 {
@@ -60,11 +63,11 @@ Test(metrics, exposition_text)
 	cr_expect(strstr(text, "\nshmguard_aborted_held_bytes 90112\n"));
 	cr_expect(strstr(text, "\nshmguard_reclaimed_bytes_total 1802240\n"));
 	cr_expect(strstr(text, "\nshmguard_live_pending_bytes 270336\n"));
-	cr_expect(strstr(text, "\nshmguard_tracked_bytes{root=\"/dev/shm\"} 2097152\n"));
-	cr_expect(strstr(text, "\nshmguard_unattributed_bytes{root=\"/dev/shm\"} 4096\n"));
-	cr_expect(strstr(text, "\nshmguard_root_free_bytes{root=\"/dev/shm\"} 1073741824\n"));
+	cr_expect(strstr(text, "\nshmguard_tracked_bytes{root=\"/dev/shm\"" NO_POD "} 2097152\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_unattributed_bytes{root=\"/dev/shm\"" NO_POD "} 4096\n"));
+	cr_expect(strstr(text, "\nshmguard_root_free_bytes{root=\"/dev/shm\"" NO_POD "} 1073741824\n"));
 	/* Label values are escaped. */
-	cr_expect(strstr(text, "\nshmguard_root_free_bytes{root=\"/tmp/a \\\"b\\\"\\\\c\"} 5\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_root_free_bytes{root=\"/tmp/a \\\"b\\\"\\\\c\"" NO_POD "} 5\n"), "%s", text);
 	cr_expect(strstr(text, "\nshmguard_dropped_events_total 3\n"));
 	cr_expect(strstr(text, "\nshmguard_files_over_limit_total 1\n"));
 	cr_expect(strstr(text, "\nshmguard_lost_markers_total 2\n"));
@@ -80,8 +83,8 @@ Test(metrics, exposition_text)
 		  "%s", text);
 	cr_expect(strstr(text, "\nshmguard_last_review_timestamp_seconds 1764619794.250\n"), "%s", text);
 	cr_expect(strstr(text, "\nshmguard_last_review_duration_seconds 0.500\n"), "%s", text);
-	cr_expect(strstr(text, "\nshmguard_root_size_bytes{root=\"/dev/shm\"} 2147483648\n"), "%s", text);
-	/* Labels: root on the per-root series, and only there. */
+	cr_expect(strstr(text, "\nshmguard_root_size_bytes{root=\"/dev/shm\"" NO_POD "} 2147483648\n"), "%s", text);
+	/* Labels: root (and its pod's) on the per-root series, and only there. */
 	for (char *line = text; *line; line = strchr(line, '\n') + 1) {
 		char *brace = strchr(line, '{'), *nl = strchr(line, '\n');
 		if (line[0] == '#' || !brace || brace > nl || strncmp(line, "shmguard_build_info{", 20) == 0)
@@ -501,6 +504,48 @@ Test(metrics, workload_series_are_labelled_and_escaped)
 	cr_expect(strstr(text, "\nshmguard_aborts_without_workload_total 3\n"), "%s", text);
 	cr_expect(strstr(text, "\nshmguard_abort_records 5\n"), "%s", text);
 	/* Prometheus's own linter reads it as valid exposition text. */
+	cr_assert((fd = mkstemp(path)) >= 0);
+	cr_assert_eq(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
+	int status = system(cmd);
+	unlink(path);
+	cr_expect_eq(status, 0, "promtool check metrics failed on:\n%s", text);
+	free(text);
+}
+
+/* Issue 31 §5: a root that is a pod's /dev/shm carries the pod's
+ * namespace, name and container, as the workloads' series do, so that its
+ * headroom can be graphed and alerted on by pod; each value escaped, one
+ * series per root. */
+Test(metrics, root_series_carry_their_pod)
+{
+	struct metrics_root pods[] = {
+		{"/dev/shm of pid 42 (mnt:[4026532000])", 4096, 0, 6710886, 67108864, "serving", "vllm-0", "server"},
+		{"/dev/shm of pid 43 (mnt:[4026532001])", 0, 0, 5, 10, "ns\x1b[2J", "p\"o\\d\n", ""},
+	};
+	struct audit_metrics m = sample();
+	size_t len;
+	char *text, path[] = "/tmp/sgt-metrics-XXXXXX";
+	int fd;
+
+	m.roots = pods;
+	cr_assert(text = metrics_render(&m, &len));
+	cr_expect(strstr(text, "\nshmguard_root_free_bytes{root=\"/dev/shm of pid 42 (mnt:[4026532000])\","
+			       "namespace=\"serving\",pod=\"vllm-0\",container=\"server\"} 6710886\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_root_size_bytes{root=\"/dev/shm of pid 42 (mnt:[4026532000])\","
+			       "namespace=\"serving\",pod=\"vllm-0\",container=\"server\"} 67108864\n"), "%s", text);
+	cr_expect(strstr(text, "\nshmguard_tracked_bytes{root=\"/dev/shm of pid 42 (mnt:[4026532000])\","
+			       "namespace=\"serving\",pod=\"vllm-0\",container=\"server\"} 4096\n"), "%s", text);
+	cr_expect(strstr(text, ",namespace=\"ns\\\\x1b[2J\",pod=\"p\\\"o\\\\d\\n\",container=\"\"} 5\n"), "%s", text);
+	cr_expect_null(strchr(text, '\x1b'), "an escape sequence in the exposition");
+	/* One series per root in each family. */
+	const char *family = "\nshmguard_root_free_bytes{";
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, family)); p += strlen(family))
+		n++;
+	cr_expect_eq(n, 2, "%s", text);
 	cr_assert((fd = mkstemp(path)) >= 0);
 	cr_assert_eq(write(fd, text, len), (ssize_t)len);
 	close(fd);

@@ -107,3 +107,82 @@ Test(report, counts_of_one_are_singular, .init = cr_redirect_stdout)
 	cr_expect(strstr(text, "shape: {req}_{int}_{int}  1 file  "), "%s", text);
 	cr_expect(!strstr(text, " 1 files") && !strstr(text, " 1 segments"), "%s", text);
 }
+
+/* Issue 31 §4: the JUnit cases are (command, shape), in every run: each
+ * command that made files, with each pattern (and "(shim tag)" where its
+ * tagged files' names match none), passing where its aborted requests
+ * left no such file; "no aborted request leaked" only when no command
+ * made a file. */
+static char *junit(struct audit_abort *aborts, unsigned naborts, const struct audit_commands *commands)
+{
+	struct audit_opts o = {.reports.junit_path = "report.xml"};
+	struct audit a = {.o = &o, .abort_set = {.aborts = aborts, .naborts = naborts, .commands = *commands},
+			  .run.probe = "test", .run.cmd_status = -1};
+	static char xml[8192];
+	char err[200];
+	ssize_t n;
+
+	cr_assert_eq(sg_patterns_parse(&o.patterns, "{req}_{int}_{int};shm_{req}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_geq(a.run.junit_fd = memfd_create("report", 0), 0);
+	cr_assert_not_null(a.files = audit_files_new(10));
+	bool failed[AUDIT_REPORT_FILES];
+	audit_report_write(&a, failed);
+	cr_expect_not(failed[1]);
+	cr_assert_geq(n = pread(a.run.junit_fd, xml, sizeof(xml) - 1, 0), 0);
+	xml[n] = '\0';
+	close(a.run.junit_fd);
+	audit_files_free(a.files);
+	return xml;
+}
+
+/* A case's name attribute. */
+static const char *case_name(const char *name)
+{
+	static char buf[4][128];
+	static unsigned k;
+
+	snprintf(buf[k % 4], sizeof(buf[0]), "name=\"%s\"", name);
+	return buf[k++ % 4];
+}
+
+static int occurrences(const char *text, const char *what)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+Test(report, junit_cases_are_every_command_and_shape_leaking_or_not, .init = cr_redirect_stdout)
+{
+	struct audit_commands commands = {.n = 2, .seen = {{"stage1", false}, {"stage2", true}}};
+	struct audit_abort leaky = {.request = "r1", .leaked_bytes = 500, .leaked_files = 1, .leaked_segments = 1,
+				    .leftovers = leftover(NULL, "stage1", 10, 0, 500)};
+	struct audit_abort clean = {.request = "r1"};
+	const char *names[] = {"stage1 {req}_{int}_{int}", "stage1 shm_{req}", "stage2 (shim tag)",
+			       "stage2 {req}_{int}_{int}", "stage2 shm_{req}"};
+	char *xml = junit(&leaky, 1, &commands);
+
+	cr_expect(strstr(xml, "tests=\"5\" failures=\"1\""), "%s", xml);
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		cr_expect_eq(occurrences(xml, case_name(names[i])), 1, "%s: %s", names[i], xml);
+	cr_expect(strstr(xml, "name=\"stage1 {req}_{int}_{int}\" time=\"0\">\n      <properties>\n        "
+			      "<property name=\"pids\" value=\"10\"/>"), "%s", xml);
+	cr_expect_eq(occurrences(xml, "<failure type=\"leak\""), 1, "%s", xml);
+	cr_expect_null(strstr(xml, "no aborted request leaked"), "%s", xml);
+
+	/* Fixed: the same cases, each passing. */
+	xml = junit(&clean, 1, &commands);
+	cr_expect(strstr(xml, "tests=\"5\" failures=\"0\""), "%s", xml);
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		cr_expect_eq(occurrences(xml, case_name(names[i])), 1, "%s: %s", names[i], xml);
+	cr_expect_eq(occurrences(xml, "<system-out>no aborted request left a file of this shape</system-out>"), 5, "%s",
+		     xml);
+	cr_expect_null(strstr(xml, "<failure"), "%s", xml);
+
+	/* No command made a file: the one passing case. */
+	xml = junit(&clean, 1, &(struct audit_commands){0});
+	cr_expect(strstr(xml, "tests=\"1\" failures=\"0\""), "%s", xml);
+	cr_expect(strstr(xml, "name=\"no aborted request leaked\""), "%s", xml);
+}
