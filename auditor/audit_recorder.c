@@ -26,16 +26,26 @@
 /* The records are written at most this often when they changed (else
  * the store's completeness mark is moved on), and the records of files
  * gone are dropped this often. */
-#define SAVE_EVERY_MS 200
+#define SAVE_EVERY_MS 500
 #define PRUNE_EVERY_MS 5000
 /* A file the probe saw created without its name (the ctime probe fires
  * before the name exists) is looked for in its root for this long. */
 #define NAME_WAIT_MS 2000
 #define MAX_PENDING 4096
+/* A device no root is on any more keeps its records this long: a pod's
+ * /dev/shm is forgotten with its mount namespace and found again in the
+ * next one when its container restarts in place. */
+#define DEVICE_GONE_MS 60000
+#define MAX_GONE 256
 /* A file's birth time is the kernel's coarse clock, up to a tick (10 ms
  * at HZ=100) behind the clock the recorder reads: the completeness mark
  * stays that far behind. */
 #define COARSE_CLOCK_NS 20000000ull
+/* A file seen created without a name holds the completeness mark back
+ * this long: its name comes within microseconds of the event; one still
+ * unnamed after that was unlinked first (a POSIX semaphore's temporary
+ * name), and a sweep cannot list it. */
+#define NAME_PIN_MS 300
 
 struct pending {
 	struct sg_creator_rec rec;
@@ -50,9 +60,16 @@ struct rroot {
 	int fd;
 };
 
+struct gone_dev {
+	uint32_t kdev;
+	uint64_t since_ms;
+};
+
 struct audit_recorder {
 	struct rroot *roots;
 	unsigned nroots, cap;
+	struct gone_dev gone[MAX_GONE]; /* devices no root is on any more, oldest first */
+	unsigned ngone;
 	struct sg_creator_store store;
 	int sd; /* the store's directory, locked */
 	bool dirty, saved_once;
@@ -412,13 +429,13 @@ static void prune(struct audit_recorder *r)
 
 /* Every file created before this moment that the recorder has read is in
  * its records: the last reading's start, or the earliest file still
- * waiting for its name, less the coarse clock's lag. */
+ * waiting for its name (for NAME_PIN_MS), less the coarse clock's lag. */
 static uint64_t complete_ns(const struct audit_recorder *r)
 {
-	uint64_t t = r->drain_unix_ns;
+	uint64_t t = r->drain_unix_ns, now = now_ms();
 
 	for (size_t k = 0; k < r->npending; k++)
-		if (r->pending[k].seen_unix_ns < t)
+		if (now - r->pending[k].since_ms < NAME_PIN_MS && r->pending[k].seen_unix_ns < t)
 			t = r->pending[k].seen_unix_ns;
 	return t > COARSE_CLOCK_NS ? t - COARSE_CLOCK_NS : 0;
 }
@@ -437,6 +454,29 @@ static int save(struct audit_recorder *r, char *err, size_t errlen)
 	r->dirty = false;
 	r->saved_once = true;
 	return 0;
+}
+
+/* Drops the records of device kdev, and the files of it waiting for their names. */
+static void drop_device(struct audit_recorder *r, uint32_t kdev)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < r->store.n; i++)
+		if (r->store.recs[i].kdev != kdev)
+			r->store.recs[kept++] = r->store.recs[i];
+	r->dirty |= kept != r->store.n;
+	r->store.n = kept;
+	kept = 0;
+	for (size_t k = 0; k < r->npending; k++)
+		if (r->pending[k].rec.kdev != kdev)
+			r->pending[kept++] = r->pending[k];
+	r->npending = kept;
+}
+
+static void forget_gone(struct audit_recorder *r, unsigned i)
+{
+	memmove(&r->gone[i], &r->gone[i + 1], (r->ngone - i - 1) * sizeof(r->gone[0]));
+	r->ngone--;
 }
 
 struct audit_recorder *audit_recorder_new(bool attachers, char *err, size_t errlen)
@@ -495,13 +535,16 @@ int audit_recorder_add_root(struct audit_recorder *r, const char *path, uint32_t
 		return -ESTALE;
 	}
 	r->roots[r->nroots++] = (struct rroot){kdev, dir_ino, fd};
+	for (unsigned i = 0; i < r->ngone; i++)
+		if (r->gone[i].kdev == kdev) {
+			forget_gone(r, i);
+			break;
+		}
 	return 0;
 }
 
 void audit_recorder_remove_root(struct audit_recorder *r, uint32_t kdev, uint64_t dir_ino)
 {
-	size_t kept = 0;
-
 	for (unsigned i = 0; i < r->nroots; i++)
 		if (r->roots[i].kdev == kdev && r->roots[i].dir_ino == dir_ino) {
 			close(r->roots[i].fd);
@@ -510,17 +553,13 @@ void audit_recorder_remove_root(struct audit_recorder *r, uint32_t kdev, uint64_
 		}
 	if (on_roots(r, kdev))
 		return;
-	/* Its mount is gone, and its files with it. */
-	for (size_t i = 0; i < r->store.n; i++)
-		if (r->store.recs[i].kdev != kdev)
-			r->store.recs[kept++] = r->store.recs[i];
-	r->dirty |= kept != r->store.n;
-	r->store.n = kept;
-	kept = 0;
-	for (size_t k = 0; k < r->npending; k++)
-		if (r->pending[k].rec.kdev != kdev)
-			r->pending[kept++] = r->pending[k];
-	r->npending = kept;
+	/* Its mount may be gone, and its files with it: its records go once
+	 * no root has been on it for DEVICE_GONE_MS. */
+	if (r->ngone == MAX_GONE) {
+		drop_device(r, r->gone[0].kdev);
+		forget_gone(r, 0);
+	}
+	r->gone[r->ngone++] = (struct gone_dev){kdev, now_ms()};
 }
 
 void audit_recorder_drain_begins(struct audit_recorder *r)
@@ -535,6 +574,10 @@ int audit_recorder_tick(struct audit_recorder *r, char *err, size_t errlen)
 	if (r->npending)
 		resolve_pending(r);
 	now = now_ms();
+	while (r->ngone && now - r->gone[0].since_ms >= DEVICE_GONE_MS) {
+		drop_device(r, r->gone[0].kdev);
+		forget_gone(r, 0);
+	}
 	if (now - r->last_prune_ms >= PRUNE_EVERY_MS) {
 		prune(r);
 		r->last_prune_ms = now;

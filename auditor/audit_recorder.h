@@ -31,8 +31,9 @@ struct audit_recorder *audit_recorder_new(bool attachers, char *err, size_t errl
  * given, as the tracer follows it) from now on; a root already recorded
  * is left as it is.  0, or a negative errno. */
 int audit_recorder_add_root(struct audit_recorder *r, const char *path, uint32_t kdev, uint64_t dir_ino);
-/* Stops recording a root; the records of its device go with it when no
- * other root is on that device (its mount is gone). */
+/* Stops recording a root; the records of its device go once no root has
+ * been on that device for a minute (its mount is gone, not found again in
+ * a restarted container's namespace). */
 void audit_recorder_remove_root(struct audit_recorder *r, uint32_t kdev, uint64_t dir_ino);
 
 /* One of the tracer's events (creations and opens count). */

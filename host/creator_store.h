@@ -106,8 +106,8 @@ int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen)
  * whose creation the recorder read has its record (one in the kernel's
  * buffer at that moment has it at the next).  As sg_store_load, or
  * -ETIMEDOUT with a reason. */
-/* How long readers wait for a running recorder (it writes every 200 ms). */
-#define SG_STORE_WAIT_MS 2000
+/* How long readers wait for a running recorder (it writes every 500 ms). */
+#define SG_STORE_WAIT_MS 5000
 int sg_store_load_current(struct sg_creator_store *s, int dfd, unsigned timeout_ms, char *err, size_t errlen);
 
 /* Replaces the file with the records (written beside it, then renamed),
