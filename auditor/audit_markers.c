@@ -204,8 +204,10 @@ void audit_abort_measured(struct audit *a, struct audit_abort *ab)
 {
 	for (unsigned i = 0; i < ab->workloads.n; i++)
 		ab->workloads.w[i]->aborts++;
-	if (!ab->workloads.n)
+	if (!ab->workloads.n) {
 		a->workloads.aborts_without++;
+		audit_workloads_abort_unattributed(&a->workloads, ab->scope);
+	}
 	ab->measured = true;
 	audit_workload_set_free(&ab->workloads);
 	a->abort_set.unmeasured = ab->next;

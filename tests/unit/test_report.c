@@ -22,7 +22,7 @@ static json_t *report(struct audit_abort *aborts, unsigned naborts)
 {
 	struct audit_opts o = {.reports.json_path = "report.json"};
 	struct audit a = {.o = &o, .abort_set = {.aborts = aborts, .naborts = naborts}, .run.probe = "test",
-			  .run.cmd_status = -1};
+			  .run.cmd_status = -1, .attribution.patterns = &o.patterns};
 	char err[200];
 	json_error_t jerr;
 	json_t *root;
