@@ -191,6 +191,7 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 		goto fail;
 	}
 	a->attribution.patterns = &o->patterns;
+	a->attribution.abort_dirs = !o->root_abort_given;
 	a->attribution.files = a->files;
 	return a;
 fail:

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "pattern.h"
 #include "proc_env.h"
+#include "reqid.h"
 
 /* The root's own patterns, or NULL: the run's. */
 static const struct audit_root_patterns *own(const struct audit_attribution *attr, int root)
@@ -130,12 +131,25 @@ bool audit_attribution_learning(const struct audit_attribution *attr, int slot)
 	return slot >= 0 && ((unsigned)slot >= attr->nroots || !attr->roots[slot].done);
 }
 
+/* The name of dir when it is one plain name in /dev/shm, else NULL. */
+static const char *in_dev_shm(const char *dir)
+{
+	static const char shm[] = "/dev/shm/";
+	const char *name = dir + sizeof(shm) - 1;
+
+	if (strncmp(dir, shm, sizeof(shm) - 1) != 0)
+		return NULL;
+	return sg_reqid_invalid(name) ? NULL : name;
+}
+
 int audit_attribution_learn(struct audit_attribution *attr, int slot, pid_t pid, char *why, size_t whylen)
 {
-	char value[SG_MAX_PATTERNS * (SG_NAME_MAX + 1)], err[200];
+	char value[SG_MAX_PATTERNS * (SG_NAME_MAX + 1)], dir[SG_PATH_MAX + 1], err[200];
 	struct audit_root_patterns *rp;
 	struct sg_pattern_set *set;
-	int n;
+	const char *name = NULL;
+	bool new_dir;
+	int n, d;
 
 	if (slot < 0 || pid <= 0)
 		return 0;
@@ -144,17 +158,20 @@ int audit_attribution_learn(struct audit_attribution *attr, int slot, pid_t pid,
 	if (rp->done)
 		return 0;
 	n = sg_proc_env_get(pid, "SHMGUARD_PATTERNS", value, sizeof(value));
+	d = sg_proc_env_get(pid, "SHMGUARD_ABORT_DIR", dir, sizeof(dir));
+	new_dir = d > 0 && attr->abort_dirs && !rp->abort_name[0] && (name = in_dev_shm(dir));
+	if (new_dir)
+		snprintf(rp->abort_name, sizeof(rp->abort_name), "%s", name);
+	if (n <= 0 && n != -E2BIG) { /* none there, or the process is gone or not readable */
+		rp->done = ++rp->tries >= AUDIT_POD_ENV_TRIES;
+		return new_dir;
+	}
+	rp->done = true;
 	if (n == -E2BIG) {
-		rp->done = true;
 		attr->pods_refused++;
 		snprintf(why, whylen, "its SHMGUARD_PATTERNS (pid %d) is longer than %zu bytes", (int)pid, sizeof(value) - 1);
 		return -E2BIG;
 	}
-	if (n <= 0) { /* none there, or the process is gone or not readable */
-		rp->done = ++rp->tries >= AUDIT_POD_ENV_TRIES;
-		return 0;
-	}
-	rp->done = true;
 	if (!(set = malloc(sizeof(*set))))
 		return -ENOMEM;
 	if (sg_patterns_parse(set, value, err, sizeof(err)) < 0) {
@@ -168,6 +185,12 @@ int audit_attribution_learn(struct audit_attribution *attr, int slot, pid_t pid,
 	rp->set = set;
 	attr->pods_learnt++;
 	return 1;
+}
+
+const char *audit_attribution_abort_name(const struct audit_attribution *attr, int slot)
+{
+	return slot >= 0 && (unsigned)slot < attr->nroots && attr->roots[slot].abort_name[0] ? attr->roots[slot].abort_name
+											: NULL;
 }
 
 void audit_attribution_forget_root(struct audit_attribution *attr, int slot)

@@ -35,12 +35,14 @@ struct audit_files;
 /* The shape of a file a pod's pattern named once the table of shapes was full. */
 #define AUDIT_SHAPE_POD (-2)
 
-/* A root's own patterns (by its slot): learnt from its pod's environment. */
+/* A root's own patterns and abort directory (by its slot): learnt from
+ * its pod's environment. */
 struct audit_root_patterns {
 	unsigned tries;              /* processes read that gave none */
 	bool done;                   /* learnt, refused, or tried enough: read no more */
 	struct sg_pattern_set *set;  /* NULL: the run's */
 	int8_t shapes[SG_MAX_PATTERNS]; /* each pattern's shape */
+	char abort_name[SG_NAME_MAX + 1]; /* its SHMGUARD_ABORT_DIR's name in its /dev/shm, "" the run's */
 };
 
 struct audit_attribution {
@@ -52,6 +54,7 @@ struct audit_attribution {
 	char (*pod_shapes)[SG_NAME_MAX + 1];   /* the pods' patterns' texts, shapes from patterns->count on */
 	unsigned npod_shapes;
 	uint64_t pods_learnt, pods_refused;    /* roots that got their own patterns, or refused them */
+	bool abort_dirs; /* pods' SHMGUARD_ABORT_DIR are learnt too (no --root-abort-dir) */
 };
 
 /* Gives f a request from its name when it has none (patterns). */
@@ -61,14 +64,19 @@ void audit_attribute_by_name(struct audit_attribution *attr, struct audit_file *
  * request follows it. */
 void audit_file_named(struct audit_attribution *attr, struct audit_file *f, int root, const char *name, bool renamed);
 
-/* Reads pid's SHMGUARD_PATTERNS for the root of slot when it has none
- * yet (pid must be a process whose /dev/shm is that root: the caller
- * checks its device).  1: learnt; 0: nothing to do or none there; a
- * negative errno when its value is refused (why says it, once: the root
- * is not read again) or memory is short. */
+/* Reads pid's SHMGUARD_PATTERNS and SHMGUARD_ABORT_DIR for the root of
+ * slot when it has none yet (pid must be a process whose /dev/shm is that
+ * root: the caller checks its device).  An abort directory counts when it
+ * is one name in /dev/shm (the pod's root), and abort_dirs; one elsewhere
+ * is not followed.
+ * 1: learnt; 0: nothing to do or none there; a negative errno when a
+ * value is refused (why says it, once: the root is not read again) or
+ * memory is short. */
 /* Whether the root of slot still wants its pod's patterns read. */
 bool audit_attribution_learning(const struct audit_attribution *attr, int slot);
 int audit_attribution_learn(struct audit_attribution *attr, int slot, pid_t pid, char *why, size_t whylen);
+/* The name of the abort directory the pod of slot's root gave, or NULL. */
+const char *audit_attribution_abort_name(const struct audit_attribution *attr, int slot);
 /* The root of slot is found, or forgotten: its patterns are the run's again. */
 void audit_attribution_forget_root(struct audit_attribution *attr, int slot);
 /* The pattern shape's text, "(shim tag)" for -1. */

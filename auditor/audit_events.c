@@ -57,9 +57,15 @@ void audit_events_learn_patterns(struct audit *a, int slot, pid_t pid)
 	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
 	    sg_kdev(st.st_dev) != r->kdev || st.st_ino != r->dir_ino)
 		return;
-	if (audit_attribution_learn(&a->attribution, slot, pid, why, sizeof(why)) < 0 && why[0])
+	int learnt = audit_attribution_learn(&a->attribution, slot, pid, why, sizeof(why));
+	if (learnt < 0 && why[0])
 		fprintf(stderr, "shmguard audit: %s: %s; its files are named by the node's patterns\n",
 			sg_text_escape(r->shown, shown, sizeof(shown)), sg_text_escape(why, ewhy, sizeof(ewhy)));
+	/* Its markers are where its shims look for them. */
+	if (learnt != 0 && audit_attribution_abort_name(&a->attribution, slot)) {
+		audit_markers_unwatch_root(a, slot);
+		audit_markers_watch_root(a, slot);
+	}
 }
 
 static void on_create(struct audit *a, const struct audit_event *e)

@@ -54,8 +54,9 @@ static void usage(FILE *out)
 		"                             namespace too: every pod's, as they come and go)\n"
 		"      --all-namespaces       with COMMAND: follow every namespace's /dev/shm too\n"
 		"      --root-abort-dir NAME  the abort directory in each /dev/shm found so\n"
-		"                             (default %s); its markers abort that\n"
-		"                             root's requests only\n"
+		"                             (default: the one its processes' SHMGUARD_ABORT_DIR\n"
+		"                             names there, else %s); its markers abort\n"
+		"                             that root's requests only\n"
 		"  -g, --grace DURATION       how long after its marker an abort is measured\n"
 		"                             (default 2 s; durations: 2, 500ms, 30s, 10m, 1h)\n"
 		"  -b, --max-kib-per-abort N  the gate: fail (exit 1) above N KiB per abort\n"
@@ -370,6 +371,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 				return cli_usage_fail(-1, "audit", "bad --root-abort-dir '%s': one plain name, such as %s",
 						      optarg, ROOT_ABORT_NAME);
 			snprintf(o->root_abort_name, sizeof(o->root_abort_name), "%s", optarg);
+			o->root_abort_given = true;
 			break;
 		case 'Y': o->gate.per_workload = true; break;
 		case 'T':

@@ -117,31 +117,43 @@ static pid_t child_of(pid_t pid)
 	return -1;
 }
 
+/* What a pod's processes have in their environment (NULL: nothing). */
+struct pod_env {
+	const char *patterns;  /* SHMGUARD_PATTERNS */
+	const char *abort_dir; /* SHMGUARD_ABORT_DIR, made in the pod; its markers go there */
+};
+
 /* A pod running leakgen (aborts: every ABORT_EVERY-th request, or none),
  * its markers in its own abort directory (--root-abort-dir) or in markers; under the
  * shim when shimmed (whose own abort directory is elsewhere: the files
  * stay, as with a shim that missed the marker).  held: its namespaces are
  * made, and it mounts its tmpfs only once it reads a line (pod_go).
- * pod_ready() waits for it. */
+ * env: the pod has a cgroup of its own (its workload) and that
+ * environment, its shim no --patterns.  pod_ready() waits for it. */
 static struct pod pod_spawn_env(const char *tag, bool aborts, const char *markers, bool shimmed, bool held,
-				const char *env_patterns)
+				const struct pod_env *env)
 {
 	struct pod p = {.name = h_str("%s%s", prefix, tag)};
-	const char *own_aborts = h_str("/dev/shm/%s", pod_aborts);
+	const char *own_aborts = env && env->abort_dir ? env->abort_dir : h_str("/dev/shm/%s", pod_aborts);
 	const char *script = h_str("%smount -t tmpfs -o size=16m tmpfs /dev/shm && mkdir -m 0755 %s && %sexec \"$@\"",
 				   held ? "read go && " : "", own_aborts,
-				   env_patterns ? h_str("echo 0 > %s/%s%s/cgroup.procs && ", CGROOT, prefix, tag) : "");
+				   env ? h_str("echo 0 > %s/%s%s/cgroup.procs && ", CGROOT, prefix, tag) : "");
 	const char *argv[40] = {"/usr/bin/unshare", "--mount", "--pid", "--ipc", "--fork", "--propagation", "private",
 				"/bin/sh", "-c", script, "pod"};
 	size_t n = 11;
 
 	if (shimmed) {
-		const char *run[] = {h_bin("SG_CLI"), "run", "--abort-dir", h_str("/tmp/%sshim-aborts", p.name), "--lib",
-				     h_bin("SG_SHIM"), "--patterns", PATTERNS, "--"};
-		size_t nrun = sizeof(run) / sizeof(*run);
-		for (size_t i = 0; i < nrun; i++)
-			if (!env_patterns || i < nrun - 3 || i == nrun - 1) /* the patterns from the environment alone */
-				argv[n++] = run[i];
+		argv[n++] = h_bin("SG_CLI");
+		argv[n++] = "run";
+		argv[n++] = "--lib";
+		argv[n++] = h_bin("SG_SHIM");
+		if (!env) { /* with env, the shim's patterns and abort directory are the environment's alone */
+			argv[n++] = "--patterns";
+			argv[n++] = PATTERNS;
+			argv[n++] = "--abort-dir";
+			argv[n++] = h_str("/tmp/%sshim-aborts", p.name);
+		}
+		argv[n++] = "--";
 	}
 	const char *leakgen[] = {h_bin("SG_LEAKGEN"), "--prefix", p.name, "--requests", h_str("%d", REQUESTS),
 				 "--abort-every", h_str("%d", aborts ? ABORT_EVERY : REQUESTS + 1), "--abort-dir",
@@ -149,13 +161,18 @@ static struct pod pod_spawn_env(const char *tag, bool aborts, const char *marker
 	for (size_t i = 0; i < sizeof(leakgen) / sizeof(*leakgen); i++)
 		argv[n++] = leakgen[i];
 	argv[n] = NULL;
-	if (env_patterns) { /* a pod of its own cgroup: its workload */
+	const char *vars[3] = {NULL};
+	if (env) {
+		size_t nvars = 0;
 		p.cgroup = h_str("/%s%s", prefix, tag);
 		cr_assert_eq(mkdir(h_str(CGROOT "%s", p.cgroup), 0755), 0, "%s", strerror(errno));
 		cgroups[ncgroups++] = h_str(CGROOT "%s", p.cgroup);
+		if (env->patterns)
+			vars[nvars++] = h_str("SHMGUARD_PATTERNS=%s", env->patterns);
+		if (env->abort_dir)
+			vars[nvars++] = h_str("SHMGUARD_ABORT_DIR=%s", env->abort_dir);
 	}
-	p.proc = h_spawn(argv, (const char *const[]){env_patterns && *env_patterns ?
-						      h_str("SHMGUARD_PATTERNS=%s", env_patterns) : NULL, NULL});
+	p.proc = h_spawn(argv, vars);
 	return p;
 }
 
@@ -435,10 +452,12 @@ Test(node, files_on_a_filesystem_not_followed_fail_the_gate)
  * own whose /dev/shm holds the node's abort directory as its
  * initContainer makes it.  What the test adds: its metrics on a port of
  * its own, its reclaim a dry run (the machine's files are not its), the
- * reports, the test's shim and its pods' abort directory's name.
- * node_patterns: the ConfigMap's file replaced by this text (an operator's
- * that knows none of the pods' shapes), or NULL: as shipped. */
-static struct h_proc start_shipped_agent(const char *node_patterns, const char *metrics)
+ * reports, the test's shim and, with root_abort_dir, its pods' abort
+ * directory's name (the other tests' agents then never follow this
+ * test's pods' aborts, nor this one theirs).  node_patterns: the
+ * ConfigMap's file replaced by this text (an operator's that knows none of
+ * the pods' shapes), or NULL: as shipped. */
+static struct h_proc start_shipped_agent(const char *node_patterns, const char *metrics, bool root_abort_dir)
 {
 	const char *dir = h_str("/tmp/%sagent", prefix), *argv[64] = {"/usr/bin/unshare", "--mount", "--propagation",
 								       "private", "/bin/sh", "-c",
@@ -464,7 +483,7 @@ static struct h_proc start_shipped_agent(const char *node_patterns, const char *
 	cr_assert_str_eq(argv[8], "audit");
 	const char *more[] = {"--reclaim-dry-run", "--json", json_path, "--metrics-file", metrics, "--lib", h_bin("SG_SHIM"),
 			      "--interval", "0.1", "--grace", "0.3", "--root-abort-dir", pod_aborts};
-	for (size_t i = 0; i < sizeof(more) / sizeof(*more); i++)
+	for (size_t i = 0; i < sizeof(more) / sizeof(*more) - (root_abort_dir ? 0 : 2); i++)
 		argv[n++] = more[i];
 	argv[n] = NULL;
 	struct h_proc p = h_spawn(argv, (const char *const[]){"SHMGUARD_PATTERNS=", "SHMGUARD_ABORT_DIR=", NULL});
@@ -518,8 +537,8 @@ Test(node, the_shipped_agent_measures_an_unshimmed_pod_by_the_node_patterns)
 	char *err;
 
 	h_need_bpf(teardown);
-	a = start_shipped_agent(NULL, metrics);
-	p = pod_spawn_env("plain", true, NULL, false, false, "");
+	a = start_shipped_agent(NULL, metrics, true);
+	p = pod_spawn_env("plain", true, NULL, false, false, &(struct pod_env){0});
 	pod_ready(&p);
 	h_wait_measured(&a, ABORTS);
 	uint64_t truth = pod_truth(&p);
@@ -546,8 +565,8 @@ Test(node, a_pod_whose_files_no_pattern_names_reads_unknown_and_fails)
 	char *err, *out;
 
 	h_need_bpf(teardown);
-	a = start_shipped_agent("# the operator's servers\nother_{req}.seg\n", metrics);
-	p = pod_spawn_env("blind", true, NULL, false, false, "");
+	a = start_shipped_agent("# the operator's servers\nother_{req}.seg\n", metrics, true);
+	p = pod_spawn_env("blind", true, NULL, false, false, &(struct pod_env){0});
 	pod_ready(&p);
 	h_wait_measured(&a, ABORTS);
 	cr_expect_eq(stop_auditor(&a, &err, &out), 1, "a leak not seen is no pass: %s", err);
@@ -570,8 +589,9 @@ Test(node, a_pod_whose_files_no_pattern_names_reads_unknown_and_fails)
 
 /* Pods whose patterns are only in their environment (SHMGUARD_PATTERNS),
  * the node's knowing none of their shapes: one without the shim (its
- * image's loader refused it, say), one under it.  Both are measured
- * exactly.  Beside them, hostile pods: one whose SHMGUARD_PATTERNS is
+ * image's loader refused it, say), and one under it, their markers in the
+ * abort directory their environment names (SHMGUARD_ABORT_DIR).  Both are
+ * measured exactly (the shim's pod leaks nothing: its shim swept).  Beside them, hostile pods: one whose SHMGUARD_PATTERNS is
  * 100 KiB, one whose value does not parse.  Each is refused once with the
  * reason; neither stalls the agent nor touches the others' figures. */
 Test(node, pods_patterns_come_from_their_environment_and_a_hostile_one_is_refused)
@@ -583,11 +603,16 @@ Test(node, pods_patterns_come_from_their_environment_and_a_hostile_one_is_refuse
 
 	h_need_bpf(teardown);
 	memset(huge, 'x', (100 << 10) - 1);
-	a = start_shipped_agent("other_{req}.seg\n", metrics);
-	big = pod_spawn_env("big", false, NULL, false, false, huge);
-	bad = pod_spawn_env("bad", false, NULL, false, false, "{req}_{oops}");
-	plain = pod_spawn_env("envplain", true, NULL, false, false, PATTERNS);
-	shimmed = pod_spawn_env("envshim", true, NULL, true, false, PATTERNS);
+	/* Each pod's abort directory is its environment's: no --root-abort-dir. */
+	a = start_shipped_agent("other_{req}.seg\n", metrics, false);
+	big = pod_spawn_env("big", false, NULL, false, false, &(struct pod_env){.patterns = huge});
+	bad = pod_spawn_env("bad", false, NULL, false, false, &(struct pod_env){.patterns = "{req}_{oops}"});
+	/* Its markers where its environment says, not where the agent looks
+	 * by default (--root-abort-dir). */
+	plain = pod_spawn_env("envplain", true, NULL, false, false,
+			      &(struct pod_env){.patterns = PATTERNS, .abort_dir = h_str("/dev/shm/%sown", prefix)});
+	shimmed = pod_spawn_env("envshim", true, NULL, true, false,
+				&(struct pod_env){.patterns = PATTERNS, .abort_dir = h_str("/dev/shm/%sshimown", prefix)});
 	pod_ready(&big);
 	pod_ready(&bad);
 	pod_ready(&plain);
@@ -599,8 +624,10 @@ Test(node, pods_patterns_come_from_their_environment_and_a_hostile_one_is_refuse
 	json_t *wp = workload_of(r, &plain), *ws = workload_of(r, &shimmed);
 	cr_expect_eq(h_jint(wp, "aborts"), ABORTS);
 	cr_expect_eq(h_jint(wp, "leaked_bytes"), (long long)truth_plain, "truth %llu", (unsigned long long)truth_plain);
-	cr_expect_eq(h_jint(ws, "aborts"), ABORTS);
+	/* Its aborts count for it only if its files were still there when the
+	 * agent saw the marker (its shim may have swept them first). */
 	cr_expect_eq(h_jint(ws, "leaked_bytes"), (long long)truth_shimmed, "truth %llu", (unsigned long long)truth_shimmed);
+	cr_expect_eq(h_jint(ws, "aborts_unattributed"), 0);
 	json_t *roots = json_object_get(r, "roots");
 	cr_expect_geq(h_jint(roots, "pod_patterns_learnt"), 2, "the two pods' patterns, from their environment");
 	cr_expect_eq(h_jint(roots, "pod_patterns_refused"), 2, "the hostile ones: %s", err);
