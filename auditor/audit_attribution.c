@@ -11,6 +11,7 @@
 #include "pattern.h"
 #include "proc_env.h"
 #include "reqid.h"
+#include "text.h"
 
 /* The root's own patterns, or NULL: the run's. */
 static const struct audit_root_patterns *own(const struct audit_attribution *attr, int root)
@@ -171,6 +172,15 @@ int audit_attribution_learn(struct audit_attribution *attr, int slot, pid_t pid,
 		attr->pods_refused++;
 		snprintf(why, whylen, "its SHMGUARD_PATTERNS (pid %d) is longer than %zu bytes", (int)pid, sizeof(value) - 1);
 		return -E2BIG;
+	}
+	/* Its texts go into every report (JSON, XML): printable UTF-8 only. */
+	for (const char *c = value; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			n = -EINVAL;
+	if (n < 0 || !sg_utf8_valid(value)) {
+		attr->pods_refused++;
+		snprintf(why, whylen, "its SHMGUARD_PATTERNS (pid %d) is not printable UTF-8", (int)pid);
+		return -EINVAL;
 	}
 	if (!(set = malloc(sizeof(*set))))
 		return -ENOMEM;

@@ -591,15 +591,17 @@ Test(node, a_pod_whose_files_no_pattern_names_reads_unknown_and_fails)
  * the node's knowing none of their shapes: one without the shim (its
  * image's loader refused it, say), and one under it, their markers in the
  * abort directory their environment names (SHMGUARD_ABORT_DIR).  Both are
- * measured exactly (the shim's pod leaks nothing: its shim swept).  Beside them, hostile pods: one whose SHMGUARD_PATTERNS is
- * 100 KiB, one whose value does not parse.  Each is refused once with the
- * reason; neither stalls the agent nor touches the others' figures. */
+ * measured exactly (the shim's pod leaks nothing: its shim swept).
+ * Beside them, hostile pods: one whose SHMGUARD_PATTERNS is 100 KiB, one
+ * whose value does not parse, one of raw bytes (not UTF-8, a terminal's
+ * escape).  Each is refused once with the reason, escaped; none stalls the
+ * agent nor touches the others' figures. */
 Test(node, pods_patterns_come_from_their_environment_and_a_hostile_one_is_refused)
 {
 	const char *metrics = h_str("/tmp/%smetrics", prefix);
 	char *huge = calloc(1, 100 << 10), *err;
 	struct h_proc a;
-	struct pod plain, shimmed, big, bad;
+	struct pod plain, shimmed, big, bad, bytes;
 
 	h_need_bpf(teardown);
 	memset(huge, 'x', (100 << 10) - 1);
@@ -607,6 +609,7 @@ Test(node, pods_patterns_come_from_their_environment_and_a_hostile_one_is_refuse
 	a = start_shipped_agent("other_{req}.seg\n", metrics, false);
 	big = pod_spawn_env("big", false, NULL, false, false, &(struct pod_env){.patterns = huge});
 	bad = pod_spawn_env("bad", false, NULL, false, false, &(struct pod_env){.patterns = "{req}_{oops}"});
+	bytes = pod_spawn_env("bytes", false, NULL, false, false, &(struct pod_env){.patterns = "{req}_\xff\x1b[2J"});
 	/* Its markers where its environment says, not where the agent looks
 	 * by default (--root-abort-dir). */
 	plain = pod_spawn_env("envplain", true, NULL, false, false,
@@ -615,6 +618,7 @@ Test(node, pods_patterns_come_from_their_environment_and_a_hostile_one_is_refuse
 				&(struct pod_env){.patterns = PATTERNS, .abort_dir = h_str("/dev/shm/%sshimown", prefix)});
 	pod_ready(&big);
 	pod_ready(&bad);
+	pod_ready(&bytes);
 	pod_ready(&plain);
 	pod_ready(&shimmed);
 	h_wait_measured(&a, 2 * ABORTS);
@@ -630,7 +634,9 @@ Test(node, pods_patterns_come_from_their_environment_and_a_hostile_one_is_refuse
 	cr_expect_eq(h_jint(ws, "aborts_unattributed"), 0);
 	json_t *roots = json_object_get(r, "roots");
 	cr_expect_geq(h_jint(roots, "pod_patterns_learnt"), 2, "the two pods' patterns, from their environment");
-	cr_expect_eq(h_jint(roots, "pod_patterns_refused"), 2, "the hostile ones: %s", err);
+	cr_expect_eq(h_jint(roots, "pod_patterns_refused"), 3, "the hostile ones: %s", err);
+	cr_expect(strstr(err, "is not printable UTF-8"), "the one of raw bytes said: %s", err);
+	cr_expect(!strstr(err, "\x1b[2J"), "no raw escape reaches the terminal: %s", err);
 	cr_expect(strstr(err, h_str("is longer than")), "the huge one said: %s", err);
 	cr_expect(strstr(err, "does not parse"), "the malformed one said: %s", err);
 	const char *first = strstr(err, "does not parse");
@@ -640,5 +646,6 @@ Test(node, pods_patterns_come_from_their_environment_and_a_hostile_one_is_refuse
 	pod_stop(&shimmed);
 	pod_stop(&big);
 	pod_stop(&bad);
+	pod_stop(&bytes);
 	free(huge);
 }
