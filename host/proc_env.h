@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The environment read at most: a variable past it is not seen. */
+/* The environment read at most (in pieces): a variable past it is not seen. */
 #define SG_PROC_ENV_READ_MAX (256u << 10)
 
 /* The value of name in pid's environment (its first definition), copied
