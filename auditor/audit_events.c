@@ -85,7 +85,9 @@ static void on_create(struct audit *a, const struct audit_event *e)
 	int dir_root = audit_root_of_dir(a, e->kdev, e->dir_ino);
 	if (dir_root < 0 && audit_in_abort_dir(a, e->kdev, e->dir_ino))
 		return;
-	audit_events_learn_patterns(a, dir_root, (pid_t)e->tgid);
+	/* Its creator's environment may say its pod's patterns (the ctime
+	 * probe sends no directory: the root of its device, then). */
+	audit_events_learn_patterns(a, dir_root >= 0 ? dir_root : audit_root_of_dev(a, e->kdev), (pid_t)e->tgid);
 	f = add(a, e, e->kdev, e->ino);
 	if (f && e->name[0])
 		audit_file_named(&a->attribution, f, dir_root, e->name, false);
