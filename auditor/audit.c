@@ -143,9 +143,18 @@ static int block_signals(struct audit *a, char *err, size_t errlen)
  * files caught up. */
 static void root_found(struct audit *a, int slot, bool late)
 {
+	audit_attribution_forget_root(&a->attribution, slot);
+	audit_events_learn_patterns(a, slot, a->root_table.roots[slot].pid);
 	audit_markers_watch_root(a, slot);
 	if (late)
 		audit_events_catch_up(a, slot);
+}
+
+/* A root forgotten: its abort directory and its own patterns let go. */
+static void root_forgetting(struct audit *a, int slot)
+{
+	audit_markers_unwatch_root(a, slot);
+	audit_attribution_forget_root(&a->attribution, slot);
 }
 
 struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
@@ -158,7 +167,7 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 	}
 	*a = (struct audit){
 		.o = o,
-		.root_table.root_hooks = {root_found, audit_markers_watch_root, audit_markers_unwatch_root},
+		.root_table.root_hooks = {root_found, audit_markers_watch_root, root_forgetting},
 		.abort_set = {.aborts_tail = &a->abort_set.aborts, .abort_dfd = -1, .abort_wd = -1},
 		.run = {.cmd_status = -1, .child = -1, .markers_fd = -1, .signal_fd = -1, .json_fd = -1, .junit_fd = -1,
 			.plot_fd = -1},
@@ -181,7 +190,9 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 		say(err, errlen, "out of memory");
 		goto fail;
 	}
-	a->attribution = (struct audit_attribution){.patterns = &o->patterns, .files = a->files};
+	a->attribution.patterns = &o->patterns;
+	a->attribution.abort_dirs = !o->root_abort_given;
+	a->attribution.files = a->files;
 	return a;
 fail:
 	audit_free(a);
@@ -381,5 +392,6 @@ void audit_free(struct audit *a)
 	audit_early_free(&a->pending.early);
 	audit_live_free(a->live);
 	audit_workloads_free(&a->workloads);
+	audit_attribution_free(&a->attribution);
 	free(a);
 }
