@@ -158,17 +158,22 @@ static void record_root(struct audit *a, int slot)
  * files caught up. */
 static void root_found(struct audit *a, int slot, bool late)
 {
+	audit_attribution_forget_root(&a->attribution, slot);
+	audit_events_learn_patterns(a, slot, a->root_table.roots[slot].pid);
 	audit_markers_watch_root(a, slot);
 	if (late)
 		audit_events_catch_up(a, slot);
 	record_root(a, slot);
 }
 
+/* A root forgotten: its abort directory, its own patterns and its
+ * recording let go. */
 static void root_forgetting(struct audit *a, int slot)
 {
 	const struct audit_root *r = &a->root_table.roots[slot];
 
 	audit_markers_unwatch_root(a, slot);
+	audit_attribution_forget_root(&a->attribution, slot);
 	if (a->run.recorder)
 		audit_recorder_remove_root(a->run.recorder, r->kdev, r->dir_ino);
 }
@@ -206,7 +211,9 @@ struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
 		say(err, errlen, "out of memory");
 		goto fail;
 	}
-	a->attribution = (struct audit_attribution){.patterns = &o->patterns, .files = a->files};
+	a->attribution.patterns = &o->patterns;
+	a->attribution.abort_dirs = !o->root_abort_given;
+	a->attribution.files = a->files;
 	return a;
 fail:
 	audit_free(a);
@@ -421,5 +428,6 @@ void audit_free(struct audit *a)
 	audit_early_free(&a->pending.early);
 	audit_live_free(a->live);
 	audit_workloads_free(&a->workloads);
+	audit_attribution_free(&a->attribution);
 	free(a);
 }

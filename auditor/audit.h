@@ -81,6 +81,9 @@ struct audit_opts {
 	 * too, found and forgotten during the run (the default without COMMAND). */
 	bool node_mode;
 	char root_abort_name[SG_NAME_MAX + 1]; /* a discovered root's abort directory, in it */
+	/* --root-abort-dir given: every pod's, whatever SHMGUARD_ABORT_DIR its
+	 * environment names (else that one, in its /dev/shm, is followed). */
+	bool root_abort_given;
 };
 
 struct audit;

@@ -15,6 +15,7 @@
 #include "holders.h"
 #include "journal_read.h"
 #include "reqid.h"
+#include "text.h"
 
 /* The kernel side's limits and the records they fill here. */
 _Static_assert(sizeof(((struct audit_creator *)0)->comm) == AUDIT_EVENT_COMM_LEN &&
@@ -42,6 +43,31 @@ static struct audit_file *add(struct audit *a, const struct audit_event *e, uint
 	return f;
 }
 
+void audit_events_learn_patterns(struct audit *a, int slot, pid_t pid)
+{
+	const struct audit_root *r = slot >= 0 && (unsigned)slot < a->root_table.nroots ? &a->root_table.roots[slot] : NULL;
+	char path[64], why[SG_NAME_MAX + 300] = "", shown[SG_ESCAPED_MAX], ewhy[SG_ESCAPED_MAX];
+	struct stat st;
+
+	if (!r || !r->in_use || !r->discovered || pid <= 0 || !audit_attribution_learning(&a->attribution, slot))
+		return;
+	/* The process's own /dev/shm must be this root: a process elsewhere
+	 * (the host, another pod) that made a file here says nothing of it. */
+	snprintf(path, sizeof(path), "/proc/%d/root/dev/shm", (int)pid);
+	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+	    sg_kdev(st.st_dev) != r->kdev || st.st_ino != r->dir_ino)
+		return;
+	int learnt = audit_attribution_learn(&a->attribution, slot, pid, why, sizeof(why));
+	if (learnt < 0 && why[0])
+		fprintf(stderr, "shmguard audit: %s: %s; its files are named by the node's patterns\n",
+			sg_text_escape(r->shown, shown, sizeof(shown)), sg_text_escape(why, ewhy, sizeof(ewhy)));
+	/* Its markers are where its shims look for them. */
+	if (learnt != 0 && audit_attribution_abort_name(&a->attribution, slot)) {
+		audit_markers_unwatch_root(a, slot);
+		audit_markers_watch_root(a, slot);
+	}
+}
+
 static void on_create(struct audit *a, const struct audit_event *e)
 {
 	struct audit_file *f;
@@ -59,6 +85,9 @@ static void on_create(struct audit *a, const struct audit_event *e)
 	int dir_root = audit_root_of_dir(a, e->kdev, e->dir_ino);
 	if (dir_root < 0 && audit_in_abort_dir(a, e->kdev, e->dir_ino))
 		return;
+	/* Its creator's environment may say its pod's patterns (the ctime
+	 * probe sends no directory: the root of its device, then). */
+	audit_events_learn_patterns(a, dir_root >= 0 ? dir_root : audit_root_of_dev(a, e->kdev), (pid_t)e->tgid);
 	f = add(a, e, e->kdev, e->ino);
 	if (f && e->name[0])
 		audit_file_named(&a->attribution, f, dir_root, e->name, false);
@@ -66,7 +95,7 @@ static void on_create(struct audit *a, const struct audit_event *e)
 	 * its filesystem (the ctime probe sends no name). */
 	int r = f ? (f->root >= 0 ? f->root : audit_root_of_dev(a, e->kdev)) : -1;
 	if (r >= 0 && (unsigned)r < a->root_table.nroots && a->root_table.roots[r].in_use)
-		audit_workload_note_root(f->creator->workload, a->root_table.roots[r].shown);
+		audit_workload_note_root(f->creator->workload, a->root_table.roots[r].shown, a->root_table.roots[r].id);
 }
 
 /* The syscalls probe gives the path a rename or link created, as the
@@ -202,10 +231,12 @@ void audit_events_catch_up(struct audit *a, int slot)
 		if (!(f = audit_files_add(a->files, r->kdev, st.st_ino, known ? c.tgid : 0, known ? c.comm : "?", w)))
 			continue;
 		f->created_ns = audit_clock_ns(a);
+		if (known)
+			audit_events_learn_patterns(a, slot, (pid_t)c.tgid);
 		audit_review_caught_up(a, born ? a->start_ns + (born - start_unix_ns) : a->start_ns);
 		audit_file_named(&a->attribution, f, slot, e->d_name, false);
 		if (w)
-			audit_workload_note_root(w, r->shown);
+			audit_workload_note_root(w, r->shown, r->id);
 		audit_tags_claim(a, f);
 		a->event_counts.caught_up++;
 	}

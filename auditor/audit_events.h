@@ -6,6 +6,7 @@
 #define SHMGUARD_AUDIT_EVENTS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 /* What the events counted (audit_events.c alone writes it). */
 struct audit_event_counts {
@@ -24,5 +25,9 @@ void audit_on_event(struct audit *a, const struct audit_event *e);
  * are followed from now on, with the creator and tag kept for each
  * (audit_early_claim, audit_tags_claim). */
 void audit_events_catch_up(struct audit *a, int slot);
+/* A discovered root's own patterns, read from pid's environment when pid's
+ * /dev/shm is that root and it has none yet (audit_attribution_learn); a
+ * refusal is said once. */
+void audit_events_learn_patterns(struct audit *a, int slot, pid_t pid);
 
 #endif

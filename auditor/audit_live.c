@@ -73,7 +73,8 @@ static void workload_series(const struct audit *a, struct audit_metrics *m)
 	struct audit_live *l = a->live;
 	struct metrics_workload other = {.namespace_ = "", .pod = "", .container = "", .container_id = "",
 					 .cgroup = "other", .aborts_measured = ws->folded_gone.aborts,
-					 .leaked_bytes = ws->folded_gone.leaked_bytes};
+					 .leaked_bytes = ws->folded_gone.leaked_bytes,
+					 .aborts_unattributed = ws->folded_gone.aborts_unattributed};
 	size_t n = 0, want = ws->shown + 1;
 
 	if (want > l->series_cap) {
@@ -88,6 +89,7 @@ static void workload_series(const struct audit *a, struct audit_metrics *m)
 			m->workloads_folded++;
 			other.aborts_measured += w->aborts;
 			other.leaked_bytes += w->leaked_bytes;
+			other.aborts_unattributed += w->root.aborts_unattributed;
 			other.aborted_held_bytes += w->aborted_held;
 			other.tracked_bytes += w->tracked;
 		} else if (n < want - 1) {
@@ -95,10 +97,11 @@ static void workload_series(const struct audit *a, struct audit_metrics *m)
 				.namespace_ = w->ns, .pod = w->pod, .container = w->container,
 				.container_id = w->ids.container_id, .cgroup = w->path ? w->path : "",
 				.cgroup_id = w->cgroup_id, .aborts_measured = w->aborts, .leaked_bytes = w->leaked_bytes,
-				.aborted_held_bytes = w->aborted_held, .tracked_bytes = w->tracked};
+				.aborted_held_bytes = w->aborted_held, .tracked_bytes = w->tracked,
+				.aborts_unattributed = w->root.aborts_unattributed};
 		}
 	}
-	if (m->workloads_folded || other.aborts_measured || other.leaked_bytes)
+	if (m->workloads_folded || other.aborts_measured || other.leaked_bytes || other.aborts_unattributed)
 		l->series[n++] = other;
 	m->workloads = l->series;
 	m->nworkloads = n;

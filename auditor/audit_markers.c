@@ -230,8 +230,10 @@ void audit_abort_measured(struct audit *a, struct audit_abort *ab)
 {
 	for (unsigned i = 0; i < ab->workloads.n; i++)
 		ab->workloads.w[i]->aborts++;
-	if (!ab->workloads.n)
+	if (!ab->workloads.n) {
 		a->workloads.aborts_without++;
+		audit_workloads_abort_unattributed(&a->workloads, ab->scope);
+	}
 	ab->measured = true;
 	audit_workload_set_free(&ab->workloads);
 	a->abort_set.unmeasured = ab->next;
@@ -359,7 +361,9 @@ void audit_markers_watch_root(struct audit *a, int root)
 
 	if (r->abort_dfd >= 0 || a->run.markers_fd < 0)
 		return;
-	snprintf(path, sizeof(path), "%s/%s", r->path, a->o->root_abort_name);
+	const char *name = audit_attribution_abort_name(&a->attribution, root);
+
+	snprintf(path, sizeof(path), "%s/%s", r->path, name ? name : a->o->root_abort_name);
 	/* Missing (a pod without the shim, or not yet) or refused: none; looked
 	 * for again at the next scan. */
 	if ((dfd = sg_abort_dir_open_trusted(path, false, a->o->shim_uid, &st, &why)) < 0)

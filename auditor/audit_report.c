@@ -298,6 +298,8 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(json_object_get(root, "roots"), "last_new_scan_s", json_real(a->scans.last_new_scan_s));
 	json_object_set_new(json_object_get(root, "roots"), "scans", json_integer(a->scans.root_scans));
 	json_object_set_new(json_object_get(root, "roots"), "new_devices", json_integer((json_int_t)a->scans.new_devs));
+	json_object_set_new(json_object_get(root, "roots"), "pod_patterns_learnt", json_integer((json_int_t)a->attribution.pods_learnt));
+	json_object_set_new(json_object_get(root, "roots"), "pod_patterns_refused", json_integer((json_int_t)a->attribution.pods_refused));
 	json_object_set_new(root, "interrupted", json_boolean(a->run.interrupted));
 	json_object_set_new(root, "budget_kib_per_abort", a->o->gate.have_budget ? json_real(a->o->gate.budget_kib) : json_null());
 	json_object_set_new(root, "min_aborts", a->o->gate.have_budget ? json_integer(a->o->gate.min_aborts) : json_null());
@@ -318,6 +320,7 @@ static int write_json(const struct audit *a, const struct summary *s, const stru
 	json_object_set_new(root, "aborted_requests_not_listed", json_integer(a->abort_set.folded ? (json_int_t)a->abort_set.folded->aborts : 0));
 	json_object_set_new(root, "workloads", audit_workloads_json(a));
 	json_object_set_new(root, "aborts_without_workload", json_integer((json_int_t)a->workloads.aborts_without));
+	json_object_set_new(root, "aborts_unattributed", json_integer((json_int_t)a->workloads.aborts_unattributed));
 	json_object_set_new(root, "workloads_expired",
 			    json_pack("{s:I, s:I, s:I, s:I}", "workloads", (json_int_t)a->workloads.expired.workloads,
 				      "aborts", (json_int_t)a->workloads.expired.aborts, "leaked_bytes",

@@ -274,7 +274,11 @@ static void count(struct pass *p, struct audit_review *rv, struct audit_file *f,
 		w->next_tracked += m->bytes;
 		w->next_files++;
 		if (root)
-			audit_workload_note_root(w, root->shown);
+			audit_workload_note_root(w, root->shown, root->id);
+		if (f->indexed)
+			w->root.attributed = true;
+		else
+			w->root.unattributed = true;
 	}
 	if (!f->indexed) {
 		rv->unattributed += m->bytes;

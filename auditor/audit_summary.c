@@ -32,7 +32,7 @@ static int by_bytes(const void *x, const void *y)
 
 const char *audit_shape_text(const struct audit *a, int shape)
 {
-	return shape >= 0 ? a->o->patterns.patterns[shape].text : "(shim tag)";
+	return audit_attribution_shape_text(&a->attribution, shape);
 }
 
 /* A command's leftovers, one group per name shape: no pid in the key, so

@@ -54,7 +54,19 @@ static const struct audit_workload **sorted(const struct audit *a, size_t *n)
 
 static bool has_figures(const struct audit_workload *w)
 {
-	return w->aborts || w->leaked_bytes || w->leaked_files;
+	return w->aborts || w->leaked_bytes || w->leaked_files || w->root.aborts_unattributed;
+}
+
+/* Why w's leak cannot be known, in reason, or false: it can. */
+static bool unknown_why(const struct audit_workload *w, char *reason, size_t len)
+{
+	if (!w->root.aborts_unattributed)
+		return false;
+	snprintf(reason, len,
+		 "%llu %s of its /dev/shm's abort directory could not be tied to its files: no pattern matched "
+		 "their names and no shim tag (give the pod SHMGUARD_PATTERNS, or the node --patterns-file)",
+		 SG_PLURAL((unsigned long long)w->root.aborts_unattributed, "abort", "aborts"));
+	return true;
 }
 
 /* The workload for people: its container, else its cgroup, else its id. */
@@ -76,7 +88,7 @@ static void print_name(FILE *out, const struct audit_workload *w)
 void audit_workloads_print(const struct audit *a, FILE *out)
 {
 	const struct audit_workloads *ws = &a->workloads;
-	char b[32], e1[SG_ESCAPED_MAX], e2[SG_ESCAPED_MAX];
+	char b[32], e1[SG_ESCAPED_MAX], e2[SG_ESCAPED_MAX], why[300];
 	const char *pod = NULL;
 	size_t n, shown = 0, with = 0;
 	const struct audit_workload **v = sorted(a, &n);
@@ -101,6 +113,11 @@ void audit_workloads_print(const struct audit *a, FILE *out)
 		}
 		fprintf(out, "    ");
 		print_name(out, w);
+		if (unknown_why(w, why, sizeof(why))) {
+			fprintf(out, "  leaked UNKNOWN: %s\n", why);
+			shown++;
+			continue;
+		}
 		fprintf(out, "  aborts %llu  leaked %s in %llu %s  %.1f KiB/abort", (unsigned long long)w->aborts,
 			sg_human_bytes(w->leaked_bytes, b, sizeof(b)),
 			SG_PLURAL((unsigned long long)w->leaked_files, "file", "files"), kib_per_abort(w));
@@ -116,6 +133,9 @@ void audit_workloads_print(const struct audit *a, FILE *out)
 	if (ws->aborts_without)
 		fprintf(out, "aborts that counted for no workload (no file of their request was followed): %llu\n",
 			(unsigned long long)ws->aborts_without);
+	if (ws->aborts_unattributed)
+		fprintf(out, "of those, aborts of a pod whose files could not be tied to requests: %llu (its leak is "
+			"UNKNOWN)\n", (unsigned long long)ws->aborts_unattributed);
 	if (ws->expired.workloads)
 		fprintf(out, "workloads expired during the run: %llu (their aborts %llu, leaked %s)\n",
 			(unsigned long long)ws->expired.workloads, (unsigned long long)ws->expired.aborts,
@@ -145,6 +165,8 @@ json_t *audit_workloads_json(const struct audit *a)
 	for (size_t i = 0; i < n; i++) {
 		const struct audit_workload *w = v[i];
 		json_t *o = json_object();
+		char why[300];
+		bool unknown = unknown_why(w, why, sizeof(why));
 
 		json_object_set_new(o, "cgroup", text_or_null(w->path));
 		json_object_set_new(o, "cgroup_id", json_integer((json_int_t)w->cgroup_id));
@@ -153,18 +175,45 @@ json_t *audit_workloads_json(const struct audit *a)
 		json_object_set_new(o, "pod_uid", text_or_null(w->ids.pod_uid));
 		json_object_set_new(o, "pod", text_or_null(w->pod));
 		json_object_set_new(o, "namespace", text_or_null(w->ns));
-		json_object_set_new(o, "root", text_or_null(w->root));
+		json_object_set_new(o, "root", text_or_null(w->root.shown));
 		json_object_set_new(o, "aborts", json_integer((json_int_t)w->aborts));
-		json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)w->leaked_bytes));
-		json_object_set_new(o, "leaked_files", json_integer((json_int_t)w->leaked_files));
-		json_object_set_new(o, "kib_per_abort", w->aborts ? json_real(kib_per_abort(w)) : json_null());
+		json_object_set_new(o, "aborts_unattributed", json_integer((json_int_t)w->root.aborts_unattributed));
+		json_object_set_new(o, "leaked_bytes", unknown ? json_null() : json_integer((json_int_t)w->leaked_bytes));
+		json_object_set_new(o, "leaked_files", unknown ? json_null() : json_integer((json_int_t)w->leaked_files));
+		json_object_set_new(o, "kib_per_abort",
+				    w->aborts && !unknown ? json_real(kib_per_abort(w)) : json_null());
+		json_object_set_new(o, "leaked_unknown_reason", unknown ? json_string(why) : json_null());
 		json_object_set_new(o, "tracked_bytes_at_end", json_integer((json_int_t)w->tracked));
 		json_object_set_new(o, "tracked_files_at_end", json_integer((json_int_t)w->files));
-		json_object_set_new(o, "verdict", json_string(verdict(a, w)));
+		json_object_set_new(o, "verdict", json_string(unknown ? "fail" : verdict(a, w)));
 		json_array_append_new(arr, o);
 	}
 	free(v);
 	return arr;
+}
+
+/* The first workload whose leak cannot be known, in reason, or false. */
+static bool unknown_gate(const struct audit *a, char *reason, size_t len)
+{
+	char e1[SG_ESCAPED_MAX], e2[SG_ESCAPED_MAX], why[300];
+
+	for (const struct audit_workload *w = a->workloads.oldest; w; w = w->next) {
+		if (!unknown_why(w, why, sizeof(why)))
+			continue;
+		if (w->pod[0])
+			snprintf(reason, len, "workload %s/%s container %.12s: leak unknown: %s", sg_text_escape(w->ns, e1, sizeof(e1)),
+				 sg_text_escape(w->pod, e2, sizeof(e2)), w->ids.container_id[0] ? w->ids.container_id : "?", why);
+		else
+			snprintf(reason, len, "workload %s: leak unknown: %s",
+				 w->path ? sg_text_escape(w->path, e1, sizeof(e1)) : "(cgroup path unknown)", why);
+		return true;
+	}
+	if (!a->workloads.aborts_unattributed)
+		return false;
+	/* Its workloads are gone (expired, or folded in "other"). */
+	snprintf(reason, len, "%llu %s of pods whose files could not be tied to requests: leak unknown",
+		 SG_PLURAL((unsigned long long)a->workloads.aborts_unattributed, "abort", "aborts"));
+	return true;
 }
 
 bool audit_workloads_gate(const struct audit *a, char *reason, size_t len)
@@ -172,6 +221,8 @@ bool audit_workloads_gate(const struct audit *a, char *reason, size_t len)
 	char e1[SG_ESCAPED_MAX], e2[SG_ESCAPED_MAX];
 	bool judged = false;
 
+	if (unknown_gate(a, reason, len))
+		return true;
 	if (!a->o->gate.have_budget || !a->o->gate.per_workload)
 		return false;
 	for (const struct audit_workload *w = a->workloads.oldest; w; w = w->next) {

@@ -17,8 +17,10 @@
 void audit_workloads_print(const struct audit *a, FILE *out);
 /* The JSON's "workloads" array. */
 json_t *audit_workloads_json(const struct audit *a);
-/* With --per-workload: why the gate fails for the workloads (the first one
- * over budget, or none judged at all), in reason; false if it does not. */
+/* Why the gate fails for the workloads, in reason: one whose leak cannot
+ * be known (aborts of its root that none of its files could be tied to),
+ * with or without a budget; with --per-workload, the first one over
+ * budget, or none judged at all.  False if it does not. */
 bool audit_workloads_gate(const struct audit *a, char *reason, size_t len);
 
 #endif

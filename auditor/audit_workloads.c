@@ -28,7 +28,7 @@ void audit_workloads_init(struct audit_workloads *ws, const char *pods_dir, cons
 static void free_workload(struct audit_workload *w)
 {
 	free(w->path);
-	free(w->root);
+	free(w->root.shown);
 	free(w);
 }
 
@@ -136,10 +136,25 @@ struct audit_workload *audit_workload_of(struct audit_workloads *ws, uint64_t cg
 	return w;
 }
 
-void audit_workload_note_root(struct audit_workload *w, const char *path)
+void audit_workload_note_root(struct audit_workload *w, const char *path, uint32_t root_id)
 {
-	if (w && !w->root)
-		w->root = strdup(path); /* NULL when memory is short: unknown */
+	if (w && !w->root.id) {
+		w->root.shown = strdup(path); /* NULL when memory is short: unknown */
+		w->root.id = root_id;
+	}
+}
+
+bool audit_workloads_abort_unattributed(struct audit_workloads *ws, uint32_t root_id)
+{
+	bool counted = false;
+
+	for (struct audit_workload *w = ws->oldest; root_id && w; w = w->next)
+		if (w->root.id == root_id && w->root.unattributed && !w->root.attributed) {
+			w->root.aborts_unattributed++;
+			counted = true;
+		}
+	ws->aborts_unattributed += counted;
+	return counted;
 }
 
 static void expire(struct audit_workloads *ws, struct audit_workload *w)
@@ -148,9 +163,11 @@ static void expire(struct audit_workloads *ws, struct audit_workload *w)
 	ws->expired.aborts += w->aborts;
 	ws->expired.leaked_bytes += w->leaked_bytes;
 	ws->expired.leaked_files += w->leaked_files;
+	ws->expired.aborts_unattributed += w->root.aborts_unattributed;
 	if (w->folded) {
 		ws->folded_gone.aborts += w->aborts;
 		ws->folded_gone.leaked_bytes += w->leaked_bytes;
+		ws->folded_gone.aborts_unattributed += w->root.aborts_unattributed;
 	} else {
 		ws->shown--;
 	}
@@ -192,7 +209,7 @@ void audit_workloads_cycle_end(struct audit_workloads *ws, double now_s)
 		if (w->refs)
 			w->idle_since_s = now_s;
 		else if (now_s - w->idle_since_s >= ws->expiry_s ||
-			 (!w->aborts && !w->leaked_bytes && sg_cgroup_state(w->cgroup_id) == SG_CGROUP_GONE))
+			 (!w->aborts && !w->leaked_bytes && !w->root.aborts_unattributed && sg_cgroup_state(w->cgroup_id) == SG_CGROUP_GONE))
 			expire(ws, w);
 	}
 }

@@ -42,6 +42,18 @@
  * asked by its id): a cgroup gone by then stays known by id alone. */
 #define AUDIT_WORKLOAD_TRIES 8
 
+/* The shm root a workload's first counted file was in, and what its files
+ * and that root's aborts said of requests. */
+struct audit_workload_root {
+	char *shown;   /* NULL unknown */
+	uint32_t id;   /* the root's id (audit_roots.h), 0 unknown */
+	bool attributed, unattributed; /* files of it the review found with a request, and without one */
+	/* Measured aborts of its root's own abort directory that no file was
+	 * tied to, while none of its files had a request (no pattern matched
+	 * their names, no tag): its leak cannot be known. */
+	uint64_t aborts_unattributed;
+};
+
 struct audit_workload {
 	struct sg_hnode node; /* by cgroup id */
 	struct audit_workload *prev, *next; /* every workload, oldest first */
@@ -52,7 +64,7 @@ struct audit_workload {
 	char ns[SG_K8S_NAMESPACE_MAX + 1], pod[SG_K8S_NAME_MAX + 1]; /* "" unknown */
 	char container[SG_K8S_NAMESPACE_MAX + 1]; /* the container's name, "" unknown */
 	double names_next_s; /* when to look for the pod's names again (not found yet) */
-	char *root; /* the shm root its first counted file was in, NULL unknown */
+	struct audit_workload_root root;
 	bool folded; /* made past the series' limit: its figures are "other"'s */
 	struct audit_workload *incarnation_of; /* a later cgroup of that container: only a way to it */
 	size_t refs; /* creators of followed files, leftovers listed, aborts to be measured */
@@ -65,13 +77,13 @@ struct audit_workload {
 
 /* The figures of the workloads gone (expired), so that totals stay whole. */
 struct audit_workloads_expired {
-	uint64_t workloads, aborts, leaked_bytes, leaked_files;
+	uint64_t workloads, aborts, leaked_bytes, leaked_files, aborts_unattributed;
 };
 
 /* What the folded workloads that are gone counted, so that the "other"
  * series' counters never go down. */
 struct audit_workloads_folded_gone {
-	uint64_t aborts, leaked_bytes;
+	uint64_t aborts, leaked_bytes, aborts_unattributed;
 };
 
 struct audit_workloads {
@@ -87,6 +99,7 @@ struct audit_workloads {
 	struct audit_workloads_expired expired;
 	struct audit_workloads_folded_gone folded_gone;
 	uint64_t aborts_without; /* measured aborts that counted for no workload */
+	uint64_t aborts_unattributed; /* of those, the ones counted unattributed for a workload */
 };
 
 /* pods_dir, containers_dir: where to look for pods' and containers' names
@@ -112,8 +125,12 @@ static inline void audit_workload_release(struct audit_workload *w)
 		w->refs--;
 }
 
-/* w's files are in the shm root path (the first one given stays). */
-void audit_workload_note_root(struct audit_workload *w, const char *path);
+/* w's files are in the shm root path, of id root_id (the first one given stays). */
+void audit_workload_note_root(struct audit_workload *w, const char *path, uint32_t root_id);
+/* A measured abort of the abort directory of the root root_id that no
+ * file was tied to: it counts, unattributed, for each workload of that
+ * root none of whose files had a request.  Whether one did. */
+bool audit_workloads_abort_unattributed(struct audit_workloads *ws, uint32_t root_id);
 
 /* At a review cycle's end: its figures become the workloads' own, and the
  * workloads nothing has referred to for expiry_s are folded and freed. */

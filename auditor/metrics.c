@@ -144,6 +144,10 @@ char *metrics_render(const struct audit_metrics *m, size_t *len)
 	per_workload(out, m, "shmguard_workload_leaked_bytes_total", "counter",
 		     "Allocated bytes of the workload's files that measured aborts left behind.",
 		     offsetof(struct metrics_workload, leaked_bytes));
+	per_workload(out, m, "shmguard_workload_aborts_unattributed_total", "counter",
+		     "Measured aborts of the workload's /dev/shm abort directory that none of its files could be tied "
+		     "to (no pattern matched their names, no shim tag): its leaked bytes are unknown, not 0.",
+		     offsetof(struct metrics_workload, aborts_unattributed));
 	per_workload(out, m, "shmguard_workload_aborted_held_bytes", "gauge",
 		     "Bytes still held by the workload's files of aborted requests.",
 		     offsetof(struct metrics_workload, aborted_held_bytes));

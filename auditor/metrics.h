@@ -28,6 +28,7 @@ struct metrics_workload {
 	const char *namespace_, *pod, *container, *container_id, *cgroup;
 	uint64_t cgroup_id;
 	uint64_t aborts_measured, leaked_bytes; /* counters while the workload is known */
+	uint64_t aborts_unattributed; /* measured aborts of its root none of its files was tied to */
 	uint64_t aborted_held_bytes, tracked_bytes;
 };
 

@@ -36,6 +36,9 @@ static void usage(FILE *out)
 		"included.\n\n"
 		"  -p, --patterns P           name patterns, ';'-separated (default:\n"
 		"                             $SHMGUARD_PATTERNS)\n"
+		"      --patterns-file FILE   more name patterns, one a line ('#' begins a\n"
+		"                             comment): the node's (a ConfigMap); a pod's own\n"
+		"                             SHMGUARD_PATTERNS take precedence for its files\n"
 		"  -a, --abort-dir DIR        where abort markers appear (default:\n"
 		"                             $SHMGUARD_ABORT_DIR, else %s);\n"
 		"                             with COMMAND, made if missing and then removed\n"
@@ -52,8 +55,10 @@ static void usage(FILE *out)
 		"                             namespace too: every pod's, as they come and go)\n"
 		"      --all-namespaces       with COMMAND: follow every namespace's /dev/shm too\n"
 		"      --root-abort-dir NAME  the abort directory in each /dev/shm found so\n"
-		"                             (default %s); its markers abort that\n"
-		"                             root's requests only\n"
+		"                             (default: the one its processes'\n"
+		"                             SHMGUARD_ABORT_DIR names there, else\n"
+		"                             %s); its markers abort that root's\n"
+		"                             requests only\n"
 		"  -g, --grace DURATION       how long after its marker an abort is measured\n"
 		"                             (default 2 s; durations: 2, 500ms, 30s, 10m, 1h)\n"
 		"  -b, --max-kib-per-abort N  the gate: fail (exit 1) above N KiB per abort\n"
@@ -224,6 +229,79 @@ static int check_stdout_reports(const struct audit_opts *o)
 	return 0;
 }
 
+/* A patterns file (the node's, a ConfigMap) at most this long. */
+#define PATTERNS_FILE_MAX (64 << 10)
+
+/* The patterns of FILE, one a line ('#' begins a comment, blank lines and
+ * spaces around a pattern do not count), after those of given (NULL:
+ * none), ';'-separated in *all (NULL when there are none): 0, or -1
+ * (reported, naming the line). */
+static int read_patterns_file(const char *path, const char *given, char **all)
+{
+	char shown[SG_ESCAPED_MAX], err[200], *text = NULL, *out = NULL, *line, *next;
+	struct sg_pattern_set one;
+	size_t len = 0, used = 0, cap;
+	unsigned lineno = 0;
+	ssize_t n = 0;
+	int fd, ret = -1;
+
+	sg_text_escape(path, shown, sizeof(shown));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return cli_usage_fail(-1, "audit", "--patterns-file %s: %s", shown, strerror(errno));
+	if (!(text = malloc(PATTERNS_FILE_MAX + 1))) {
+		cli_usage_fail(-1, "audit", "--patterns-file %s: out of memory", shown);
+		goto cleanup;
+	}
+	while (len <= PATTERNS_FILE_MAX && (n = read(fd, text + len, PATTERNS_FILE_MAX + 1 - len)) > 0)
+		len += (size_t)n;
+	if (n < 0) {
+		cli_usage_fail(-1, "audit", "--patterns-file %s: %s", shown, strerror(errno));
+		goto cleanup;
+	}
+	if (len > PATTERNS_FILE_MAX) {
+		cli_usage_fail(-1, "audit", "--patterns-file %s: longer than %d bytes", shown, PATTERNS_FILE_MAX);
+		goto cleanup;
+	}
+	text[len] = '\0';
+	cap = len + (given ? strlen(given) : 0) + 2;
+	if (!(out = malloc(cap))) {
+		cli_usage_fail(-1, "audit", "--patterns-file %s: out of memory", shown);
+		goto cleanup;
+	}
+	out[0] = '\0';
+	if (given && *given)
+		used = (size_t)snprintf(out, cap, "%s", given);
+	for (line = text; line; line = next) {
+		char *end;
+
+		if ((next = strchr(line, '\n')))
+			*next++ = '\0';
+		lineno++;
+		if (strchr(line, '#'))
+			*strchr(line, '#') = '\0';
+		line += strspn(line, " \t\r");
+		for (end = line + strlen(line); end > line && strchr(" \t\r", end[-1]); end--)
+			;
+		*end = '\0';
+		if (!*line)
+			continue;
+		if (strchr(line, ';') || sg_patterns_parse(&one, line, err, sizeof(err)) < 0) {
+			cli_usage_fail(-1, "audit", "--patterns-file %s, line %u: %s", shown, lineno,
+				       strchr(line, ';') ? "one pattern a line (no ';')" : err);
+			goto cleanup;
+		}
+		used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? ";" : "", line);
+	}
+	*all = out;
+	out = NULL;
+	ret = 0;
+cleanup:
+	free(out);
+	free(text);
+	close(fd);
+	return ret;
+}
+
 /* Returns 0, 1 when --help was shown, or -1 on bad usage (reported). */
 static int parse_options(int argc, char **argv, struct audit_opts *o, const char **lib)
 {
@@ -246,9 +324,12 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"pod-logs", required_argument, NULL, 'K'}, {"abort-detail", required_argument, NULL, 'T'},
 		{"container-logs", required_argument, NULL, 'Q'}, {"workload-expiry", required_argument, NULL, 'E'},
 		{"shim-uid", required_argument, NULL, 'u'}, {"max-workload-series", required_argument, NULL, 'X'},
+		{"patterns-file", required_argument, NULL, 'f'},
 		{0},
 	};
 	const char *patterns = getenv("SHMGUARD_PATTERNS"), *abort_dir = getenv("SHMGUARD_ABORT_DIR");
+	const char *patterns_file = NULL;
+	char *all_patterns = NULL;
 	bool min_aborts_given = false, own_ns = false, all_ns = false;
 	char err[200];
 	unsigned long long n;
@@ -265,6 +346,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	while ((c = getopt_long(argc, argv, "+p:a:s:g:b:j:d:i:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': patterns = optarg; break;
+		case 'f': patterns_file = optarg; break;
 		case 'a': abort_dir = optarg; break;
 		case 's':
 			if (cli_add_root("audit", &o->roots, optarg) < 0)
@@ -296,6 +378,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 				return cli_usage_fail(-1, "audit", "bad --root-abort-dir '%s': one plain name, such as %s",
 						      optarg, ROOT_ABORT_NAME);
 			snprintf(o->root_abort_name, sizeof(o->root_abort_name), "%s", optarg);
+			o->root_abort_given = true;
 			break;
 		case 'Y': o->gate.per_workload = true; break;
 		case 'T':
@@ -408,10 +491,17 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 	if ((o->reclaim.ignore_unreadable || o->reclaim.dry_run || o->reclaim.node_shm) && !o->reclaim.interval)
 		return cli_usage_fail(-1, "audit",
 				      "--reclaim-ignore-unreadable, --reclaim-dry-run and --reclaim-node-shm go with --reclaim-dead");
-	if (!patterns || !*patterns)
+	if (patterns_file && read_patterns_file(patterns_file, patterns, &all_patterns) < 0)
+		return -1;
+	if (all_patterns)
+		patterns = all_patterns;
+	if (!patterns || !*patterns) {
 		o->patterns.count = 0;
-	else if (sg_patterns_parse(&o->patterns, patterns, err, sizeof(err)) < 0)
+	} else if (sg_patterns_parse(&o->patterns, patterns, err, sizeof(err)) < 0) {
+		free(all_patterns);
 		return cli_usage_fail(-1, "audit", "bad patterns: %s", err);
+	}
+	free(all_patterns);
 	const char *why;
 	if (sg_config_check_dir(abort_dir && *abort_dir ? abort_dir : SG_DEFAULT_ABORT_DIR, o->abort_dir, &why) < 0)
 		return cli_usage_fail(-1, "audit", "bad abort directory '%s': %s", abort_dir, why);

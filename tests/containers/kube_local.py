@@ -40,8 +40,15 @@ pod's seccomp profile is SECCOMP_DIR/FILE for Localhost FILE, or SECCOMP
 ("default": podman's, as RuntimeDefault) when given.  The host paths the test
 machine has no kubelet for (the kubelet's pods directory, its container
 logs) are under DIR, the pods' logs are LOGS, the host's /dev/shm the test's
-tmpfs DSHM; --reclaim-dry-run is added to the agent's arguments, so that its
-reclaim passes remove nothing of this machine's."""
+tmpfs DSHM, each ConfigMap volume (the node's patterns) a directory of its
+files under DIR; --reclaim-dry-run is added to the agent's arguments, so that its
+reclaim passes remove nothing of this machine's.
+
+kube_local.py --agent-args MANIFEST DIR: the node agent's own arguments, an
+argument a line, each ConfigMap volume's files under DIR and its mount path
+in them made that directory: tests/integration/test_node.c runs the agent as
+the DaemonSet does, on the machine."""
+import os
 import sys
 import yaml
 
@@ -103,10 +110,41 @@ def podman_run(spec, c, name, seccomp, hosts, detach):
     return args + ['localhost/shmguard:test'] + c.get('command', []) + c.get('args', [])
 
 
+def config_maps(docs, spec, where):
+    """Each configMap volume as a directory of its files under where."""
+    maps = {d['metadata']['name']: d.get('data', {}) for d in docs if d['kind'] == 'ConfigMap'}
+    for v in spec.get('volumes', []):
+        if 'configMap' in v:
+            path = f"{where}/configmap-{v['name']}"
+            os.makedirs(path, exist_ok=True)
+            for key, text in maps[v['configMap']['name']].items():
+                with open(f"{path}/{key}", 'w') as f:
+                    f.write(text)
+            v['hostPath'] = {'path': path}
+
+
+if sys.argv[1] == '--agent-args':
+    manifest, where = sys.argv[2:4]
+    docs = [d for d in yaml.safe_load_all(open(manifest)) if d]
+    (ds,) = [d for d in docs if d['kind'] == 'DaemonSet']
+    spec = ds['spec']['template']['spec']
+    config_maps(docs, spec, where)
+    (agent,) = spec['containers']
+    mounts = {m['mountPath']: f"{where}/configmap-{m['name']}" for m in agent.get('volumeMounts', [])
+              if 'configMap' in {v['name']: v for v in spec['volumes']}[m['name']]}
+    for arg in agent['args']:
+        for path, local in mounts.items():
+            if arg.startswith(path + '/'):
+                arg = local + arg[len(path):]
+        print(arg)
+    sys.exit(0)
+
 if sys.argv[1] == '--agent':
     manifest, name, dshm, logs, where, profiles = sys.argv[2:8]
-    (ds,) = [d for d in yaml.safe_load_all(open(manifest)) if d and d['kind'] == 'DaemonSet']
+    docs = [d for d in yaml.safe_load_all(open(manifest)) if d]
+    (ds,) = [d for d in docs if d['kind'] == 'DaemonSet']
     spec = ds['spec']['template']['spec']
+    config_maps(docs, spec, where)
     prof = (spec.get('securityContext') or {}).get('seccompProfile') or {}
     seccomp = {'Localhost': f"{profiles}/{prof.get('localhostProfile')}", 'Unconfined': 'unconfined'}.get(prof.get('type'))
     if len(sys.argv) > 8:

@@ -21,8 +21,12 @@
 #include "harness.h"
 
 #define PATTERNS "{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock"
+#define CGROOT "/sys/fs/cgroup/unified"
 
 static const char *prefix, *abort_dir, *shared_dir, *json_path, *pod_aborts;
+/* The pods' own cgroups, removed at the end. */
+static const char *cgroups[8];
+static size_t ncgroups;
 
 static void setup(void)
 {
@@ -40,7 +44,13 @@ static void setup(void)
 static void teardown(void)
 {
 	h_cleanup(prefix); /* the pods too: their tmpfs goes with their last process */
+	for (size_t i = 0; i < ncgroups; i++)
+		for (int tries = 0; rmdir(cgroups[i]) < 0 && errno == EBUSY && tries < 50; tries++)
+			usleep(20000); /* its last process is still exiting */
+	ncgroups = 0;
 	unlink(json_path);
+	h_run((const char *const[]){"/bin/rm", "-rf", h_str("/tmp/%sagent", prefix), h_str("/tmp/%smetrics", prefix), NULL},
+	      NULL, NULL);
 	h_run((const char *const[]){"/bin/rm", "-rf", shared_dir, NULL}, NULL, NULL);
 	/* The shimmed pods' own abort directories (/tmp/PREFIXNAMEshim-aborts). */
 	h_run((const char *const[]){"/bin/sh", "-c", h_str("rm -rf /tmp/%s*shim-aborts", prefix), NULL}, NULL, NULL);
@@ -84,7 +94,9 @@ struct pod {
 	pid_t init;         /* leakgen, pid 1 of the pod */
 	uint32_t kdev;      /* its /dev/shm */
 	const char *name;   /* its requests' prefix */
+	const char *cgroup; /* its own cgroup (its workload), or NULL: the test's */
 };
+
 
 /* The first child of pid. */
 static pid_t child_of(pid_t pid)
@@ -105,27 +117,43 @@ static pid_t child_of(pid_t pid)
 	return -1;
 }
 
+/* What a pod's processes have in their environment (NULL: nothing). */
+struct pod_env {
+	const char *patterns;  /* SHMGUARD_PATTERNS */
+	const char *abort_dir; /* SHMGUARD_ABORT_DIR, made in the pod; its markers go there */
+};
+
 /* A pod running leakgen (aborts: every ABORT_EVERY-th request, or none),
  * its markers in its own abort directory (--root-abort-dir) or in markers; under the
  * shim when shimmed (whose own abort directory is elsewhere: the files
  * stay, as with a shim that missed the marker).  held: its namespaces are
  * made, and it mounts its tmpfs only once it reads a line (pod_go).
- * pod_ready() waits for it. */
-static struct pod pod_spawn(const char *tag, bool aborts, const char *markers, bool shimmed, bool held)
+ * env: the pod has a cgroup of its own (its workload) and that
+ * environment, its shim no --patterns.  pod_ready() waits for it. */
+static struct pod pod_spawn_env(const char *tag, bool aborts, const char *markers, bool shimmed, bool held,
+				const struct pod_env *env)
 {
 	struct pod p = {.name = h_str("%s%s", prefix, tag)};
-	const char *own_aborts = h_str("/dev/shm/%s", pod_aborts);
-	const char *script = h_str("%smount -t tmpfs -o size=16m tmpfs /dev/shm && mkdir -m 0755 %s && exec \"$@\"",
-				   held ? "read go && " : "", own_aborts);
+	const char *own_aborts = env && env->abort_dir ? env->abort_dir : h_str("/dev/shm/%s", pod_aborts);
+	const char *script = h_str("%smount -t tmpfs -o size=16m tmpfs /dev/shm && mkdir -m 0755 %s && %sexec \"$@\"",
+				   held ? "read go && " : "", own_aborts,
+				   env ? h_str("echo 0 > %s/%s%s/cgroup.procs && ", CGROOT, prefix, tag) : "");
 	const char *argv[40] = {"/usr/bin/unshare", "--mount", "--pid", "--ipc", "--fork", "--propagation", "private",
 				"/bin/sh", "-c", script, "pod"};
 	size_t n = 11;
 
 	if (shimmed) {
-		const char *run[] = {h_bin("SG_CLI"), "run", "--patterns", PATTERNS, "--abort-dir",
-				     h_str("/tmp/%sshim-aborts", p.name), "--lib", h_bin("SG_SHIM"), "--"};
-		for (size_t i = 0; i < sizeof(run) / sizeof(*run); i++)
-			argv[n++] = run[i];
+		argv[n++] = h_bin("SG_CLI");
+		argv[n++] = "run";
+		argv[n++] = "--lib";
+		argv[n++] = h_bin("SG_SHIM");
+		if (!env) { /* with env, the shim's patterns and abort directory are the environment's alone */
+			argv[n++] = "--patterns";
+			argv[n++] = PATTERNS;
+			argv[n++] = "--abort-dir";
+			argv[n++] = h_str("/tmp/%sshim-aborts", p.name);
+		}
+		argv[n++] = "--";
 	}
 	const char *leakgen[] = {h_bin("SG_LEAKGEN"), "--prefix", p.name, "--requests", h_str("%d", REQUESTS),
 				 "--abort-every", h_str("%d", aborts ? ABORT_EVERY : REQUESTS + 1), "--abort-dir",
@@ -133,8 +161,24 @@ static struct pod pod_spawn(const char *tag, bool aborts, const char *markers, b
 	for (size_t i = 0; i < sizeof(leakgen) / sizeof(*leakgen); i++)
 		argv[n++] = leakgen[i];
 	argv[n] = NULL;
-	p.proc = h_spawn(argv, NULL);
+	const char *vars[3] = {NULL};
+	if (env) {
+		size_t nvars = 0;
+		p.cgroup = h_str("/%s%s", prefix, tag);
+		cr_assert_eq(mkdir(h_str(CGROOT "%s", p.cgroup), 0755), 0, "%s", strerror(errno));
+		cgroups[ncgroups++] = h_str(CGROOT "%s", p.cgroup);
+		if (env->patterns)
+			vars[nvars++] = h_str("SHMGUARD_PATTERNS=%s", env->patterns);
+		if (env->abort_dir)
+			vars[nvars++] = h_str("SHMGUARD_ABORT_DIR=%s", env->abort_dir);
+	}
+	p.proc = h_spawn(argv, vars);
 	return p;
+}
+
+static struct pod pod_spawn(const char *tag, bool aborts, const char *markers, bool shimmed, bool held)
+{
+	return pod_spawn_env(tag, aborts, markers, shimmed, held, NULL);
 }
 
 /* Once leakgen is done (its files made, its aborted requests' files left):
@@ -400,4 +444,208 @@ Test(node, files_on_a_filesystem_not_followed_fail_the_gate)
 	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "fail");
 	json_decref(r);
 	pod_stop(&p);
+}
+
+/* The node agent as the DaemonSet runs it: the manifest's own arguments
+ * (contrib/kubernetes/shmguard-node.yaml, read there, its ConfigMap's
+ * patterns file written where they name it), in a mount namespace of its
+ * own whose /dev/shm holds the node's abort directory as its
+ * initContainer makes it.  What the test adds: its metrics on a port of
+ * its own, its reclaim a dry run (the machine's files are not its), the
+ * reports, the test's shim and, with root_abort_dir, its pods' abort
+ * directory's name (the other tests' agents then never follow this
+ * test's pods' aborts, nor this one theirs).  node_patterns: the
+ * ConfigMap's file replaced by this text (an operator's that knows none of
+ * the pods' shapes), or NULL: as shipped. */
+static struct h_proc start_shipped_agent(const char *node_patterns, const char *metrics, bool root_abort_dir)
+{
+	const char *dir = h_str("/tmp/%sagent", prefix), *argv[64] = {"/usr/bin/unshare", "--mount", "--propagation",
+								       "private", "/bin/sh", "-c",
+								       "mount -t tmpfs -o size=1m tmpfs /dev/shm && "
+								       "\"$0\" abort --init-dir /dev/shm/shmguard-abort && "
+								       "exec \"$0\" \"$@\"",
+								       h_bin("SG_CLI")};
+	size_t n = 8;
+	char *out, *err, *line, *save = NULL;
+
+	cr_assert_eq(h_output((const char *const[]){"/usr/bin/python3", h_bin("SG_KUBE_LOCAL"), "--agent-args",
+						     h_str("%s/kubernetes/shmguard-node.yaml", h_bin("SG_CONTRIB")), dir, NULL},
+			      NULL, &out, &err), 0, "%s", err);
+	cr_assert(strstr(out, "--patterns-file"), "the DaemonSet names the node's patterns: %s", out);
+	if (node_patterns) {
+		FILE *f = fopen(h_str("%s/configmap-patterns/patterns.conf", dir), "w");
+		cr_assert(f && fputs(node_patterns, f) >= 0 && fclose(f) == 0);
+	}
+	for (line = strtok_r(out, "\n", &save); line && n < 40; line = strtok_r(NULL, "\n", &save)) {
+		argv[n] = strcmp(argv[n - 1], "--listen") == 0 ? "127.0.0.1:0" : line;
+		n++;
+	}
+	cr_assert_str_eq(argv[8], "audit");
+	const char *more[] = {"--reclaim-dry-run", "--json", json_path, "--metrics-file", metrics, "--lib", h_bin("SG_SHIM"),
+			      "--interval", "0.1", "--grace", "0.3", "--root-abort-dir", pod_aborts};
+	for (size_t i = 0; i < sizeof(more) / sizeof(*more) - (root_abort_dir ? 0 : 2); i++)
+		argv[n++] = more[i];
+	argv[n] = NULL;
+	struct h_proc p = h_spawn(argv, (const char *const[]){"SHMGUARD_PATTERNS=", "SHMGUARD_ABORT_DIR=", NULL});
+	if (!h_wait_stderr(&p, "aborts 0", 30000)) {
+		h_finish(&p, &err);
+		cr_assert_fail("the agent did not start: %s", err);
+	}
+	return p;
+}
+
+/* The workload of pod p (its own cgroup) in report r. */
+static json_t *workload_of(json_t *r, const struct pod *p)
+{
+	json_t *ws = json_object_get(r, "workloads"), *w;
+	size_t i;
+
+	json_array_foreach(ws, i, w) {
+		const char *cgroup = json_string_value(json_object_get(w, "cgroup"));
+		if (cgroup && strcmp(cgroup, p->cgroup) == 0)
+			return w;
+	}
+	cr_assert_fail("no workload of the pod %s in the report", p->name);
+	return NULL;
+}
+
+/* The series name{...id="CGROUP"...} of the metrics file (as the run
+ * left it), or -1. */
+static long long metric_of(const char *metrics, const char *name, const char *cgroup)
+{
+	const char *want = h_str("id=\"%s\"", cgroup);
+	char line[4096];
+	long long v = -1;
+	FILE *f = fopen(metrics, "r");
+
+	cr_assert(f, "no metrics file %s", metrics);
+	while (v < 0 && fgets(line, sizeof(line), f))
+		if (strncmp(line, name, strlen(name)) == 0 && line[strlen(name)] == '{' && strstr(line, want))
+			v = atoll(strrchr(line, ' ') + 1);
+	fclose(f);
+	return v;
+}
+
+/* Issue #29: a pod without the shim, under the agent as shipped.  The
+ * node's patterns (the ConfigMap) hold leakgen's shapes, vllm-omni's chunk
+ * keys and lock files: the pod's leak is exact, with no flag for it. */
+Test(node, the_shipped_agent_measures_an_unshimmed_pod_by_the_node_patterns)
+{
+	const char *metrics = h_str("/tmp/%smetrics", prefix);
+	struct h_proc a;
+	struct pod p;
+	char *err;
+
+	h_need_bpf(teardown);
+	a = start_shipped_agent(NULL, metrics, true);
+	p = pod_spawn_env("plain", true, NULL, false, false, &(struct pod_env){0});
+	pod_ready(&p);
+	h_wait_measured(&a, ABORTS);
+	uint64_t truth = pod_truth(&p);
+	cr_assert_gt(truth, 0);
+	cr_assert_eq(stop_auditor(&a, &err, NULL), 0, "no budget, every figure known: %s", err);
+	json_t *r = report(), *w = workload_of(r, &p);
+	cr_expect_eq(h_jint(w, "aborts"), ABORTS, "the pod's aborts, from its own abort directory");
+	cr_expect_eq(h_jint(w, "leaked_bytes"), (long long)truth, "truth %llu", (unsigned long long)truth);
+	cr_expect(json_is_null(json_object_get(w, "leaked_unknown_reason")));
+	cr_expect_eq(h_jint(r, "aborts_unattributed"), 0);
+	cr_expect_eq(metric_of(metrics, "shmguard_workload_leaked_bytes_total", p.cgroup), (long long)truth);
+	json_decref(r);
+	pod_stop(&p);
+}
+
+/* The same pod, under an operator's node patterns that know none of its
+ * shapes: its aborts cannot be tied to its files.  Its figure is null
+ * with the reason, never 0; a metric counts them; the run fails. */
+Test(node, a_pod_whose_files_no_pattern_names_reads_unknown_and_fails)
+{
+	const char *metrics = h_str("/tmp/%smetrics", prefix);
+	struct h_proc a;
+	struct pod p;
+	char *err, *out;
+
+	h_need_bpf(teardown);
+	a = start_shipped_agent("# the operator's servers\nother_{req}.seg\n", metrics, true);
+	p = pod_spawn_env("blind", true, NULL, false, false, &(struct pod_env){0});
+	pod_ready(&p);
+	h_wait_measured(&a, ABORTS);
+	cr_expect_eq(stop_auditor(&a, &err, &out), 1, "a leak not seen is no pass: %s", err);
+	cr_expect_eq(metric_of(metrics, "shmguard_workload_aborts_unattributed_total", p.cgroup), ABORTS,
+		     "the metric counts the pod's unattributed aborts");
+	cr_expect(strstr(out, "leaked UNKNOWN:"), "said in the report: %s", out);
+	json_t *r = report(), *w = workload_of(r, &p);
+	cr_expect_eq(h_jint(w, "aborts_unattributed"), ABORTS);
+	cr_expect(json_is_null(json_object_get(w, "leaked_bytes")), "null, never 0");
+	cr_expect(json_is_null(json_object_get(w, "kib_per_abort")));
+	cr_expect(json_is_string(json_object_get(w, "leaked_unknown_reason")));
+	cr_expect_str_eq(json_string_value(json_object_get(w, "verdict")), "fail");
+	cr_expect_eq(h_jint(r, "aborts_unattributed"), ABORTS);
+	cr_expect_str_eq(json_string_value(json_object_get(r, "verdict")), "fail");
+	cr_expect(strstr(json_string_value(json_object_get(r, "verdict_reason")) ?: "", "leak unknown"),
+		  "the reason: %s", json_string_value(json_object_get(r, "verdict_reason")));
+	json_decref(r);
+	pod_stop(&p);
+}
+
+/* Pods whose patterns are only in their environment (SHMGUARD_PATTERNS),
+ * the node's knowing none of their shapes: one without the shim (its
+ * image's loader refused it, say), and one under it, their markers in the
+ * abort directory their environment names (SHMGUARD_ABORT_DIR).  Both are
+ * measured exactly (the shim's pod leaks nothing: its shim swept).
+ * Beside them, hostile pods: one whose SHMGUARD_PATTERNS is 100 KiB, one
+ * whose value does not parse, one of raw bytes (not UTF-8, a terminal's
+ * escape).  Each is refused once with the reason, escaped; none stalls the
+ * agent nor touches the others' figures. */
+Test(node, pods_patterns_come_from_their_environment_and_a_hostile_one_is_refused)
+{
+	const char *metrics = h_str("/tmp/%smetrics", prefix);
+	char *huge = calloc(1, 100 << 10), *err;
+	struct h_proc a;
+	struct pod plain, shimmed, big, bad, bytes;
+
+	h_need_bpf(teardown);
+	memset(huge, 'x', (100 << 10) - 1);
+	/* Each pod's abort directory is its environment's: no --root-abort-dir. */
+	a = start_shipped_agent("other_{req}.seg\n", metrics, false);
+	big = pod_spawn_env("big", false, NULL, false, false, &(struct pod_env){.patterns = huge});
+	bad = pod_spawn_env("bad", false, NULL, false, false, &(struct pod_env){.patterns = "{req}_{oops}"});
+	bytes = pod_spawn_env("bytes", false, NULL, false, false, &(struct pod_env){.patterns = "{req}_\xff\x1b[2J"});
+	/* Its markers where its environment says, not where the agent looks
+	 * by default (--root-abort-dir). */
+	plain = pod_spawn_env("envplain", true, NULL, false, false,
+			      &(struct pod_env){.patterns = PATTERNS, .abort_dir = h_str("/dev/shm/%sown", prefix)});
+	shimmed = pod_spawn_env("envshim", true, NULL, true, false,
+				&(struct pod_env){.patterns = PATTERNS, .abort_dir = h_str("/dev/shm/%sshimown", prefix)});
+	pod_ready(&big);
+	pod_ready(&bad);
+	pod_ready(&bytes);
+	pod_ready(&plain);
+	pod_ready(&shimmed);
+	h_wait_measured(&a, 2 * ABORTS);
+	uint64_t truth_plain = pod_truth(&plain), truth_shimmed = pod_truth(&shimmed);
+	cr_assert_eq(stop_auditor(&a, &err, NULL), 0, "every figure known: %s", err);
+	json_t *r = report();
+	json_t *wp = workload_of(r, &plain), *ws = workload_of(r, &shimmed);
+	cr_expect_eq(h_jint(wp, "aborts"), ABORTS);
+	cr_expect_eq(h_jint(wp, "leaked_bytes"), (long long)truth_plain, "truth %llu", (unsigned long long)truth_plain);
+	/* Its aborts count for it only if its files were still there when the
+	 * agent saw the marker (its shim may have swept them first). */
+	cr_expect_eq(h_jint(ws, "leaked_bytes"), (long long)truth_shimmed, "truth %llu", (unsigned long long)truth_shimmed);
+	cr_expect_eq(h_jint(ws, "aborts_unattributed"), 0);
+	json_t *roots = json_object_get(r, "roots");
+	cr_expect_geq(h_jint(roots, "pod_patterns_learnt"), 2, "the two pods' patterns, from their environment");
+	cr_expect_eq(h_jint(roots, "pod_patterns_refused"), 3, "the hostile ones: %s", err);
+	cr_expect(strstr(err, "is not printable UTF-8"), "the one of raw bytes said: %s", err);
+	cr_expect(!strstr(err, "\x1b[2J"), "no raw escape reaches the terminal: %s", err);
+	cr_expect(strstr(err, h_str("is longer than")), "the huge one said: %s", err);
+	cr_expect(strstr(err, "does not parse"), "the malformed one said: %s", err);
+	const char *first = strstr(err, "does not parse");
+	cr_expect(first && !strstr(first + 1, "does not parse"), "said once: %s", err);
+	json_decref(r);
+	pod_stop(&plain);
+	pod_stop(&shimmed);
+	pod_stop(&big);
+	pod_stop(&bad);
+	pod_stop(&bytes);
+	free(huge);
 }

@@ -743,7 +743,8 @@ Test(orphans, gstreamer_shmsink_killed_while_a_reader_maps_it)
 	cr_assert(h_exists(seg), "the producer removed its segment: no leak to test");
 	char *out = sweep(false);
 	cr_expect(h_exists(seg), "a segment a reader maps was swept: %s", out);
-	/* The reader maps it, and opened it: either fact keeps it. */
+	/* Kept for the first fact that fails: the mapping, or the reader
+	 * recorded as having opened it, whichever is judged first. */
 	cr_expect(strstr(out, "in use by") || strstr(out, "a process that opened it runs"), "%s", out);
 	cg_stop(read_cg);
 	h_finish(&reader, NULL);

@@ -528,5 +528,8 @@ Test(churn, churned_cgroups_leave_no_series_behind)
 	h_finish(&agent, NULL);
 	cr_expect_leq(series, 50, "%d workload series after %d cgroups were churned and removed", series, CHURNED);
 	cr_expect_gt(series, -1, "no metrics file");
-	cr_expect_lt(rss1 - rss0, 8 * 1024, "the node agent grew %ld KiB over %d churned cgroups", rss1 - rss0, CHURNED);
+	/* Under AddressSanitizer freed memory is held in quarantine: no measure. */
+	if (!getenv("SG_SANITIZED"))
+		cr_expect_lt(rss1 - rss0, 8 * 1024, "the node agent grew %ld KiB over %d churned cgroups", rss1 - rss0,
+			     CHURNED);
 }

@@ -199,7 +199,8 @@ def check_schema(contrib, kubectl, schema_dir):
     for d in dirs:
         docs = render(kubectl, d)
         kinds = sorted(doc['kind'] for doc in docs)
-        check(kinds == ['DaemonSet', 'Deployment'], f"{d}: renders {kinds}, not the agent and the server")
+        check(kinds == ['ConfigMap', 'DaemonSet', 'Deployment'],
+              f"{d}: renders {kinds}, not the agent, its patterns and the server")
         out = subprocess.run(['node', f"{schema_dir}/validate.js"], input=json.dumps(docs), capture_output=True,
                              text=True)
         print(f"{d}: {out.stdout.strip()}")

@@ -22,7 +22,7 @@ static json_t *report(struct audit_abort *aborts, unsigned naborts)
 {
 	struct audit_opts o = {.reports.json_path = "report.json"};
 	struct audit a = {.o = &o, .abort_set = {.aborts = aborts, .naborts = naborts}, .run.probe = "test",
-			  .run.cmd_status = -1};
+			  .run.cmd_status = -1, .attribution.patterns = &o.patterns};
 	char err[200];
 	json_error_t jerr;
 	json_t *root;
@@ -117,7 +117,7 @@ static char *junit(struct audit_abort *aborts, unsigned naborts, const struct au
 {
 	struct audit_opts o = {.reports.junit_path = "report.xml"};
 	struct audit a = {.o = &o, .abort_set = {.aborts = aborts, .naborts = naborts, .commands = *commands},
-			  .run.probe = "test", .run.cmd_status = -1};
+			  .run.probe = "test", .run.cmd_status = -1, .attribution.patterns = &o.patterns};
 	static char xml[8192];
 	char err[200];
 	ssize_t n;

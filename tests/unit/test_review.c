@@ -4,10 +4,12 @@
  * of the test's own; no BPF, no root, no wall clock. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "audit_engine.h"
@@ -77,6 +79,7 @@ static void teardown(void)
 	char cmd[128];
 
 	audit_review_free(a.review);
+	audit_attribution_free(&a.attribution);
 	audit_files_free(a.files);
 	audit_aborts_free(&a);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
@@ -472,4 +475,79 @@ Test(review, a_markers_creation_read_after_the_marker_takes_no_place)
 	audit_on_event(&a, &e);
 	cr_expect_eq(audit_files_count(a.files), 0, "the marker took a place in the table");
 	audit_workloads_free(&a.workloads);
+}
+
+/* A process (a pod's) whose environment is env, until end_pod. */
+static pid_t pod_with(char *const *env)
+{
+	int ready[2];
+	char c;
+	pid_t pid;
+
+	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+	cr_assert_geq(pid = fork(), 0);
+	if (pid == 0) {
+		execve("/bin/sleep", (char *const[]){"sleep", "30", NULL}, env);
+		_exit(127);
+	}
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 0); /* closed at its exec */
+	close(ready[0]);
+	return pid;
+}
+
+static void end_pod(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* A root's own patterns, from its pod's environment, take precedence over
+ * the run's for its files: a name only the run's patterns give a request
+ * has none there, and one the pod's give is named by the pod's shape.  A
+ * root forgotten has the run's again. */
+Test(review, a_pods_own_patterns_take_precedence_in_its_root)
+{
+	char err[200], why[300] = "", buf[AUDIT_FILE_REQUEST_MAX];
+	pid_t pod = pod_with((char *const[]){"SHMGUARD_PATTERNS=own_{req}.seg", NULL});
+	struct audit_file *mine, *runs;
+
+	cr_assert_eq(sg_patterns_parse(&o.patterns, "{req}_{int}_{int}", err, sizeof(err)), 0, "%s", err);
+	cr_assert(audit_attribution_learning(&a.attribution, 0));
+	cr_expect_eq(audit_attribution_learn(&a.attribution, 0, pod, why, sizeof(why)), 1, "%s", why);
+	cr_expect_not(audit_attribution_learning(&a.attribution, 0), "read once");
+	end_pod(pod);
+	mine = follow("own_r1.seg", 4096, NULL, NULL);
+	runs = follow("r2_1_2", 4096, NULL, NULL);
+	audit_attribute_by_name(&a.attribution, mine); /* as a review's pass does */
+	audit_attribute_by_name(&a.attribution, runs);
+	cr_assert(mine->indexed, "the pod's pattern names its file");
+	cr_expect_str_eq(audit_file_request(mine, buf), "r1");
+	cr_expect_str_eq(audit_shape_text(&a, mine->shape), "own_{req}.seg");
+	cr_expect_not(runs->indexed, "the run's patterns do not apply in the pod's root");
+	audit_attribution_forget_root(&a.attribution, 0);
+	cr_expect_eq(audit_attribution_abort_name(&a.attribution, 0), NULL);
+	struct audit_file *again = follow("r3_1_2", 4096, NULL, NULL);
+	audit_attribute_by_name(&a.attribution, again);
+	cr_expect(again->indexed, "forgotten, the root has the run's patterns again");
+}
+
+/* A pod's value that does not parse is refused with the reason, once:
+ * the root keeps the run's patterns and is not read again. */
+Test(review, a_pods_malformed_patterns_are_refused_once)
+{
+	char err[200], why[300] = "";
+	pid_t pod = pod_with((char *const[]){"SHMGUARD_PATTERNS={req", "SHMGUARD_ABORT_DIR=/dev/shm/../etc", NULL});
+
+	cr_assert_eq(sg_patterns_parse(&o.patterns, "{req}_{int}_{int}", err, sizeof(err)), 0, "%s", err);
+	a.attribution.abort_dirs = true;
+	cr_expect_lt(audit_attribution_learn(&a.attribution, 0, pod, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "does not parse"), "%s", why);
+	cr_expect_eq(audit_attribution_learn(&a.attribution, 0, pod, why, sizeof(why)), 0, "said once");
+	cr_expect_eq(audit_attribution_abort_name(&a.attribution, 0), NULL, "no directory outside its /dev/shm");
+	end_pod(pod);
+	struct audit_file *f = follow("r1_1_2", 4096, NULL, NULL);
+	audit_attribute_by_name(&a.attribution, f);
+	cr_expect(f->indexed, "the run's patterns");
+	cr_expect_eq(a.attribution.pods_refused, 1);
 }
