@@ -50,7 +50,7 @@ static void said(const struct sg_reclaim_decision *d, void *ctx)
 		sg_text_escape(path, esc, sizeof(esc)), (unsigned long long)d->bytes, d->why);
 }
 
-/* Lists l's roots and reclaims in each; adds to the pass's figures. */
+/* Reclaims in each root of l (listed); adds to the pass's figures. */
 static void reclaim_listing(struct audit_reclaim *r, struct sg_shm_listing *l, struct audit_reclaim_totals *t)
 {
 	const struct sg_reclaim_opts o = {.dead = true,
@@ -60,19 +60,14 @@ static void reclaim_listing(struct audit_reclaim *r, struct sg_shm_listing *l, s
 	char err[SG_PATH_MAX + 160], esc[SG_ESCAPED_MAX];
 	struct sg_reclaim_outcome out = {0};
 
-	if (sg_shm_list(l, err, sizeof(err)) < 0) {
-		fprintf(stderr, "shmguard audit: reclaim: %s\n", sg_text_escape(err, esc, sizeof(esc)));
-		t->failed++;
-		return;
-	}
-	if (l->holders.unreadable && !r->ignore_unreadable && !r->said_unreadable) {
+	if (l->proc->holders.unreadable && !r->ignore_unreadable && !r->said_unreadable) {
 		char comm[32];
 		r->said_unreadable = true;
 		fprintf(stderr,
 			"shmguard audit: reclaim: %u %s cannot be read, e.g. %u (%s): nothing is reclaimed while "
 			"they could be using the files (--reclaim-ignore-unreadable: reclaim anyway); said once\n",
-			SG_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
-			sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
+			SG_PLURAL(l->proc->holders.unreadable, "process", "processes"), l->proc->holders.first_unreadable,
+			sg_text_escape(sg_comm(l->proc->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
 	}
 	for (unsigned k = 0; k < l->roots.n; k++)
 		if (sg_reclaim_root(l, k, &o, &out, said, l, err, sizeof(err)) < 0) {
@@ -82,6 +77,15 @@ static void reclaim_listing(struct audit_reclaim *r, struct sg_shm_listing *l, s
 	t->files += out.removed;
 	t->bytes += out.bytes;
 	t->failed += out.failed;
+}
+
+/* A listing of the pass that could not be read. */
+static void list_failed(const char *err, void *ctx)
+{
+	char esc[SG_ESCAPED_MAX];
+
+	fprintf(stderr, "shmguard audit: reclaim: %s\n", sg_text_escape(err, esc, sizeof(esc)));
+	((struct audit_reclaim_totals *)ctx)->failed++;
 }
 
 /* Whether dir is the directory of one of the mounts. */
@@ -172,11 +176,16 @@ static void in_scope(struct audit_reclaim *r, struct sg_shm_mounts *ms, struct a
 	ms->n = n;
 }
 
+/* One pass: the roots in scope and those given, SG_MAX_ROOTS to a
+ * listing, /proc read once for them all. */
 static void pass(struct audit_reclaim *r)
 {
 	struct audit_reclaim_totals t = {0};
-	struct sg_shm_listing l = {0};
+	struct sg_shm_pass p = {0};
+	struct sg_shm_listing *l = NULL;
+	struct sg_roots extra = {0};
 	struct sg_shm_mounts ms;
+	char err[SG_PATH_MAX + 160], esc[SG_ESCAPED_MAX];
 	int ret = sg_shm_mounts_scan(&ms, NULL, 0);
 
 	load_records(r);
@@ -189,22 +198,27 @@ static void pass(struct audit_reclaim *r)
 	 * left alone included: those are the mounts' business. */
 	for (unsigned k = 0; k < r->extra.n; k++)
 		if (!among_mounts(&ms, r->extra.dir[k])) {
-			strcpy(l.roots.dir[l.roots.n], r->extra.dir[k]);
-			l.roots.len[l.roots.n++] = r->extra.len[k];
+			strcpy(extra.dir[extra.n], r->extra.dir[k]);
+			extra.len[extra.n++] = r->extra.len[k];
 		}
 	in_scope(r, &ms, &t);
-	t.roots = ms.n;
-	for (size_t next = 0; next < ms.n;) {
-		struct sg_shm_listing m = {0};
-
-		sg_shm_listing_add_mounts(&m, &ms, &next, NULL, 0);
-		reclaim_listing(r, &m, &t);
-		sg_shm_listing_free(&m);
+	t.roots = ms.n + extra.n;
+	if ((ret = sg_shm_pass_add_mounts(&p, &ms, NULL, 0)) < 0 || (extra.n && !(l = sg_shm_pass_add(&p)))) {
+		fprintf(stderr, "shmguard audit: reclaim: %s\n", strerror(ret < 0 ? -ret : ENOMEM));
+		t.failed++;
+		goto free_pass;
 	}
-	t.roots += l.roots.n;
-	if (l.roots.n)
-		reclaim_listing(r, &l, &t);
-	sg_shm_listing_free(&l);
+	if (extra.n)
+		l->roots = extra;
+	if (sg_shm_pass_list(&p, list_failed, &t, err, sizeof(err)) < 0) {
+		fprintf(stderr, "shmguard audit: reclaim: %s\n", sg_text_escape(err, esc, sizeof(esc)));
+		t.failed++;
+	}
+	for (size_t i = 0; i < p.n; i++)
+		if (p.l[i].listed)
+			reclaim_listing(r, &p.l[i], &t);
+free_pass:
+	sg_shm_pass_free(&p);
 	sg_shm_mounts_free(&ms);
 cleanup:
 	if (r->have_records)

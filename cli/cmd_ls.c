@@ -67,6 +67,7 @@ struct shown {
 	uint32_t first_unreadable;
 	bool proc_foreign, header;
 	unsigned ns_read, ns_unreadable; /* --node: mount namespaces */
+	unsigned proc_walks; /* walks of /proc's processes made */
 	pid_t ns_first_unreadable;
 	json_t *json; /* the files, for --json */
 };
@@ -79,13 +80,13 @@ static void add_up(struct shown *t, struct sg_shm_listing *l)
 	}
 	t->files += l->n;
 	/* The same /proc each time: its most unreadable processes. */
-	if (l->holders.unreadable > t->unreadable) {
-		t->unreadable = l->holders.unreadable;
-		t->first_unreadable = l->holders.first_unreadable;
+	if (l->proc->holders.unreadable > t->unreadable) {
+		t->unreadable = l->proc->holders.unreadable;
+		t->first_unreadable = l->proc->holders.first_unreadable;
 	}
 	t->journals_foreign += l->journals_foreign;
 	t->journals_unread += l->journals_unread;
-	t->proc_foreign |= sg_creators_proc_foreign(&l->creators);
+	t->proc_foreign |= sg_creators_proc_foreign(&l->proc->creators);
 }
 
 /* The creator records of shmguard watch, read once. */
@@ -213,20 +214,16 @@ static int print_json(const struct shown *t, bool node, struct cli_json_out *out
 	if (node) {
 		json_object_set_new(root, "mount_namespaces", json_integer(t->ns_read));
 		json_object_set_new(root, "unreadable_mount_namespaces", json_integer(t->ns_unreadable));
+		json_object_set_new(root, "proc_walks", json_integer(t->proc_walks));
 	}
 	ret = cli_json_write("ls", root, out);
 	json_decref(root);
 	return ret < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
-/* Lists l (its roots set), shows its rows (sorted) and adds it up.
- * EXIT_OK, or EXIT_FAIL (said). */
-static int show(struct shown *t, struct sg_shm_listing *l)
+/* Shows l's rows (sorted) and adds it up. */
+static void present(struct shown *t, struct sg_shm_listing *l)
 {
-	char err[SG_PATH_MAX + 160], esc[SG_ESCAPED_MAX];
-
-	if (sg_shm_list(l, err, sizeof(err)) < 0)
-		return cli_fail(EXIT_FAIL, "ls", "%s", sg_text_escape(err, esc, sizeof(esc)));
 	if (l->n)
 		qsort(l->files, l->n, sizeof(*l->files), by_bytes);
 	/* Holder pointers survive the sort: they point into the holder list. */
@@ -238,32 +235,55 @@ static int show(struct shown *t, struct sg_shm_listing *l)
 		orphan_view_print(&records, l);
 	}
 	add_up(t, l);
+}
+
+/* Lists l (its roots set), shows it and adds it up.  EXIT_OK, or
+ * EXIT_FAIL (said). */
+static int show(struct shown *t, struct sg_shm_listing *l)
+{
+	char err[SG_PATH_MAX + 160], esc[SG_ESCAPED_MAX];
+
+	if (sg_shm_list(l, err, sizeof(err)) < 0)
+		return cli_fail(EXIT_FAIL, "ls", "%s", sg_text_escape(err, esc, sizeof(esc)));
+	t->proc_walks += sg_shm_proc_walks(l->proc);
+	present(t, l);
 	return EXIT_OK;
 }
 
-/* --node: every /dev/shm of the machine, SG_MAX_ROOTS roots at a time. */
+static void list_failed(const char *err, void *ctx)
+{
+	char esc[SG_ESCAPED_MAX];
+
+	*(int *)ctx = cli_fail(EXIT_FAIL, "ls", "%s", sg_text_escape(err, esc, sizeof(esc)));
+}
+
+/* --node: every /dev/shm of the machine, SG_MAX_ROOTS roots to a listing,
+ * /proc read once for them all. */
 static int show_node(struct shown *t)
 {
 	struct sg_shm_mounts ms;
+	struct sg_shm_pass pass = {0};
+	char err[SG_PATH_MAX + 160], esc[SG_ESCAPED_MAX];
 	int status = EXIT_OK, ret = sg_shm_mounts_scan(&ms, NULL, 0);
 
 	if (ret < 0)
 		return cli_fail(EXIT_FAIL, "ls", "cannot read /proc: %s", strerror(-ret));
+	t->proc_walks++;
 	t->ns_read = ms.namespaces;
 	t->ns_unreadable = ms.unreadable;
 	t->ns_first_unreadable = ms.first_unreadable;
 	if (ms.unreadable)
 		status = EXIT_FAIL; /* said in the summary: a root not read */
-	for (size_t next = 0; next < ms.n;) {
-		struct sg_shm_listing l = {0};
-
-		sg_shm_listing_add_mounts(&l, &ms, &next, NULL, 0);
-		if (!l.roots.n)
-			continue;
-		if (show(t, &l) != EXIT_OK)
-			status = EXIT_FAIL;
-		sg_shm_listing_free(&l);
-	}
+	if ((ret = sg_shm_pass_add_mounts(&pass, &ms, NULL, 0)) < 0)
+		status = cli_fail(EXIT_FAIL, "ls", "%s", strerror(-ret));
+	else if (sg_shm_pass_list(&pass, list_failed, &status, err, sizeof(err)) < 0)
+		status = cli_fail(EXIT_FAIL, "ls", "%s", sg_text_escape(err, esc, sizeof(esc)));
+	else
+		t->proc_walks += sg_shm_pass_walks(&pass);
+	for (size_t i = 0; i < pass.n; i++)
+		if (pass.l[i].listed)
+			present(t, &pass.l[i]);
+	sg_shm_pass_free(&pass);
 	sg_shm_mounts_free(&ms);
 	return status;
 }

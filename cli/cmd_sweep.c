@@ -101,6 +101,7 @@ static void usage(FILE *out)
 struct outcome {
 	struct sg_reclaim_outcome n;
 	json_t *decisions;
+	unsigned proc_walks; /* --node: walks of /proc's processes made */
 };
 
 struct telling {
@@ -169,7 +170,7 @@ static int sweep_listing(struct outcome *out, const struct sweep_opts *o, struct
 	int status = EXIT_OK;
 	char err[SG_PATH_MAX + 160];
 
-	if (o->dead && sg_creators_proc_foreign(&l->creators))
+	if (o->dead && sg_creators_proc_foreign(&l->proc->creators))
 		fprintf(stderr, "shmguard sweep: /proc shows another pid namespace than this process's (/proc/self is "
 				"not pid %d): no creator can be judged, so no file is removed as a dead creator's; run "
 				"in the mount namespace too (nsenter -m -p), or mount this namespace's /proc\n",
@@ -210,16 +211,26 @@ static int sweep_roots(struct outcome *out, const struct sweep_opts *o, const st
 	return status;
 }
 
+static void list_failed(const char *err, void *ctx)
+{
+	char esc[SG_ESCAPED_MAX];
+
+	*(int *)ctx = cli_fail(EXIT_FAIL, "sweep", "%s", sg_text_escape(err, esc, sizeof(esc)));
+}
+
 /* --node: every tmpfs at /dev/shm in every mount namespace, SG_MAX_ROOTS
- * at a time, each listed and swept through its descriptor. */
+ * to a listing, /proc read once for them all, each root listed and swept
+ * through its descriptor. */
 static int sweep_node(struct outcome *out, const struct sweep_opts *o)
 {
 	struct sg_shm_mounts ms;
+	struct sg_shm_pass pass = {0};
 	char err[SG_PATH_MAX + 160], comm[32], esc[SG_ESCAPED_MAX];
 	int status = EXIT_OK, ret = sg_shm_mounts_scan(&ms, NULL, 0);
 
 	if (ret < 0)
 		return cli_fail(EXIT_FAIL, "sweep", "cannot read /proc: %s", strerror(-ret));
+	out->proc_walks++;
 	/* With --pod, the other namespaces are none of this sweep's business. */
 	if (ms.unreadable && !o->npods)
 		status = cli_fail(EXIT_FAIL, "sweep",
@@ -227,22 +238,22 @@ static int sweep_node(struct outcome *out, const struct sweep_opts *o)
 				  "their /dev/shm is not swept",
 				  ms.unreadable, SG_PLURAL(ms.namespaces, "namespace", "namespaces"), (int)ms.first_unreadable,
 				  sg_text_escape(sg_comm((uint32_t)ms.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
-	for (size_t next = 0; next < ms.n;) {
-		struct sg_shm_listing l = {0};
+	if ((ret = sg_shm_pass_add_mounts(&pass, &ms, o->pods, o->npods)) < 0)
+		status = cli_fail(EXIT_FAIL, "sweep", "%s", strerror(-ret));
+	else if (sg_shm_pass_list(&pass, list_failed, &status, err, sizeof(err)) < 0)
+		status = cli_fail(EXIT_FAIL, "sweep", "%s", sg_text_escape(err, esc, sizeof(esc)));
+	else
+		out->proc_walks += sg_shm_pass_walks(&pass);
+	for (size_t i = 0; i < pass.n; i++) {
 		int swept;
 
-		sg_shm_listing_add_mounts(&l, &ms, &next, o->pods, o->npods);
-		if (!l.roots.n)
+		if (!pass.l[i].listed)
 			continue;
-		if (sg_shm_list(&l, err, sizeof(err)) < 0) {
-			swept = cli_fail(EXIT_FAIL, "sweep", "%s", sg_text_escape(err, esc, sizeof(esc)));
-		} else {
-			swept = sweep_listing(out, o, &l);
-		}
+		swept = sweep_listing(out, o, &pass.l[i]);
 		if (swept == EXIT_FAIL || (swept == EXIT_LOCKED && status == EXIT_OK))
 			status = swept;
-		sg_shm_listing_free(&l);
 	}
+	sg_shm_pass_free(&pass);
 	for (unsigned p = 0; p < o->npods; p++) {
 		bool found = false;
 		for (size_t i = 0; i < ms.n && !found; i++)
@@ -406,6 +417,8 @@ int cmd_sweep(int argc, char **argv)
 					 "shmguard_version", SHMGUARD_VERSION, "decisions", out.decisions, "removed",
 					 out.n.removed, "kept", out.n.kept, "failed", out.n.failed, "reclaimed_bytes",
 					 (json_int_t)out.n.bytes, "dry_run", o.dry_run, "node", o.node);
+		if (o.node)
+			json_object_set_new(root, "proc_walks", json_integer(out.proc_walks));
 		if (cli_json_write("sweep", root, &json_out) < 0)
 			status = EXIT_FAIL;
 		json_decref(root);

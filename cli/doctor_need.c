@@ -104,10 +104,10 @@ static void explain(const char *root)
 		       sg_human_bytes(held, b, sizeof(b)));
 	doctor_note("%s belongs to dead creators and no process uses it: `shmguard sweep --dead` reclaims it",
 	       sg_human_bytes(dead, b, sizeof(b)));
-	if (l.holders.unreadable)
+	if (l.proc->holders.unreadable)
 		doctor_note("(%u %s cannot be read, such as %u: sweep keeps files they might use "
 			    "unless --ignore-unreadable)",
-		       SG_PLURAL(l.holders.unreadable, "process", "processes"), l.holders.first_unreadable);
+		       SG_PLURAL(l.proc->holders.unreadable, "process", "processes"), l.proc->holders.first_unreadable);
 cleanup:
 	free(groups);
 	sg_shm_listing_free(&l);

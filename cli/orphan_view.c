@@ -43,7 +43,7 @@ static const char *process_state(const struct sg_shm_listing *l, const struct sg
 {
 	struct sg_tag t = {.pid = (pid_t)pid, .start_ticks = start_ticks, .pidns = r->pidns};
 
-	return pid ? sg_creator_state_name(sg_creators_judge((struct sg_creators *)&l->creators, &t, NULL))
+	return pid ? sg_creator_state_name(sg_creators_judge(&l->proc->creators, &t, NULL))
 		   : "unknown";
 }
 

@@ -23,18 +23,22 @@ uint32_t sg_kdev(uint64_t st_dev)
 
 struct scan {
 	struct sg_holders *hs;
-	const uint32_t *kdevs;
+	uint32_t *kdevs; /* sorted: a node pass asks for hundreds */
 	unsigned ndevs;
 	bool unlinked_only;
 	bool no_kcmp; /* the kernel has no kcmp (CONFIG_CHECKPOINT_RESTORE off) */
 };
 
+static int by_kdev(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return (a > b) - (a < b);
+}
+
 static bool wanted(const struct scan *s, uint32_t kdev)
 {
-	for (unsigned i = 0; i < s->ndevs; i++)
-		if (s->kdevs[i] == kdev)
-			return true;
-	return false;
+	return s->ndevs && bsearch(&kdev, s->kdevs, s->ndevs, sizeof(*s->kdevs), by_kdev);
 }
 
 static void add(struct sg_holders *hs, uint32_t kdev, uint64_t ino, uint32_t pid, bool mapped, const char *stat_path,
@@ -200,13 +204,22 @@ static int by_key(const void *x, const void *y)
 
 int sg_holders_scan(struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs, bool unlinked_only)
 {
-	struct scan s = {hs, kdevs, ndevs, unlinked_only, false};
-	DIR *d = opendir("/proc");
+	struct scan s = {hs, NULL, ndevs, unlinked_only, false};
 	struct dirent *e;
+	DIR *d;
 
 	*hs = (struct sg_holders){0};
-	if (!d)
-		return -errno;
+	if (ndevs && !(s.kdevs = malloc(ndevs * sizeof(*s.kdevs))))
+		return -ENOMEM;
+	if (ndevs) {
+		memcpy(s.kdevs, kdevs, ndevs * sizeof(*kdevs));
+		qsort(s.kdevs, ndevs, sizeof(*s.kdevs), by_kdev);
+	}
+	if (!(d = opendir("/proc"))) {
+		int ret = -errno;
+		free(s.kdevs);
+		return ret;
+	}
 	while ((e = readdir(d))) {
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
@@ -218,6 +231,7 @@ int sg_holders_scan(struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs
 		}
 	}
 	closedir(d);
+	free(s.kdevs);
 	if (hs->n)
 		qsort(hs->h, hs->n, sizeof(*hs->h), by_key);
 	return 0;
@@ -239,6 +253,23 @@ const struct sg_holder *sg_holders_find(const struct sg_holders *hs, uint32_t kd
 	size_t end = lo;
 	while (end < hs->n && hs->h[end].kdev == kdev && hs->h[end].ino == ino)
 		end++;
+	*count = end - lo;
+	return end > lo ? &hs->h[lo] : NULL;
+}
+
+const struct sg_holder *sg_holders_on(const struct sg_holders *hs, uint32_t kdev, size_t *count)
+{
+	size_t lo = 0, hi = hs->n, end;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (hs->h[mid].kdev < kdev)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (end = lo; end < hs->n && hs->h[end].kdev == kdev; end++)
+		;
 	*count = end - lo;
 	return end > lo ? &hs->h[lo] : NULL;
 }

@@ -28,12 +28,16 @@ struct sg_holders {
 };
 
 /* Scans every process, through every thread, for files on the given
- * devices (unlinked ones only, when unlinked_only).  Returns 0, or a
- * negative errno when /proc cannot be read. */
+ * devices (unlinked ones only, when unlinked_only): one walk of /proc,
+ * however many devices.  Returns 0, or a negative errno when /proc cannot
+ * be read (-ENOMEM: memory short). */
 int sg_holders_scan(struct sg_holders *hs, const uint32_t *kdevs, unsigned ndevs, bool unlinked_only);
 
 /* The holders of (kdev, ino): a pointer to the first and their number. */
 const struct sg_holder *sg_holders_find(const struct sg_holders *hs, uint32_t kdev, uint64_t ino, size_t *count);
+
+/* The holders of files on kdev, by inode: a pointer to the first and their number. */
+const struct sg_holder *sg_holders_on(const struct sg_holders *hs, uint32_t kdev, size_t *count);
 
 void sg_holders_free(struct sg_holders *hs);
 

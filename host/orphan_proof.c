@@ -171,6 +171,6 @@ struct sg_orphan_verdict sg_orphan_of(const struct sg_shm_listing *l, const stru
 
 	snprintf(path, sizeof(path), "%s/%s", l->roots.dir[f->root], f->name);
 	/* The listing's creators only cache what /proc says: asking changes nothing it shows. */
-	sg_orphan_gather(r, (struct sg_creators *)&l->creators, AT_FDCWD, path, instance_only ? 0 : f->nholders, l->holders.unreadable, &facts);
+	sg_orphan_gather(r, &l->proc->creators, AT_FDCWD, path, instance_only ? 0 : f->nholders, l->proc->holders.unreadable, &facts);
 	return sg_orphan_judge(r, &facts, instance_only);
 }

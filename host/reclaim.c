@@ -165,10 +165,10 @@ static const char *judge(const struct sg_reclaim_opts *o, struct sg_shm_listing 
 	}
 	if ((lock = locked(locks, dfd, f, buf, len)))
 		return lock;
-	if (l->holders.unreadable && !o->ignore_unreadable) {
+	if (l->proc->holders.unreadable && !o->ignore_unreadable) {
 		snprintf(buf, len, "%u %s cannot be read, e.g. %u (%s), and could be using it",
-			 SG_PLURAL(l->holders.unreadable, "process", "processes"), l->holders.first_unreadable,
-			 sg_text_escape(sg_comm(l->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
+			 SG_PLURAL(l->proc->holders.unreadable, "process", "processes"), l->proc->holders.first_unreadable,
+			 sg_text_escape(sg_comm(l->proc->holders.first_unreadable, comm, sizeof(comm)), esc, sizeof(esc)));
 		return buf;
 	}
 	if (f->size == 0 && f->age_s < SG_RECLAIM_YOUNG_EMPTY_S)

@@ -230,19 +230,18 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
  * whose directory /proc shows it in, else the first root on its device that
  * is a mount point (a holder in another mount namespace shows other paths);
  * -1 when it was elsewhere on the device (not listed then). */
-static int root_of_unlinked(const struct sg_shm_listing *l, const struct sg_holder *h, size_t n,
-			    const uint32_t *kdevs, const bool *mount_point)
+static int root_of_unlinked(const struct sg_shm_listing *l, const struct sg_holder *h, size_t n)
 {
 	int top = -1;
 
 	for (unsigned r = 0; r < l->roots.n; r++) {
-		if (kdevs[r] != h->kdev)
+		if (l->kdev[r] != h->kdev)
 			continue;
 		for (size_t k = 0; k < n; k++)
 			if (h[k].name && (size_t)(h[k].name - 1 - h[k].path) == l->roots.len[r] &&
 			    memcmp(h[k].path, l->roots.dir[r], l->roots.len[r]) == 0)
 				return (int)r;
-		if (top < 0 && mount_point[r])
+		if (top < 0 && l->mount_point[r])
 			top = (int)r;
 	}
 	return top;
@@ -276,27 +275,10 @@ int sg_shm_listing_add_mount(struct sg_shm_listing *l, const struct sg_shm_mount
 	return 0;
 }
 
-static bool among(const struct sg_shm_mount *m, const struct sg_dir_id *only, size_t nonly)
+/* Reads l's roots: their files and journals, each root's device. */
+static int read_roots(struct sg_shm_listing *l, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < nonly; i++)
-		if (only[i].kdev == m->kdev && only[i].ino == m->dir_ino)
-			return true;
-	return !nonly;
-}
-
-void sg_shm_listing_add_mounts(struct sg_shm_listing *l, const struct sg_shm_mounts *ms, size_t *next,
-			       const struct sg_dir_id *only, size_t nonly)
-{
-	for (; *next < ms->n && l->roots.n < SG_MAX_ROOTS; ++*next)
-		if (among(&ms->m[*next], only, nonly))
-			sg_shm_listing_add_mount(l, &ms->m[*next]);
-}
-
-int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
-{
-	uint32_t kdevs[SG_MAX_ROOTS];
 	uint64_t inos[SG_MAX_ROOTS];
-	bool mount_point[SG_MAX_ROOTS];
 	double now = sg_realtime_ns() / 1e9;
 	size_t cap = 0;
 	struct stat st;
@@ -315,15 +297,15 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 			snprintf(err, errlen, "cannot read %s: %s", l->shown[r], strerror(-ret));
 			return ret;
 		}
-		kdevs[r] = sg_kdev(st.st_dev);
+		l->kdev[r] = sg_kdev(st.st_dev);
 		inos[r] = st.st_ino;
-		mount_point[r] = is_mount_point(l->roots.dir[r], &st);
+		l->mount_point[r] = is_mount_point(l->roots.dir[r], &st);
 		/* The same directory by another path (a symlink, a bind mount)
 		 * would list every file twice. */
 		for (unsigned k = 0; k < r; k++)
-			again |= kdevs[k] == kdevs[r] && inos[k] == inos[r];
+			again |= l->kdev[k] == l->kdev[r] && inos[k] == inos[r];
 		if (again) {
-			mount_point[r] = false;
+			l->mount_point[r] = false;
 			continue;
 		}
 		if ((ret = read_root(l, r, &cap, now)) < 0) {
@@ -331,27 +313,27 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 			return ret;
 		}
 	}
-	if ((ret = sg_holders_scan(&l->holders, kdevs, l->roots.n, false)) < 0) {
-		snprintf(err, errlen, "cannot read /proc: %s", strerror(-ret));
-		return ret;
-	}
-	for (size_t i = 0; i < l->n; i++)
-		if (l->files[i].tagged)
-			l->files[i].creator = sg_creators_judge(&l->creators, &l->files[i].tag, &l->files[i].creator_proof);
-	for (size_t i = 0; i < l->n; i++)
-		l->files[i].holders = sg_holders_find(&l->holders, l->files[i].kdev, l->files[i].ino, &l->files[i].nholders);
+	return 0;
+}
 
-	/* Unlinked files still held: one entry per inode, through its first
-	 * holder that stat() reaches (a mapping's does not once the main thread
-	 * has exited). */
-	for (size_t i = 0, n; i < l->holders.n; i += n) {
-		const struct sg_holder *first = &l->holders.h[i], *h = NULL;
+/* Unlinked files on device kdev still held: one entry per inode, through
+ * its first holder that stat() reaches (a mapping's does not once the main
+ * thread has exited). */
+static int add_unlinked(struct sg_shm_listing *l, uint32_t kdev, size_t *cap, double now)
+{
+	const struct sg_holders *hs = &l->proc->holders;
+	size_t on, n;
+	const struct sg_holder *all = sg_holders_on(hs, kdev, &on);
+	struct stat st;
+
+	for (size_t i = 0; i < on; i += n) {
+		const struct sg_holder *first = &all[i], *h = NULL;
 		char value[SG_TAG_MAX];
 		ssize_t vlen;
 		int root;
 
-		sg_holders_find(&l->holders, first->kdev, first->ino, &n);
-		if ((root = root_of_unlinked(l, first, n, kdevs, mount_point)) < 0)
+		sg_holders_find(hs, first->kdev, first->ino, &n);
+		if ((root = root_of_unlinked(l, first, n)) < 0)
 			continue;
 		for (size_t k = 0; k < n && !h; k++)
 			if (stat(first[k].stat_path, &st) == 0)
@@ -359,21 +341,106 @@ int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
 		if (!h || st.st_nlink != 0 || st.st_ino != h->ino)
 			continue;
 		vlen = getxattr(h->stat_path, SG_TAG_XATTR, value, sizeof(value));
-		struct sg_shm_file *f = append(l, &cap, h->name);
-		if (!f) {
-			snprintf(err, errlen, "cannot list the files held after their unlink: %s", strerror(ENOMEM));
+		struct sg_shm_file *f = append(l, cap, h->name);
+		if (!f)
 			return -ENOMEM;
-		}
 		f->root = root;
 		fill(f, &st, value, vlen, now);
 		/* Unlinked: no name to match, so only with a birth time. */
 		if (f->root >= 0)
 			from_journal(f, &l->journals[f->root], AT_FDCWD, h->stat_path, 0, NULL, now);
-		f->holders = sg_holders_find(&l->holders, h->kdev, h->ino, &f->nholders);
+		f->holders = sg_holders_find(hs, h->kdev, h->ino, &f->nholders);
 		if (f->tagged)
-			f->creator = sg_creators_judge(&l->creators, &f->tag, &f->creator_proof);
+			f->creator = sg_creators_judge(&l->proc->creators, &f->tag, &f->creator_proof);
 	}
 	return 0;
+}
+
+static int by_kdev(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* Judges l's files (its roots read) by p, read after them. */
+static int judge(struct sg_shm_listing *l, struct sg_shm_proc *p, char *err, size_t errlen)
+{
+	double now = sg_realtime_ns() / 1e9;
+	size_t cap = l->n;
+	int ret;
+
+	l->proc = p;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->files[i].tagged)
+			l->files[i].creator = sg_creators_judge(&p->creators, &l->files[i].tag, &l->files[i].creator_proof);
+	for (size_t i = 0; i < l->n; i++)
+		l->files[i].holders = sg_holders_find(&p->holders, l->files[i].kdev, l->files[i].ino, &l->files[i].nholders);
+	/* Each device once, in order (as the holders are). */
+	uint32_t devs[SG_MAX_ROOTS];
+	memcpy(devs, l->kdev, l->roots.n * sizeof(*devs));
+	qsort(devs, l->roots.n, sizeof(*devs), by_kdev);
+	for (unsigned k = 0; k < l->roots.n; k++) {
+		if (k && devs[k] == devs[k - 1])
+			continue;
+		if ((ret = add_unlinked(l, devs[k], &cap, now)) < 0) {
+			snprintf(err, errlen, "cannot list the files held after their unlink: %s", strerror(-ret));
+			return ret;
+		}
+	}
+	l->listed = true;
+	return 0;
+}
+
+/* Reads /proc for the devices of ls[0..n) that were read. */
+static int proc_scan(struct sg_shm_proc *p, const struct sg_shm_listing *ls, size_t n, char *err, size_t errlen)
+{
+	size_t ndevs = 0;
+	uint32_t *kdevs = malloc((n * SG_MAX_ROOTS + 1) * sizeof(*kdevs));
+	int ret;
+
+	if (!kdevs)
+		ret = -ENOMEM;
+	else {
+		for (size_t i = 0; i < n; i++)
+			for (unsigned r = 0; r < ls[i].roots.n && ls[i].proc; r++)
+				kdevs[ndevs++] = ls[i].kdev[r];
+		ret = sg_holders_scan(&p->holders, kdevs, (unsigned)ndevs, false);
+		p->walks++;
+		free(kdevs);
+	}
+	if (ret < 0)
+		snprintf(err, errlen, "cannot read /proc: %s", strerror(-ret));
+	return ret;
+}
+
+static bool among(const struct sg_shm_mount *m, const struct sg_dir_id *only, size_t nonly)
+{
+	for (size_t i = 0; i < nonly; i++)
+		if (only[i].kdev == m->kdev && only[i].ino == m->dir_ino)
+			return true;
+	return !nonly;
+}
+
+int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen)
+{
+	int ret;
+
+	l->proc = &l->own;
+	if ((ret = read_roots(l, err, errlen)) < 0 || (ret = proc_scan(&l->own, l, 1, err, errlen)) < 0)
+		return ret;
+	return judge(l, &l->own, err, errlen);
+}
+
+unsigned sg_shm_proc_walks(const struct sg_shm_proc *p)
+{
+	return p->walks + p->creators.indexed;
+}
+
+void sg_shm_proc_free(struct sg_shm_proc *p)
+{
+	sg_holders_free(&p->holders);
+	sg_creators_free(&p->creators);
 }
 
 void sg_shm_listing_free(struct sg_shm_listing *l)
@@ -381,12 +448,87 @@ void sg_shm_listing_free(struct sg_shm_listing *l)
 	for (size_t i = 0; i < l->n; i++)
 		free(l->files[i].name);
 	free(l->files);
-	sg_holders_free(&l->holders);
 	for (unsigned r = 0; r < SG_MAX_ROOTS; r++)
 		sg_journals_free(&l->journals[r]);
-	sg_creators_free(&l->creators);
+	sg_shm_proc_free(&l->own);
+	l->proc = NULL;
+	l->listed = false;
 	l->files = NULL;
 	l->n = 0;
+}
+
+static struct sg_shm_listing *pass_add(struct sg_shm_pass *p)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 4;
+		struct sg_shm_listing *l = realloc(p->l, cap * sizeof(*l));
+		if (!l)
+			return NULL;
+		p->l = l;
+		p->cap = cap;
+	}
+	memset(&p->l[p->n], 0, sizeof(p->l[p->n]));
+	return &p->l[p->n++];
+}
+
+struct sg_shm_listing *sg_shm_pass_add(struct sg_shm_pass *p)
+{
+	return pass_add(p);
+}
+
+int sg_shm_pass_add_mounts(struct sg_shm_pass *p, const struct sg_shm_mounts *ms, const struct sg_dir_id *only,
+			   size_t nonly)
+{
+	struct sg_shm_listing *l = NULL;
+
+	for (size_t i = 0; i < ms->n; i++) {
+		if (!among(&ms->m[i], only, nonly))
+			continue;
+		if ((!l || l->roots.n == SG_MAX_ROOTS) && !(l = pass_add(p)))
+			return -ENOMEM;
+		sg_shm_listing_add_mount(l, &ms->m[i]);
+	}
+	return 0;
+}
+
+int sg_shm_pass_list(struct sg_shm_pass *p, void (*failed)(const char *err, void *ctx), void *ctx, char *err,
+		     size_t errlen)
+{
+	size_t read = 0;
+	int ret;
+
+	/* Every root first: /proc is read after the files it judges. */
+	for (size_t i = 0; i < p->n; i++) {
+		p->l[i].proc = &p->proc;
+		if (read_roots(&p->l[i], err, errlen) < 0) {
+			p->l[i].proc = NULL;
+			failed(err, ctx);
+		} else {
+			read++;
+		}
+	}
+	if (!read)
+		return 0;
+	if ((ret = proc_scan(&p->proc, p->l, p->n, err, errlen)) < 0)
+		return ret;
+	for (size_t i = 0; i < p->n; i++)
+		if (p->l[i].proc && judge(&p->l[i], &p->proc, err, errlen) < 0)
+			failed(err, ctx);
+	return 0;
+}
+
+unsigned sg_shm_pass_walks(const struct sg_shm_pass *p)
+{
+	return sg_shm_proc_walks(&p->proc);
+}
+
+void sg_shm_pass_free(struct sg_shm_pass *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		sg_shm_listing_free(&p->l[i]);
+	free(p->l);
+	sg_shm_proc_free(&p->proc);
+	*p = (struct sg_shm_pass){0};
 }
 
 enum sg_unlink_result sg_shm_unlink_same(int dfd, const char *name, uint32_t kdev, uint64_t ino, bool dry_run)
@@ -439,7 +581,7 @@ size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool 
 	for (size_t j = 0; j < js->nfiles; j++) {
 		const struct sg_journal_file *jf = &js->files[j];
 
-		if (sg_creators_judge(&l->creators, &jf->creator, NULL) != CREATOR_DEAD || journal_speaks(js, j, dfd))
+		if (sg_creators_judge(&l->proc->creators, &jf->creator, NULL) != CREATOR_DEAD || journal_speaks(js, j, dfd))
 			continue;
 		if (reap(dfd, jf->name, jf->ino, dry_run)) {
 			said(r, jf->name, ctx);
@@ -457,7 +599,7 @@ size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool 
 
 		if (f->root != (int)r || f->journal_like != JOURNAL_LIKE_UNREAD ||
 		    sg_journal_names_a_file(dfd, f->name, f->ino, &creator, &budget) != 0 ||
-		    sg_creators_judge(&l->creators, &creator, NULL) != CREATOR_DEAD)
+		    sg_creators_judge(&l->proc->creators, &creator, NULL) != CREATOR_DEAD)
 			continue;
 		if (reap(dfd, f->name, f->ino, dry_run)) {
 			said(r, f->name, ctx);

@@ -47,16 +47,36 @@ struct sg_shm_file {
 	size_t nholders;
 };
 
+/* What /proc shows, read after the roots it judges: who holds files on
+ * their devices, and who runs.  One for each listing, or one for a whole
+ * pass that its listings share (struct sg_shm_pass): /proc is then walked
+ * once, however many roots. */
+struct sg_shm_proc {
+	struct sg_holders holders;   /* of every device of the roots read */
+	struct sg_creators creators; /* who runs: every creator judged by it */
+	unsigned walks;              /* the holders' walks of /proc */
+};
+
+/* The walks of /proc's processes made for p: its holders', and the index
+ * of who runs when a creator of another pid namespace was asked about. */
+unsigned sg_shm_proc_walks(const struct sg_shm_proc *p);
+void sg_shm_proc_free(struct sg_shm_proc *p);
+
 struct sg_shm_listing {
 	struct sg_roots roots; /* a root that is the same directory as an earlier one is read once */
 	struct sg_shm_file *files;
 	size_t n;
-	struct sg_holders holders;
 	/* The ownership journals found in each root: never listed as files
 	 * (names like theirs that are not read as journals are). */
 	struct sg_journals journals[SG_MAX_ROOTS];
 	unsigned journals_foreign, journals_unread;
-	struct sg_creators creators; /* who runs: every creator judged by it */
+	/* Each root's device, and whether it is listed as the one where an
+	 * unlinked file held on that device was (a mount point, read once). */
+	uint32_t kdev[SG_MAX_ROOTS];
+	bool mount_point[SG_MAX_ROOTS];
+	bool listed; /* its roots read and its files judged */
+	struct sg_shm_proc *proc; /* what /proc showed: &own, or its pass's */
+	struct sg_shm_proc own;
 	/* How each root is named to people: its directory, or for another
 	 * mount namespace's (mount[r], set by sg_shm_listing_add_mount) its
 	 * mount point there after "[pid P mnt:N]" (P, the process it was
@@ -77,16 +97,41 @@ struct sg_dir_id {
 	uint64_t ino;
 };
 
-/* Adds the mounts of ms from *next on, as many as l has room for, and
- * moves *next past them: a node's mounts are listed SG_MAX_ROOTS at a time.
- * With nonly, only the mounts whose directory is one of only[0..nonly). */
-void sg_shm_listing_add_mounts(struct sg_shm_listing *l, const struct sg_shm_mounts *ms, size_t *next,
-			       const struct sg_dir_id *only, size_t nonly);
-
-/* Reads the roots and /proc.  Returns 0, or a negative errno with err saying
- * what could not be read. */
+/* Reads the roots, then /proc (into l->own).  Returns 0, or a negative
+ * errno with err saying what could not be read. */
 int sg_shm_list(struct sg_shm_listing *l, char *err, size_t errlen);
 void sg_shm_listing_free(struct sg_shm_listing *l);
+
+/* A node's pass: its roots, SG_MAX_ROOTS to a listing, and one reading of
+ * /proc for them all, made after every root is read (as a listing's own
+ * is after its roots: a creator of a file listed ran before /proc was
+ * read). */
+struct sg_shm_pass {
+	struct sg_shm_listing *l;
+	size_t n, cap;
+	struct sg_shm_proc proc;
+};
+
+/* Adds the mounts of ms (only those whose directory is one of
+ * only[0..nonly), when nonly) as the pass's roots.  0, or -ENOMEM. */
+int sg_shm_pass_add_mounts(struct sg_shm_pass *p, const struct sg_shm_mounts *ms, const struct sg_dir_id *only,
+			   size_t nonly);
+
+/* A new listing of the pass, without roots, for the caller to give some
+ * (valid until the next one is added); NULL when memory is short. */
+struct sg_shm_listing *sg_shm_pass_add(struct sg_shm_pass *p);
+
+/* Reads every listing's roots, then /proc once, then judges every
+ * listing's files.  A listing whose roots cannot be read is said to
+ * failed (err, a sentence) and left unlisted.  Returns 0, or a negative
+ * errno with err saying what could not be read when /proc cannot be (then
+ * no listing is listed). */
+int sg_shm_pass_list(struct sg_shm_pass *p, void (*failed)(const char *err, void *ctx), void *ctx, char *err,
+		     size_t errlen);
+
+/* The walks of /proc's processes made for the pass's listings. */
+unsigned sg_shm_pass_walks(const struct sg_shm_pass *p);
+void sg_shm_pass_free(struct sg_shm_pass *p);
 
 /* For `sweep`: removes each journal in root r (dfd, the root's directory)
  * whose creator is dead and none of whose records names a file still there,

@@ -7,7 +7,9 @@
 #     its /dev/shm, for SAMPLE pods made one at a time once PODS exist;
 #   - the auditor's CPU while the pods are made, and idle with all of them
 #     (its periodic scans of every namespace's mounts);
-#   - its RSS, and the roots it followed (its JSON report).
+#   - its RSS, and the roots it followed (its JSON report);
+#   - one node pass (ls --node, which lists as --reclaim-dead does) with
+#     every pod there: its time and its walks of /proc.
 # Then the pods end, and the roots must all be let go.
 #
 #   scripts/bench-node.sh [--build DIR] [--pods N] [--sample N] [--idle S]
@@ -114,6 +116,13 @@ idle_cpu=$(awk -v c=$((c3 - c2)) -v hz="$hz" -v s="$idle" 'BEGIN { printf "%.1f"
 rss=$(rss_kib "$auditor")
 followed=$(find /proc/"$auditor"/fd -mindepth 1 | wc -l)
 
+# One node pass with every pod there (ls --node lists as --reclaim-dead
+# does, and changes nothing): its time, and its walks of /proc's processes.
+p0=$(now)
+"$shmguard" ls --node --json="$work/pass.json" >/dev/null 2>&1 || true
+pass_s=$(awk -v a="$p0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
+walks=$(grep -o '"proc_walks": [0-9]*' "$work/pass.json" | grep -o '[0-9]*$' || echo "?")
+
 # The pods end: every root must be let go (the periodic scan).
 end_pods
 t2=$(now)
@@ -134,4 +143,5 @@ echo "pods: $pods, then $sample one at a time ($(nproc) CPUs, $(uname -r))"
 echo "made in ${make_s} s, the auditor at ${make_cpu}% of a CPU meanwhile"
 echo "discovery latency (first file to root followed): median ${median} ms, worst ${worst} ms"
 echo "idle with $((pods + sample)) pods: ${idle_cpu}% of a CPU over ${idle} s; RSS ${rss} KiB (${rss0} KiB before the pods); ${followed} descriptors"
+echo "one node pass (ls --node) with $((pods + sample)) pods: ${pass_s} s, ${walks} walks of /proc"
 echo "pods ended: every root let go within ${forget_s} s; report: ${roots} roots found, ${forgotten} forgotten"

@@ -83,8 +83,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "kernels: needs root (namespaces for the host run, the kernel cache)" >&2
 	exit 3
 fi
-# The build's programs go into the initramfs at the same relative paths.
-programs='cli/shmguard shim/libshmguard.so tests/shmtool tests/leakgen examples/shmpipe'
+# The build's programs go into the initramfs at the same relative paths;
+# the auditor's module beside the command, where it looks first.
+programs='cli/shmguard cli/shmguard-auditor.so shim/libshmguard.so tests/shmtool tests/leakgen examples/shmpipe'
 for f in $programs; do
 	[ -x "$build/$f" ] || { echo "kernels: $build/$f is missing: build first (scripts/build.sh)" >&2; exit 2; }
 done
