@@ -78,6 +78,7 @@ struct audit_recorder {
 	const char *warning; /* files created from now on may have no record: to say */
 	bool warned;         /* it was said */
 	bool attachers;
+	uint32_t self; /* this process, as the kernel side numbers it */
 	uint64_t drain_unix_ns; /* when the last reading of events began */
 	uint64_t last_save_ms, last_prune_ms;
 };
@@ -258,7 +259,13 @@ static void on_create(struct audit_recorder *r, const struct audit_event *e)
  * record (or one waiting for its name). */
 static void on_attach(struct audit_recorder *r, const struct audit_event *e)
 {
-	struct sg_creator_rec *c = sg_store_lookup(&r->store, e->kdev, e->ino);
+	struct sg_creator_rec *c;
+
+	/* The recorder's own process (the node agent's review and reclaim
+	 * read the files they judge) never uses a name. */
+	if (e->tgid == r->self)
+		return;
+	c = sg_store_lookup(&r->store, e->kdev, e->ino);
 
 	for (size_t i = 0; !c && i < r->npending; i++)
 		if (r->pending[i].rec.kdev == e->kdev && r->pending[i].rec.ino == e->ino)
@@ -491,6 +498,7 @@ struct audit_recorder *audit_recorder_new(bool attachers, char *err, size_t errl
 		goto fail;
 	}
 	r->attachers = attachers;
+	r->self = (uint32_t)getpid();
 	if ((r->sd = sg_store_open_dir(true, why, sizeof(why))) < 0) {
 		snprintf(err, errlen, "%s", why);
 		goto fail;
