@@ -19,6 +19,7 @@
 
 #include "audit_engine.h"
 #include "audit_reclaim.h"
+#include "audit_recorder.h"
 #include "audit_trace.h"
 #include "holders.h"
 #include "metrics.h"
@@ -139,6 +140,20 @@ static int block_signals(struct audit *a, char *err, size_t errlen)
 	return 0;
 }
 
+/* --record-creators: a root's files are recorded too.  One that cannot be
+ * opened again is said, and its files have no records (never reclaimed
+ * by them). */
+static void record_root(struct audit *a, int slot)
+{
+	const struct audit_root *r = &a->root_table.roots[slot];
+	char esc[SG_ESCAPED_MAX];
+	int ret;
+
+	if (a->run.recorder && (ret = audit_recorder_add_root(a->run.recorder, r->path, r->kdev, r->dir_ino)) < 0)
+		fprintf(stderr, "shmguard audit: the creators of %s are not recorded: %s\n",
+			sg_text_escape(r->shown, esc, sizeof(esc)), strerror(-ret));
+}
+
 /* A root followed: its abort directory watched, and, found late, its
  * files caught up. */
 static void root_found(struct audit *a, int slot, bool late)
@@ -148,13 +163,19 @@ static void root_found(struct audit *a, int slot, bool late)
 	audit_markers_watch_root(a, slot);
 	if (late)
 		audit_events_catch_up(a, slot);
+	record_root(a, slot);
 }
 
-/* A root forgotten: its abort directory and its own patterns let go. */
+/* A root forgotten: its abort directory, its own patterns and its
+ * recording let go. */
 static void root_forgetting(struct audit *a, int slot)
 {
+	const struct audit_root *r = &a->root_table.roots[slot];
+
 	audit_markers_unwatch_root(a, slot);
 	audit_attribution_forget_root(&a->attribution, slot);
+	if (a->run.recorder)
+		audit_recorder_remove_root(a->run.recorder, r->kdev, r->dir_ino);
 }
 
 struct audit *audit_new(const struct audit_opts *o, char *err, size_t errlen)
@@ -199,9 +220,14 @@ fail:
 	return NULL;
 }
 
+/* The tracer's events: the table's, and the creator recorder's. */
 static void on_event(void *ctx, const struct audit_event *e)
 {
-	audit_on_event(ctx, e);
+	struct audit *a = ctx;
+
+	audit_on_event(a, e);
+	if (a->run.recorder)
+		audit_recorder_event(a->run.recorder, e);
 }
 
 /* The first pid namespace's inode (the kernel's PROC_PID_INIT_INO). */
@@ -256,7 +282,8 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 {
 	struct audit_trace_opts t = {.follow_tree = a->o->cmd != NULL, .shim = a->o->trace.shim, .probe = a->o->trace.probe,
 				     .ring_kib = a->o->trace.ring_kib, .verbose = a->o->trace.verbose, .on_event = on_event,
-				     .ctx = a, .discover = a->o->node_mode, .freed = true};
+				     .ctx = a, .discover = a->o->node_mode, .freed = true,
+				     .attachers = a->o->reclaim.record_creators};
 	struct audit_trace_root *roots;
 	char why[512];
 
@@ -264,10 +291,15 @@ static int start_tracer(struct audit *a, char *err, size_t errlen)
 		return say(err, errlen, "tracing is not possible: %s", why);
 	/* The mounts of every namespace as the run begins, followed from the
 	 * start; then as they come and go (audit_roots.c). */
+	if (a->o->reclaim.record_creators && !(a->run.recorder = audit_recorder_new(true, why, sizeof(why))))
+		return say(err, errlen, "--record-creators: %s", why);
 	if (a->o->node_mode) {
 		raise_fd_limit();
 		audit_roots_scan(a);
 	}
+	for (unsigned i = 0; a->run.recorder && i < a->root_table.nroots; i++)
+		if (a->root_table.roots[i].in_use)
+			record_root(a, (int)i);
 	if (!(roots = calloc(a->root_table.nroots ? a->root_table.nroots : 1, sizeof(*roots))))
 		return say(err, errlen, "out of memory");
 	for (unsigned i = 0; i < a->root_table.nroots; i++)
@@ -362,6 +394,9 @@ int audit_run(struct audit *a, char *err, size_t errlen)
 		return AUDIT_USAGE;
 	int ret = audit_loop_run(a);
 	audit_reclaim_finish(a->run.reclaim); /* the report's totals are final */
+	char why[512];
+	if (a->run.recorder && audit_recorder_finish(a->run.recorder, why, sizeof(why)) < 0 && ret == 0)
+		return say(err, errlen, "the creators' records could not be written: %s", why);
 	if (ret < 0)
 		return say(err, errlen, "the run stopped early: %s", strerror(-ret));
 	return 0;
@@ -381,6 +416,7 @@ void audit_free(struct audit *a)
 	audit_trace_stop(a->run.tracer);
 	metrics_stop(a->run.metrics_server);
 	audit_reclaim_free(a->run.reclaim);
+	audit_recorder_free(a->run.recorder);
 	audit_files_free(a->files);
 	audit_review_free(a->review);
 	audit_markers_unwatch_roots(a); /* before the inotify fd */

@@ -60,6 +60,7 @@ struct audit_dead_opts {
 	double interval; /* in seconds, 0: none */
 	bool ignore_unreadable, dry_run;
 	bool node_shm; /* the node's own /dev/shm too (--reclaim-node-shm) */
+	bool record_creators; /* the run records creators for reclaim (--record-creators, audit_recorder.h) */
 };
 
 struct audit_opts {

@@ -45,6 +45,7 @@
 
 struct metrics_server;
 struct audit_reclaim;
+struct audit_recorder;
 struct audit_tracer;
 
 /* What the run holds (audit.c, audit_loop.c). */
@@ -66,6 +67,7 @@ struct audit_run {
 	bool report_on_stdout;          /* one of them is stdout: the text report goes to stderr */
 	struct metrics_server *metrics_server; /* --listen */
 	struct audit_reclaim *reclaim; /* --reclaim-dead, or NULL */
+	struct audit_recorder *recorder; /* --record-creators, or NULL */
 };
 
 /* A run: its parts, each changed by the file named beside it. */

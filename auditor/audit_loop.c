@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "audit_engine.h"
+#include "audit_recorder.h"
 #include "audit_trace.h"
 #include "text.h"
 #include "size.h"
@@ -160,6 +161,25 @@ static int read_markers(struct audit *a)
 	return ret;
 }
 
+/* --record-creators: the names looked for, the records written when due. */
+static int record(struct audit *a)
+{
+	char why[512], esc[SG_ESCAPED_MAX];
+	const char *warning;
+	int ret;
+
+	if (!a->run.recorder)
+		return 0;
+	if ((ret = audit_recorder_tick(a->run.recorder, why, sizeof(why))) < 0) {
+		fprintf(stderr, "shmguard audit: --record-creators: %s\n", sg_text_escape(why, esc, sizeof(esc)));
+		return ret;
+	}
+	if ((warning = audit_recorder_warning(a->run.recorder)))
+		fprintf(stderr, "shmguard audit: --record-creators: %s: files created from now on may have no "
+				"record, and are never reclaimed by them\n", warning);
+	return 0;
+}
+
 static int watch(int ep, int fd, uint32_t what)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = what};
@@ -200,8 +220,10 @@ static int turns(struct audit *a, int ep)
 		}
 		if (a->o->duration && audit_now_s(a) >= a->o->duration)
 			running = false;
+		if (a->run.recorder)
+			audit_recorder_drain_begins(a->run.recorder);
 		int ret = audit_trace_consume(t); /* the review needs every event so far */
-		if (ret < 0)
+		if (ret < 0 || (ret = record(a)) < 0)
 			return ret;
 		if (audit_now_s(a) >= audit_roots_due_s(a)) {
 			audit_roots_scan(a);

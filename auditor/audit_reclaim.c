@@ -101,7 +101,8 @@ static bool among_mounts(const struct sg_shm_mounts *ms, const char *dir)
 	return false;
 }
 
-/* shmguard watch's records as they are now; none where it does not run.
+/* The creator recorder's records, complete up to this pass's start where
+ * one runs (this process's own with --record-creators); none where none ran.
  * Records that cannot be trusted are said once and not used. */
 static void load_records(struct audit_reclaim *r)
 {
@@ -112,7 +113,7 @@ static void load_records(struct audit_reclaim *r)
 	if (sd < 0 && errno == ENOENT)
 		return;
 	if (sd >= 0) {
-		r->have_records = sg_store_load(&r->records, sd, why, sizeof(why)) == 0;
+		r->have_records = sg_store_load_current(&r->records, sd, SG_STORE_WAIT_MS, why, sizeof(why)) == 0;
 		close(sd);
 	}
 	if (!r->have_records && !r->said_records) {

@@ -15,6 +15,7 @@
 #include "audit.h"
 #include "audit_trace.h"
 #include "cli.h"
+#include "creator_store.h"
 #include "size.h"
 #include "duration.h"
 #include "marker.h"
@@ -115,6 +116,11 @@ static void usage(FILE *out)
 		"      --reclaim-node-shm     node mode: --reclaim-dead covers the node's own\n"
 		"                             /dev/shm too (its services' files), not only the\n"
 		"                             pods'\n"
+		"      --record-creators      without COMMAND: record who creates each file, and\n"
+		"                             who opens it, as shmguard watch does, into\n"
+		"                             " SG_STORE_DIR " (SHMGUARD_STORE_DIR): the reclaim\n"
+		"                             and sweep's dead files then include those of\n"
+		"                             programs without the shim (one recorder a node)\n"
 		"  -i, --interval DURATION    a progress line this often when stderr is not a\n"
 		"                             terminal\n"
 		"      --lib PATH             the shim whose tags to follow (default: found as by\n"
@@ -312,7 +318,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		{"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
 		{"min-aborts", required_argument, NULL, 'A'}, {"reclaim-dead", required_argument, NULL, 'C'},
 		{"reclaim-ignore-unreadable", no_argument, NULL, 'I'}, {"reclaim-dry-run", no_argument, NULL, 'N'},
-		{"reclaim-node-shm", no_argument, NULL, 'H'},
+		{"reclaim-node-shm", no_argument, NULL, 'H'}, {"record-creators", no_argument, NULL, 'B'},
 		{"own-namespace", no_argument, NULL, 'O'},    {"all-namespaces", no_argument, NULL, 'W'},
 		{"root-abort-dir", required_argument, NULL, 'r'}, {"per-workload", no_argument, NULL, 'Y'},
 		{"pod-logs", required_argument, NULL, 'K'}, {"abort-detail", required_argument, NULL, 'T'},
@@ -426,6 +432,7 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		case 'I': o->reclaim.ignore_unreadable = true; break;
 		case 'N': o->reclaim.dry_run = true; break;
 		case 'H': o->reclaim.node_shm = true; break;
+		case 'B': o->reclaim.record_creators = true; break;
 		case 'L': *lib = optarg; break;
 		case 'M':
 			if (parse_count(optarg, 1, MAX_FILES_LIMIT, &n) < 0)
@@ -479,6 +486,8 @@ static int parse_options(int argc, char **argv, struct audit_opts *o, const char
 		return cli_usage_fail(-1, "audit", "--duration is for a run without COMMAND (which ends the run itself)");
 	if (o->cmd && o->reclaim.interval)
 		return cli_usage_fail(-1, "audit", "--reclaim-dead is for the node agent, a run without COMMAND");
+	if (o->cmd && o->reclaim.record_creators)
+		return cli_usage_fail(-1, "audit", "--record-creators is for the node agent, a run without COMMAND");
 	if ((o->reclaim.ignore_unreadable || o->reclaim.dry_run || o->reclaim.node_shm) && !o->reclaim.interval)
 		return cli_usage_fail(-1, "audit",
 				      "--reclaim-ignore-unreadable, --reclaim-dry-run and --reclaim-node-shm go with --reclaim-dead");

@@ -21,7 +21,7 @@ void orphan_view_load(struct orphan_view *v)
 		return;
 	}
 	v->present = true;
-	if (sg_store_load(&v->store, sd, v->why, sizeof(v->why)) == 0)
+	if (sg_store_load_current(&v->store, sd, SG_STORE_WAIT_MS, v->why, sizeof(v->why)) == 0)
 		v->why[0] = '\0';
 	close(sd);
 }
@@ -120,7 +120,7 @@ void orphan_view_print(const struct orphan_view *v, const struct sg_shm_listing 
 		if (!r)
 			continue;
 		if (!header)
-			printf("creators recorded by shmguard watch (files the shim did not tag):\n");
+			printf("creators recorded (audit --record-creators, or watch; files the shim did not tag):\n");
 		header = true;
 		struct sg_orphan_verdict d = sg_orphan_of(l, f, r, false);
 		snprintf(path, sizeof(path), "%s/%s", l->roots.dir[f->root], f->name);
@@ -182,12 +182,12 @@ void orphan_view_untagged(const struct orphan_view *v, const struct sg_shm_listi
 		return;
 	fprintf(out,
 		"untagged: %zu %s, %llu bytes (%s) with no owner record: neither the shim's tag nor a creator "
-		"record of shmguard watch, so --dead cannot prove them orphans.  %s; or preload the shim (shmguard "
+		"record (audit --record-creators, shmguard watch), so --dead cannot prove them orphans.  %s; or preload the shim (shmguard "
 		"run); --glob GLOB --older-than DURATION removes untagged files by name and age\n",
 		SG_PLURAL(n, "file", "files"), (unsigned long long)bytes, sg_human_bytes(bytes, b, sizeof(b)),
 		v->why[0] ? "The creator records could not be read (see above)"
-		: v->present ? "Files created while shmguard watch ran have records: they were made before it, or past its "
+		: v->present ? "Files created while the recorder ran have records: they were made before it, or past its "
 			     "bounds"
-			   : "Run shmguard watch (as root, before the programs start): every file created from then on "
-			     "gets a record");
+			   : "Run the node agent with --record-creators, or shmguard watch (as root, before the programs "
+			     "start): every file created from then on gets a record");
 }

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "outfile.h"
@@ -107,6 +109,7 @@ int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen)
 		got += (size_t)r;
 	}
 	s->n = h.n;
+	s->complete_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
 	for (size_t i = 0; i < s->n; i++) {
 		terminate(&s->recs[i]);
 		if (s->recs[i].nattachers > SG_REC_ATTACHERS || s->recs[i].nancestors > SG_REC_ANCESTORS) {
@@ -142,12 +145,69 @@ int sg_store_save(const struct sg_creator_store *s, int dfd, char *err, size_t e
 			goto failed;
 		done += (size_t)w;
 	}
+	/* Its modification time says up to when it is complete: set before
+	 * it replaces the last, so no reader sees the mark without the
+	 * records. */
+	struct timespec mark[2] = {{.tv_nsec = UTIME_OMIT},
+				   {.tv_sec = (time_t)(s->complete_ns / 1000000000ull),
+				    .tv_nsec = (long)(s->complete_ns % 1000000000ull)}};
+	if (s->complete_ns && futimens(out.fd, mark) < 0) {
+		w = -1;
+		goto failed;
+	}
 	return sg_outfile_commit(&out, 0, err, errlen);
 failed:
 	ret = w < 0 ? -errno : -EIO;
 	snprintf(err, errlen, "cannot write the records in %s: %s", sg_store_dir(), strerror(-ret));
 	sg_outfile_discard(&out);
 	return ret;
+}
+
+int sg_store_mark_complete(int dfd, uint64_t complete_ns, char *err, size_t errlen)
+{
+	struct timespec mark[2] = {{.tv_nsec = UTIME_OMIT},
+				   {.tv_sec = (time_t)(complete_ns / 1000000000ull),
+				    .tv_nsec = (long)(complete_ns % 1000000000ull)}};
+
+	if (utimensat(dfd, SG_STORE_FILE, mark, AT_SYMLINK_NOFOLLOW) < 0)
+		return fail(err, errlen, "cannot mark the records in %s complete: %s", sg_store_dir(), errno);
+	return 0;
+}
+
+/* CLOCK_REALTIME, ns. */
+static uint64_t unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int sg_store_load_current(struct sg_creator_store *s, int dfd, unsigned timeout_ms, char *err, size_t errlen)
+{
+	uint64_t since = unix_ns(), until = since + (uint64_t)timeout_ms * 1000000ull;
+	struct timespec pause = {.tv_nsec = 20000000};
+	int ret;
+
+	for (;;) {
+		if ((ret = sg_store_load(s, dfd, err, errlen)) < 0 || s->complete_ns >= since)
+			return ret;
+		/* No recorder holds the lock: these records are all there will be. */
+		int probe = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		bool recording = probe >= 0 && flock(probe, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+		if (probe >= 0)
+			close(probe);
+		if (!recording)
+			return 0;
+		if (unix_ns() >= until) {
+			snprintf(err, errlen, "the recorder of %s has not written its records for %u ms", sg_store_dir(),
+				 timeout_ms);
+			sg_store_free(s);
+			return -ETIMEDOUT;
+		}
+		sg_store_free(s);
+		nanosleep(&pause, NULL);
+	}
 }
 
 static int by_key(const void *x, const void *y)

@@ -78,9 +78,13 @@ struct sg_creator_rec {
 struct sg_creator_store {
 	struct sg_creator_rec *recs; /* sorted by (kdev, ino) once indexed */
 	size_t n, cap;
+	/* CLOCK_REALTIME ns: every file born before it whose creation the
+	 * recorder read is in recs (the file's modification time); 0 unknown. */
+	uint64_t complete_ns;
 };
 
-/* The records' directory: SHMGUARD_STORE_DIR in the environment (tests),
+/* A recorder holds an exclusive flock on the directory while it runs.
+ * The records' directory: SHMGUARD_STORE_DIR in the environment (tests),
  * else SG_STORE_DIR. */
 const char *sg_store_dir(void);
 
@@ -96,9 +100,24 @@ int sg_store_open_dir(bool make, char *err, size_t errlen);
  * file is refused whole. */
 int sg_store_load(struct sg_creator_store *s, int dfd, char *err, size_t errlen);
 
-/* Replaces the file with the records (written beside it, then renamed):
- * 0, or a negative errno with a reason. */
+/* Reads the records as a running recorder has them: when one holds the
+ * directory's lock, waits (up to timeout_ms) for a write that is complete
+ * up to this call, so that every file that existed when it was called and
+ * whose creation the recorder read has its record (one in the kernel's
+ * buffer at that moment has it at the next).  As sg_store_load, or
+ * -ETIMEDOUT with a reason. */
+/* How long readers wait for a running recorder (it writes every 500 ms). */
+#define SG_STORE_WAIT_MS 5000
+int sg_store_load_current(struct sg_creator_store *s, int dfd, unsigned timeout_ms, char *err, size_t errlen);
+
+/* Replaces the file with the records (written beside it, then renamed),
+ * marked complete up to s->complete_ns: 0, or a negative errno with a
+ * reason. */
 int sg_store_save(const struct sg_creator_store *s, int dfd, char *err, size_t errlen);
+
+/* Marks the file, unchanged, complete up to complete_ns: 0, or a negative
+ * errno with a reason. */
+int sg_store_mark_complete(int dfd, uint64_t complete_ns, char *err, size_t errlen);
 
 /* Adds r, replacing an older record of the same (kdev, ino); -ENOSPC when full. */
 int sg_store_put(struct sg_creator_store *s, const struct sg_creator_rec *r);

@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "holders.h"
+#include "journal.h"
 #include "journal_read.h"
+#include "procstat.h"
 
 /* The last component of a cgroup path. */
 static const char *leaf(const char *path)
@@ -97,6 +100,24 @@ static enum sg_creator_state process_state(struct sg_creators *c, uint32_t pid, 
 	return pid ? sg_creators_judge(c, &t, NULL) : CREATOR_UNKNOWN;
 }
 
+/* Whether pid (started at start_ticks, numbered in pidns) is this very
+ * process: the reaper opens the files it judges (their tags, locks and
+ * birth), and a recorder counts it among their openers; its own opening
+ * is no use of the name. */
+static bool is_self(uint32_t pid, uint64_t start_ticks, uint64_t pidns)
+{
+	static uint64_t self_start, self_pidns;
+	static pid_t self;
+
+	if (self != getpid()) {
+		self = getpid();
+		self_pidns = sg_self_pidns();
+		if (sg_proc_start_ticks(self, &self_start) < 0)
+			self_start = 0;
+	}
+	return self_start && pid == (uint32_t)self && start_ticks == self_start && pidns == self_pidns;
+}
+
 void sg_orphan_gather(const struct sg_creator_rec *r, struct sg_creators *c, int dfd, const char *name,
 		      size_t nholders, unsigned unreadable, struct sg_orphan_facts *f)
 {
@@ -124,6 +145,8 @@ void sg_orphan_gather(const struct sg_creator_rec *r, struct sg_creators *c, int
 			f->ancestors_unknown++;
 	}
 	for (uint32_t i = 0; i < r->nattachers && i < SG_REC_ATTACHERS; i++) {
+		if (is_self(r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns))
+			continue;
 		enum sg_creator_state s = process_state(c, r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns);
 
 		if (s == CREATOR_ALIVE)

@@ -9,6 +9,7 @@ plays it with podman, on stdout.  Changed, and only that:
 - /dev/shm: the emptyDir `medium: Memory` becomes a hostPath on DSHM, a
   tmpfs the test mounts, since podman 4.3 makes that emptyDir a directory on
   disk, not a tmpfs;
+- /run/shmguard (the agent's creator records): WHERE/creators;
 - /var/log/pods: LOGS, a directory of the test's, where it writes the CRI
   logs the sidecar follows (podman keeps its own elsewhere, one per
   container); the sidecar's reclaim interval: 1 s, its follower's matching
@@ -149,7 +150,7 @@ if sys.argv[1] == '--agent':
     if len(sys.argv) > 8:
         seccomp = None if sys.argv[8] == 'default' else sys.argv[8]
     hosts = {'/var/lib/kubelet/pods': f"{where}/kubelet-pods", '/var/log/containers': f"{where}/containers",
-             '/var/log/pods': logs, '/dev/shm': dshm}
+             '/var/log/pods': logs, '/dev/shm': dshm, '/run/shmguard': f"{where}/creators"}
     (agent,) = spec['containers']
     agent['args'] = agent['args'] + ['--reclaim-dry-run']
     for c in spec.get('initContainers', []) + spec['containers']:

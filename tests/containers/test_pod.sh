@@ -21,6 +21,9 @@
 #    node), under its Localhost seccomp profile (contrib/seccomp): it loads
 #    its programs and serves /metrics; under podman's default profile
 #    (RuntimeDefault) it is refused, and says that seccomp refused.
+# 7. with 5: the node agent also records creators (--record-creators), and
+#    sweep --dead reclaims, by its record alone, the file an unshimmed
+#    program in a container left once the container is gone.
 # The server's pod runs under the runtime's default seccomp profile, as
 # its manifest asks.
 #
@@ -47,6 +50,7 @@ source "$here/podman-env.sh"
 source "$here/images.sh"
 name=sgc-$$
 dshm=$PM_DIR/dshm
+uroot=$PM_DIR/uroot
 logs=$PM_DIR/logs
 follower=
 agent=
@@ -65,6 +69,7 @@ cleanup() {
 	umount "$PM_DIR/old-pidns" 2>/dev/null
 	umount "$PM_DIR/node" 2>/dev/null
 	umount "$dshm" 2>/dev/null
+	umount "$uroot" 2>/dev/null
 	pm_cleanup
 }
 trap cleanup EXIT
@@ -138,11 +143,17 @@ reviewed_since() {
 		sys.exit(0 if last and last[0] > float(sys.argv[2]) else 1)
 	PY
 }
-mkdir -p "$PM_DIR/agent-abort"
+# It records the creators too (--record-creators, into a store of this
+# test's): one process measures, records and reclaims.  $uroot is a
+# /dev/shm of its own for 7.
+mkdir -p "$PM_DIR/agent-abort" "$uroot"
+install -d -m 0700 "$PM_DIR/store"
+export SHMGUARD_STORE_DIR=$PM_DIR/store
+mount -t tmpfs -o size=8m,mode=1777 "sgc-u$$" "$uroot" || fail "no tmpfs for 7"
 agent_port=$((20000 + $$ % 20000))
 "$build/cli/shmguard" audit --abort-dir "$PM_DIR/agent-abort" --grace 0.3 --interval 0.2 --json "$PM_DIR/agent.json" \
 	--patterns '{req}_{int}_{int};shm_{req}_{int}_{int}_lockfile.lock' --listen "127.0.0.1:$agent_port" \
-	>"$PM_DIR/agent.out" 2>"$PM_DIR/agent.err" &
+	--record-creators --shm-root "$uroot" >"$PM_DIR/agent.out" 2>"$PM_DIR/agent.err" &
 agent=$!
 wait_for 'grep -q "aborts 0" "$PM_DIR/agent.err"' 60 || fail "the node agent did not start: $(cat "$PM_DIR/agent.err")"
 
@@ -188,6 +199,17 @@ wait_for '[ "$(count "*sgc-s1-ab[13]_*")" = 0 ]' 20 ||
 kill "$follower"
 wait "$follower"
 follower=
+
+# 7. A program without the shim, in a container of its own, leaves a file
+# in its /dev/shm and is gone: sweep --dead removes it by the record the
+# node agent alone made (no shmguard watch runs).
+pm run --rm --network none -v "$uroot:/dev/shm" localhost/sg-workload:test \
+	-c 'head -c 65536 /dev/zero >/dev/shm/sgc-unshimmed' || fail "the unshimmed container did not run"
+[ -e "$uroot/sgc-unshimmed" ] || fail "the unshimmed program left no file: no leak to reclaim"
+"$build/cli/shmguard" sweep --dead --ignore-unreadable --root "$uroot" >"$PM_DIR/usweep.out" 2>&1 ||
+	fail "sweep --dead failed: $(cat "$PM_DIR/usweep.out")"
+[ ! -e "$uroot/sgc-unshimmed" ] && grep -q "removed  *$uroot/sgc-unshimmed" "$PM_DIR/usweep.out" ||
+	fail "sweep --dead did not reclaim the unshimmed file by the agent's record: $(cat "$PM_DIR/usweep.out")"
 
 # 5. The node agent's figures for the server container, from its cgroup.
 wait_for 'grep -q "(measured 2)" "$PM_DIR/agent.err"' 20 || fail "the node agent did not measure the 2 aborts"
@@ -285,6 +307,7 @@ agent_metrics() { # PID
 	nsenter -t "$1" -n python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:9464/metrics", timeout=2).read().decode())'
 }
 mkdir -p "$PM_DIR/seccomp" "$PM_DIR/node/kubelet-pods" "$PM_DIR/node/containers"
+install -d -m 0700 "$PM_DIR/node/creators"
 cp "$src/contrib/seccomp/shmguard-node.json" "$PM_DIR/seccomp/"
 # The kubelet's pods directory is a shared mount on a node (its volumes
 # propagate to the agent: HostToContainer).

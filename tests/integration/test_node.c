@@ -486,7 +486,9 @@ static struct h_proc start_shipped_agent(const char *node_patterns, const char *
 	for (size_t i = 0; i < sizeof(more) / sizeof(*more) - (root_abort_dir ? 0 : 2); i++)
 		argv[n++] = more[i];
 	argv[n] = NULL;
-	struct h_proc p = h_spawn(argv, (const char *const[]){"SHMGUARD_PATTERNS=", "SHMGUARD_ABORT_DIR=", NULL});
+	/* --record-creators' store: this test's, not the host's /run/shmguard. */
+	struct h_proc p = h_spawn(argv, (const char *const[]){"SHMGUARD_PATTERNS=", "SHMGUARD_ABORT_DIR=",
+							     h_str("SHMGUARD_STORE_DIR=%s/creators", dir), NULL});
 	if (!h_wait_stderr(&p, "aborts 0", 30000)) {
 		h_finish(&p, &err);
 		cr_assert_fail("the agent did not start: %s", err);

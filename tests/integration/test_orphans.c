@@ -138,6 +138,17 @@ static void start_watch(void)
 	cr_assert(h_wait_stderr(&watch, "recording the creators", 30000), "watch did not start");
 }
 
+/* The node agent as the recorder (no watch): --record-creators, over this
+ * test's /dev/shm (its own mount namespace's), and the options given. */
+static void start_agent(const char *abort_dir, const char *o1, const char *o2, const char *o3)
+{
+	const char *argv[] = {h_bin("SG_CLI"), "audit", "--own-namespace", "--abort-dir", abort_dir,
+			      "--record-creators", "--interval", "0.1", o1, o2, o3, NULL};
+
+	watch = h_spawn(argv, NULL);
+	cr_assert(h_wait_stderr(&watch, "aborts 0", 30000), "the node agent did not start");
+}
+
 static const char *shm(const char *name)
 {
 	return h_str("/dev/shm/%s%s", prefix, name);
@@ -452,31 +463,103 @@ Test(orphans, an_instance_restarted_in_place_loses_only_its_old_files)
 	cr_expect_eq(h_finish(&now, NULL), 0);
 }
 
-/* The node agent (audit --reclaim-dead) reclaims programs without the
- * shim too: it reads watch's records at each pass. */
-Test(orphans, the_node_agent_reclaims_with_watchs_records)
+/* One process on the node: the agent records the creators as it measures
+ * (--record-creators) and reclaims with its own records (--reclaim-dead),
+ * no watch running. */
+Test(orphans, the_node_agent_records_and_reclaims_alone)
 {
 	const char *py = h_bin("SG_PSM_POOL");
 	char abort_dir[] = "/tmp/sg-orph-abort-XXXXXX";
-	char *out, *err;
 
 	cr_assert_not_null(mkdtemp(abort_dir));
-	start_watch();
+	start_agent(abort_dir, "--reclaim-dead", "1", "--reclaim-ignore-unreadable");
 	const char *job = cg_make("job"), *other = cg_make("other");
 	struct h_proc pool = ready_in(job, (const char *[]){"/usr/bin/python3", py, "pool", h_str("%spool", prefix), "2", NULL});
 	struct h_proc live = ready_in(other, (const char *[]){"/usr/bin/python3", py, "live", h_str("%slive", prefix), "1", NULL});
 	wait_recorded((const char *[]){shm("pool-main0"), shm("pool-main1"), shm("live-live0"), NULL});
 	cg_stop(job);
 	h_finish(&pool, NULL);
-	/* This test's /dev/shm is a private tmpfs: the agent's own namespace. */
-	const char *argv[] = {h_bin("SG_CLI"), "audit", "--own-namespace", "--abort-dir", abort_dir,
-			      "--reclaim-dead", "1", "--reclaim-ignore-unreadable", "--duration", "1.5", NULL};
-	int status = h_output(argv, NULL, &out, &err);
+	long until = h_now_ms() + 15000;
+	while (strcmp(remaining(), "live-live0\n") != 0 && h_now_ms() < until)
+		usleep(100000);
+	char *err;
+	kill(watch.pid, SIGINT);
+	int status = h_finish(&watch, &err);
+	watch.pid = -1;
 	rmdir(abort_dir);
-	cr_assert_eq(status, 0, "%s%s", out, err);
+	cr_expect_eq(status, 0, "%s", err);
 	cr_expect_str_eq(remaining(), "live-live0\n", "%s", err);
 	cr_expect(strstr(err, h_str("reclaim: removed /dev/shm/%spool-main0", prefix)), "%s", err);
 	cr_expect_eq(h_finish(&live, NULL), 0);
+}
+
+/* sweep --dead proves a file with the node agent's records: an unshimmed
+ * program's file, recorded by the agent alone, goes once its instance is
+ * gone; a live job's stays. */
+Test(orphans, sweep_uses_the_node_agents_records)
+{
+	const char *py = h_bin("SG_PSM_POOL");
+	char abort_dir[] = "/tmp/sg-orph-abort-XXXXXX";
+
+	cr_assert_not_null(mkdtemp(abort_dir));
+	start_agent(abort_dir, NULL, NULL, NULL);
+	const char *job = cg_make("job"), *other = cg_make("other");
+	struct h_proc pool = ready_in(job, (const char *[]){"/usr/bin/python3", py, "pool", h_str("%spool", prefix), "1", NULL});
+	struct h_proc live = ready_in(other, (const char *[]){"/usr/bin/python3", py, "live", h_str("%slive", prefix), "1", NULL});
+	wait_recorded((const char *[]){shm("pool-main0"), shm("live-live0"), NULL});
+	char *out = sweep(false);
+	cr_expect(h_exists(shm("pool-main0")), "a running pool's file was swept: %s", out);
+	cg_stop(job);
+	h_finish(&pool, NULL);
+	out = sweep(false);
+	rmdir(abort_dir);
+	cr_expect_str_eq(remaining(), "live-live0\n", "%s", out);
+	cr_expect(strstr(out, "its creator's cgroup no longer exists"), "%s", out);
+	cr_expect_eq(h_finish(&live, NULL), 0);
+}
+
+/* Records are never lost (issue #34): jobs killed at once after creating
+ * their files, one after another, and sweep --dead run at once after the
+ * last, with no wait for the records: it reads them as the running
+ * recorder has them once it started, so every dead job's file is
+ * reclaimed (none kept for want of a record) and the live job's stays. */
+static void kill_at_once_loop(bool agent)
+{
+	const char *py = h_bin("SG_PSM_POOL");
+	char abort_dir[] = "/tmp/sg-orph-abort-XXXXXX";
+	enum { JOBS = 12 };
+
+	cr_assert_not_null(mkdtemp(abort_dir));
+	if (agent)
+		start_agent(abort_dir, NULL, NULL, NULL);
+	else
+		start_watch();
+	const char *other = cg_make("other");
+	struct h_proc live = ready_in(other, (const char *[]){"/usr/bin/python3", py, "live", h_str("%slive", prefix), "1", NULL});
+	for (int i = 0; i < JOBS; i++) {
+		const char *job = cg_make(h_str("job%d", i));
+		struct h_proc pool = ready_in(job, (const char *[]){"/usr/bin/python3", py, "pool",
+								    h_str("%sp%d", prefix, i), "1", NULL});
+		cg_stop(job); /* at once: the files' records may not be written yet */
+		h_finish(&pool, NULL);
+	}
+	char *left = remaining();
+	cr_assert_eq(h_occurrences(left, "-main0"), JOBS, "%s", left);
+	char *out = sweep(false);
+	rmdir(abort_dir);
+	cr_expect_str_eq(remaining(), "live-live0\n", "%s", out);
+	cr_expect(!strstr(out, "no owner record"), "%s", out);
+	cr_expect_eq(h_finish(&live, NULL), 0);
+}
+
+Test(orphans, no_record_lost_when_jobs_die_at_once_under_the_agent)
+{
+	kill_at_once_loop(true);
+}
+
+Test(orphans, no_record_lost_when_jobs_die_at_once_under_watch)
+{
+	kill_at_once_loop(false);
 }
 
 /* The stricter proof for shim-tagged files: a worker under the shim made a

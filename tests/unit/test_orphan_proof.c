@@ -296,8 +296,9 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	cr_assert_eq(f.ancestors_alive, 1);
 	cr_assert_eq(f.ancestors_unknown, 0);
 	r.nancestors = 0;
-	/* Attachers: this process (alive), a child reaped (dead), one with a
-	 * start time another namespace's (unknown). */
+	/* Attachers: this process's parent (alive), a child reaped (dead), one
+	 * with a start time another namespace's (unknown); this process, the
+	 * judge, whose own opening is no use of the name. */
 	pid_t child = fork();
 	if (child == 0)
 		_exit(0);
@@ -305,9 +306,12 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	uint64_t child_start = 0;
 	cr_assert_eq(sg_proc_start_ticks(child, &child_start), 0);
 	cr_assert_eq(waitpid(child, NULL, 0), child);
-	r.attachers[0] = (struct sg_rec_attacher){.pid = r.pid, .start_ticks = r.start_ticks};
+	uint64_t parent_start = 0;
+	cr_assert_eq(sg_proc_start_ticks(getppid(), &parent_start), 0);
+	r.attachers[0] = (struct sg_rec_attacher){.pid = (uint32_t)getppid(), .start_ticks = parent_start};
 	r.attachers[1] = (struct sg_rec_attacher){.pid = (uint32_t)child, .start_ticks = child_start};
-	r.nattachers = 2;
+	r.attachers[2] = (struct sg_rec_attacher){.pid = r.pid, .start_ticks = r.start_ticks};
+	r.nattachers = 3;
 	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_eq(f.attachers_alive, 1);
 	cr_assert_eq(f.attachers_unknown, 0);
