@@ -190,7 +190,7 @@ static void fill_creator(struct sg_creator_rec *r, const struct audit_event *e)
 	_Static_assert(AUDIT_EVENT_ANCESTORS <= SG_REC_ANCESTORS, "a record holds every ancestor the kernel sends");
 	bool whole = e->ancestors_whole && e->start_ns && e->nancestors <= SG_REC_ANCESTORS;
 	for (uint32_t i = 0; i < r->nancestors; i++) {
-		r->ancestors[i] = (struct sg_rec_ancestor){.pid = e->ancestors[i].tgid,
+		r->ancestors[i] = (struct sg_rec_process){.pid = e->ancestors[i].tgid,
 							   .start_ticks = ticks_of(e->ancestors[i].start_ns)};
 		whole &= r->ancestors[i].pid && e->ancestors[i].start_ns;
 	}

@@ -52,21 +52,30 @@ static const char *state_of(const struct sg_shm_listing *l, const struct sg_crea
 	return process_state(l, r, r->pid, r->start_ticks);
 }
 
-/* ", started by pid 5 (dead), pid 3 (alive)" (its parent first, up to its
- * instance's start), "and more" when some were not recorded. */
-static const char *ancestors_text(const struct sg_shm_listing *l, const struct sg_creator_rec *r, char *buf,
+/* lead and each process with its state ("LEAD pid 5 (dead), pid 3
+ * (alive)"), then "and others not recorded" when cut; "" when none. */
+static const char *processes_text(const struct sg_shm_listing *l, const struct sg_creator_rec *r,
+				  const struct sg_rec_process *p, uint32_t n, bool cut, const char *lead, char *buf,
 				  size_t len)
 {
 	size_t used = 0;
 
 	buf[0] = '\0';
-	for (uint32_t i = 0; i < r->nancestors && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s pid %u (%s)", i ? "," : ", started by",
-					 r->ancestors[i].pid,
-					 process_state(l, r, r->ancestors[i].pid, r->ancestors[i].start_ticks));
-	if ((r->flags & SG_REC_ANCESTORS_CUT) && used < len)
-		snprintf(buf + used, len - used, "%s others not recorded", r->nancestors ? " and" : ", started by");
+	for (uint32_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s pid %u (%s)", i ? "," : lead, p[i].pid,
+					 process_state(l, r, p[i].pid, p[i].start_ticks));
+	if (cut && used < len)
+		snprintf(buf + used, len - used, "%s others not recorded", n ? " and" : lead);
 	return buf;
+}
+
+/* ", started by pid 5 (dead), pid 3 (alive)": its parent first, up to its
+ * instance's start. */
+static const char *ancestors_text(const struct sg_shm_listing *l, const struct sg_creator_rec *r, char *buf,
+				  size_t len)
+{
+	return processes_text(l, r, r->ancestors, r->nancestors, r->flags & SG_REC_ANCESTORS_CUT, ", started by", buf,
+			      len);
 }
 
 const char *orphan_view_creator(const struct orphan_view *v, const struct sg_shm_listing *l,
@@ -80,21 +89,12 @@ const char *orphan_view_creator(const struct orphan_view *v, const struct sg_shm
 	return buf;
 }
 
-/* ", opened by pid 7 (alive), pid 9 (dead)", and "and more" when some
- * were not recorded; "" when nobody else opened it. */
+/* ", opened by pid 7 (alive), pid 9 (dead)"; "" when nobody else opened it. */
 static const char *attachers_text(const struct sg_shm_listing *l, const struct sg_creator_rec *r, char *buf,
 				  size_t len)
 {
-	size_t used = 0;
-
-	buf[0] = '\0';
-	for (uint32_t i = 0; i < r->nattachers && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s pid %u (%s)", i ? "," : ", opened by",
-					 r->attachers[i].pid,
-					 process_state(l, r, r->attachers[i].pid, r->attachers[i].start_ticks));
-	if ((r->flags & SG_REC_ATTACHERS_LOST) && used < len)
-		snprintf(buf + used, len - used, "%s others not recorded", r->nattachers ? " and" : ", opened by");
-	return buf;
+	return processes_text(l, r, r->attachers, r->nattachers, r->flags & SG_REC_ATTACHERS_LOST, ", opened by", buf,
+			      len);
 }
 
 static const char *cgroup_word(uint64_t id)

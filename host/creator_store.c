@@ -253,7 +253,7 @@ bool sg_rec_attach(struct sg_creator_rec *r, uint32_t pid, uint64_t start_ticks)
 		r->flags |= SG_REC_ATTACHERS_LOST;
 		return changed;
 	}
-	r->attachers[r->nattachers++] = (struct sg_rec_attacher){.pid = pid, .start_ticks = start_ticks};
+	r->attachers[r->nattachers++] = (struct sg_rec_process){.pid = pid, .start_ticks = start_ticks};
 	return true;
 }
 

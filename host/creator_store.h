@@ -41,13 +41,9 @@
  * start times): the proof that needs them all fails. */
 #define SG_REC_ANCESTORS_CUT 4u
 
-struct sg_rec_attacher {
-	uint32_t pid; /* in the record's pidns */
-	uint32_t pad;
-	uint64_t start_ticks;
-};
-
-struct sg_rec_ancestor {
+/* A process a record names besides its creator: one that opened the file,
+ * or an ancestor of the creator. */
+struct sg_rec_process {
 	uint32_t pid; /* in the record's pidns */
 	uint32_t pad;
 	uint64_t start_ticks;
@@ -68,8 +64,8 @@ struct sg_creator_rec {
 	uint32_t flags;      /* SG_REC_* */
 	uint32_t nattachers;
 	uint32_t nancestors;
-	struct sg_rec_attacher attachers[SG_REC_ATTACHERS];
-	struct sg_rec_ancestor ancestors[SG_REC_ANCESTORS];
+	struct sg_rec_process attachers[SG_REC_ATTACHERS];
+	struct sg_rec_process ancestors[SG_REC_ANCESTORS];
 	char comm[16];
 	char name[SG_REC_NAME_MAX];      /* in its root; "" unknown */
 	char cgroup[SG_REC_CGROUP_MAX];  /* path below the cgroup2 root; "" unknown or too long */

@@ -282,7 +282,7 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	cr_assert_eq(sg_proc_start_ticks(0, &r.start_ticks), 0);
 	r.parent_pid = 0;
 	r.nancestors = 1; /* a parent whose start nobody knew */
-	r.ancestors[0] = (struct sg_rec_ancestor){.pid = (uint32_t)getppid()};
+	r.ancestors[0] = (struct sg_rec_process){.pid = (uint32_t)getppid()};
 	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert(f.inode_same);
 	cr_assert_eq(f.creator, CREATOR_ALIVE);
@@ -291,7 +291,7 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	r.nancestors = 3;
 	cr_assert_eq(sg_proc_start_ticks(getppid(), &r.ancestors[1].start_ticks), 0);
 	r.ancestors[1].pid = (uint32_t)getppid();
-	r.ancestors[2] = (struct sg_rec_ancestor){.pid = (uint32_t)getppid(), .start_ticks = 1};
+	r.ancestors[2] = (struct sg_rec_process){.pid = (uint32_t)getppid(), .start_ticks = 1};
 	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_eq(f.ancestors_alive, 1);
 	cr_assert_eq(f.ancestors_unknown, 0);
@@ -308,9 +308,9 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	cr_assert_eq(waitpid(child, NULL, 0), child);
 	uint64_t parent_start = 0;
 	cr_assert_eq(sg_proc_start_ticks(getppid(), &parent_start), 0);
-	r.attachers[0] = (struct sg_rec_attacher){.pid = (uint32_t)getppid(), .start_ticks = parent_start};
-	r.attachers[1] = (struct sg_rec_attacher){.pid = (uint32_t)child, .start_ticks = child_start};
-	r.attachers[2] = (struct sg_rec_attacher){.pid = r.pid, .start_ticks = r.start_ticks};
+	r.attachers[0] = (struct sg_rec_process){.pid = (uint32_t)getppid(), .start_ticks = parent_start};
+	r.attachers[1] = (struct sg_rec_process){.pid = (uint32_t)child, .start_ticks = child_start};
+	r.attachers[2] = (struct sg_rec_process){.pid = r.pid, .start_ticks = r.start_ticks};
 	r.nattachers = 3;
 	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_eq(f.attachers_alive, 1);
