@@ -235,6 +235,8 @@ Test(sweep, concurrent_sweeps_never_unlink_a_name_twice)
 		     FILES);
 	cr_expect_eq(json_integer_value(json_object_get(r1, "failed")) + json_integer_value(json_object_get(r2, "failed")), 0);
 	cr_expect_eq(h_count(root, "orphan"), 0);
+	h_expect_json_documented(r1, "sweep");
+	h_expect_json_documented(r2, "sweep");
 	json_decref(r1);
 	json_decref(r2);
 }
