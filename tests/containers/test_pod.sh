@@ -33,14 +33,7 @@ build=$(realpath "$1")
 src=$(realpath "$2")
 here=$src/tests/containers
 
-skip() {
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL (CI must not skip): $*" >&2
-		exit 1
-	fi
-	echo "SKIP: $*" >&2
-	exit 77
-}
+. "$src/tests/tools/skip.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root"
 for p in podman runc catatonit; do
 	command -v "$p" >/dev/null || [ -x "/usr/sbin/$p" ] || skip "no $p (scripts/deps.sh installs it)"

@@ -12,14 +12,7 @@ set -eu
 shmguard=$1
 src=$2
 
-skip() {
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL (CI must not skip): $*" >&2
-		exit 1
-	fi
-	echo "SKIP: $*" >&2
-	exit 77
-}
+. "$src/tests/tools/skip.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (BPF, a private mount namespace)"
 
 # The shell command that starts with 'sudo' and names 'shmguard audit', with
