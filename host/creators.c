@@ -126,37 +126,37 @@ bool sg_creators_proc_foreign(struct sg_creators *c)
 	return !c->proc_own;
 }
 
-enum time_ns {
-	TIME_SAME,     /* this process's: the clock its start time is read with */
-	TIME_OTHER,    /* another, or not known to be this one */
-	TIME_RELEASED, /* none: only its exit lets its namespaces go */
-};
-
-/* The time namespace of the process behind piddir, against this process's. */
-static enum time_ns time_ns_of(const struct sg_creators *c, int piddir)
+enum sg_proc_clock sg_creators_clock_at(struct sg_creators *c, int piddir)
 {
-	uint64_t t = ns_inode(piddir, "ns/time");
+	uint64_t t;
 
-	if (t)
-		return t == c->self_timens ? TIME_SAME : TIME_OTHER;
+	check(c);
+	if ((t = ns_inode(piddir, "ns/time")))
+		return t == c->self_timens ? SG_CLOCK_SAME : SG_CLOCK_OTHER;
+	/* This directory names one process: ESRCH says that process was
+	 * reaped since it was opened (a later one of the same pid is another
+	 * directory). */
+	if (errno == ESRCH)
+		return SG_CLOCK_GONE;
 	if (errno != ENOENT)
-		return TIME_OTHER;
-	return c->self_timens ? TIME_RELEASED : TIME_SAME; /* or a kernel without time namespaces */
+		return SG_CLOCK_OTHER;
+	return c->self_timens ? SG_CLOCK_RELEASED : SG_CLOCK_SAME; /* or a kernel without time namespaces */
 }
 
 /* Whether the process behind piddir, whose stat is ps, has exited: a
  * zombie, or its one thread has released its namespaces, which only its
  * exit does, after its memory and its files (a group leader that left its
- * threads running releases its own too).  *time: its time namespace. */
-static bool exited_at(const struct sg_creators *c, int piddir, const struct sg_proc_stat *ps, enum time_ns *time)
+ * threads running releases its own too), or it was reaped meanwhile.
+ * *clock: its time namespace's. */
+static bool exited_at(struct sg_creators *c, int piddir, const struct sg_proc_stat *ps, enum sg_proc_clock *clock)
 {
-	*time = time_ns_of(c, piddir);
-	return sg_proc_exited(ps) || (*time == TIME_RELEASED && ps->threads <= 1);
+	*clock = sg_creators_clock_at(c, piddir);
+	return sg_proc_exited(ps) || *clock == SG_CLOCK_GONE || (*clock == SG_CLOCK_RELEASED && ps->threads <= 1);
 }
 
 /* Reads one process into *p: 0; 1 when it went away meanwhile; -1 when it
  * could not be read. */
-static int read_ident(const struct sg_creators *c, int procfd, const char *name, struct sg_proc_ident *p)
+static int read_ident(struct sg_creators *c, int procfd, const char *name, struct sg_proc_ident *p)
 {
 	struct sg_proc_stat ps;
 	unsigned levels = 0;
@@ -180,10 +180,10 @@ static int read_ident(const struct sg_creators *c, int procfd, const char *name,
 		r = nr;
 	if (r == 0 && (r = sg_proc_stat_at(piddir, &ps)) == 0) {
 		p->start_ticks = ps.start_ticks;
-		enum time_ns time;
+		enum sg_proc_clock clock;
 
-		p->exited = exited_at(c, piddir, &ps, &time);
-		p->other_time = !p->exited && time != TIME_SAME;
+		p->exited = exited_at(c, piddir, &ps, &clock);
+		p->other_time = !p->exited && clock != SG_CLOCK_SAME;
 	}
 	close(piddir);
 	return r == 0 ? 0 : r == -ENOENT || r == -ESRCH ? 1 : -1;
@@ -295,7 +295,7 @@ static enum sg_creator_state judge_by_index(struct sg_creators *c, const struct 
  * another clock.  A zombie (exited, not yet reaped: a container's PID 1 may
  * never reap), or a process that has released its namespaces on its way
  * there, is dead. */
-static enum sg_creator_state judge_by_pid(const struct sg_creators *c, const struct sg_tag *t,
+static enum sg_creator_state judge_by_pid(struct sg_creators *c, const struct sg_tag *t,
 					  enum sg_creator_proof *proof)
 {
 	char path[32];
@@ -318,10 +318,10 @@ static enum sg_creator_state judge_by_pid(const struct sg_creators *c, const str
 			close(piddir);
 		return *proof = SG_PROOF_PID_UNREADABLE, CREATOR_UNKNOWN;
 	}
-	enum time_ns time;
-	bool exited = exited_at(c, piddir, &ps, &time);
+	enum sg_proc_clock clock;
+	bool exited = exited_at(c, piddir, &ps, &clock);
 	enum sg_creator_state s = ps.start_ticks == t->start_ticks && !exited ? CREATOR_ALIVE
-				  : exited || time == TIME_SAME ? CREATOR_DEAD
+				  : exited || clock == SG_CLOCK_SAME ? CREATOR_DEAD
 								 : CREATOR_UNKNOWN;
 	if (s == CREATOR_UNKNOWN)
 		*proof = SG_PROOF_OTHER_TIME_NAMESPACE;

@@ -65,6 +65,17 @@ struct sg_creators {
 	pid_t first_unreadable;   /* one of them (a pid of /proc), to name */
 };
 
+/* The clock the process behind piddir (a /proc/PID directory) reads start
+ * times with, against this process's: its time namespace, as the kernel
+ * says now. */
+enum sg_proc_clock {
+	SG_CLOCK_SAME,     /* this process's time namespace */
+	SG_CLOCK_OTHER,    /* another, or not known to be this one */
+	SG_CLOCK_RELEASED, /* none: only its exit lets its namespaces go */
+	SG_CLOCK_GONE,     /* none: the process was reaped since piddir was opened */
+};
+enum sg_proc_clock sg_creators_clock_at(struct sg_creators *c, int piddir);
+
 /* The creator's state, and through proof (may be NULL) why. */
 enum sg_creator_state sg_creators_judge(struct sg_creators *c, const struct sg_tag *creator,
 					enum sg_creator_proof *proof);

@@ -1,0 +1,76 @@
+/* host/creators.c: the clock a process reads start times with, as the
+ * kernel says at the moment of asking.  A process reaped between the
+ * reading of its stat and of its time namespace is gone, not one "of
+ * another clock" (which would keep a dead creator's file as unknown). */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "creators.h"
+
+static pid_t child(bool stay)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (stay)
+			pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+static int piddir(pid_t pid)
+{
+	char path[32];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s", path);
+	return fd;
+}
+
+Test(creators, a_running_process_reads_this_clock)
+{
+	struct sg_creators c = {0};
+	pid_t pid = child(true);
+	int fd = piddir(pid);
+
+	cr_expect_eq(sg_creators_clock_at(&c, fd), SG_CLOCK_SAME);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(fd);
+	sg_creators_free(&c);
+}
+
+Test(creators, a_zombie_has_released_its_namespaces)
+{
+	struct sg_creators c = {0};
+	pid_t pid = child(false);
+	int fd = piddir(pid);
+	siginfo_t si;
+
+	/* Exited, not reaped: WNOWAIT leaves the zombie. */
+	cr_assert_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	cr_expect_eq(sg_creators_clock_at(&c, fd), SG_CLOCK_RELEASED);
+	waitpid(pid, NULL, 0);
+	close(fd);
+	sg_creators_free(&c);
+}
+
+Test(creators, a_process_reaped_after_its_directory_was_opened_is_gone)
+{
+	struct sg_creators c = {0};
+	pid_t pid = child(false);
+	int fd = piddir(pid);
+
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	cr_expect_eq(sg_creators_clock_at(&c, fd), SG_CLOCK_GONE);
+	close(fd);
+	sg_creators_free(&c);
+}
