@@ -56,7 +56,9 @@ char *h_read_all(struct h_proc *p, int timeout_ms);
 int h_output(const char *const *argv, const char *const *env, char **out, char **err);
 
 bool h_exists(const char *path);
-/* Polls until path is gone; returns whether it went within timeout_ms. */
+/* Polls until path is gone; returns whether it went in time.  The bound of
+ * this and h_wait_stderr is timeout_ms times a patience for loaded machines
+ * (harness.c): never use either to show that something does not happen. */
 bool h_wait_gone(const char *path, int timeout_ms);
 /* Milliseconds on a monotonic clock. */
 long h_now_ms(void);
@@ -77,7 +79,8 @@ int h_occurrences(const char *haystack, const char *needle);
  * more "K=V" entries, NULL-terminated. */
 const char **h_shim_env(const char *abort_dir, const char *patterns, ...);
 
-/* Polls the child's stderr until it holds needle; whether it did in time. */
+/* Polls the child's stderr until it holds needle; whether it did in time
+ * (a patient bound, as h_wait_gone's). */
 bool h_wait_stderr(struct h_proc *p, const char *needle, int timeout_ms);
 
 /* Starts a process and waits for its "ready" line. */
