@@ -309,6 +309,34 @@ static void remove_tree(int parent, const char *name)
 	unlinkat(parent, name, AT_REMOVEDIR);
 }
 
+void h_plant_journal(const char *dir, const char *name, const char *request, uint64_t pidns, pid_t pid,
+		     uint64_t start)
+{
+	struct sg_journal_head head;
+	char rec[SG_JOURNAL_MAX_SPAN * SG_JOURNAL_SLOT];
+	struct timespec now;
+	struct stat st;
+	uint64_t created;
+	int fd, span;
+
+	fd = open(h_str("%s/%s", dir, name), O_CREAT | O_EXCL | O_RDWR, 0600);
+	cr_assert_geq(fd, 0, "%s/%s: %s", dir, name, strerror(errno));
+	cr_assert_eq(ftruncate(fd, 4096), 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	close(fd);
+	clock_gettime(CLOCK_REALTIME, &now);
+	created = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	sg_journal_head_init(&head, pid, start, pidns, created);
+	memset(rec, 0, sizeof(rec));
+	span = sg_journal_rec_commit(rec, st.st_ino, created, request, name);
+	cr_assert_gt(span, 0);
+	fd = open(h_str("%s/" SG_JOURNAL_PREFIX "%s", dir, name), O_CREAT | O_EXCL | O_WRONLY, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, &head, sizeof(head)), (ssize_t)sizeof(head));
+	cr_assert_eq(write(fd, rec, (size_t)span * SG_JOURNAL_SLOT), (ssize_t)((size_t)span * SG_JOURNAL_SLOT));
+	close(fd);
+}
+
 struct journal_names {
 	const char *prefix;
 	size_t len, ours, others;

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct h_proc {
@@ -54,6 +55,12 @@ char *h_read_all(struct h_proc *p, int timeout_ms);
 
 /* As h_run, with the child's stdout in *out too. */
 int h_output(const char *const *argv, const char *const *env, char **out, char **err);
+
+/* A file name of 4 KiB made now in dir, and the journal that says it was
+ * created for request by (pidns, pid, start), as a shim of any namespace
+ * writes it: what a creator records, written here as this test's user. */
+void h_plant_journal(const char *dir, const char *name, const char *request, uint64_t pidns, pid_t pid,
+		     uint64_t start);
 
 bool h_exists(const char *path);
 /* Polls until path is gone; returns whether it went in time.  The bound of

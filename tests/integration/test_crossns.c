@@ -16,11 +16,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
-#include "journal.h"
 #include "procstat.h"
 
 static const char *prefix, *keep;
@@ -220,35 +218,12 @@ Test(crossns, a_node_sweep_reclaims_exactly_the_dead_creators_files_in_every_pod
 	cr_assert_eq(h_finish(&c2.p, NULL), 0);
 }
 
-/* A journal, written here as root, claiming path (made now) for the
- * creator (pidns, pid, start): how a creator of any namespace records
- * itself.  What a recreated sandbox whose namespace got an old inode
- * number would show. */
+/* A journal claiming name for the creator (pidns, pid, start), as a creator
+ * of any namespace records itself: what a recreated sandbox whose namespace
+ * got an old inode number would show. */
 static void plant(const char *dir, const char *name, uint64_t pidns, pid_t pid, uint64_t start)
 {
-	struct sg_journal_head head;
-	char rec[SG_JOURNAL_MAX_SPAN * SG_JOURNAL_SLOT];
-	struct timespec now;
-	struct stat st;
-	uint64_t created;
-	int fd, span;
-
-	fd = open(h_str("%s/%s", dir, name), O_CREAT | O_EXCL | O_RDWR, 0600);
-	cr_assert_geq(fd, 0, "%s/%s: %s", dir, name, strerror(errno));
-	cr_assert_eq(ftruncate(fd, 4096), 0);
-	cr_assert_eq(fstat(fd, &st), 0);
-	close(fd);
-	clock_gettime(CLOCK_REALTIME, &now);
-	created = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	sg_journal_head_init(&head, pid, start, pidns, created);
-	memset(rec, 0, sizeof(rec));
-	span = sg_journal_rec_commit(rec, st.st_ino, created, h_str("%sreq", prefix), name);
-	cr_assert_gt(span, 0);
-	fd = open(h_str("%s/" SG_JOURNAL_PREFIX "%s", dir, name), O_CREAT | O_EXCL | O_WRONLY, 0600);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(write(fd, &head, sizeof(head)), (ssize_t)sizeof(head));
-	cr_assert_eq(write(fd, rec, (size_t)span * SG_JOURNAL_SLOT), (ssize_t)((size_t)span * SG_JOURNAL_SLOT));
-	close(fd);
+	h_plant_journal(dir, name, h_str("%sreq", prefix), pidns, pid, start);
 }
 
 static uint64_t pidns_of(pid_t pid)

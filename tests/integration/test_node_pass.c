@@ -22,11 +22,9 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
-#include "journal.h"
 #include "procstat.h"
 
 #define PODS_FEW 200
@@ -83,32 +81,13 @@ static int pod_main(void *unused)
  * pod's pid 1, as the shim writes them there. */
 static void plant(pid_t pod)
 {
-	const char *dir = h_str("/proc/%d/root/dev/shm", (int)pod), *name = h_str("%sseg_0_0", prefix);
-	struct sg_journal_head head;
-	char rec[SG_JOURNAL_MAX_SPAN * SG_JOURNAL_SLOT];
-	struct timespec now;
-	struct stat st, ns;
-	uint64_t created, start;
-	int fd, span;
+	struct stat ns;
+	uint64_t start;
 
 	cr_assert_eq(stat(h_str("/proc/%d/ns/pid", (int)pod), &ns), 0);
 	cr_assert_eq(sg_proc_start_ticks(pod, &start), 0);
-	fd = open(h_str("%s/%s", dir, name), O_CREAT | O_EXCL | O_RDWR, 0600);
-	cr_assert_geq(fd, 0, "%s/%s: %s", dir, name, strerror(errno));
-	cr_assert_eq(ftruncate(fd, 4096), 0);
-	cr_assert_eq(fstat(fd, &st), 0);
-	close(fd);
-	clock_gettime(CLOCK_REALTIME, &now);
-	created = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	sg_journal_head_init(&head, 1, start, (uint64_t)ns.st_ino, created);
-	memset(rec, 0, sizeof(rec));
-	span = sg_journal_rec_commit(rec, st.st_ino, created, h_str("%sreq", prefix), name);
-	cr_assert_gt(span, 0);
-	fd = open(h_str("%s/" SG_JOURNAL_PREFIX "%s", dir, name), O_CREAT | O_EXCL | O_WRONLY, 0600);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(write(fd, &head, sizeof(head)), (ssize_t)sizeof(head));
-	cr_assert_eq(write(fd, rec, (size_t)span * SG_JOURNAL_SLOT), (ssize_t)((size_t)span * SG_JOURNAL_SLOT));
-	close(fd);
+	h_plant_journal(h_str("/proc/%d/root/dev/shm", (int)pod), h_str("%sseg_0_0", prefix), h_str("%sreq", prefix),
+			(uint64_t)ns.st_ino, 1, start);
 }
 
 /* Pods until there are n, each with its file. */
