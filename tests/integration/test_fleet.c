@@ -486,7 +486,11 @@ Test(fleet, a_short_run_gives_no_hourly_growth_counts_live_bytes_apart_and_plots
 	const char *options[] = {"--plot", svg, "--max-kib-per-abort", "0", NULL};
 	struct h_proc p = start(audit_with(options, cmd), NULL);
 
-	usleep(2500 * 1000); /* review cycles see both kinds: the lines span most of the picture */
+	/* Once every abort is measured, review cycles see both kinds for a
+	 * while: the lines span a good part of the picture however long the
+	 * start took on a loaded machine. */
+	h_wait_measured(&p, ABORTS);
+	usleep(2500 * 1000);
 	uint64_t truth = aborted_truth();
 	cr_assert_eq(h_finish(&p, NULL), 1);
 	json_t *r = report();
