@@ -519,7 +519,7 @@ Test(churn, churned_cgroups_leave_no_series_behind)
 	churner = h_spawn(churn, NULL);
 	cr_assert_eq(h_finish(&churner, &err), 0, "the churn failed: %s", err);
 	/* Bounded: the review cycles that see the files freed and the cgroups gone. */
-	for (long until = h_now_ms() + 15000; h_now_ms() < until; usleep(200 * 1000))
+	for (long until = h_now_ms() + 30000; h_now_ms() < until; usleep(200 * 1000))
 		if ((series = series_in(churn_metrics)) >= 0 && series <= 50)
 			break;
 	rss1 = rss_kib(agent.pid);
