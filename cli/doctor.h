@@ -5,14 +5,7 @@
 #include <stdbool.h>
 
 #include "config.h"
-
-/* One line of the report: "what ok|FAIL message"; returns 0 if ok, else 1.
- * A line with what "" details the check above it.  With --json, the line
- * goes into the check's object instead (name, verdict, reason). */
-__attribute__((format(printf, 3, 4))) int doctor_line(const char *what, bool ok, const char *fmt, ...);
-/* A line that explains the check above it, with no verdict of its own
- * (its "notes" in JSON). */
-__attribute__((format(printf, 1, 2))) void doctor_note(const char *fmt, ...);
+#include "doctor_report.h"
 
 /* The kernel's BTF, and whether the auditor's programs load and attach
  * here (doctor_bpf.c), or a line saying this build has no auditor. */
