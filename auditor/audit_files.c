@@ -1,4 +1,5 @@
 #include "audit_files.h"
+#include "audit_inode_set.h"
 #include "audit_strings.h"
 #include "audit_workloads.h"
 
@@ -53,14 +54,7 @@ struct audit_files {
 	size_t max_files;
 	uint64_t over_limit;
 	uint32_t oldest, newest, walk;
-	struct excluded *excluded; /* open addressing, at most half full */
-	size_t nexcluded, excluded_size;
-};
-
-struct excluded {
-	uint32_t kdev;
-	uint64_t ino;
-	bool used;
+	struct audit_inode_set excluded;
 };
 
 static struct audit_file *file_at(const struct audit_files *t, uint32_t i)
@@ -135,18 +129,9 @@ static int buckets_make(struct buckets *b, size_t n)
 	return 0;
 }
 
-/* Inode numbers are given out in order, and anyone can make files: keyed
- * too. */
-static uint64_t hash_key(uint32_t kdev, uint64_t ino)
-{
-	uint64_t words[2] = {ino, kdev};
-
-	return sg_table_hash(words, sizeof(words));
-}
-
 static uint32_t *file_bucket(struct audit_files *t, uint32_t kdev, uint64_t ino)
 {
-	return &t->files.heads[hash_key(kdev, ino) & (t->files.n - 1)];
+	return &t->files.heads[audit_inode_hash(kdev, ino) & (t->files.n - 1)];
 }
 
 /* Whether f, its request's only file, has that request. */
@@ -201,7 +186,7 @@ static void buckets_reserve(struct audit_files *t, struct buckets *b, bool by_re
 		for (uint32_t k = old.heads[i], next; k != AUDIT_FILE_NONE; k = next) {
 			struct audit_file *f = file_at(t, k);
 			uint32_t *link = link_of(t, k, by_req);
-			uint64_t h = by_req ? alone_hash(f) : hash_key(f->kdev, f->ino);
+			uint64_t h = by_req ? alone_hash(f) : audit_inode_hash(f->kdev, f->ino);
 			uint32_t *head = &b->heads[h & (b->n - 1)];
 			next = *link;
 			*link = *head;
@@ -342,7 +327,7 @@ void audit_files_free(struct audit_files *t)
 	audit_str_clear(&t->strings);
 	sg_htable_clear(&t->requests, free_request);
 	sg_htable_clear(&t->creators, free_creator);
-	free(t->excluded);
+	audit_inode_set_free(&t->excluded);
 	free(t);
 }
 
@@ -356,52 +341,19 @@ struct audit_file *audit_files_find(struct audit_files *t, uint32_t kdev, uint64
 	return NULL;
 }
 
-static struct excluded *excluded_slot(struct excluded *set, size_t size, uint32_t kdev, uint64_t ino)
-{
-	size_t i = hash_key(kdev, ino) & (size - 1);
-
-	while (set[i].used && (set[i].kdev != kdev || set[i].ino != ino))
-		i = (i + 1) & (size - 1);
-	return &set[i];
-}
-
-static bool is_excluded(const struct audit_files *t, uint32_t kdev, uint64_t ino)
-{
-	return t->nexcluded && excluded_slot(t->excluded, t->excluded_size, kdev, ino)->used;
-}
-
 void audit_files_exclude(struct audit_files *t, uint32_t kdev, uint64_t ino)
 {
 	struct audit_file *f = audit_files_find(t, kdev, ino);
 
-	if (f) {
+	if (f)
 		audit_files_remove(t, f);
-		return;
-	}
-	if ((t->nexcluded + 1) * 2 > t->excluded_size) {
-		size_t n = t->excluded_size ? t->excluded_size * 2 : 64;
-		struct excluded *set = calloc(n, sizeof(*set));
-		if (!set)
-			return;
-		for (size_t i = 0; i < t->excluded_size; i++)
-			if (t->excluded[i].used)
-				*excluded_slot(set, n, t->excluded[i].kdev, t->excluded[i].ino) = t->excluded[i];
-		free(t->excluded);
-		t->excluded = set;
-		t->excluded_size = n;
-	}
-	struct excluded *slot = excluded_slot(t->excluded, t->excluded_size, kdev, ino);
-	if (!slot->used) {
-		*slot = (struct excluded){kdev, ino, true};
-		t->nexcluded++;
-	}
+	else
+		audit_inode_set_add(&t->excluded, kdev, ino);
 }
 
 void audit_files_end_exclusions(struct audit_files *t)
 {
-	if (t->nexcluded)
-		memset(t->excluded, 0, t->excluded_size * sizeof(*t->excluded));
-	t->nexcluded = 0;
+	audit_inode_set_clear(&t->excluded);
 }
 
 struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_t ino, uint32_t tgid,
@@ -411,7 +363,7 @@ struct audit_file *audit_files_add(struct audit_files *t, uint32_t kdev, uint64_
 	const struct audit_creator *c;
 	uint32_t *head;
 
-	if (is_excluded(t, kdev, ino))
+	if (audit_inode_set_has(&t->excluded, kdev, ino))
 		return NULL;
 	if (t->files.count >= t->max_files || !(c = hold_creator(t, tgid, comm, w))) {
 		t->over_limit++;

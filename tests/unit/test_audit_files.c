@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "audit_files.h"
+#include "audit_inode_set.h"
 
 static void count_file(struct audit_file *f, void *ctx)
 {
@@ -64,6 +65,28 @@ Test(audit_files, limit_and_exclusions)
 	audit_files_end_exclusions(t);
 	cr_expect_not_null(audit_files_add(t, 1, 4, 1, NULL, NULL));
 	audit_files_free(t);
+}
+
+/* The exclusion set through its growth: every inode added is in it, no
+ * other, and a clear empties it. */
+Test(audit_files, the_inode_set_holds_what_was_added_through_its_growth)
+{
+	struct audit_inode_set s = {0};
+
+	for (uint64_t i = 1; i <= 1000; i++)
+		audit_inode_set_add(&s, (uint32_t)(i % 3), i * 4096);
+	audit_inode_set_add(&s, 1, 4096); /* again: once */
+	cr_expect_eq(s.n, 1000);
+	for (uint64_t i = 1; i <= 1000; i++) {
+		cr_expect(audit_inode_set_has(&s, (uint32_t)(i % 3), i * 4096), "%llu", (unsigned long long)i);
+		cr_expect(!audit_inode_set_has(&s, (uint32_t)(i % 3) + 1, i * 4096));
+		cr_expect(!audit_inode_set_has(&s, (uint32_t)(i % 3), i * 4096 + 1));
+	}
+	audit_inode_set_clear(&s);
+	cr_expect(!audit_inode_set_has(&s, 1, 4096));
+	audit_inode_set_add(&s, 1, 4096);
+	cr_expect(audit_inode_set_has(&s, 1, 4096));
+	audit_inode_set_free(&s);
 }
 
 Test(audit_files, growth_collisions_and_requests)
