@@ -184,8 +184,8 @@ inner() {
 	EOF
 	# Its end writes the creator records whole.
 	kill -TERM "$(cat "$tmp/creators.pid")" "$agent"
-	wait "$agent" || true
-	wait "$(cat "$tmp/sampler.pid")" || true
+	wait "$agent" "$(cat "$tmp/creators.pid")" "$(cat "$tmp/sampler.pid")" || true
+	rm -f "$tmp"/*.pid # all reaped: no pid of theirs to kill at the end
 }
 
 echo "node agent's memory, tables full: shmguard ${args[*]}"
