@@ -12,6 +12,10 @@
 #                                    only the side-by-side rows
 #   scripts/bench-audit.sh --large   only the 1,000,000-file part (LIVE=N: N files;
 #                                    PLAIN_S, AUDITED_S: seconds of lifecycle a side)
+#   scripts/bench-audit.sh --node-memory
+#                                    only the node agent's peak memory with its
+#                                    tables full, against its DaemonSet's limit
+#                                    (exit 1 above it; about 10 minutes)
 # ROUNDS: runs a side (default 7; the rows about 3 minutes, all about 10).  --probes: one audited
 # column per probe, forced with `shmguard audit --probe` (ctime, fentry,
 # kprobe, syscalls; default: the one the auditor chooses here).
@@ -27,7 +31,9 @@ IFS=, read -ra probes <<<"$probes"
 SHMGUARD_DEPS=bench scripts/build.sh
 
 large_only=false rows_only=false
-if [ "${1:-}" = --large ]; then
+if [ "${1:-}" = --node-memory ]; then
+	exec scripts/bench-node-memory.sh
+elif [ "${1:-}" = --large ]; then
 	large_only=true
 	shift
 elif [ "${1:-}" = --rows ]; then
