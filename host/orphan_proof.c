@@ -118,6 +118,42 @@ static bool is_self(uint32_t pid, uint64_t start_ticks, uint64_t pidns)
 	return self_start && pid == (uint32_t)self && start_ticks == self_start && pidns == self_pidns;
 }
 
+/* Whether pid (started at start_ticks, numbered in pidns) runs this very
+ * program, as the kernel says now: /proc/PID/exe is the file /proc/self/exe
+ * is.  Another shmguard process (a node agent or a sweep asking a file for
+ * its locks) opens the files it judges, and a recorder counts it among their
+ * openers; shmguard never uses a segment by its name.  Two agents on a node
+ * would otherwise keep each other's candidates forever.  Only in this pid
+ * namespace, and only where /proc lets it be read: else it counts. */
+static bool runs_this_program(uint32_t pid, uint64_t start_ticks, uint64_t pidns)
+{
+	static struct stat self_exe;
+	static uint64_t self_ns;
+	static bool self_read;
+	struct sg_proc_stat ps;
+	struct stat exe;
+	char path[32];
+	bool same;
+	int piddir;
+
+	if (!self_read) {
+		self_read = true;
+		if (stat("/proc/self/exe", &self_exe) < 0)
+			self_exe.st_ino = 0;
+		self_ns = sg_self_pidns();
+	}
+	if (!self_exe.st_ino || !self_ns || pidns != self_ns)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	/* One directory for both reads: one process, even if its pid is reused. */
+	if ((piddir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return false;
+	same = sg_proc_stat_at(piddir, &ps) == 0 && ps.start_ticks == start_ticks && !sg_proc_exited(&ps) &&
+	       fstatat(piddir, "exe", &exe, 0) == 0 && exe.st_dev == self_exe.st_dev && exe.st_ino == self_exe.st_ino;
+	close(piddir);
+	return same;
+}
+
 void sg_orphan_gather(const struct sg_creator_rec *r, struct sg_creators *c, int dfd, const char *name,
 		      size_t nholders, unsigned unreadable, struct sg_orphan_facts *f)
 {
@@ -145,7 +181,8 @@ void sg_orphan_gather(const struct sg_creator_rec *r, struct sg_creators *c, int
 			f->ancestors_unknown++;
 	}
 	for (uint32_t i = 0; i < r->nattachers && i < SG_REC_ATTACHERS; i++) {
-		if (is_self(r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns))
+		if (is_self(r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns) ||
+		    runs_this_program(r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns))
 			continue;
 		enum sg_creator_state s = process_state(c, r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns);
 

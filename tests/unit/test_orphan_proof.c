@@ -3,6 +3,7 @@
  * (host/creator_store.c), hostile contents included. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,9 +297,25 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	cr_assert_eq(f.ancestors_alive, 1);
 	cr_assert_eq(f.ancestors_unknown, 0);
 	r.nancestors = 0;
-	/* Attachers: this process's parent (alive), a child reaped (dead), one
-	 * with a start time another namespace's (unknown); this process, the
-	 * judge, whose own opening is no use of the name. */
+	/* Attachers: a child running another program (alive), a child reaped
+	 * (dead), one with a start time another namespace's (unknown); this
+	 * process, the judge, and its parent, which runs this very program (as
+	 * a second shmguard process would): their opening is no use of the
+	 * name. */
+	int ready[2];
+	char c;
+	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+	pid_t other = fork();
+	if (other == 0) {
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	cr_assert_gt(other, 0);
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 0, "the child did not exec"); /* its exec closed the pipe */
+	close(ready[0]);
+	uint64_t other_start = 0;
+	cr_assert_eq(sg_proc_start_ticks(other, &other_start), 0);
 	pid_t child = fork();
 	if (child == 0)
 		_exit(0);
@@ -308,13 +325,18 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	cr_assert_eq(waitpid(child, NULL, 0), child);
 	uint64_t parent_start = 0;
 	cr_assert_eq(sg_proc_start_ticks(getppid(), &parent_start), 0);
-	r.attachers[0] = (struct sg_rec_process){.pid = (uint32_t)getppid(), .start_ticks = parent_start};
+	r.attachers[0] = (struct sg_rec_process){.pid = (uint32_t)other, .start_ticks = other_start};
 	r.attachers[1] = (struct sg_rec_process){.pid = (uint32_t)child, .start_ticks = child_start};
 	r.attachers[2] = (struct sg_rec_process){.pid = r.pid, .start_ticks = r.start_ticks};
-	r.nattachers = 3;
+	r.attachers[3] = (struct sg_rec_process){.pid = (uint32_t)getppid(), .start_ticks = parent_start};
+	r.nattachers = 4;
 	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
-	cr_assert_eq(f.attachers_alive, 1);
+	cr_assert_eq(f.attachers_alive, 1, "only the other program's process");
 	cr_assert_eq(f.attachers_unknown, 0);
+	kill(other, SIGKILL);
+	cr_assert_eq(waitpid(other, NULL, 0), other);
+	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
+	cr_assert_eq(f.attachers_alive, 0, "the other program's process is gone");
 	r.attachers[1].start_ticks = 0;
 	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_eq(f.attachers_unknown, 1, "a start time nobody knew names nobody");
