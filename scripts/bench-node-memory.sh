@@ -24,13 +24,15 @@
 #     review cycles and --reclaim-dead passes.
 # It prints the agent's peak RSS (VmHWM) beside the limit and exits 1 when
 # the peak is above it.  Needs root and cgroup v2 (the unified hierarchy).
-# Called by scripts/bench-audit.sh, which builds first.
+# Called by scripts/bench-audit.sh, which builds first; SG_BUILD names
+# another build directory (the test suite's short run: tests/meson.build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 manifest=contrib/kubernetes/shmguard-node.yaml
-cli=$PWD/build/cli/shmguard
-bench=$PWD/build/bench/bench_shim
+build=${SG_BUILD:-$PWD/build}
+cli=$build/cli/shmguard
+bench=$build/bench/bench_shim
 creators=${NM_CREATORS:-17000} ncgroups=${NM_CGROUPS:-1100} hold_s=${NM_HOLD_S:-75}
 fill_s=${NM_FILL_S:-420} chunk=10000
 tmp=$(mktemp -d /tmp/shmguard-nodemem.XXXXXX)
@@ -40,7 +42,8 @@ cgroups="$cg2/$(basename "$tmp")"
 
 cleanup() {
 	local pid
-	cat "$tmp"/*.pid 2>/dev/null | while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done
+	# (none left once inner has reaped them all: no failure of the trap's)
+	{ cat "$tmp"/*.pid 2>/dev/null || true; } | while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done
 	# The creators' cgroups, once their processes are reaped.
 	if [ -d "$cgroups" ]; then
 		for _ in 1 2 3 4 5 6 7 8 9 10; do
