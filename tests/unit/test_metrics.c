@@ -126,6 +126,21 @@ Test(metrics, textfile_is_replaced_whole)
 	cr_expect_eq(metrics_write_file("/nonexistent-dir/x.prom", "x\n", 2, err, sizeof(err)), -ENOENT);
 }
 
+/* Prometheus's own linter reads text as valid exposition format. */
+static void expect_promtool_passes(const char *text, size_t len)
+{
+	char path[] = "/tmp/sgt-metrics-XXXXXX", cmd[128];
+	int fd, status;
+
+	cr_assert((fd = mkstemp(path)) >= 0);
+	cr_assert_eq(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
+	status = system(cmd);
+	unlink(path);
+	cr_expect_eq(status, 0, "promtool check metrics failed on:\n%s", text);
+}
+
 /* A connection to the server from the loopback address from (127.0.0.1,
  * or another of 127/8: another client address as the server sees it). */
 static int dial_from(const char *from, unsigned port)
@@ -385,8 +400,7 @@ Test(metrics, hostile_label_bytes_keep_the_scrape_valid)
 	};
 	struct audit_metrics m = sample();
 	size_t len;
-	char *text, path[] = "/tmp/sgt-metrics-XXXXXX", cmd[128];
-	int fd;
+	char *text;
 
 	m.workloads = ws;
 	m.nworkloads = 1;
@@ -395,13 +409,7 @@ Test(metrics, hostile_label_bytes_keep_the_scrape_valid)
 			       "container_id=\"\\\\xc2\\\\x9b2J\",id=\"/user.slice/\\\\xed\\\\xa0\\\\x80"
 			       "\\\\xc0\\\\xaf\\\"x\",cgroup_id=\"9\"} 1\n"),
 		  "%s", text);
-	cr_assert((fd = mkstemp(path)) >= 0);
-	cr_assert_eq(write(fd, text, len), (ssize_t)len);
-	close(fd);
-	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
-	int status = system(cmd);
-	unlink(path);
-	cr_expect_eq(status, 0, "promtool check metrics failed on:\n%s", text);
+	expect_promtool_passes(text, len);
 	free(text);
 }
 
@@ -488,8 +496,7 @@ Test(metrics, workload_series_are_labelled_and_escaped)
 	};
 	struct audit_metrics m = sample();
 	size_t len;
-	char *text, path[] = "/tmp/sgt-metrics-XXXXXX";
-	int fd;
+	char *text;
 
 	m.workloads = ws;
 	m.nworkloads = 2;
@@ -503,15 +510,7 @@ Test(metrics, workload_series_are_labelled_and_escaped)
 	cr_expect(strstr(text, "id=\"/user.slice/a\\\"b\\\\c\\nd\",cgroup_id=\"8\"} 0\n"), "%s", text);
 	cr_expect(strstr(text, "\nshmguard_aborts_without_workload_total 3\n"), "%s", text);
 	cr_expect(strstr(text, "\nshmguard_abort_records 5\n"), "%s", text);
-	/* Prometheus's own linter reads it as valid exposition text. */
-	cr_assert((fd = mkstemp(path)) >= 0);
-	cr_assert_eq(write(fd, text, len), (ssize_t)len);
-	close(fd);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
-	int status = system(cmd);
-	unlink(path);
-	cr_expect_eq(status, 0, "promtool check metrics failed on:\n%s", text);
+	expect_promtool_passes(text, len);
 	free(text);
 }
 
@@ -527,8 +526,7 @@ Test(metrics, root_series_carry_their_pod)
 	};
 	struct audit_metrics m = sample();
 	size_t len;
-	char *text, path[] = "/tmp/sgt-metrics-XXXXXX";
-	int fd;
+	char *text;
 
 	m.roots = pods;
 	cr_assert(text = metrics_render(&m, &len));
@@ -546,13 +544,6 @@ Test(metrics, root_series_carry_their_pod)
 	for (const char *p = text; (p = strstr(p, family)); p += strlen(family))
 		n++;
 	cr_expect_eq(n, 2, "%s", text);
-	cr_assert((fd = mkstemp(path)) >= 0);
-	cr_assert_eq(write(fd, text, len), (ssize_t)len);
-	close(fd);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
-	int status = system(cmd);
-	unlink(path);
-	cr_expect_eq(status, 0, "promtool check metrics failed on:\n%s", text);
+	expect_promtool_passes(text, len);
 	free(text);
 }
