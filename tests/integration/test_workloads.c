@@ -187,6 +187,21 @@ static unsigned metrics_port_of(struct h_proc *audit)
 	return port;
 }
 
+/* Prometheus's own linter reads text as valid exposition format. */
+static void expect_promtool_passes(const char *text)
+{
+	const char *path = h_str("/tmp/%smetrics.txt", prefix);
+	FILE *f = fopen(path, "w");
+	char *err;
+
+	cr_assert(f);
+	fputs(text, f);
+	fclose(f);
+	const char *promtool[] = {"/bin/sh", "-c", h_str("promtool check metrics < %s", path), NULL};
+	cr_expect_eq(h_run(promtool, NULL, &err), 0, "promtool: %s", err);
+	unlink(path);
+}
+
 static char *scrape(unsigned port)
 {
 	const char *curl[] = {"/usr/bin/curl", "-sf", "--noproxy", "*", "--max-time", "5",
@@ -296,14 +311,7 @@ Test(workloads, each_pod_has_its_own_figures_in_the_json_and_the_metrics)
 	cr_expect_eq(series(text, "shmguard_workload_aborted_held_bytes", &leaky), (long long)truth, "%s", text);
 	cr_expect_eq(series(text, "shmguard_workload_aborts_measured_total", &clean), ABORTS, "%s", text);
 	cr_expect_eq(series(text, "shmguard_workload_leaked_bytes_total", &clean), 0, "%s", text);
-	const char *path = h_str("/tmp/%smetrics.txt", prefix);
-	FILE *f = fopen(path, "w");
-	cr_assert(f);
-	fputs(text, f);
-	fclose(f);
-	const char *promtool[] = {"/bin/sh", "-c", h_str("promtool check metrics < %s", path), NULL};
-	cr_expect_eq(h_run(promtool, NULL, &err), 0, "promtool: %s", err);
-	unlink(path);
+	expect_promtool_passes(text);
 
 	cr_assert_eq(kill(audit.pid, SIGINT), 0);
 	char *out = h_read_all(&audit, 20000);
@@ -391,7 +399,7 @@ Test(workloads, a_pods_root_series_carry_the_pod)
 			      h_bin("SG_SHIM"), "--duration", "100", NULL};
 	struct h_proc audit = h_spawn(argv, NULL);
 	unsigned port = metrics_port_of(&audit);
-	char *text = NULL, *err;
+	char *text = NULL;
 
 	for (long t0 = h_now_ms(); h_now_ms() - t0 < 15000; usleep(100 * 1000))
 		if (root_series(text = scrape(port), "shmguard_root_size_bytes", &leaky) >= 0 &&
@@ -408,14 +416,7 @@ Test(workloads, a_pods_root_series_carry_the_pod)
 	}
 	/* The node's own /dev/shm is no pod's: its labels are empty. */
 	cr_expect(strstr(text, ",namespace=\"\",pod=\"\",container=\"\"} "), "%s", text);
-	const char *path = h_str("/tmp/%smetrics.txt", prefix);
-	FILE *f = fopen(path, "w");
-	cr_assert(f);
-	fputs(text, f);
-	fclose(f);
-	const char *promtool[] = {"/bin/sh", "-c", h_str("promtool check metrics < %s", path), NULL};
-	cr_expect_eq(h_run(promtool, NULL, &err), 0, "promtool: %s", err);
-	unlink(path);
+	expect_promtool_passes(text);
 	kill(audit.pid, SIGINT);
 	h_read_all(&audit, 20000);
 	h_finish(&audit, NULL);
