@@ -310,6 +310,17 @@ static char *junit_names(const char *path)
 	return out;
 }
 
+/* The audit argv run until its aborts are measured and its end, with exit
+ * status want; the cases of the JUnit report it wrote to xml. */
+static char *junit_names_of_run(const char **argv, const char *xml, int want)
+{
+	struct h_proc p = start(argv, NULL);
+
+	h_wait_measured(&p, ABORTS);
+	cr_assert_eq(h_finish(&p, NULL), want);
+	return junit_names(xml);
+}
+
 /* A leak shape is a failing test case that lists the aborted requests; no
  * leak is one passing case. */
 Test(fleet, junit_cases_are_the_leak_shapes_and_list_the_requests)
@@ -398,20 +409,14 @@ Test(fleet, junit_cases_are_the_same_with_and_without_the_shim)
 
 	cr_assert_eq(mkdir(elsewhere, 0755), 0);
 	/* Without the shim: the patterns attribute the files. */
-	struct h_proc p = start(audit_with(options, leakgen(false)), NULL);
-	h_wait_measured(&p, ABORTS);
-	cr_assert_eq(h_finish(&p, NULL), 1);
-	char *names = junit_names(xml);
+	char *names = junit_names_of_run(audit_with(options, leakgen(false)), xml, 1);
 	cr_assert(strstr(names, leaking), "%s", names);
 
 	/* Under a shim that misses the markers (its abort directory is
 	 * another): its tags attribute the files, which leak the same. */
 	h_cleanup(prefix);
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);
-	p = start(audit_with(options, leakgen_under(elsewhere)), NULL);
-	h_wait_measured(&p, ABORTS);
-	cr_assert_eq(h_finish(&p, NULL), 1);
-	char *tagged = junit_names(xml);
+	char *tagged = junit_names_of_run(audit_with(options, leakgen_under(elsewhere)), xml, 1);
 	cr_expect_str_eq(tagged, names, "the shim's tags changed the cases' names:\n%s\nwithout the shim:\n%s", tagged, names);
 	char *out = junit_read(xml);
 	cr_assert_eq(sscanf(out, "%u %u %u %u", &tests, &failures, &cases, &fails), 4, "%s", out);
@@ -420,10 +425,7 @@ Test(fleet, junit_cases_are_the_same_with_and_without_the_shim)
 	/* Fixed: the shim sweeps at the marker; the same cases pass. */
 	h_cleanup(prefix);
 	cr_assert_eq(mkdir(abort_dir, 0755), 0);
-	p = start(audit_with(options, leakgen(true)), NULL);
-	h_wait_measured(&p, ABORTS);
-	cr_assert_eq(h_finish(&p, NULL), 0);
-	char *fixed = junit_names(xml);
+	char *fixed = junit_names_of_run(audit_with(options, leakgen(true)), xml, 0);
 	cr_expect_str_eq(fixed, names, "the cases changed once the leak was fixed:\n%s\nleaking:\n%s", fixed, names);
 	out = junit_read(xml);
 	cr_assert_eq(sscanf(out, "%u %u %u %u", &tests, &failures, &cases, &fails), 4, "%s", out);
