@@ -17,6 +17,7 @@
 #include "journal_read.h"
 #include "orphan_proof.h"
 #include "procstat.h"
+#include "sleeper.h"
 
 static char dir[64];
 static int dfd = -1;
@@ -302,18 +303,7 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	 * process, the judge, and its parent, which runs this very program (as
 	 * a second shmguard process would): their opening is no use of the
 	 * name. */
-	int ready[2];
-	char c;
-	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
-	pid_t other = fork();
-	if (other == 0) {
-		execl("/bin/sleep", "sleep", "30", (char *)NULL);
-		_exit(127);
-	}
-	cr_assert_gt(other, 0);
-	close(ready[1]);
-	cr_assert_eq(read(ready[0], &c, 1), 0, "the child did not exec"); /* its exec closed the pipe */
-	close(ready[0]);
+	pid_t other = sleeper_start((char *const[]){NULL});
 	uint64_t other_start = 0;
 	cr_assert_eq(sg_proc_start_ticks(other, &other_start), 0);
 	pid_t child = fork();
@@ -333,8 +323,7 @@ Test(orphan, gather_checks_the_inode_and_the_processes)
 	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_eq(f.attachers_alive, 1, "only the other program's process");
 	cr_assert_eq(f.attachers_unknown, 0);
-	kill(other, SIGKILL);
-	cr_assert_eq(waitpid(other, NULL, 0), other);
+	sleeper_end(other);
 	sg_orphan_gather(&r, &creators, dfd, "seg", 0, 0, &f);
 	cr_assert_eq(f.attachers_alive, 0, "the other program's process is gone");
 	r.attachers[1].start_ticks = 0;

@@ -10,46 +10,18 @@
 #include <unistd.h>
 
 #include "proc_env.h"
-
-/* A child that waits with exactly env as its environment. */
-static pid_t child_with(char *const *env)
-{
-	int ready[2];
-	char c;
-	pid_t pid;
-
-	cr_assert_eq(pipe(ready), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		close(ready[0]);
-		/* The exec is the sign: /proc/PID/environ is then the new one. */
-		fcntl(ready[1], F_SETFD, FD_CLOEXEC);
-		execve("/bin/sleep", (char *const[]){"sleep", "30", NULL}, env);
-		_exit(127);
-	}
-	close(ready[1]);
-	cr_assert_eq(read(ready[0], &c, 1), 0, "the child did not exec");
-	close(ready[0]);
-	return pid;
-}
-
-static void end(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
+#include "sleeper.h"
 
 Test(proc_env, the_variable_and_only_it)
 {
-	pid_t pid = child_with((char *const[]){"SHMGUARD_PATTERNSX=no", "XSHMGUARD_PATTERNS=no", "SHMGUARD_PATTERNS",
+	pid_t pid = sleeper_start((char *const[]){"SHMGUARD_PATTERNSX=no", "XSHMGUARD_PATTERNS=no", "SHMGUARD_PATTERNS",
 						"SHMGUARD_PATTERNS={req}_{int}", "SHMGUARD_PATTERNS=second", NULL});
 	char out[64];
 
 	cr_expect_eq(sg_proc_env_get(pid, "SHMGUARD_PATTERNS", out, sizeof(out)), 11);
 	cr_expect_str_eq(out, "{req}_{int}", "the first definition, whole");
 	cr_expect_eq(sg_proc_env_get(pid, "SHMGUARD_ABORT_DIR", out, sizeof(out)), -ENOENT);
-	end(pid);
+	sleeper_end(pid);
 }
 
 Test(proc_env, a_value_too_long_is_refused_and_a_far_one_not_seen)
@@ -65,14 +37,14 @@ Test(proc_env, a_value_too_long_is_refused_and_a_far_one_not_seen)
 	memset(pad, 'p', 120 << 10);
 	memcpy(pad, "PAD=", 4);
 	pad[120 << 10] = '\0';
-	pid_t pid = child_with((char *const[]){value, NULL});
+	pid_t pid = sleeper_start((char *const[]){value, NULL});
 	cr_expect_eq(sg_proc_env_get(pid, "SHMGUARD_PATTERNS", out, sizeof(out)), -E2BIG);
-	end(pid);
-	pid = child_with((char *const[]){"FIRST=1", pad, pad, pad, "SHMGUARD_PATTERNS=late", NULL});
+	sleeper_end(pid);
+	pid = sleeper_start((char *const[]){"FIRST=1", pad, pad, pad, "SHMGUARD_PATTERNS=late", NULL});
 	cr_assert_eq(sg_proc_env_get(pid, "FIRST", out, sizeof(out)), 1, "the child runs with that environment");
 	cr_expect_eq(sg_proc_env_get(pid, "SHMGUARD_PATTERNS", out, sizeof(out)), -ENOENT,
 		     "past the bound: not seen");
-	end(pid);
+	sleeper_end(pid);
 	cr_expect_eq(sg_proc_env_get(pid, "SHMGUARD_PATTERNS", out, sizeof(out)), -ENOENT, "a process gone");
 	free(value);
 	free(pad);

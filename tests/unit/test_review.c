@@ -16,6 +16,7 @@
 #include "audit_trace.h"
 #include "audit_summary.h"
 #include "holders.h"
+#include "sleeper.h"
 
 #define S 1000000000ull
 
@@ -477,31 +478,6 @@ Test(review, a_markers_creation_read_after_the_marker_takes_no_place)
 	audit_workloads_free(&a.workloads);
 }
 
-/* A process (a pod's) whose environment is env, until end_pod. */
-static pid_t pod_with(char *const *env)
-{
-	int ready[2];
-	char c;
-	pid_t pid;
-
-	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
-	cr_assert_geq(pid = fork(), 0);
-	if (pid == 0) {
-		execve("/bin/sleep", (char *const[]){"sleep", "30", NULL}, env);
-		_exit(127);
-	}
-	close(ready[1]);
-	cr_assert_eq(read(ready[0], &c, 1), 0); /* closed at its exec */
-	close(ready[0]);
-	return pid;
-}
-
-static void end_pod(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
 /* A root's own patterns, from its pod's environment, take precedence over
  * the run's for its files: a name only the run's patterns give a request
  * has none there, and one the pod's give is named by the pod's shape.  A
@@ -509,14 +485,14 @@ static void end_pod(pid_t pid)
 Test(review, a_pods_own_patterns_take_precedence_in_its_root)
 {
 	char err[200], why[300] = "", buf[AUDIT_FILE_REQUEST_MAX];
-	pid_t pod = pod_with((char *const[]){"SHMGUARD_PATTERNS=own_{req}.seg", NULL});
+	pid_t pod = sleeper_start((char *const[]){"SHMGUARD_PATTERNS=own_{req}.seg", NULL});
 	struct audit_file *mine, *runs;
 
 	cr_assert_eq(sg_patterns_parse(&o.patterns, "{req}_{int}_{int}", err, sizeof(err)), 0, "%s", err);
 	cr_assert(audit_attribution_learning(&a.attribution, 0));
 	cr_expect_eq(audit_attribution_learn(&a.attribution, 0, pod, why, sizeof(why)), 1, "%s", why);
 	cr_expect_not(audit_attribution_learning(&a.attribution, 0), "read once");
-	end_pod(pod);
+	sleeper_end(pod);
 	mine = follow("own_r1.seg", 4096, NULL, NULL);
 	runs = follow("r2_1_2", 4096, NULL, NULL);
 	audit_attribute_by_name(&a.attribution, mine); /* as a review's pass does */
@@ -537,7 +513,7 @@ Test(review, a_pods_own_patterns_take_precedence_in_its_root)
 Test(review, a_pods_malformed_patterns_are_refused_once)
 {
 	char err[200], why[300] = "";
-	pid_t pod = pod_with((char *const[]){"SHMGUARD_PATTERNS={req", "SHMGUARD_ABORT_DIR=/dev/shm/../etc", NULL});
+	pid_t pod = sleeper_start((char *const[]){"SHMGUARD_PATTERNS={req", "SHMGUARD_ABORT_DIR=/dev/shm/../etc", NULL});
 
 	cr_assert_eq(sg_patterns_parse(&o.patterns, "{req}_{int}_{int}", err, sizeof(err)), 0, "%s", err);
 	a.attribution.abort_dirs = true;
@@ -545,7 +521,7 @@ Test(review, a_pods_malformed_patterns_are_refused_once)
 	cr_expect(strstr(why, "does not parse"), "%s", why);
 	cr_expect_eq(audit_attribution_learn(&a.attribution, 0, pod, why, sizeof(why)), 0, "said once");
 	cr_expect_eq(audit_attribution_abort_name(&a.attribution, 0), NULL, "no directory outside its /dev/shm");
-	end_pod(pod);
+	sleeper_end(pod);
 	struct audit_file *f = follow("r1_1_2", 4096, NULL, NULL);
 	audit_attribute_by_name(&a.attribution, f);
 	cr_expect(f->indexed, "the run's patterns");
