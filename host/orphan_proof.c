@@ -100,56 +100,56 @@ static enum sg_creator_state process_state(struct sg_creators *c, uint32_t pid, 
 	return pid ? sg_creators_judge(c, &t, NULL) : CREATOR_UNKNOWN;
 }
 
-/* Whether pid (started at start_ticks, numbered in pidns) is this very
- * process: the reaper opens the files it judges (their tags, locks and
- * birth), and a recorder counts it among their openers; its own opening
- * is no use of the name. */
-static bool is_self(uint32_t pid, uint64_t start_ticks, uint64_t pidns)
-{
-	static uint64_t self_start, self_pidns;
-	static pid_t self;
+/* This process as a recorder names it, and the program it runs; read again
+ * in a fork child. */
+struct self_ident {
+	pid_t pid;
+	uint64_t start_ticks, pidns; /* 0: unknown */
+	struct stat exe;             /* st_ino 0: unknown */
+};
 
-	if (self != getpid()) {
-		self = getpid();
-		self_pidns = sg_self_pidns();
-		if (sg_proc_start_ticks(self, &self_start) < 0)
-			self_start = 0;
+static const struct self_ident *self_ident(void)
+{
+	static struct self_ident me;
+
+	if (me.pid != getpid()) {
+		me.pid = getpid();
+		me.pidns = sg_self_pidns();
+		if (sg_proc_start_ticks(me.pid, &me.start_ticks) < 0)
+			me.start_ticks = 0;
+		if (stat("/proc/self/exe", &me.exe) < 0)
+			me.exe.st_ino = 0;
 	}
-	return self_start && pid == (uint32_t)self && start_ticks == self_start && pidns == self_pidns;
+	return &me;
 }
 
-/* Whether pid (started at start_ticks, numbered in pidns) runs this very
- * program, as the kernel says now: /proc/PID/exe is the file /proc/self/exe
- * is.  Another shmguard process (a node agent or a sweep asking a file for
- * its locks) opens the files it judges, and a recorder counts it among their
- * openers; shmguard never uses a segment by its name.  Two agents on a node
- * would otherwise keep each other's candidates forever.  Only in this pid
+/* Whether the opener pid (started at start_ticks, numbered in pidns) is
+ * shmguard, whose opening is no use of the name: this very process (the
+ * reaper opens the files it judges: their tags, locks and birth), or
+ * another that runs this very program, as the kernel says now
+ * (/proc/PID/exe is the file /proc/self/exe is): a node agent or a sweep
+ * asking a file for its locks.  Two agents on a node would otherwise keep
+ * each other's candidates forever.  Another process only in this pid
  * namespace, and only where /proc lets it be read: else it counts. */
-static bool runs_this_program(uint32_t pid, uint64_t start_ticks, uint64_t pidns)
+static bool opener_is_shmguard(uint32_t pid, uint64_t start_ticks, uint64_t pidns)
 {
-	static struct stat self_exe;
-	static uint64_t self_ns;
-	static bool self_read;
+	const struct self_ident *me = self_ident();
 	struct sg_proc_stat ps;
 	struct stat exe;
 	char path[32];
 	bool same;
 	int piddir;
 
-	if (!self_read) {
-		self_read = true;
-		if (stat("/proc/self/exe", &self_exe) < 0)
-			self_exe.st_ino = 0;
-		self_ns = sg_self_pidns();
-	}
-	if (!self_exe.st_ino || !self_ns || pidns != self_ns)
+	if (me->start_ticks && pid == (uint32_t)me->pid && start_ticks == me->start_ticks && pidns == me->pidns)
+		return true;
+	if (!me->exe.st_ino || !me->pidns || pidns != me->pidns)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%u", pid);
 	/* One directory for both reads: one process, even if its pid is reused. */
 	if ((piddir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return false;
 	same = sg_proc_stat_at(piddir, &ps) == 0 && ps.start_ticks == start_ticks && !sg_proc_exited(&ps) &&
-	       fstatat(piddir, "exe", &exe, 0) == 0 && exe.st_dev == self_exe.st_dev && exe.st_ino == self_exe.st_ino;
+	       fstatat(piddir, "exe", &exe, 0) == 0 && exe.st_dev == me->exe.st_dev && exe.st_ino == me->exe.st_ino;
 	close(piddir);
 	return same;
 }
@@ -181,8 +181,7 @@ void sg_orphan_gather(const struct sg_creator_rec *r, struct sg_creators *c, int
 			f->ancestors_unknown++;
 	}
 	for (uint32_t i = 0; i < r->nattachers && i < SG_REC_ATTACHERS; i++) {
-		if (is_self(r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns) ||
-		    runs_this_program(r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns))
+		if (opener_is_shmguard(r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns))
 			continue;
 		enum sg_creator_state s = process_state(c, r->attachers[i].pid, r->attachers[i].start_ticks, r->pidns);
 
