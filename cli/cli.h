@@ -28,6 +28,12 @@ int cmd_watch(int argc, char **argv);
 int cli_add_root(const char *sub, struct sg_roots *roots, const char *dir);
 void cli_default_root(struct sg_roots *roots);
 
+/* The abort directory dir, opened as the shims trust it (never a symlink,
+ * ours or root's, not writable by all without the sticky bit), made (one
+ * level) when make and missing: its descriptor, or -1 after saying for sub
+ * why not. */
+int cli_abort_dir_open(const char *sub, const char *dir, bool make);
+
 /* Sets o[key] to s (NULL: null).  JSON strings are UTF-8: when s is not,
  * o[key] has U+FFFD for each bad byte and o[key "_hex"] the exact bytes. */
 void cli_json_set_text(json_t *o, const char *key, const char *s);

@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "config.h"
 #include "text.h"
 #include "encode.h"
+#include "marker.h"
 
 static int usable(const char *candidate, char *out)
 {
@@ -51,6 +53,23 @@ void cli_default_root(struct sg_roots *roots)
 
 	if (!roots->n)
 		sg_roots_add(roots, SG_DEFAULT_ROOT, &why);
+}
+
+int cli_abort_dir_open(const char *sub, const char *dir, bool make)
+{
+	char shown[SG_ESCAPED_MAX];
+	struct stat st;
+	const char *why;
+	int fd = sg_abort_dir_open_trusted(dir, make, geteuid(), &st, &why);
+
+	if (fd >= 0)
+		return fd;
+	sg_text_escape(dir, shown, sizeof(shown));
+	if (!why)
+		return cli_fail(-1, sub, "cannot open abort directory %s: %s", shown,
+				fd == -ELOOP ? "it is a symbolic link" : strerror(-fd));
+	return cli_fail(-1, sub, "abort directory %s %s (uid %u, mode %04o), so the shims ignore its markers; %s", shown,
+			why, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777, sg_abort_dir_remedy(&st, geteuid()));
 }
 
 void cli_json_set_text(json_t *o, const char *key, const char *s)

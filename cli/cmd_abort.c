@@ -76,22 +76,11 @@ static void usage(FILE *out)
 		SG_DEFAULT_ABORT_DIR, SG_DEFAULT_ABORT_TTL);
 }
 
-/* Opens the marker directory, creating it (one level, stamped) when missing,
- * and checks it as the shims do: never a symlink, owned by us or root, not
- * writable by all without the sticky bit. */
+/* The marker directory, made (one level, stamped) when missing; the
+ * follower reopens it through this too. */
 static int open_dir(const char *dir)
 {
-	struct stat st;
-	const char *why;
-	int fd = sg_abort_dir_open_trusted(dir, true, geteuid(), &st, &why);
-
-	if (fd >= 0)
-		return fd;
-	if (!why)
-		return cli_fail(-1, "abort", "cannot open abort directory %s: %s", dir,
-				fd == -ELOOP ? "it is a symbolic link" : strerror(-fd));
-	return cli_fail(-1, "abort", "abort directory %s %s (uid %u, mode %04o), so the shims ignore its markers; %s",
-			dir, why, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777, sg_abort_dir_remedy(&st, geteuid()));
+	return cli_abort_dir_open("abort", dir, true);
 }
 
 static const char *kind(const struct stat *st)

@@ -58,21 +58,14 @@ int marker_sweep(const char *abort_dir, const struct sg_roots *roots)
 	char shown[SG_ESCAPED_MAX], human[16];
 	struct request_swept out = {0};
 	struct request_sweep rs;
-	const char *why;
-	struct stat st;
 	char **ids;
 	unsigned n;
 	bool more;
-	int dfd = sg_abort_dir_open_trusted(abort_dir, false, geteuid(), &st, &why), status = EXIT_OK;
+	int dfd = cli_abort_dir_open("sweep", abort_dir, false), status = EXIT_OK;
 
-	sg_text_escape(abort_dir, shown, sizeof(shown));
-	if (dfd < 0 && why)
-		return cli_fail(EXIT_FAIL, "sweep", "abort directory %s %s (uid %u, mode %04o): the shims ignore its "
-				"markers, and so does this; %s", shown, why, (unsigned)st.st_uid,
-				(unsigned)st.st_mode & 07777, sg_abort_dir_remedy(&st, geteuid()));
 	if (dfd < 0)
-		return cli_fail(EXIT_FAIL, "sweep", "cannot open abort directory %s: %s", shown,
-				dfd == -ELOOP ? "it is a symbolic link" : strerror(-dfd));
+		return EXIT_FAIL;
+	sg_text_escape(abort_dir, shown, sizeof(shown));
 	if (read_markers(dfd, &ids, &n, &more) < 0) {
 		close(dfd);
 		return cli_fail(EXIT_FAIL, "sweep", "cannot read abort directory %s: %s", shown, strerror(errno));
