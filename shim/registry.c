@@ -7,8 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "siphash.h"
+#include "hash.h"
 #include "htable.h"
+#include "siphash.h"
 #include "journal_writer.h"
 
 /* A request whose marker was seen: a segment created for it later is a
@@ -40,6 +41,21 @@ static struct sg_htable by_path, aborted;
 static struct sg_segment **by_request;
 static size_t request_buckets;
 static size_t prune_cursor;
+
+/* Segments not in the request index yet, chained as its buckets are: those
+ * made since the last prune call, and those that outlived it, indexed at
+ * the next one.  Hashing a request under the table's key costs about as
+ * much as the rest of a record, and most segments are unlinked before a
+ * prune call or an abort (which indexes both lists) comes. */
+static struct sg_segment *fresh, *aged;
+
+/* Requests that may be aborted: a bit per value of an unkeyed hash of the
+ * ID, set for every abort remembered.  A clear bit proves a new segment's
+ * request is not aborted without the keyed hash; a set one (its abort, or
+ * that of an ID whose unkeyed hash collides, which anyone can arrange)
+ * costs the keyed hash and the exact lookup, as every record once did. */
+#define MAYBE_BITS 16384
+static uint64_t maybe_aborted[MAYBE_BITS / 64];
 
 /* Segments given back (unlinked by the program, swept), kept for the next
  * creations, linked by next_of_request: a creation takes one under the lock
@@ -115,6 +131,44 @@ static int request_room(void)
 	return 0;
 }
 
+static void unlink_request(struct sg_segment *seg)
+{
+	*seg->req_prev = seg->req_next;
+	if (seg->req_next)
+		seg->req_next->req_prev = seg->req_prev;
+}
+
+/* seg, in fresh or aged, moves to the request index. */
+static void index_request(struct sg_segment *seg)
+{
+	unlink_request(seg);
+	seg->req_hash = sg_table_hash_str(seg->request);
+	link_request(&by_request[seg->req_hash & (request_buckets - 1)], seg);
+}
+
+static void index_list(struct sg_segment **list)
+{
+	while (*list)
+		index_request(*list);
+}
+
+static size_t maybe_bit(const char *id, size_t len)
+{
+	return (size_t)(sg_hash_mem(id, len) & (MAYBE_BITS - 1));
+}
+
+static bool maybe_aborted_test(size_t bit)
+{
+	return maybe_aborted[bit / 64] >> (bit % 64) & 1;
+}
+
+static void maybe_aborted_set(const char *id)
+{
+	size_t bit = maybe_bit(id, strlen(id));
+
+	maybe_aborted[bit / 64] |= 1ull << (bit % 64);
+}
+
 static bool aborted_already(const char *id, uint64_t h)
 {
 	return sg_htable_find(&aborted, h, is_request, id) != NULL;
@@ -123,11 +177,7 @@ static bool aborted_already(const char *id, uint64_t h)
 /* Takes the segment in slot (of the path index) out of both indexes. */
 static void detach_at(struct sg_hnode **slot)
 {
-	struct sg_segment *seg = segment_of(sg_htable_remove_at(&by_path, slot));
-
-	*seg->req_prev = seg->req_next;
-	if (seg->req_next)
-		seg->req_next->req_prev = seg->req_prev;
+	unlink_request(segment_of(sg_htable_remove_at(&by_path, slot)));
 }
 
 static void detach(struct sg_segment *seg)
@@ -146,7 +196,8 @@ static void release(struct sg_segment *seg)
 int sg_registry_add(const struct sg_new_file *f)
 {
 	size_t plen = f->name_off + f->name_len, rlen = f->req_len;
-	uint64_t path_hash = sg_table_hash(f->path, plen), req_hash = sg_table_hash(f->req, rlen);
+	uint64_t path_hash = sg_table_hash(f->path, plen);
+	size_t bit = maybe_bit(f->req, rlen);
 	struct sg_segment *seg = NULL;
 	struct sg_hnode **slot;
 	int ret = -1;
@@ -160,7 +211,6 @@ int sg_registry_add(const struct sg_new_file *f)
 	seg->path[plen + 1 + rlen] = '\0';
 	seg->request = seg->path + plen + 1;
 	seg->by_path.hash = path_hash;
-	seg->req_hash = req_hash;
 	seg->dev = f->dev;
 	seg->ino = f->ino;
 	slot = sg_htable_slot(&by_path, seg->by_path.hash, is_path, seg->path);
@@ -173,8 +223,15 @@ int sg_registry_add(const struct sg_new_file *f)
 	/* Under the lock, so that no forgetting can come before it. */
 	seg->journal_slot = sg_jw_record(f);
 	sg_htable_insert_at(&by_path, slot, &seg->by_path);
-	link_request(&by_request[seg->req_hash & (request_buckets - 1)], seg);
-	ret = aborted_already(seg->request, seg->req_hash) ? SG_ADDED_ABORTED : SG_ADDED;
+	ret = SG_ADDED;
+	if (maybe_aborted_test(bit)) {
+		seg->req_hash = sg_table_hash(seg->request, rlen);
+		link_request(&by_request[seg->req_hash & (request_buckets - 1)], seg);
+		if (aborted_already(seg->request, seg->req_hash))
+			ret = SG_ADDED_ABORTED;
+	} else {
+		link_request(&fresh, seg);
+	}
 out:
 	pthread_mutex_unlock(&lock);
 	return ret;
@@ -225,6 +282,7 @@ static bool remember_abort(const char *request, uint64_t h, time_t now)
 	struct aborted *a;
 	size_t len = strlen(request) + 1;
 
+	maybe_aborted_set(request);
 	if (sg_htable_reserve(&aborted, FIRST_BUCKETS) < 0)
 		return false;
 	slot = sg_htable_slot(&aborted, h, is_request, request);
@@ -251,6 +309,8 @@ struct sg_segment *sg_registry_abort(const char *request, time_t now)
 	 * the segments already recorded are swept all the same. */
 	remember_abort(request, h, now);
 	if (request_buckets) {
+		index_list(&aged);
+		index_list(&fresh);
 		for (struct sg_segment *seg = by_request[h & (request_buckets - 1)], *next; seg; seg = next) {
 			next = seg->req_next;
 			if (seg->req_hash == h && strcmp(seg->request, request) == 0) {
@@ -266,15 +326,25 @@ struct sg_segment *sg_registry_abort(const char *request, time_t now)
 
 void sg_registry_expire_aborts(time_t cutoff)
 {
+	bool expired = false;
+
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < aborted.nbuckets; i++) {
 		for (struct sg_hnode **slot = &aborted.buckets[i]; *slot;) {
 			struct aborted *a = sg_hnode_entry(*slot, struct aborted, node);
-			if (a->at < cutoff)
+			if (a->at < cutoff) {
 				free(sg_hnode_entry(sg_htable_remove_at(&aborted, slot), struct aborted, node));
-			else
+				expired = true;
+			} else {
 				slot = &a->node.next;
+			}
 		}
+	}
+	if (expired) { /* the bits of the aborts that remain */
+		memset(maybe_aborted, 0, sizeof(maybe_aborted));
+		for (size_t i = 0; i < aborted.nbuckets; i++)
+			for (struct sg_hnode *n = aborted.buckets[i]; n; n = n->next)
+				maybe_aborted_set(sg_hnode_entry(n, struct aborted, node)->id);
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -282,6 +352,12 @@ void sg_registry_expire_aborts(time_t cutoff)
 void sg_registry_prune(size_t max, bool (*gone)(const struct sg_segment *seg))
 {
 	pthread_mutex_lock(&lock);
+	/* The segments that outlived the previous call are indexed, and
+	 * those made since then wait for the next. */
+	index_list(&aged);
+	if ((aged = fresh))
+		aged->req_prev = &aged;
+	fresh = NULL;
 	for (size_t seen = 0; by_path.count && seen < max && seen < by_path.nbuckets; seen++) {
 		size_t b = prune_cursor++ & (by_path.nbuckets - 1);
 		for (struct sg_hnode **slot = &by_path.buckets[b]; *slot;) {
@@ -348,6 +424,8 @@ void sg_registry_abandon(void)
 	aborted = (struct sg_htable){0};
 	by_request = NULL;
 	request_buckets = 0;
+	fresh = aged = NULL;
+	memset(maybe_aborted, 0, sizeof(maybe_aborted));
 	spare = NULL;
 	spares = 0;
 }
@@ -359,6 +437,8 @@ void sg_registry_forget_all(void)
 	free(by_request);
 	by_request = NULL;
 	request_buckets = 0;
+	fresh = aged = NULL;
+	memset(maybe_aborted, 0, sizeof(maybe_aborted));
 	while (spare) {
 		struct sg_segment *next = spare->next_of_request;
 		free(spare);

@@ -1,8 +1,10 @@
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "registry.h"
 
 /* The ownership journal the registry keeps its records in is not this
@@ -124,4 +126,76 @@ Test(registry, growth_with_many_segments_of_one_request)
 	cr_expect_eq(count_and_free(sg_registry_abort("big", 1), "big"), N * 3 / 4);
 	cr_expect_eq(count_and_free(sg_registry_abort("small", 1), "small"), N / 4 - N / 8);
 	cr_expect_eq(sg_registry_count(), 0);
+}
+
+static bool never_gone(const struct sg_segment *seg)
+{
+	(void)seg;
+	return false;
+}
+
+/* A segment is indexed by request when it outlives a prune call; before
+ * that it waits unindexed.  An abort finds it in either state, and one
+ * forgotten in either leaves the others in place. */
+Test(registry, an_abort_finds_segments_indexed_or_not)
+{
+	add("/dev/shm/r_old", 1, 1, "r");
+	add("/dev/shm/r_old_gone", 1, 2, "r");
+	sg_registry_prune(16, never_gone); /* both outlived one call */
+	add("/dev/shm/r_aged", 1, 3, "r");
+	add("/dev/shm/r_aged_gone", 1, 4, "r");
+	add("/dev/shm/s_aged", 1, 5, "s");
+	sg_registry_prune(16, never_gone); /* the first two are indexed */
+	add("/dev/shm/r_fresh", 1, 6, "r");
+	add("/dev/shm/r_fresh_gone", 1, 7, "r");
+	add("/dev/shm/s_fresh", 1, 8, "s");
+	sg_registry_forget_path("/dev/shm/r_old_gone");
+	sg_registry_forget_path("/dev/shm/r_aged_gone");
+	sg_registry_forget_path("/dev/shm/r_fresh_gone");
+
+	struct sg_segment *list = sg_registry_abort("r", 1);
+	unsigned long inos = 0;
+	for (struct sg_segment *seg = list; seg; seg = seg->next_of_request)
+		inos |= 1ul << seg->ino;
+	cr_expect_eq(inos, 1ul << 1 | 1ul << 3 | 1ul << 6, "r's three live segments, whatever their age: %#lx", inos);
+	cr_expect_eq(count_and_free(list, "r"), 3);
+	cr_expect_eq(sg_registry_count(), 2);
+	add("/dev/shm/s_new", 1, 9, "s");
+	cr_expect_eq(count_and_free(sg_registry_abort("s", 1), "s"), 3);
+	cr_expect_eq(sg_registry_count(), 0);
+	sg_registry_forget_all();
+}
+
+/* Two request IDs whose unkeyed hashes agree in their low 20 bits: the
+ * registry's filter of aborted requests cannot tell them apart. */
+static void colliding_ids(char a[16], char b[16])
+{
+	enum { BITS = 20 };
+	int *first = calloc(1u << BITS, sizeof(*first));
+	char id[16];
+
+	cr_assert_not_null(first);
+	for (int i = 1;; i++) {
+		snprintf(id, sizeof(id), "req-%d", i);
+		uint64_t low = sg_hash_mem(id, strlen(id)) & ((1u << BITS) - 1);
+		if (first[low]) {
+			snprintf(a, 16, "req-%d", first[low]);
+			snprintf(b, 16, "%s", id);
+			break;
+		}
+		first[low] = i;
+	}
+	free(first);
+}
+
+Test(registry, an_abort_sharing_the_filters_bit_is_no_late_put)
+{
+	char aborted[16], other[16];
+
+	colliding_ids(aborted, other);
+	cr_expect_null(sg_registry_abort(aborted, 100));
+	cr_expect_eq(add("/dev/shm/other_0", 1, 1, other), SG_ADDED, "%s is not %s", other, aborted);
+	cr_expect_eq(add("/dev/shm/late_0", 1, 2, aborted), SG_ADDED_ABORTED);
+	cr_expect_eq(count_and_free(sg_registry_abort(other, 100), other), 1);
+	sg_registry_forget_all();
 }
