@@ -26,8 +26,20 @@ static inline uint64_t sg_hash_mem(const void *data, size_t len)
 		h = sg_hash_mix(h, word);
 	}
 	if (len) {
-		word = 0;
-		memcpy(&word, p, len);
+		/* The last len bytes as a word whose other bytes are 0, as
+		 * memcpy into a zeroed word lays them out: from the data's last
+		 * whole word where it has one (a load, not a call). */
+		if (p - (const unsigned char *)data >= 8) {
+			memcpy(&word, p + len - 8, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			word >>= 64 - 8 * len;
+#else
+			word <<= 64 - 8 * len;
+#endif
+		} else {
+			word = 0;
+			memcpy(&word, p, len);
+		}
 		h = sg_hash_mix(h, word);
 	}
 	h *= 0xbf58476d1ce4e5b9ull;

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "hash.h"
 #include "siphash.h"
@@ -71,4 +72,43 @@ Test(siphash, ids_colliding_under_a_fixed_hash_spread_under_the_table_hash)
 	/* 64 random draws from 4096 buckets: 63.5 distinct on average, fewer
 	 * than 58 with a probability below 1e-6. */
 	cr_expect_geq(distinct, 58, "%u IDs of one fixed-hash bucket fell into only %u buckets", IDS, distinct);
+}
+
+/* sg_hash_mem() seals journal records that other processes, and other
+ * versions of shmguard, check: its values never change, however it is
+ * computed.  Message i*7+1 for i < len, for each len < 64 (little-endian). */
+static const uint64_t fixed_hash[64] = {
+	0x4fba3d351618224eull, 0x27f51e910214133full, 0xaea91d93cce5d5a9ull, 0xf37b870ea6807012ull,
+	0xd328afdf649deacfull, 0x994bb345ca6c784cull, 0x32a3748e1007a214ull, 0x2c3ea0140ceec7dfull,
+	0xbdab134af80528deull, 0x92b5d12be7cfd852ull, 0x15afbc0a9bc789c1ull, 0x96936865c7ba8947ull,
+	0xc7031ab3ba0eb845ull, 0x03660b5a6d345247ull, 0xb47d74c9270a2750ull, 0xd6d97cab0c0c6646ull,
+	0x04ddb50b1fbf3eb3ull, 0x56310a79e1930431ull, 0xee97332ba50592e5ull, 0x15befd704b2541aeull,
+	0xa7f2c3499d082620ull, 0x2a0b47f4dce598c3ull, 0x9124841f73e64416ull, 0xfa64e25b3615d03bull,
+	0x355d0ec92dba5e5eull, 0x3deef279574e1500ull, 0xe41ccf50b8b68f9cull, 0x008ec2c63e5e9284ull,
+	0xbf5b02b7d2ec21dcull, 0x9544cdb8dcbbc2f8ull, 0x6191208e844e453dull, 0x966d3bf1e5178851ull,
+	0x7b638eab431922fcull, 0x43e9ca36bbb8b25dull, 0xcbe71838f1abe369ull, 0x2d26a4fed464a499ull,
+	0xef3ab2dd16de2b1aull, 0x0fe14e4de7a4129eull, 0xe86ef4aa1f52cab0ull, 0x16e0ed35e396ca06ull,
+	0x4e1b50b43452c742ull, 0x697bd9f04c53b6b8ull, 0xf9ba39578b51bf0bull, 0x0446009a50990e00ull,
+	0x5b4c3df8212cc849ull, 0x48fdbf75c19d24d9ull, 0x1f4b06a23c692b48ull, 0xffdcca62c717fc83ull,
+	0x54ee4b7afaa6a5c2ull, 0x12f5308a37bcd94eull, 0xc050a4fed0bb745aull, 0x4d5a0b5a1dfe3a1aull,
+	0x4b51eec142a7731aull, 0x7178a379508b4421ull, 0x7f700f85439ee3a7ull, 0x4e790b014ac77e25ull,
+	0x09572bf6c4e4e174ull, 0xbd2341f2c9a35c8dull, 0x736288ce845031c4ull, 0x747722e6f0da395full,
+	0x30fd4eb1942dcfe9ull, 0x1e235ae3001c5e06ull, 0x66e3fed65d75e6f0ull, 0xe1d02e1ac5809628ull,
+};
+
+Test(hash, fixed_values_for_every_tail_length)
+{
+	unsigned char msg[64 + 8];
+
+	for (int i = 0; i < 64; i++)
+		msg[i] = (unsigned char)(i * 7 + 1);
+	for (size_t len = 0; len < 64; len++)
+		cr_expect_eq(sg_hash_mem(msg, len), fixed_hash[len], "length %zu: %016llx", len,
+			     (unsigned long long)sg_hash_mem(msg, len));
+	/* The same at every alignment. */
+	for (size_t off = 1; off < 8; off++) {
+		memmove(msg + off, msg + off - 1, 64);
+		for (size_t len = 0; len < 64; len++)
+			cr_expect_eq(sg_hash_mem(msg + off, len), fixed_hash[len], "offset %zu, length %zu", off, len);
+	}
 }
