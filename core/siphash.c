@@ -88,6 +88,7 @@ uint64_t sg_siphash13(const uint8_t key[16], const void *data, size_t len)
 static uint8_t table_key[16];
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static const char *key_weakness;
+static bool key_drawn; /* set, with release order, once table_key is */
 
 static void draw_key(void)
 {
@@ -116,6 +117,7 @@ static void draw_key(void)
 		key_weakness = "no random bytes from getrandom(); the hash tables are keyed from the time, the pid "
 			       "and the auxiliary vector instead";
 	}
+	__atomic_store_n(&key_drawn, true, __ATOMIC_RELEASE);
 }
 
 const char *sg_table_key_init(void)
@@ -132,6 +134,8 @@ const char *sg_table_key_init(void)
 
 uint64_t sg_table_hash(const void *data, size_t len)
 {
-	pthread_once(&key_once, draw_key);
+	/* pthread_once's own check is a call and a barrier on every lookup. */
+	if (!__atomic_load_n(&key_drawn, __ATOMIC_ACQUIRE))
+		pthread_once(&key_once, draw_key);
 	return sg_siphash13(table_key, data, len);
 }
