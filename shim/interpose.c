@@ -213,11 +213,11 @@ SG_EXPORT sem_t *sem_open(const char *name, int oflag, ...)
  * looked up, to keep unlink free of system calls: under another, the
  * record stays until the watcher's pruning finds the name gone (a sweep
  * before that finds it gone too, or another inode). */
-static void forget(const char *path)
+static void forget(const char *path, size_t name_off)
 {
 	if (sg_enter()) {
 		int saved = errno;
-		sg_registry_forget_path(path);
+		sg_registry_forget_path(path, name_off);
 		errno = saved;
 		sg_leave();
 	}
@@ -225,31 +225,35 @@ static void forget(const char *path)
 
 static void forget_spelled(const char *path)
 {
-	if (sg_registry_count() && path && sg_root_spelled(path))
-		forget(path);
+	size_t name_off;
+
+	if (sg_registry_count() && path && (name_off = sg_root_spelled(path)))
+		forget(path, name_off);
 }
 
 SG_EXPORT int shm_unlink(const char *name)
 {
 	char path[SHM_PATH_MAX];
+	size_t name_off;
 	int ret;
 
 	sg_real_ensure();
 	ret = sg_real.shm_unlink(name);
-	if (ret == 0 && sg_registry_count() && shm_path(name, "", path))
-		forget(path);
+	if (ret == 0 && sg_registry_count() && (name_off = shm_path(name, "", path)))
+		forget(path, name_off);
 	return ret;
 }
 
 SG_EXPORT int sem_unlink(const char *name)
 {
 	char path[SHM_PATH_MAX];
+	size_t name_off;
 	int ret;
 
 	sg_real_ensure();
 	ret = sg_real.sem_unlink(name);
-	if (ret == 0 && sg_registry_count() && shm_path(name, "sem.", path))
-		forget(path);
+	if (ret == 0 && sg_registry_count() && (name_off = shm_path(name, "sem.", path)))
+		forget(path, name_off);
 	return ret;
 }
 

@@ -20,6 +20,13 @@ struct aborted {
 	char id[];
 };
 
+/* The path index hashes a path's name only (root/name: the root is one
+ * of a few, and the name tells files apart) and compares whole paths. */
+static uint64_t path_hash(const char *path, size_t name_off, size_t name_len)
+{
+	return sg_table_hash(path + name_off, name_len);
+}
+
 static bool is_path(const struct sg_hnode *node, const void *path)
 {
 	return strcmp(sg_hnode_entry(node, struct sg_segment, by_path)->path, path) == 0;
@@ -196,7 +203,7 @@ static void release(struct sg_segment *seg)
 int sg_registry_add(const struct sg_new_file *f)
 {
 	size_t plen = f->name_off + f->name_len, rlen = f->req_len;
-	uint64_t path_hash = sg_table_hash(f->path, plen);
+	uint64_t hash = path_hash(f->path, f->name_off, f->name_len);
 	size_t bit = maybe_bit(f->req, rlen);
 	struct sg_segment *seg = NULL;
 	struct sg_hnode **slot;
@@ -210,7 +217,7 @@ int sg_registry_add(const struct sg_new_file *f)
 	memcpy(seg->path + plen + 1, f->req, rlen);
 	seg->path[plen + 1 + rlen] = '\0';
 	seg->request = seg->path + plen + 1;
-	seg->by_path.hash = path_hash;
+	seg->by_path.hash = hash;
 	seg->dev = f->dev;
 	seg->ino = f->ino;
 	slot = sg_htable_slot(&by_path, seg->by_path.hash, is_path, seg->path);
@@ -253,9 +260,9 @@ static struct sg_segment *take(const char *path, uint64_t h)
 	return seg;
 }
 
-struct sg_segment *sg_registry_take(const char *path)
+struct sg_segment *sg_registry_take(const char *path, size_t name_off)
 {
-	uint64_t h = sg_table_hash_str(path);
+	uint64_t h = path_hash(path, name_off, strlen(path + name_off));
 	struct sg_segment *seg;
 
 	pthread_mutex_lock(&lock);
@@ -264,9 +271,9 @@ struct sg_segment *sg_registry_take(const char *path)
 	return seg;
 }
 
-void sg_registry_forget_path(const char *path)
+void sg_registry_forget_path(const char *path, size_t name_off)
 {
-	uint64_t h = sg_table_hash_str(path);
+	uint64_t h = path_hash(path, name_off, strlen(path + name_off));
 	struct sg_segment *seg;
 
 	pthread_mutex_lock(&lock);

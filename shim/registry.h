@@ -47,12 +47,13 @@ enum sg_added { SG_ADDED = 0, SG_ADDED_ABORTED = 1 };
  * tracked). */
 int sg_registry_add(const struct sg_new_file *f);
 
-/* The program unlinked path itself: forget it. */
-void sg_registry_forget_path(const char *path);
+/* The program unlinked path (root/name, the name at name_off) itself:
+ * forget it. */
+void sg_registry_forget_path(const char *path, size_t name_off);
 
-/* Detaches and returns the entry of path (the caller frees it), or NULL:
- * the program renamed it. */
-struct sg_segment *sg_registry_take(const char *path);
+/* Detaches and returns the entry of path (root/name, the name at
+ * name_off) for the caller to free, or NULL: the program renamed it. */
+struct sg_segment *sg_registry_take(const char *path, size_t name_off);
 
 /* Marks request aborted (at now; later additions report it) and detaches
  * and returns every segment recorded for it, NULL if none; the caller hands

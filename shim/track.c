@@ -253,10 +253,16 @@ static void record_named(const char *path, size_t name_off, size_t name_len, con
 		sg_real.close(fd);
 }
 
+/* Where the name starts in a canonical path root/name. */
+static size_t name_at(const char *path)
+{
+	return (size_t)(strrchr(path, '/') + 1 - path);
+}
+
 /* A name that a rename or link made in a root: a creation by this process. */
 static void arrived(const char *path, const struct sg_source *src)
 {
-	size_t name_off = (size_t)(strrchr(path, '/') + 1 - path), name_len = strlen(path + name_off);
+	size_t name_off = name_at(path), name_len = strlen(path + name_off);
 	char req[SG_NAME_MAX + 1];
 	struct sg_match_at at;
 
@@ -268,7 +274,7 @@ static void arrived(const char *path, const struct sg_source *src)
 static void rekey(struct sg_segment *seg, const char *to)
 {
 	struct sg_match_at at = {.req_at = SG_JOURNAL_REQ_AT_UNKNOWN, .req_len = strlen(seg->request)};
-	size_t name_off = (size_t)(strrchr(to, '/') + 1 - to);
+	size_t name_off = name_at(to);
 	struct sg_new_file f = new_file(to, name_off, strlen(to + name_off), seg->request, &at, seg->dev, seg->ino);
 	bool looked = sg_markers_first_look_done();
 	int added = sg_registry_add(&f);
@@ -291,8 +297,8 @@ static void moved_to(struct sg_segment *seg, const char *to, const struct sg_sou
 
 void sg_renamed(const char *from, const char *to, const struct sg_source *src, const struct sg_source *back)
 {
-	struct sg_segment *moved = from ? sg_registry_take(from) : NULL;
-	struct sg_segment *overwritten = to ? sg_registry_take(to) : NULL;
+	struct sg_segment *moved = from ? sg_registry_take(from, name_at(from)) : NULL;
+	struct sg_segment *overwritten = to ? sg_registry_take(to, name_at(to)) : NULL;
 
 	/* A record whose file left the roots is forgotten, and so is that of
 	 * a name overwritten. */

@@ -24,18 +24,27 @@ void sg_jw_exit(void)
 {
 }
 
-/* path (/dev/shm/NAME), file dev, ino, made for request. */
-static int add(const char *path, dev_t dev, ino_t ino, const char *request)
+/* Where the name starts in /dev/shm/NAME. */
+#define IN_SHM sizeof("/dev/shm")
+
+/* path (ROOT/NAME, NAME at name_off), file dev, ino, made for request. */
+static int add_at(const char *path, size_t name_off, dev_t dev, ino_t ino, const char *request)
 {
 	struct sg_new_file f = {.path = path,
-				.name_off = sizeof("/dev/shm"),
-				.name_len = strlen(path) - sizeof("/dev/shm"),
+				.name_off = name_off,
+				.name_len = strlen(path) - name_off,
 				.req = request,
 				.req_len = strlen(request),
 				.dev = dev,
 				.ino = ino};
 
 	return sg_registry_add(&f);
+}
+
+/* path (/dev/shm/NAME) ... */
+static int add(const char *path, dev_t dev, ino_t ino, const char *request)
+{
+	return add_at(path, IN_SHM, dev, ino, request);
 }
 
 static unsigned count_and_free(struct sg_segment *list, const char *request)
@@ -57,15 +66,15 @@ Test(registry, add_take_and_forget)
 	cr_assert_eq(add("/dev/shm/b", 1, 11, "r1"), SG_ADDED);
 	cr_expect_eq(sg_registry_count(), 2);
 
-	struct sg_segment *seg = sg_registry_take("/dev/shm/a");
+	struct sg_segment *seg = sg_registry_take("/dev/shm/a", IN_SHM);
 	cr_assert_not_null(seg);
 	cr_expect_str_eq(seg->path, "/dev/shm/a");
 	cr_expect_str_eq(seg->request, "r1");
 	cr_expect_eq(seg->ino, 10);
 	free(seg);
-	cr_expect_null(sg_registry_take("/dev/shm/a"));
+	cr_expect_null(sg_registry_take("/dev/shm/a", IN_SHM));
 
-	sg_registry_forget_path("/dev/shm/b");
+	sg_registry_forget_path("/dev/shm/b", IN_SHM);
 	cr_expect_eq(sg_registry_count(), 0);
 	cr_expect_null(sg_registry_abort("r1", 1), "forgotten segments are not swept");
 }
@@ -120,7 +129,7 @@ Test(registry, growth_with_many_segments_of_one_request)
 	cr_expect_eq(sg_registry_count(), N);
 	for (int i = 0; i < N; i += 8) {
 		snprintf(path, sizeof(path), "/dev/shm/seg_%d", i);
-		sg_registry_forget_path(path);
+		sg_registry_forget_path(path, IN_SHM);
 	}
 	cr_expect_eq(sg_registry_count(), N - N / 8);
 	cr_expect_eq(count_and_free(sg_registry_abort("big", 1), "big"), N * 3 / 4);
@@ -149,9 +158,9 @@ Test(registry, an_abort_finds_segments_indexed_or_not)
 	add("/dev/shm/r_fresh", 1, 6, "r");
 	add("/dev/shm/r_fresh_gone", 1, 7, "r");
 	add("/dev/shm/s_fresh", 1, 8, "s");
-	sg_registry_forget_path("/dev/shm/r_old_gone");
-	sg_registry_forget_path("/dev/shm/r_aged_gone");
-	sg_registry_forget_path("/dev/shm/r_fresh_gone");
+	sg_registry_forget_path("/dev/shm/r_old_gone", IN_SHM);
+	sg_registry_forget_path("/dev/shm/r_aged_gone", IN_SHM);
+	sg_registry_forget_path("/dev/shm/r_fresh_gone", IN_SHM);
 
 	struct sg_segment *list = sg_registry_abort("r", 1);
 	unsigned long inos = 0;
@@ -197,5 +206,21 @@ Test(registry, an_abort_sharing_the_filters_bit_is_no_late_put)
 	cr_expect_eq(add("/dev/shm/other_0", 1, 1, other), SG_ADDED, "%s is not %s", other, aborted);
 	cr_expect_eq(add("/dev/shm/late_0", 1, 2, aborted), SG_ADDED_ABORTED);
 	cr_expect_eq(count_and_free(sg_registry_abort(other, 100), other), 1);
+	sg_registry_forget_all();
+}
+
+/* The path index hashes names alone: one name in two roots is two records. */
+Test(registry, one_name_in_two_roots_is_two_records)
+{
+	cr_assert_eq(add("/dev/shm/x_0", 1, 1, "r"), SG_ADDED);
+	cr_assert_eq(add_at("/run/other/x_0", sizeof("/run/other"), 2, 1, "s"), SG_ADDED);
+	cr_expect_eq(sg_registry_count(), 2);
+	sg_registry_forget_path("/run/other/x_0", sizeof("/run/other"));
+	cr_expect_eq(sg_registry_count(), 1);
+	struct sg_segment *seg = sg_registry_take("/dev/shm/x_0", IN_SHM);
+	cr_assert_not_null(seg);
+	cr_expect_eq(seg->dev, 1);
+	free(seg);
+	cr_expect_null(sg_registry_abort("s", 1));
 	sg_registry_forget_all();
 }

@@ -190,7 +190,7 @@ static int create(const char *name)
 static const char *recorded_for(const char *name)
 {
 	static char req[SG_NAME_MAX + 1];
-	struct sg_segment *seg = sg_registry_take(in_root(name));
+	struct sg_segment *seg = sg_registry_take(in_root(name), strlen(root) + 1);
 
 	req[0] = 0;
 	if (seg) {
