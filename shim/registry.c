@@ -49,12 +49,14 @@ static struct sg_segment **by_request;
 static size_t request_buckets;
 static size_t prune_cursor;
 
-/* Segments not in the request index yet, chained as its buckets are: those
- * made since the last prune call, and those that outlived it, indexed at
- * the next one.  Hashing a request under the table's key costs about as
- * much as the rest of a record, and most segments are unlinked before a
- * prune call or an abort (which indexes both lists) comes. */
-static struct sg_segment *fresh, *aged;
+/* Segments not in the request index yet, oldest first, chained as its
+ * buckets are.  Hashing a request under the table's key costs about as
+ * much as the rest of a record: a segment unlinked before PENDING_MAX
+ * newer ones are made (most are) never pays it, the oldest is indexed
+ * when one more would wait, and an abort indexes at most PENDING_MAX. */
+#define PENDING_MAX 256
+static struct sg_segment *pending, **pending_tail = &pending;
+static size_t npending;
 
 /* Requests that may be aborted: a bit per value of an unkeyed hash of the
  * ID, set for every abort remembered.  A clear bit proves a new segment's
@@ -143,20 +145,30 @@ static void unlink_request(struct sg_segment *seg)
 	*seg->req_prev = seg->req_next;
 	if (seg->req_next)
 		seg->req_next->req_prev = seg->req_prev;
+	else if (seg->pending)
+		pending_tail = seg->req_prev;
+	if (seg->pending) {
+		seg->pending = false;
+		npending--;
+	}
 }
 
-/* seg, in fresh or aged, moves to the request index. */
+static void append_pending(struct sg_segment *seg)
+{
+	seg->req_next = NULL;
+	seg->req_prev = pending_tail;
+	*pending_tail = seg;
+	pending_tail = &seg->req_next;
+	seg->pending = true;
+	npending++;
+}
+
+/* seg, pending, moves to the request index. */
 static void index_request(struct sg_segment *seg)
 {
 	unlink_request(seg);
 	seg->req_hash = sg_table_hash_str(seg->request);
 	link_request(&by_request[seg->req_hash & (request_buckets - 1)], seg);
-}
-
-static void index_list(struct sg_segment **list)
-{
-	while (*list)
-		index_request(*list);
 }
 
 static size_t maybe_bit(const char *id, size_t len)
@@ -231,13 +243,16 @@ int sg_registry_add(const struct sg_new_file *f)
 	seg->journal_slot = sg_jw_record(f);
 	sg_htable_insert_at(&by_path, slot, &seg->by_path);
 	ret = SG_ADDED;
+	seg->pending = false; /* (a new or reused entry: whatever it held) */
 	if (maybe_aborted_test(bit)) {
 		seg->req_hash = sg_table_hash(seg->request, rlen);
 		link_request(&by_request[seg->req_hash & (request_buckets - 1)], seg);
 		if (aborted_already(seg->request, seg->req_hash))
 			ret = SG_ADDED_ABORTED;
 	} else {
-		link_request(&fresh, seg);
+		append_pending(seg);
+		if (npending > PENDING_MAX)
+			index_request(pending);
 	}
 out:
 	pthread_mutex_unlock(&lock);
@@ -316,8 +331,8 @@ struct sg_segment *sg_registry_abort(const char *request, time_t now)
 	 * the segments already recorded are swept all the same. */
 	remember_abort(request, h, now);
 	if (request_buckets) {
-		index_list(&aged);
-		index_list(&fresh);
+		while (pending)
+			index_request(pending);
 		for (struct sg_segment *seg = by_request[h & (request_buckets - 1)], *next; seg; seg = next) {
 			next = seg->req_next;
 			if (seg->req_hash == h && strcmp(seg->request, request) == 0) {
@@ -359,12 +374,6 @@ void sg_registry_expire_aborts(time_t cutoff)
 void sg_registry_prune(size_t max, bool (*gone)(const struct sg_segment *seg))
 {
 	pthread_mutex_lock(&lock);
-	/* The segments that outlived the previous call are indexed, and
-	 * those made since then wait for the next. */
-	index_list(&aged);
-	if ((aged = fresh))
-		aged->req_prev = &aged;
-	fresh = NULL;
 	for (size_t seen = 0; by_path.count && seen < max && seen < by_path.nbuckets; seen++) {
 		size_t b = prune_cursor++ & (by_path.nbuckets - 1);
 		for (struct sg_hnode **slot = &by_path.buckets[b]; *slot;) {
@@ -431,7 +440,9 @@ void sg_registry_abandon(void)
 	aborted = (struct sg_htable){0};
 	by_request = NULL;
 	request_buckets = 0;
-	fresh = aged = NULL;
+	pending = NULL;
+	pending_tail = &pending;
+	npending = 0;
 	memset(maybe_aborted, 0, sizeof(maybe_aborted));
 	spare = NULL;
 	spares = 0;
@@ -444,7 +455,9 @@ void sg_registry_forget_all(void)
 	free(by_request);
 	by_request = NULL;
 	request_buckets = 0;
-	fresh = aged = NULL;
+	pending = NULL;
+	pending_tail = &pending;
+	npending = 0;
 	memset(maybe_aborted, 0, sizeof(maybe_aborted));
 	while (spare) {
 		struct sg_segment *next = spare->next_of_request;

@@ -21,10 +21,11 @@ struct sg_segment {
 	struct sg_segment *next_of_request; /* list handed out by sg_registry_abort() */
 	/* (private) The request index chains segments whose request IDs share
 	 * a bucket, doubly linked so that forgetting one is O(1).  A segment
-	 * not indexed yet is in one of two such lists of the unindexed, and its
-	 * req_hash is not computed. */
+	 * not indexed yet is pending, in one such list, and its req_hash is
+	 * not computed. */
 	struct sg_segment *req_next, **req_prev;
 	uint64_t req_hash;
+	bool pending;
 	const char *request; /* the request ID, stored after the path */
 	dev_t dev;
 	ino_t ino;
@@ -39,9 +40,9 @@ enum sg_added { SG_ADDED = 0, SG_ADDED_ABORTED = 1 };
  * the ownership journal, whose record goes when the entry is taken or
  * forgotten (a sweep releases the records of the entries it is handed).
  * Its request is hashed for the request index only when it must be: when
- * an abort comes, when the segment outlives a prune call, or when an abort
- * of a request that may be its own is remembered; most segments are
- * unlinked before any of these.
+ * an abort comes, when a few hundred newer segments wait to be indexed, or
+ * when an abort of a request that may be its own is remembered; most
+ * segments are unlinked before any of these.
  * Returns SG_ADDED, SG_ADDED_ABORTED when its request is already aborted (a
  * late put: sweep it), or -1 when out of memory (the segment is not
  * tracked). */
@@ -65,9 +66,7 @@ void sg_registry_expire_aborts(time_t cutoff);
 
 /* Checks up to max entries, resuming where the previous call stopped, and
  * forgets those that gone() says are gone or now name another inode: a
- * consumer in another process unlinked them, and records must not pile up.
- * Also indexes by request the segments that outlived the previous call
- * (see sg_registry_add). */
+ * consumer in another process unlinked them, and records must not pile up. */
 void sg_registry_prune(size_t max, bool (*gone)(const struct sg_segment *seg));
 
 size_t sg_registry_count(void);
