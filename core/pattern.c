@@ -43,6 +43,63 @@ static bool splits_one_way(const struct sg_pattern *p)
 	return true;
 }
 
+/* Whether the byte c can stand where token t meets an end of the name;
+ * lit: a literal's byte there. */
+static bool end_can_be(const struct sg_token *t, char lit, unsigned c)
+{
+	switch (t->kind) {
+	case SG_TOK_LITERAL:
+		return c == (unsigned char)lit;
+	case SG_TOK_INT:
+		return is_digit((char)c);
+	default:
+		return c != '/';
+	}
+}
+
+/* Marks in set the bytes that a name pattern k matches can begin and end with. */
+static void mark_ends(struct sg_pattern_set *set, unsigned k)
+{
+	const struct sg_pattern *p = &set->patterns[k];
+	const struct sg_token *first = &p->tokens[0], *last = &p->tokens[p->ntokens - 1];
+
+	for (unsigned c = 0; c < 256; c++) {
+		if (end_can_be(first, p->text[first->off], c))
+			set->first[c] |= 1u << k;
+		if (end_can_be(last, p->text[last->off + last->len - 1], c))
+			set->last[c] |= 1u << k;
+	}
+}
+
+/* Token t, next in the scan of p: an {int} waits in step for the literal
+ * after it, which makes the step. */
+static void add_step(struct sg_pattern *p, struct sg_step *step, const struct sg_token *t)
+{
+	if (t->kind == SG_TOK_INT) {
+		step->digits = true;
+		return;
+	}
+	_Static_assert(SG_NAME_MAX - 5 <= 255, "a literal, the pattern less its {req}, fits in len");
+	step->len = (unsigned char)t->len;
+	step->off = t->off;
+	p->steps[p->nsteps++] = *step;
+	*step = (struct sg_step){0};
+}
+
+/* The scan of a direct pattern, whose every {int} has a literal after it
+ * in the order of the scan (splits_one_way()). */
+static void compile_steps(struct sg_pattern *p)
+{
+	struct sg_step step = {0};
+
+	p->nsteps = 0;
+	for (unsigned k = 0; k < p->req_index; k++)
+		add_step(p, &step, &p->tokens[k]);
+	p->nforward = p->nsteps;
+	for (unsigned k = p->ntokens; k-- > p->req_index + 1;)
+		add_step(p, &step, &p->tokens[k]);
+}
+
 static int parse_one(struct sg_pattern *p, const char *text, size_t len, char *err, size_t errlen)
 {
 	unsigned nreq = 0;
@@ -103,12 +160,17 @@ static int parse_one(struct sg_pattern *p, const char *text, size_t len, char *e
 	for (unsigned k = 0; k < p->ntokens; k++)
 		p->min_len += p->tokens[k].kind == SG_TOK_LITERAL ? p->tokens[k].len : 1;
 	p->direct = splits_one_way(p);
+	if (p->direct)
+		compile_steps(p);
 	return 0;
 }
 
 int sg_patterns_parse(struct sg_pattern_set *set, const char *spec, char *err, size_t errlen)
 {
+	_Static_assert(SG_MAX_PATTERNS <= 32, "a bit per pattern in first[] and last[]");
 	set->count = 0;
+	memset(set->first, 0, sizeof(set->first));
+	memset(set->last, 0, sizeof(set->last));
 	for (const char *start = spec;;) {
 		const char *end = strchr(start, ';');
 		size_t len = end ? (size_t)(end - start) : strlen(start);
@@ -119,7 +181,7 @@ int sg_patterns_parse(struct sg_pattern_set *set, const char *spec, char *err, s
 		}
 		if (parse_one(&set->patterns[set->count], start, len, err, errlen) < 0)
 			return -EINVAL;
-		set->count++;
+		mark_ends(set, set->count++);
 		if (!end)
 			return 0;
 		start = end + 1;
@@ -212,83 +274,138 @@ static void step_backward(const struct sg_pattern *p, const struct sg_token *t, 
 	}
 }
 
-/* Whether the ends of name can be those of p: a literal first or last
- * token is there, an {int} there is a digit, and name is long enough.
- * Exact (a whole match needs all of it), and it spares most names the
- * extraction by a pattern they cannot match. */
+/* Whether the n bytes at a and b are the same: memcmp without a call, in
+ * a load or two for the short literals that patterns are made of. */
+static inline bool same_bytes(const char *a, const char *b, size_t n)
+{
+	uint64_t x, y;
+	uint32_t v, w;
+	uint16_t s, t;
+
+	if (n == 1)
+		return *a == *b;
+	if (n >= 8) {
+		for (; n > 8; a += 8, b += 8, n -= 8) {
+			memcpy(&x, a, 8), memcpy(&y, b, 8);
+			if (x != y)
+				return false;
+		}
+		/* The last 8 bytes, which may overlap those compared. */
+		memcpy(&x, a + n - 8, 8), memcpy(&y, b + n - 8, 8);
+		return x == y;
+	}
+	if (n >= 4) {
+		memcpy(&v, a, 4), memcpy(&w, b, 4);
+		if (v != w)
+			return false;
+		memcpy(&v, a + n - 4, 4), memcpy(&w, b + n - 4, 4);
+		return v == w;
+	}
+	if (n >= 2) {
+		memcpy(&s, a, 2), memcpy(&t, b, 2);
+		if (s != t)
+			return false;
+		memcpy(&s, a + n - 2, 2), memcpy(&t, b + n - 2, 2);
+		return s == t;
+	}
+	return n == 0;
+}
+
+/* Whether a literal first or last token of p is at that end of name (at
+ * least p->min_len bytes long): the position sets need not be built for a
+ * name that p cannot match. */
 static bool ends_fit(const struct sg_pattern *p, const char *name, size_t len)
 {
 	const struct sg_token *first = &p->tokens[0], *last = &p->tokens[p->ntokens - 1];
 
-	if (len < p->min_len)
-		return false;
-	if (first->kind == SG_TOK_LITERAL ? memcmp(name, p->text + first->off, first->len) != 0
-					   : first->kind == SG_TOK_INT && !is_run_char(SG_TOK_INT, name[0]))
-		return false;
-	if (last->kind == SG_TOK_LITERAL)
-		return memcmp(name + len - last->len, p->text + last->off, last->len) == 0;
-	return last->kind != SG_TOK_INT || is_run_char(SG_TOK_INT, name[len - 1]);
+	return (first->kind != SG_TOK_LITERAL || same_bytes(name, p->text + first->off, first->len)) &&
+	       (last->kind != SG_TOK_LITERAL || same_bytes(name + len - last->len, p->text + last->off, last->len));
 }
 
-/* extract() for a pattern that splits a name one way at most (p->direct):
- * the tokens before {req} read forward from the start, those after it
- * backward from the end, each {int} a whole run of digits. */
-static bool extract_direct(const struct sg_pattern *p, const char *name, size_t len,
-			   bool (*found)(const char *req, size_t rlen, void *ctx), void *ctx)
+/* What the patterns gave a name so far. */
+struct match_ctx {
+	const char *name;
+	int shape;              /* the pattern that gave the first request; -1: none yet */
+	size_t req_at, req_len; /* where that request stands */
+	size_t other_at, other_len;
+	bool ambiguous; /* a different request at other_at */
+};
+
+/* Pattern k gives the request of rlen bytes at at in the name.  False: the
+ * name is ambiguous, and the search stops. */
+static bool found(struct match_ctx *m, unsigned k, size_t at, size_t rlen)
 {
+	if (m->shape < 0) {
+		m->shape = (int)k;
+		m->req_at = at;
+		m->req_len = rlen;
+		return true;
+	}
+	if (rlen == m->req_len && same_bytes(m->name + at, m->name + m->req_at, rlen))
+		return true;
+	m->other_at = at;
+	m->other_len = rlen;
+	m->ambiguous = true;
+	return false;
+}
+
+/* The one way a pattern with p->direct can split name, by its steps:
+ * each {int} a whole run of digits.  False: p does not match name.
+ * component: name is known to hold no '/'. */
+static bool split_direct(const struct sg_pattern *p, const char *name, size_t len, bool component, size_t *req_at,
+			 size_t *req_len)
+{
+	const struct sg_step *s = p->steps, *forward_end = s + p->nforward, *end = s + p->nsteps;
 	size_t i = 0, j = len;
 
-	for (unsigned k = 0; k < p->req_index; k++) {
-		const struct sg_token *t = &p->tokens[k];
-		size_t start = i;
+	for (; s < forward_end; s++) {
+		if (s->digits) {
+			size_t start = i;
 
-		if (t->kind == SG_TOK_LITERAL) {
-			if (len - i < t->len || memcmp(name + i, p->text + t->off, t->len) != 0)
-				return true;
-			i += t->len;
-			continue;
+			while (i < len && is_digit(name[i]))
+				i++;
+			if (i == start)
+				return false;
 		}
-		while (i < len && is_digit(name[i]))
-			i++;
-		if (i == start)
-			return true;
+		if (len - i < s->len || !same_bytes(name + i, p->text + s->off, s->len))
+			return false;
+		i += s->len;
 	}
-	for (unsigned k = p->ntokens; k-- > p->req_index + 1;) {
-		const struct sg_token *t = &p->tokens[k];
-		size_t end = j;
+	for (; s < end; s++) {
+		if (s->digits) {
+			size_t stop = j;
 
-		if (t->kind == SG_TOK_LITERAL) {
-			if (j < t->len || memcmp(name + j - t->len, p->text + t->off, t->len) != 0)
-				return true;
-			j -= t->len;
-			continue;
+			while (j > 0 && is_digit(name[j - 1]))
+				j--;
+			if (j == stop)
+				return false;
 		}
-		while (j > 0 && is_digit(name[j - 1]))
-			j--;
-		if (j == end)
-			return true;
+		if (j < s->len || !same_bytes(name + j - s->len, p->text + s->off, s->len))
+			return false;
+		j -= s->len;
 	}
 	/* {req}: one or more characters other than '/'. */
-	if (i >= j || memchr(name + i, '/', j - i))
-		return true;
-	return found(name + i, j - i, ctx);
+	if (i >= j || (!component && memchr(name + i, '/', j - i)))
+		return false;
+	*req_at = i;
+	*req_len = j - i;
+	return true;
 }
 
-/* Every request ID that pattern p can extract from name, reported through
- * found(); returns false as soon as found() asks to stop. */
-static bool extract(const struct sg_pattern *p, const char *name, size_t len,
-		    bool (*found)(const char *req, size_t rlen, void *ctx), void *ctx)
+/* Every request ID that pattern k, p, can extract from name, given to
+ * found(); false as soon as found() finds the name ambiguous. */
+static bool extract(const struct sg_pattern *p, unsigned k, const char *name, size_t len, struct match_ctx *m)
 {
 	struct posset sets[3], *before = &sets[0], *after = &sets[1], *spare = &sets[2], *swap;
 
 	posset_only(before, 0);
-	for (unsigned k = 0; k < p->req_index; k++) {
-		step_forward(p, &p->tokens[k], name, len, before, spare);
+	for (unsigned t = 0; t < p->req_index; t++) {
+		step_forward(p, &p->tokens[t], name, len, before, spare);
 		swap = before, before = spare, spare = swap;
 	}
 	posset_only(after, len);
-	for (unsigned k = p->ntokens; k-- > p->req_index + 1;) {
-		step_backward(p, &p->tokens[k], name, after, spare);
+	for (unsigned t = p->ntokens; t-- > p->req_index + 1;) {
+		step_backward(p, &p->tokens[t], name, after, spare);
 		swap = after, after = spare, spare = swap;
 	}
 	/* {req}: one or more characters other than '/' between the two, so it
@@ -304,60 +421,78 @@ static bool extract(const struct sg_pattern *p, const char *name, size_t len,
 		if ((slash = memchr(name + i, '/', after->hi - 1 - i)))
 			stop = (size_t)(slash - name) + 1;
 		for (size_t j = i + 1 > after->lo ? i + 1 : after->lo; j < stop; j++)
-			if (after->at[j] && !found(name + i, j - i, ctx))
+			if (after->at[j] && !found(m, k, i, j - i))
 				return false;
 	}
 	return true;
 }
 
-struct match_ctx {
-	const char *name;
-	char *req, *other;
-	size_t req_at, req_len;
-	bool have_req, ambiguous;
-};
-
-static bool on_found(const char *r, size_t rlen, void *opaque)
+static void copy_out(char *to, const char *from, size_t len)
 {
-	struct match_ctx *m = opaque;
+	if (to) {
+		memcpy(to, from, len);
+		to[len] = '\0';
+	}
+}
 
-	if (!m->have_req) {
-		memcpy(m->req, r, rlen);
-		m->req[rlen] = '\0';
-		m->req_at = (size_t)(r - m->name);
-		m->req_len = rlen;
-		m->have_req = true;
-		return true;
+/* match() for the patterns whose bits are set in fit (those that name's
+ * end bytes fit).  Apart, so that a name refused by every pattern costs a
+ * few loads and no more. */
+static __attribute__((noinline)) enum sg_match_result match_from(const struct sg_pattern_set *set, uint32_t fit,
+								 const char *name, size_t len, bool component,
+								 char *req, char *other, struct sg_match_at *at)
+{
+	struct match_ctx m = {.name = name, .shape = -1};
+
+	for (; fit; fit &= fit - 1) {
+		unsigned k = (unsigned)__builtin_ctz(fit);
+		const struct sg_pattern *p = &set->patterns[k];
+		size_t i, n;
+
+		if (len < p->min_len)
+			continue;
+		if (p->direct ? split_direct(p, name, len, component, &i, &n) && !found(&m, k, i, n)
+			      : ends_fit(p, name, len) && !extract(p, k, name, len, &m))
+			break;
 	}
-	if (rlen == m->req_len && memcmp(r, m->req, rlen) == 0)
-		return true;
-	if (m->other) {
-		memcpy(m->other, r, rlen);
-		m->other[rlen] = '\0';
+	if (m.shape < 0)
+		return SG_MATCH_NONE;
+	copy_out(req, name + m.req_at, m.req_len);
+	if (m.ambiguous) {
+		copy_out(other, name + m.other_at, m.other_len);
+		return SG_MATCH_AMBIGUOUS;
 	}
-	m->ambiguous = true;
-	return false;
+	if (at)
+		*at = (struct sg_match_at){m.shape, m.req_at, m.req_len};
+	return SG_MATCH_ONE;
+}
+
+/* sg_patterns_match(); component: name is known to hold no NUL byte and
+ * no '/'. */
+static inline enum sg_match_result match(const struct sg_pattern_set *set, const char *name, size_t len,
+					 bool component, char *req, char *other, struct sg_match_at *at)
+{
+	uint32_t fit;
+
+	if (at)
+		at->shape = -1;
+	/* No file name holds a NUL byte: nothing that does is a name. */
+	if (len == 0 || len > SG_NAME_MAX || (!component && memchr(name, '\0', len)))
+		return SG_MATCH_NONE;
+	fit = set->first[(unsigned char)name[0]] & set->last[(unsigned char)name[len - 1]];
+	if (set->count < 32)
+		fit &= (1u << set->count) - 1;
+	return fit ? match_from(set, fit, name, len, component, req, other, at) : SG_MATCH_NONE;
 }
 
 enum sg_match_result sg_patterns_match(const struct sg_pattern_set *set, const char *name, size_t len,
 				       char *req, char *other, struct sg_match_at *at)
 {
-	struct match_ctx m = {.name = name, .req = req, .other = other};
+	return match(set, name, len, false, req, other, at);
+}
 
-	if (at)
-		at->shape = -1;
-	/* No file name holds a NUL byte: nothing that does is a name. */
-	if (len == 0 || len > SG_NAME_MAX || memchr(name, '\0', len))
-		return SG_MATCH_NONE;
-	for (unsigned k = 0; k < set->count; k++) {
-		bool had = m.have_req;
-
-		if (!ends_fit(&set->patterns[k], name, len))
-			continue;
-		if (!(set->patterns[k].direct ? extract_direct : extract)(&set->patterns[k], name, len, on_found, &m))
-			return SG_MATCH_AMBIGUOUS;
-		if (!had && m.have_req && at)
-			*at = (struct sg_match_at){(int)k, m.req_at, m.req_len};
-	}
-	return m.have_req ? SG_MATCH_ONE : SG_MATCH_NONE;
+enum sg_match_result sg_patterns_match_component(const struct sg_pattern_set *set, const char *name, size_t len,
+						 char *req, char *other, struct sg_match_at *at)
+{
+	return match(set, name, len, true, req, other, at);
 }

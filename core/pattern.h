@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define SG_MAX_PATTERNS 32
 #define SG_MAX_PATTERN_TOKENS 32
@@ -25,6 +26,15 @@ enum sg_token_kind { SG_TOK_LITERAL, SG_TOK_REQ, SG_TOK_INT, SG_TOK_ANY };
 struct sg_token {
 	enum sg_token_kind kind;
 	unsigned short off, len; /* literal text: offset and length in the pattern */
+};
+
+/* A step of the scan that matches a direct pattern (below): a whole run of
+ * one or more digits (an {int}) if digits, then the literal of len bytes
+ * at off in the pattern's text. */
+struct sg_step {
+	bool digits;
+	unsigned char len;
+	unsigned short off;
 };
 
 struct sg_pattern {
@@ -38,11 +48,20 @@ struct sg_pattern {
 	 * run of digits, so the pattern splits a name one way at most, found
 	 * by a scan from each end instead of the position sets. */
 	bool direct;
+	/* With direct, the scan compiled: steps[0, nforward) read the name
+	 * forward from its start, steps[nforward, nsteps) backward from its
+	 * end; {req} is what they leave between them. */
+	struct sg_step steps[SG_MAX_PATTERN_TOKENS];
+	unsigned nforward, nsteps;
 };
 
 struct sg_pattern_set {
 	struct sg_pattern patterns[SG_MAX_PATTERNS];
 	unsigned count;
+	/* Bit k of first[c] (last[c]) is set if a name that pattern k matches
+	 * can begin (end) with the byte c: most names are refused by every
+	 * pattern on those two bytes alone. */
+	uint32_t first[256], last[256];
 };
 
 enum sg_match_result {
@@ -62,10 +81,19 @@ struct sg_match_at {
 	size_t req_len; /* its length */
 };
 
-/* Match name (not NUL-terminated: len bytes) against the set.  req and other
- * must hold SG_NAME_MAX + 1 bytes; other may be NULL.  *at, when not NULL,
- * receives where the request was found (with SG_MATCH_ONE). */
+/* Match name (not NUL-terminated: len bytes, any bytes) against the set.
+ * req and other, when not NULL, must hold SG_NAME_MAX + 1 bytes: req
+ * receives the request (with SG_MATCH_ONE and SG_MATCH_AMBIGUOUS), other
+ * the second one (with SG_MATCH_AMBIGUOUS).  *at, when not NULL, receives
+ * where the request was found (with SG_MATCH_ONE; shape -1 otherwise). */
 enum sg_match_result sg_patterns_match(const struct sg_pattern_set *set, const char *name, size_t len,
 				       char *req, char *other, struct sg_match_at *at);
+
+/* The same, for a name known to hold neither a NUL byte nor a '/': a
+ * path's last component, its length from strlen (the shim's callers).
+ * It is spared the two scans for them; any other name must go to
+ * sg_patterns_match(). */
+enum sg_match_result sg_patterns_match_component(const struct sg_pattern_set *set, const char *name, size_t len,
+						 char *req, char *other, struct sg_match_at *at);
 
 #endif

@@ -34,6 +34,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sg_patterns_match(&general, name, nlen, greq, gother, &gat) != r || gat.shape != at.shape ||
 	    (r != SG_MATCH_NONE && strcmp(greq, req) != 0) || (r == SG_MATCH_AMBIGUOUS && strcmp(gother, other) != 0))
 		abort();
+	/* So does the entry for names without NUL or '/'. */
+	char creq[SG_NAME_MAX + 1], cother[SG_NAME_MAX + 1];
+	struct sg_match_at cat;
+	if (!memchr(name, '\0', nlen) && !memchr(name, '/', nlen) &&
+	    (sg_patterns_match_component(&set, name, nlen, creq, cother, &cat) != r || cat.shape != at.shape ||
+	     (r != SG_MATCH_NONE && strcmp(creq, req) != 0) || (r == SG_MATCH_AMBIGUOUS && strcmp(cother, other) != 0) ||
+	     (r == SG_MATCH_ONE && (cat.req_at != at.req_at || cat.req_len != at.req_len))))
+		abort();
 	switch (r) {
 	case SG_MATCH_ONE:
 		/* The request is a non-empty part of the name, without '/'. */
@@ -43,10 +51,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		break;
 	case SG_MATCH_AMBIGUOUS:
-		if (strcmp(req, other) == 0)
+		if (strcmp(req, other) == 0 || at.shape != -1)
 			abort();
 		break;
 	case SG_MATCH_NONE:
+		if (at.shape != -1)
+			abort();
 		break;
 	}
 	return 0;
