@@ -44,7 +44,8 @@ static bool attribute(const char *name, size_t len, char *req, struct sg_match_a
 		return explicit_request(sg_thread_request, req, at);
 	if (sg_cfg.request_id[0])
 		return explicit_request(sg_cfg.request_id, req, at);
-	switch (sg_patterns_match(&sg_cfg.patterns, name, len, req, other, at)) {
+	/* name is a path's last component: no '/', no NUL byte. */
+	switch (sg_patterns_match_component(&sg_cfg.patterns, name, len, req, other, at)) {
 	case SG_MATCH_ONE:
 		return true;
 	case SG_MATCH_AMBIGUOUS:
@@ -69,10 +70,8 @@ static bool attribute(const char *name, size_t len, char *req, struct sg_match_a
  * learn which directory it is in. */
 static bool attributable(const char *name)
 {
-	char req[SG_NAME_MAX + 1], other[SG_NAME_MAX + 1];
-
 	return sg_thread_request[0] || sg_cfg.request_id[0] ||
-	       sg_patterns_match(&sg_cfg.patterns, name, strlen(name), req, other, NULL) != SG_MATCH_NONE;
+	       sg_patterns_match_component(&sg_cfg.patterns, name, strlen(name), NULL, NULL, NULL) != SG_MATCH_NONE;
 }
 
 const char *sg_locate(int dirfd, const char *path, char canon[static SG_ROOT_PATH_MAX], bool always,
