@@ -3,7 +3,8 @@
  * without user xattrs (tmpfs before Linux 6.6, ramfs).
  *
  * Each process keeps one journal in each shm root it creates files in, a
- * file named SG_JOURNAL_PREFIX... beside the files.  It is mapped into the
+ * file named SG_JOURNAL_PREFIX... in the root's SG_JOURNAL_DIR when that
+ * is trusted, else beside the files.  It is mapped into the
  * process, so a record is written without a system call.  The file is made
  * of 32-byte slots in 2 KiB blocks: slots 0 and 1 are a header naming the
  * creator, then each record takes 1 to SG_JOURNAL_MAX_SPAN consecutive
@@ -30,12 +31,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "pattern.h"
 #include "tag.h"
 
 #define SG_JOURNAL_PREFIX ".shmguard-journal-"
+/* A root's directory of journals, used only where an operator made it
+ * (docs/journal.md) and only while sg_journal_dir_trusted() says so: a
+ * reader then finds the journals without listing the root. */
+#define SG_JOURNAL_DIR ".shmguard"
 #define SG_JOURNAL_MAGIC "shmguard-jnl/2\n"
 #define SG_JOURNAL_SLOT 32u
 #define SG_JOURNAL_BLOCK 2048u
@@ -85,6 +91,16 @@ _Static_assert(sizeof(struct sg_journal_cont) == SG_JOURNAL_SLOT, "and goes on i
 static inline bool sg_journal_name(const char *name)
 {
 	return strncmp(name, SG_JOURNAL_PREFIX, sizeof(SG_JOURNAL_PREFIX) - 1) == 0;
+}
+
+/* Whether st, the fstat of a root's SG_JOURNAL_DIR opened with
+ * O_DIRECTORY|O_NOFOLLOW, may hold journals: a directory owned by root
+ * with mode 01777 exactly.  In it, as in /dev/shm, only an entry's owner
+ * or root may remove or rename the entry; a directory owned by another
+ * user would let that user remove everybody's journals. */
+static inline bool sg_journal_dir_trusted(const struct stat *st)
+{
+	return S_ISDIR(st->st_mode) && st->st_uid == 0 && (st->st_mode & 07777) == 01777;
 }
 
 /* Writing. */
