@@ -67,13 +67,15 @@ struct writer {
 	unsigned retry_in, backoff; /* creations to let pass before the next try */
 	dev_t dev;
 	ino_t ino;
+	bool in_dir;     /* in the root's SG_JOURNAL_DIR, not the root */
+	size_t name_off; /* where its name starts in path, after its directory's */
 	char path[SG_PATH_MAX + 64];
 };
 
 /* Guarded by the registry's lock, which every caller holds (journal_writer.h). */
 static struct writer writers[SG_MAX_ROOTS];
 static unsigned epoch;
-static bool said_failed, said_share, said_again;
+static bool said_failed, said_share, said_again, said_dir;
 
 static struct sg_journal_head *head_of(struct writer *w)
 {
@@ -139,15 +141,50 @@ static void fail(struct writer *w, unsigned k, const char *what, int err)
 		    sg_cfg.roots.dir[k], what, strerror(-err));
 }
 
+/* Opens dir, a root or (sub) its SG_JOURNAL_DIR, to hold a journal: the
+ * latter never through a symlink and only while it is trusted (journal.h;
+ * -EPERM when it is not).  A descriptor or a negative errno. */
+static int open_dir(const char *dir, bool sub)
+{
+	struct stat st;
+	int fd = sg_real.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (sub ? O_NOFOLLOW : 0));
+
+	if (fd < 0)
+		return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
+	if (sub && (fstat(fd, &st) < 0 || !sg_journal_dir_trusted(&st))) {
+		sg_real.close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* The directory w's journal is in, opened afresh and checked again: the
+ * name in it is opened or removed only through this descriptor, so that a
+ * symlink put in SG_JOURNAL_DIR's place is never followed. */
+static int open_home(const struct writer *w)
+{
+	char dir[sizeof(w->path)];
+
+	memcpy(dir, w->path, w->name_off - 1);
+	dir[w->name_off - 1] = '\0';
+	return open_dir(dir, w->in_dir);
+}
+
 /* The journal by name, if it still is ours; else a negative errno (-ESTALE:
  * the name is no longer our journal). */
 static int reopen(struct writer *w)
 {
 	struct stat st;
-	int fd = sg_real.open(w->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int dfd = open_home(w), fd;
 
+	if (dfd < 0)
+		return dfd;
+	fd = sg_real.openat(dfd, w->path + w->name_off, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		fd = -errno;
+	sg_real.close(dfd);
+	if (fd < 0)
+		return fd;
 	if (fstat(fd, &st) < 0 || st.st_dev != w->dev || st.st_ino != w->ino) {
 		sg_real.close(fd);
 		return -ESTALE;
@@ -186,6 +223,30 @@ static void set_top(struct writer *w, size_t top)
 	__atomic_store_n(&head_of(w)->slots_used, (uint32_t)(top * SG_JOURNAL_BLOCK_SLOTS), __ATOMIC_RELEASE);
 }
 
+/* Where root k's journal goes: into its SG_JOURNAL_DIR if it is trusted,
+ * else into the root (w->path, w->name_off and w->in_dir say which).  A
+ * descriptor of that directory, or a negative errno. */
+static int choose_home(struct writer *w, unsigned k)
+{
+	const char *root = sg_cfg.roots.dir[k];
+	int dfd;
+
+	snprintf(w->path, sizeof(w->path), "%s/" SG_JOURNAL_DIR, root);
+	w->in_dir = true;
+	if ((dfd = open_dir(w->path, true)) >= 0)
+		goto found;
+	if (dfd == -EPERM)
+		sg_log_once(&said_dir, SG_LOG_WARN,
+			    "%s is not a directory owned by root with mode 1777: journals stay in %s", w->path, root);
+	snprintf(w->path, sizeof(w->path), "%s", root);
+	w->in_dir = false;
+	if ((dfd = open_dir(w->path, false)) < 0)
+		return dfd;
+found:
+	w->name_off = strlen(w->path) + 1;
+	return dfd;
+}
+
 /* Creates the journal: a new file of our own (O_EXCL, never through a
  * symlink), readable by all and writable by us alone, header first.
  * 0, or a negative errno (said once). */
@@ -195,22 +256,28 @@ static int open_writer(struct writer *w, unsigned k, const struct sg_self *self)
 	struct timespec now;
 	struct stat st;
 	void *base;
-	int fd = -1, err;
+	int dfd, fd = -1, err;
 
 	clock_gettime(CLOCK_REALTIME, &now);
+	if ((dfd = choose_home(w, k)) < 0) {
+		fail(w, k, "open the directory", dfd);
+		return dfd;
+	}
 	/* A random part, so that nobody can take the name beforehand. */
 	for (unsigned n = 0; fd < 0 && n < 16; n++) {
 		uint64_t r;
 		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
 			r = (uint64_t)now.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&r ^ n;
-		snprintf(w->path, sizeof(w->path), "%s/" SG_JOURNAL_PREFIX "%d-%016llx", sg_cfg.roots.dir[k],
+		snprintf(w->path + w->name_off - 1, sizeof(w->path) - (w->name_off - 1), "/" SG_JOURNAL_PREFIX "%d-%016llx",
 			 (int)self->pid, (unsigned long long)r);
-		fd = sg_real.open(w->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		fd = sg_real.openat(dfd, w->path + w->name_off, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				    0644);
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
 	if (fd < 0) {
 		err = -errno;
+		sg_real.close(dfd);
 		fail(w, k, "create", err);
 		return err;
 	}
@@ -233,6 +300,7 @@ static int open_writer(struct writer *w, unsigned k, const struct sg_self *self)
 			     (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
 	memcpy(base, &head, sizeof(head));
 	sg_real.close(fd);
+	sg_real.close(dfd);
 	w->base = base;
 	w->blocks = PAGE_BLOCKS;
 	memset(w->taken, 0, PAGE_BLOCKS * sizeof(*w->taken));
@@ -250,8 +318,9 @@ static int open_writer(struct writer *w, unsigned k, const struct sg_self *self)
 	return 0;
 undo:
 	fail(w, k, "set up", err);
-	sg_real.unlink(w->path); /* ours: made with O_EXCL a moment ago */
+	sg_real.unlinkat(dfd, w->path + w->name_off, 0); /* ours: made with O_EXCL a moment ago */
 	sg_real.close(fd);
+	sg_real.close(dfd);
 	return err;
 }
 
@@ -549,16 +618,21 @@ void sg_jw_exit(void)
 		struct sg_journal_head head;
 		struct looking l = {k, false};
 		struct stat st;
+		int dfd;
 
 		/* Only its own: a vfork child shares its parent's memory. */
 		if (!w->opened || w->done || w->pid != pid)
 			continue;
 		sg_journal_parse(w->base, w->top * SG_JOURNAL_BLOCK, &head, still_there, &l);
 		/* Files remain: the journal stays for sweep --dead to read. */
-		if (l.some || lstat(w->path, &st) < 0 || st.st_dev != w->dev || st.st_ino != w->ino)
+		if (l.some || (dfd = open_home(w)) < 0)
 			continue;
-		sg_real.unlink(w->path);
-		w->done = true; /* a file created after this is not recorded */
+		if (fstatat(dfd, w->path + w->name_off, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == w->dev &&
+		    st.st_ino == w->ino) {
+			sg_real.unlinkat(dfd, w->path + w->name_off, 0);
+			w->done = true; /* a file created after this is not recorded */
+		}
+		sg_real.close(dfd);
 	}
 }
 
