@@ -96,6 +96,20 @@ refused:
 	return -1;
 }
 
+int sg_journal_dir_open(int rootfd)
+{
+	struct stat st;
+	int fd = openat(rootfd, SG_JOURNAL_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
+	if (fstat(fd, &st) < 0 || !sg_journal_dir_trusted(&st)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 int sg_journals_add_bounded(struct sg_journals *js, int dirfd, const char *name, size_t max_bytes, size_t *read)
 {
 	struct adding a = {js, false};
@@ -190,10 +204,11 @@ static int names_a_file(const struct sg_journal_entry *e, void *opaque)
 /* A part of a journal read at once: a whole number of blocks. */
 #define PART_BYTES (32u * SG_JOURNAL_BLOCK)
 
-int sg_journal_names_a_file(int dirfd, const char *name, uint64_t ino, struct sg_tag *creator, size_t *budget)
+int sg_journal_names_a_file(int rootfd, int dirfd, const char *name, uint64_t ino, struct sg_tag *creator,
+			    size_t *budget)
 {
 	struct sg_journal_head head;
-	struct naming n = {dirfd, false};
+	struct naming n = {rootfd, false};
 	struct stat st;
 	char *buf = NULL;
 	size_t got, len, off;

@@ -22,6 +22,7 @@ struct sg_journal_file {
 	uint64_t ino;
 	uid_t uid;
 	struct sg_tag creator; /* pid, start_ticks, pidns; req empty */
+	bool in_dir;           /* in the root's SG_JOURNAL_DIR (set by the caller), not the root */
 	size_t first, count;   /* its claims, before sg_journals_index() sorts them */
 };
 
@@ -51,6 +52,12 @@ enum sg_journal_verdict {
 	SG_JOURNAL_GONE,         /* no such file, or not readable */
 };
 
+/* Opens the SG_JOURNAL_DIR of the root rootfd: a descriptor when it is a
+ * directory to trust (sg_journal_dir_trusted: never through a symlink),
+ * -ENOENT when there is none, -EPERM when something else has that name,
+ * or another negative errno. */
+int sg_journal_dir_open(int rootfd);
+
 /* Reads the journal called name in dirfd if it can be trusted (see above):
  * its header first, then only its slots in use, and not at all when they
  * take more than max_bytes (nor more than SG_JOURNALS_READ_MAX in all).
@@ -59,15 +66,17 @@ enum sg_journal_verdict {
 int sg_journals_add_bounded(struct sg_journals *js, int dirfd, const char *name, size_t max_bytes, size_t *read);
 /* The same within what is left of SG_JOURNALS_READ_MAX. */
 int sg_journals_add(struct sg_journals *js, int dirfd, const char *name);
-/* For a journal left unread (SG_JOURNAL_OVER_BUDGET): whether one of its
- * records names a file still in dirfd, by name and inode.  It is read a
+/* For a journal left unread (SG_JOURNAL_OVER_BUDGET), called name in dirfd
+ * (root rootfd, or its SG_JOURNAL_DIR): whether one of its records names a
+ * file still in rootfd, by name and inode.  It is read a
  * few blocks at a time, so its size (at most SG_JOURNAL_MAX_BYTES) costs
  * time, not memory, and only if its slots in use are all allocated (not
  * sparse) and take no more than *budget bytes, which they are taken from.
  * ino: the journal's inode as listed.  1 it names one, 0 none (creator
  * then holds its creator, from the header), -1 it cannot tell (gone,
  * changed, no longer to be trusted, sparse, over the budget). */
-int sg_journal_names_a_file(int dirfd, const char *name, uint64_t ino, struct sg_tag *creator, size_t *budget);
+int sg_journal_names_a_file(int rootfd, int dirfd, const char *name, uint64_t ino, struct sg_tag *creator,
+			    size_t *budget);
 
 /* Sorts the claims by inode: call once, after the last add. */
 void sg_journals_index(struct sg_journals *js);

@@ -102,12 +102,82 @@ static struct owner_share *share_of(struct owner_share *o, size_t *n, uid_t uid)
 	return &o[(*n)++];
 }
 
-/* Reads the journals named in root r (after its files are known, so that
- * each owner's share is known), and lists names like theirs that are not
- * journals to believe. */
-static int read_journals(struct sg_shm_listing *l, unsigned r, int dfd, char **names, size_t nnames, size_t first,
+/* Names like journals' found in one directory: the root, or its
+ * SG_JOURNAL_DIR. */
+struct journal_names {
+	int dfd;
+	bool in_dir;
+	char **names;
+	size_t n, cap;
+};
+
+static int add_name(struct journal_names *jn, const char *name)
+{
+	if (jn->n == jn->cap) {
+		size_t c = jn->cap ? jn->cap * 2 : 16;
+		char **n = realloc(jn->names, c * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		jn->names = n;
+		jn->cap = c;
+	}
+	if (!(jn->names[jn->n] = strdup(name)))
+		return -ENOMEM;
+	jn->n++;
+	return 0;
+}
+
+static void free_names(struct journal_names *jn)
+{
+	for (size_t i = 0; i < jn->n; i++)
+		free(jn->names[i]);
+	free(jn->names);
+}
+
+/* The names like journals' in root dfd's SG_JOURNAL_DIR, into jn, when it
+ * is trusted (jn->dfd then its descriptor, else -1; l says when it is not). */
+static int list_journal_dir(struct sg_shm_listing *l, unsigned r, int dfd, struct journal_names *jn)
+{
+	struct dirent *e;
+	DIR *d;
+	int ret = 0;
+
+	jn->in_dir = true;
+	if ((jn->dfd = sg_journal_dir_open(dfd)) < 0) {
+		l->journal_dir_untrusted[r] = jn->dfd == -EPERM;
+		jn->dfd = -1;
+		return 0;
+	}
+	/* The listing gets a descriptor of its own; jn->dfd stays for the reads. */
+	int fd = dup(jn->dfd);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	for (;;) {
+		errno = 0;
+		if (!(e = readdir(d))) {
+			ret = -errno;
+			break;
+		}
+		if (sg_journal_name(e->d_name) && (ret = add_name(jn, e->d_name)) < 0)
+			break;
+	}
+	closedir(d);
+	return ret;
+}
+
+/* Reads the journals named in root r, and in its SG_JOURNAL_DIR (after its
+ * files are known, so that each owner's share is known), and lists names
+ * like theirs that are not journals to believe. */
+static int read_journals(struct sg_shm_listing *l, unsigned r, struct journal_names *sets, size_t nsets, size_t first,
 			 size_t *cap, double now)
 {
+	size_t nnames = 0;
+	for (size_t s = 0; s < nsets; s++)
+		nnames += sets[s].n;
 	struct owner_share *owners = calloc(l->n - first + nnames + 1, sizeof(*owners));
 	size_t nowners = 0;
 	int ret = 0;
@@ -116,37 +186,49 @@ static int read_journals(struct sg_shm_listing *l, unsigned r, int dfd, char **n
 		return -ENOMEM;
 	for (size_t i = first; i < l->n; i++)
 		share_of(owners, &nowners, l->files[i].uid)->files++;
-	for (size_t i = 0; i < nnames; i++) {
-		struct stat st;
-		struct owner_share *o;
-		size_t allowed, got = 0;
-		int v;
+	for (size_t s = 0; s < nsets && !ret; s++) {
+		const struct journal_names *jn = &sets[s];
 
-		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		o = share_of(owners, &nowners, st.st_uid);
-		allowed = JOURNAL_BYTES_PER_UID + o->files * JOURNAL_BYTES_PER_FILE;
-		v = sg_journals_add_bounded(&l->journals[r], dfd, names[i], allowed > o->spent ? allowed - o->spent : 0, &got);
-		o->spent += got;
-		if (v < 0) {
-			ret = v;
-			break;
+		for (size_t i = 0; i < jn->n; i++) {
+			char shown[sizeof(SG_JOURNAL_DIR) + SG_NAME_MAX + 2];
+			struct sg_journals *js = &l->journals[r];
+			struct stat st;
+			struct owner_share *o;
+			size_t allowed, got = 0;
+			int v;
+
+			if (fstatat(jn->dfd, jn->names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			o = share_of(owners, &nowners, st.st_uid);
+			allowed = JOURNAL_BYTES_PER_UID + o->files * JOURNAL_BYTES_PER_FILE;
+			v = sg_journals_add_bounded(js, jn->dfd, jn->names[i], allowed > o->spent ? allowed - o->spent : 0,
+						    &got);
+			o->spent += got;
+			if (v < 0) {
+				ret = v;
+				break;
+			}
+			if (v == SG_JOURNAL_READ)
+				js->files[js->nfiles - 1].in_dir = jn->in_dir;
+			if (v != SG_JOURNAL_FOREIGN && v != SG_JOURNAL_OVER_BUDGET)
+				continue;
+			/* Listed by the path from the root: DIR/NAME for one in SG_JOURNAL_DIR. */
+			snprintf(shown, sizeof(shown), "%s%s%s", jn->in_dir ? SG_JOURNAL_DIR : "", jn->in_dir ? "/" : "",
+				 jn->names[i]);
+			struct sg_shm_file *f = append(l, cap, shown);
+			if (!f) {
+				ret = -ENOMEM;
+				break;
+			}
+			f->root = (int)r;
+			f->linked = true;
+			f->journal_like = v == SG_JOURNAL_FOREIGN ? JOURNAL_LIKE_FOREIGN : JOURNAL_LIKE_UNREAD;
+			fill(f, &st, NULL, -1, now);
+			if (v == SG_JOURNAL_FOREIGN)
+				l->journals_foreign++;
+			else
+				l->journals_unread++;
 		}
-		if (v != SG_JOURNAL_FOREIGN && v != SG_JOURNAL_OVER_BUDGET)
-			continue;
-		struct sg_shm_file *f = append(l, cap, names[i]);
-		if (!f) {
-			ret = -ENOMEM;
-			break;
-		}
-		f->root = (int)r;
-		f->linked = true;
-		f->journal_like = v == SG_JOURNAL_FOREIGN ? JOURNAL_LIKE_FOREIGN : JOURNAL_LIKE_UNREAD;
-		fill(f, &st, NULL, -1, now);
-		if (v == SG_JOURNAL_FOREIGN)
-			l->journals_foreign++;
-		else
-			l->journals_unread++;
 	}
 	free(owners);
 	return ret;
@@ -154,8 +236,8 @@ static int read_journals(struct sg_shm_listing *l, unsigned r, int dfd, char **n
 
 static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double now)
 {
-	char value[SG_TAG_MAX], **names = NULL;
-	size_t nnames = 0, names_cap = 0;
+	char value[SG_TAG_MAX];
+	struct journal_names sets[2] = {{.dfd = -1}, {.dfd = -1}};
 	struct dirent *e;
 	DIR *d = opendir(l->roots.dir[r]);
 	size_t first = l->n;
@@ -163,6 +245,7 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 
 	if (!d)
 		return -errno;
+	sets[0].dfd = dirfd(d);
 	/* A listing cut short is no listing of the root: any failure is the
 	 * caller's to report. */
 	for (;;) {
@@ -176,21 +259,8 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 			break;
 		}
 		if (sg_journal_name(e->d_name)) {
-			if (nnames == names_cap) {
-				size_t c = names_cap ? names_cap * 2 : 16;
-				char **n = realloc(names, c * sizeof(*n));
-				if (!n) {
-					ret = -ENOMEM;
-					break;
-				}
-				names = n;
-				names_cap = c;
-			}
-			if (!(names[nnames] = strdup(e->d_name))) {
-				ret = -ENOMEM;
+			if ((ret = add_name(&sets[0], e->d_name)) < 0)
 				break;
-			}
-			nnames++;
 			continue;
 		}
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
@@ -213,15 +283,18 @@ static int read_root(struct sg_shm_listing *l, unsigned r, size_t *cap, double n
 		fill(f, &st, value, vlen, now);
 	}
 	size_t files_end = l->n;
-	if (!ret && read_journals(l, r, dirfd(d), names, nnames, first, cap, now) < 0)
+	if (!ret)
+		ret = list_journal_dir(l, r, dirfd(d), &sets[1]);
+	if (!ret && read_journals(l, r, sets, sets[1].dfd >= 0 ? 2 : 1, first, cap, now) < 0)
 		ret = -ENOMEM;
 	sg_journals_index(&l->journals[r]);
 	for (size_t i = first; i < files_end; i++)
 		from_journal(&l->files[i], &l->journals[r], dirfd(d), l->files[i].name, AT_SYMLINK_NOFOLLOW,
 			     l->files[i].name, now);
-	for (size_t i = 0; i < nnames; i++)
-		free(names[i]);
-	free(names);
+	for (size_t s = 0; s < 2; s++)
+		free_names(&sets[s]);
+	if (sets[1].dfd >= 0)
+		close(sets[1].dfd);
 	closedir(d);
 	return ret;
 }
@@ -576,15 +649,23 @@ size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool 
 			    void (*said)(unsigned root, const char *name, void *ctx), void *ctx)
 {
 	const struct sg_journals *js = &l->journals[r];
+	const size_t dir_len = sizeof(SG_JOURNAL_DIR "/") - 1;
+	/* The journals in SG_JOURNAL_DIR are removed through a descriptor of
+	 * it checked again now; none when it is no longer to be trusted. */
+	int jfd = sg_journal_dir_open(dfd);
 	size_t n = 0;
 
 	for (size_t j = 0; j < js->nfiles; j++) {
 		const struct sg_journal_file *jf = &js->files[j];
+		int at = jf->in_dir ? jfd : dfd;
 
-		if (sg_creators_judge(&l->proc->creators, &jf->creator, NULL) != CREATOR_DEAD || journal_speaks(js, j, dfd))
+		if (at < 0 || sg_creators_judge(&l->proc->creators, &jf->creator, NULL) != CREATOR_DEAD ||
+		    journal_speaks(js, j, dfd))
 			continue;
-		if (reap(dfd, jf->name, jf->ino, dry_run)) {
-			said(r, jf->name, ctx);
+		if (reap(at, jf->name, jf->ino, dry_run)) {
+			char shown[sizeof(SG_JOURNAL_DIR) + SG_NAME_MAX + 2]; /* by its path from the root */
+			snprintf(shown, sizeof(shown), "%s%s", jf->in_dir ? SG_JOURNAL_DIR "/" : "", jf->name);
+			said(r, shown, ctx);
 			n++;
 		}
 	}
@@ -595,16 +676,21 @@ size_t sg_shm_reap_journals(struct sg_shm_listing *l, unsigned r, int dfd, bool 
 	size_t budget = SG_JOURNALS_READ_MAX;
 	for (size_t i = 0; i < l->n; i++) {
 		const struct sg_shm_file *f = &l->files[i];
+		bool in_dir = f->name && strncmp(f->name, SG_JOURNAL_DIR "/", dir_len) == 0;
+		const char *name = in_dir ? f->name + dir_len : f->name;
+		int at = in_dir ? jfd : dfd;
 		struct sg_tag creator;
 
-		if (f->root != (int)r || f->journal_like != JOURNAL_LIKE_UNREAD ||
-		    sg_journal_names_a_file(dfd, f->name, f->ino, &creator, &budget) != 0 ||
+		if (at < 0 || f->root != (int)r || f->journal_like != JOURNAL_LIKE_UNREAD ||
+		    sg_journal_names_a_file(dfd, at, name, f->ino, &creator, &budget) != 0 ||
 		    sg_creators_judge(&l->proc->creators, &creator, NULL) != CREATOR_DEAD)
 			continue;
-		if (reap(dfd, f->name, f->ino, dry_run)) {
+		if (reap(at, name, f->ino, dry_run)) {
 			said(r, f->name, ctx);
 			n++;
 		}
 	}
+	if (jfd >= 0)
+		close(jfd);
 	return n;
 }

@@ -70,6 +70,9 @@ struct sg_shm_listing {
 	 * (names like theirs that are not read as journals are). */
 	struct sg_journals journals[SG_MAX_ROOTS];
 	unsigned journals_foreign, journals_unread;
+	/* Roots whose SG_JOURNAL_DIR is something else than a directory to
+	 * trust (journal.h): never read. */
+	bool journal_dir_untrusted[SG_MAX_ROOTS];
 	/* Each root's device, and whether it is listed as the one where an
 	 * unlinked file held on that device was (a mount point, read once). */
 	uint32_t kdev[SG_MAX_ROOTS];
