@@ -144,6 +144,7 @@ static bool follow_sweep_failed;
 static void say_swept(const struct request_swept *out, const struct request_sweep *rs, double us, unsigned ttl)
 {
 	char human[16], left[96] = "", shown[SG_ESCAPED_MAX], big[SG_ESCAPED_MAX + 96] = "", later[160] = "";
+	char from[SG_ESCAPED_MAX + 96] = "";
 
 	if (out->replaced)
 		snprintf(left, sizeof(left), "; left %u recorded %s alone (now another file's)",
@@ -152,14 +153,19 @@ static void say_swept(const struct request_swept *out, const struct request_swee
 		snprintf(big, sizeof(big), "; %s left to the shims (over %d entries or %u MiB of journal records)",
 			 sg_text_escape(rs->left_root, shown, sizeof(shown)), REQUEST_SWEEP_MAX_ENTRIES,
 			 REQUEST_SWEEP_MAX_JOURNAL_BYTES >> 20);
+	if (rs->from_dir)
+		snprintf(from, sizeof(from), "; journals read from %s/" SG_JOURNAL_DIR "%s%.0u%s, not by listing the %s",
+			 sg_text_escape(rs->from_dir_root, shown, sizeof(shown)), rs->from_dir > 1 ? " and " : "",
+			 rs->from_dir - 1, rs->from_dir > 1 ? " more" : "", rs->from_dir > 1 ? "roots" : "root");
 	/* "swept 0 files" is no failure: the shims remove the rest later. */
 	if (!out->files)
 		snprintf(later, sizeof(later),
 			 "; files made for it from now on are removed by the shims as they appear, while the marker "
 			 "lasts (%u s)",
 			 ttl);
-	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s%s\n", SG_PLURAL(out->files, "file", "files"),
-	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, left, big, later);
+	printf("swept %u %s, %llu bytes (%s) in %.0f us%s%s%s%s\n", SG_PLURAL(out->files, "file", "files"),
+	       (unsigned long long)out->bytes, sg_human_bytes(out->bytes, human, sizeof(human)), us, from, left, big,
+	       later);
 }
 
 /* Sweeps the files of reqs[0..n) that rs read, all marked at started_ns

@@ -86,6 +86,13 @@ static void add_up(struct shown *t, struct sg_shm_listing *l)
 	}
 	t->journals_foreign += l->journals_foreign;
 	t->journals_unread += l->journals_unread;
+	for (unsigned r = 0; r < l->roots.n; r++)
+		if (l->journal_dir_untrusted[r]) {
+			char esc[SG_ESCAPED_MAX];
+			fprintf(stderr, "shmguard ls: %s/" SG_JOURNAL_DIR " is not a directory owned by root with mode "
+					"1777: the journals in it are not read\n",
+				sg_text_escape(l->shown[r], esc, sizeof(esc)));
+		}
 	t->proc_foreign |= sg_creators_proc_foreign(&l->proc->creators);
 }
 

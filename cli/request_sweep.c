@@ -76,48 +76,40 @@ static void sweep_claim(const struct request_sweep *rs, int dfd, const char *dir
 	}
 }
 
-/* Reads root dir into slot k of rs: 0, 1 when it is to be skipped. */
-static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
+/* Reads the journals among the entries of directory jdfd (the root, or its
+ * SG_JOURNAL_DIR) into js: 0 when read to its end, 1 when over the bounds
+ * (too_large) or failed (said). */
+static int read_journals(struct request_sweep *rs, struct sg_journals *js, int jdfd, const char *dir, bool *too_large)
 {
-	struct sg_journals *js = &rs->root[k].js;
 	size_t entries = 0;
-	bool too_large = false;
-	struct dirent *e;
-	struct stat st;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1;
-	DIR *d = NULL;
+	struct dirent *e = NULL;
+	/* The listing gets a descriptor of its own; jdfd stays for the reads. */
+	int fd = dup(jdfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 
-	if (dfd < 0 && errno == ENOENT)
-		return 1; /* no such root here: nothing of it to sweep */
-	/* The listing gets a descriptor of its own; dfd stays for the unlinks. */
-	if (dfd < 0 || fstat(dfd, &st) < 0 || (fd = dup(dfd)) < 0 || !(d = fdopendir(fd))) {
+	if (!d) {
 		cli_fail(0, rs->sub, "cannot read %s: %s", dir, strerror(errno));
 		rs->failed = true;
 		if (fd >= 0)
 			close(fd);
-		if (dfd >= 0)
-			close(dfd);
 		return 1;
 	}
-	rs->root[k].dir = dir;
-	rs->root[k].dfd = dfd;
-	rs->root[k].kdev = sg_kdev(st.st_dev);
 	while ((e = readdir(d))) {
 		if (++entries > REQUEST_SWEEP_MAX_ENTRIES) {
-			too_large = true;
+			*too_large = true;
 			break;
 		}
 		if (!sg_journal_name(e->d_name))
 			continue;
 		/* What is left of the bound, counted as the reader reads:
 		 * the header and the slots in use (a sparse file costs nothing). */
-		int v = sg_journals_add_bounded(js, dfd, e->d_name,
+		int v = sg_journals_add_bounded(js, jdfd, e->d_name,
 						js->bytes_read < REQUEST_SWEEP_MAX_JOURNAL_BYTES
 							? REQUEST_SWEEP_MAX_JOURNAL_BYTES - js->bytes_read
 							: 0,
 						NULL);
 		if (v == SG_JOURNAL_OVER_BUDGET) {
-			too_large = true;
+			*too_large = true;
 			break;
 		}
 		if (v < 0) {
@@ -127,8 +119,41 @@ static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
 		}
 	}
 	closedir(d);
-	if (!e) { /* read to its end */
+	return e ? 1 : 0;
+}
+
+/* Reads root dir into slot k of rs: 0, 1 when it is to be skipped.  Its
+ * SG_JOURNAL_DIR, when trusted, is read instead of the root: the root is
+ * not listed, so its size does not matter; the journals its writers keep
+ * in the root are left to their shims. */
+static int read_root(struct request_sweep *rs, unsigned k, const char *dir)
+{
+	struct sg_journals *js = &rs->root[k].js;
+	bool too_large = false;
+	struct stat st;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), jdfd, ret;
+
+	if (dfd < 0 && errno == ENOENT)
+		return 1; /* no such root here: nothing of it to sweep */
+	if (dfd < 0 || fstat(dfd, &st) < 0) {
+		cli_fail(0, rs->sub, "cannot read %s: %s", dir, strerror(errno));
+		rs->failed = true;
+		if (dfd >= 0)
+			close(dfd);
+		return 1;
+	}
+	rs->root[k].dir = dir;
+	rs->root[k].dfd = dfd;
+	rs->root[k].kdev = sg_kdev(st.st_dev);
+	jdfd = sg_journal_dir_open(dfd);
+	rs->root[k].from_dir = jdfd >= 0;
+	ret = read_journals(rs, js, jdfd >= 0 ? jdfd : dfd, dir, &too_large);
+	if (jdfd >= 0)
+		close(jdfd);
+	if (ret == 0) {
 		sg_journals_index(js);
+		if (rs->root[k].from_dir && !rs->from_dir++)
+			rs->from_dir_root = dir;
 		return 0;
 	}
 	if (too_large && !rs->left++)

@@ -21,7 +21,8 @@ struct request_swept {
 };
 
 /* What abort reads of a root, at most, before it leaves the sweep to the
- * shims: finding the journals takes reading the whole directory, and a
+ * shims: finding the journals takes reading the whole directory (the root,
+ * or its SG_JOURNAL_DIR where an operator made one), and a
  * journal holds every live file of its process (docs/performance.md has
  * the figures: 100,000 live files took 0.35 s).  Journal bytes are those
  * the reader reads: headers and the slots in use. */
@@ -38,18 +39,23 @@ struct request_sweep {
 		const char *dir;
 		int dfd;
 		uint32_t kdev;
+		bool from_dir;         /* its journals read from its SG_JOURNAL_DIR, the root not listed */
 		struct sg_journals js;
 	} root[SG_MAX_ROOTS];
 	unsigned left;         /* roots over the bounds below, not read: left to the shims */
 	const char *left_root; /* the first of them */
+	unsigned from_dir;          /* roots whose journals were read from their SG_JOURNAL_DIR */
+	const char *from_dir_root;  /* the first of them */
 	bool failed;           /* a root could not be read, or memory ran out (said on stderr) */
 	const char *sub;       /* the subcommand its messages are said as */
 };
 
 /* Reads the ownership journals each root holds and this process trusts
- * (journal.h), saying what fails as subcommand sub.  A missing root is
- * skipped; a root with more entries, or
- * more journal bytes, than the bounds is not read but counted in left. */
+ * (journal.h), saying what fails as subcommand sub: those in the root's
+ * SG_JOURNAL_DIR when it is trusted (the root itself then not listed),
+ * else those in the root.  A missing root is skipped; a directory with
+ * more entries, or more journal bytes, than the bounds is not read but
+ * counted in left. */
 void request_sweep_read(struct request_sweep *rs, const struct sg_roots *roots, const char *sub);
 
 /* Unlinks each file a record read names for one of reqs[0..n) (that very
