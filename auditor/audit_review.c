@@ -93,6 +93,7 @@ struct audit_review {
 	bool exact;     /* every linked file's bytes are read again */
 	bool urgent;    /* an abort waits for this cycle (its walk runs without pause) */
 	DIR *dir;
+	bool in_dir; /* dir is the root's SG_JOURNAL_DIR, read after the root for its journals */
 	uint64_t started_ns; /* CLOCK_MONOTONIC, as the events' times: newer files wait */
 	/* The earliest birth of a file caught up since it began, UINT64_MAX none:
 	 * it knows no file's request from then on. */
@@ -318,16 +319,27 @@ static bool name_files(struct audit *a, struct audit_review *rv, uint64_t deadli
 		if (!rv->dir && (!a->root_table.roots[rv->root].in_use || !(rv->dir = opendir(a->root_table.roots[rv->root].path))))
 			continue;
 		while ((e = readdir(rv->dir))) {
-			if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && sg_journal_name(e->d_name))
-				sg_journals_add_bounded(&rv->journals[rv->root], dirfd(rv->dir), e->d_name,
-							JOURNAL_READ_MAX, NULL);
-			if (e->d_type == DT_REG || e->d_type == DT_UNKNOWN)
+			if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && sg_journal_name(e->d_name)) {
+				struct sg_journals *js = &rv->journals[rv->root];
+				if (sg_journals_add_bounded(js, dirfd(rv->dir), e->d_name, JOURNAL_READ_MAX, NULL) ==
+				    SG_JOURNAL_READ)
+					js->files[js->nfiles - 1].in_dir = rv->in_dir;
+			}
+			if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && !rv->in_dir)
 				note_name(a, rv, rv->root, e);
 			if (++n % CLOCK_EVERY == 0 && audit_clock_ns(a) >= deadline)
 				return false;
 		}
+		/* Then the journals of the root's SG_JOURNAL_DIR, if trusted. */
+		int jfd = rv->in_dir ? -1 : sg_journal_dir_open(dirfd(rv->dir));
 		closedir(rv->dir);
-		rv->dir = NULL;
+		rv->dir = jfd >= 0 ? fdopendir(jfd) : NULL;
+		if (jfd >= 0 && !rv->dir)
+			close(jfd);
+		if ((rv->in_dir = rv->dir != NULL)) {
+			rv->root--; /* the same root again, from its directory */
+			continue;
+		}
 		sg_journals_index(&rv->journals[rv->root]);
 	}
 	return true;
