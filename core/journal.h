@@ -18,7 +18,9 @@
  * bytes of a name or request (which clients choose).  The header's
  * slots_used bounds what a reader reads.
  *
- * Trust: anyone may write in /dev/shm.  A reader believes a journal only if
+ * Trust: anyone may write in /dev/shm.  A reader reads journals in the root
+ * and in its SG_JOURNAL_DIR only while sg_journal_dir_trusted() says so,
+ * and believes a journal only if
  * it is a regular file with one link that nobody but its owner can write,
  * and believes a record of it only about a file with the same owner: a
  * journal can only speak for files its owner could have created.
