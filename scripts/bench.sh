@@ -124,7 +124,7 @@ jbytes=$(stat -c '%b %B' /dev/shm/.shmguard-journal-"$keeper"-* | awk '{ s += $1
 printf 'ownership journal, 100,000 live vLLM offload files: %d bytes, %.0f bytes per live file\n' "$jbytes" \
 	"$(echo "$jbytes / 100000" | bc -l)"
 remove_files "vllm_offload_chatcmpl-$hex"
-rm -f /dev/shm/.shmguard-journal-"$keeper"-*
+rm -f /dev/shm/.shmguard-journal-"$keeper"-* /dev/shm/.shmguard/.shmguard-journal-"$keeper"-*
 echo
 # Marker to swept, without and with load (8 threads of the host creating and
 # unlinking segments; 100,000 live segments of other requests): (a) the
@@ -164,7 +164,7 @@ if [ -x build/cli/shmguard ]; then
 		remove_files "${prefix}sc"
 		# A dead creator's journal over the read budget of its owner's
 		# files left is not one sweep reaps: removed here.
-		for k in $keepers; do rm -f /dev/shm/.shmguard-journal-"$k"-*; done
+		for k in $keepers; do rm -f /dev/shm/.shmguard-journal-"$k"-* /dev/shm/.shmguard/.shmguard-journal-"$k"-*; done
 	done
 fi
 # `shmguard abort ID` start to exit, paired with its floor: a libc-only
