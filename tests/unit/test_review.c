@@ -10,12 +10,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit_engine.h"
 #include "audit_trace.h"
 #include "audit_summary.h"
 #include "holders.h"
+#include "journal.h"
 #include "sleeper.h"
 
 #define S 1000000000ull
@@ -526,4 +528,65 @@ Test(review, a_pods_malformed_patterns_are_refused_once)
 	audit_attribute_by_name(&a.attribution, f);
 	cr_expect(f->indexed, "the run's patterns");
 	cr_expect_eq(a.attribution.pods_refused, 1);
+}
+
+/* A journal of this user's in dir saying that root's file name was made
+ * for request. */
+static void journal_in(const char *dir, const char *name, const char *request)
+{
+	char rec[SG_JOURNAL_MAX_SPAN * SG_JOURNAL_SLOT] = {0}, path[160];
+	struct sg_journal_head head;
+	struct timespec now;
+	struct stat st;
+	uint64_t created;
+	int fd, span;
+
+	/* The wall clock: a file born after its record is another file. */
+	clock_gettime(CLOCK_REALTIME, &now);
+	created = (uint64_t)now.tv_sec * S + (uint64_t)now.tv_nsec;
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	cr_assert_eq(lstat(path, &st), 0);
+	sg_journal_head_init(&head, 4242, 1, sg_self_pidns(), created);
+	cr_assert_gt(span = sg_journal_rec_commit(rec, st.st_ino, created, request, name), 0);
+	snprintf(path, sizeof(path), "%s/" SG_JOURNAL_PREFIX "%s", dir, name);
+	cr_assert_geq(fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644), 0);
+	cr_assert_eq(write(fd, &head, sizeof(head)), (ssize_t)sizeof(head));
+	cr_assert_eq(write(fd, rec, (size_t)span * SG_JOURNAL_SLOT), (ssize_t)((size_t)span * SG_JOURNAL_SLOT));
+	close(fd);
+}
+
+/* The review reads the journals of the root's .shmguard too, only when it
+ * is a directory of root's with mode 1777. */
+static void review_reads_a_journal_dir(mode_t mode, bool trusted)
+{
+	char dir[96], buf[AUDIT_FILE_REQUEST_MAX];
+	struct audit_file *f;
+
+	if (geteuid() != 0) {
+		cr_assert(!getenv("CI"), "needs root in CI");
+		cr_skip_test("a directory of root's needs root");
+	}
+	snprintf(dir, sizeof(dir), "%s/" SG_JOURNAL_DIR, root);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	cr_assert_eq(chmod(dir, mode), 0);
+	f = follow("jr-seg", 4096, NULL, NULL);
+	journal_in(dir, "jr-seg", "jreq");
+	cycle_at(1.0);
+	cr_assert_eq(a.reviewed.cycles, 1);
+	if (trusted) {
+		cr_assert(f->indexed, "the journal in %s was not read", dir);
+		cr_expect_str_eq(audit_file_request(f, buf), "jreq");
+	} else {
+		cr_expect_not(f->indexed, "a journal in an untrusted %s was read", dir);
+	}
+}
+
+Test(review, the_journals_of_a_trusted_journal_dir_are_read)
+{
+	review_reads_a_journal_dir(01777, true);
+}
+
+Test(review, the_journals_of_an_untrusted_journal_dir_are_not)
+{
+	review_reads_a_journal_dir(0777, false);
 }
