@@ -143,11 +143,12 @@ static void fail(struct writer *w, unsigned k, const char *what, int err)
 
 /* Opens dir, a root or (sub) its SG_JOURNAL_DIR, to hold a journal: the
  * latter never through a symlink and only while it is trusted (journal.h;
- * -EPERM when it is not).  A descriptor or a negative errno. */
+ * -EPERM when it is not).  A descriptor or a negative errno.  O_PATH: a
+ * root others may write in but not list (1733) is as good a root as any. */
 static int open_dir(const char *dir, bool sub)
 {
 	struct stat st;
-	int fd = sg_real.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (sub ? O_NOFOLLOW : 0));
+	int fd = sg_real.open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | (sub ? O_NOFOLLOW : 0));
 
 	if (fd < 0)
 		return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
