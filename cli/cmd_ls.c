@@ -70,6 +70,7 @@ struct shown {
 	unsigned proc_walks; /* walks of /proc's processes made */
 	pid_t ns_first_unreadable;
 	json_t *json; /* the files, for --json */
+	json_t *untrusted_dirs; /* with --json: the journal directories not read */
 };
 
 static void add_up(struct shown *t, struct sg_shm_listing *l)
@@ -88,10 +89,18 @@ static void add_up(struct shown *t, struct sg_shm_listing *l)
 	t->journals_unread += l->journals_unread;
 	for (unsigned r = 0; r < l->roots.n; r++)
 		if (l->journal_dir_untrusted[r]) {
-			char esc[SG_ESCAPED_MAX];
-			fprintf(stderr, "shmguard ls: %s/" SG_JOURNAL_DIR " is not a directory owned by root with mode "
-					"1777: the journals in it are not read\n",
-				sg_text_escape(l->shown[r], esc, sizeof(esc)));
+			char esc[SG_ESCAPED_MAX], path[sizeof(l->shown[r]) + sizeof(SG_JOURNAL_DIR) + 1];
+			snprintf(path, sizeof(path), "%s/" SG_JOURNAL_DIR, l->shown[r]);
+			fprintf(stderr, "shmguard ls: %s is not a directory owned by root with mode 1777: the journals "
+					"in it are not read\n",
+				sg_text_escape(path, esc, sizeof(esc)));
+			if (t->untrusted_dirs) { /* its path as files[].path gives it */
+				json_t *o = json_object();
+				snprintf(path, sizeof(path), "%s/" SG_JOURNAL_DIR,
+					 l->mount[r] ? l->mount[r]->point : l->roots.dir[r]);
+				cli_json_set_text(o, "path", path);
+				json_array_append_new(t->untrusted_dirs, o);
+			}
 		}
 	t->proc_foreign |= sg_creators_proc_foreign(&l->proc->creators);
 }
@@ -218,6 +227,7 @@ static int print_json(const struct shown *t, bool node, struct cli_json_out *out
 			 SHMGUARD_VERSION, "files", t->json, "total_files", (json_int_t)t->files,
 			 "total_allocated_bytes", (json_int_t)t->total, "unreadable_processes", (int)t->unreadable,
 			 "proc_of_another_pid_namespace", t->proc_foreign, "node", node);
+	json_object_set(root, "untrusted_journal_dirs", t->untrusted_dirs);
 	if (node) {
 		json_object_set_new(root, "mount_namespaces", json_integer(t->ns_read));
 		json_object_set_new(root, "unreadable_mount_namespaces", json_integer(t->ns_unreadable));
@@ -330,8 +340,10 @@ int cmd_ls(int argc, char **argv)
 	if (json && cli_json_open("ls", json, &json_out) < 0)
 		return EXIT_USAGE;
 	cli_default_root(&l.roots);
-	if (json)
+	if (json) {
 		t.json = json_array();
+		t.untrusted_dirs = json_array();
+	}
 	orphan_view_load(&records);
 	status = node ? show_node(&t) : show(&t, &l);
 	sg_shm_listing_free(&l);
@@ -341,6 +353,7 @@ int cmd_ls(int argc, char **argv)
 		if (json)
 			cli_json_discard(&json_out);
 		json_decref(t.json);
+		json_decref(t.untrusted_dirs);
 		return status;
 	}
 	if (json) {
@@ -350,5 +363,6 @@ int cmd_ls(int argc, char **argv)
 		print_summary(&t);
 	}
 	json_decref(t.json);
+	json_decref(t.untrusted_dirs);
 	return status;
 }
