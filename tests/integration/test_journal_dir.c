@@ -83,6 +83,25 @@ static const char *request_of(const char *name)
 	return req;
 }
 
+/* The paths ls --json gives as untrusted_journal_dirs, one a line ("" none). */
+static const char *untrusted_dirs(void)
+{
+	const char *paths = "";
+	json_t *j, *d;
+	char *out;
+	size_t i;
+
+	cr_assert_eq(cli(&out, NULL, "ls", "--json", NULL), 0, "%s", out);
+	j = json_loads(out, 0, NULL);
+	cr_assert(j, "%s", out);
+	cr_assert(json_is_array(json_object_get(j, "untrusted_journal_dirs")), "%s", out);
+	json_array_foreach(json_object_get(j, "untrusted_journal_dirs"), i, d)
+		paths = h_str("%s%s%s", paths, i ? "\n" : "", json_string_value(json_object_get(d, "path")) ?: "?");
+	h_expect_json_documented(j, "ls");
+	json_decref(j);
+	return paths;
+}
+
 /* A directory made as root (this test) with mode exactly mode. */
 static void make_dir(const char *dir, mode_t mode)
 {
@@ -128,6 +147,7 @@ Test(journal_dir, a_trusted_directory_holds_the_journals_and_ls_and_sweep_read_t
 	cr_expect_eq(h_count(jdir(), SG_JOURNAL_PREFIX), 1, "the shim's journal is not in %s", jdir());
 	cr_expect_eq(h_count(root, SG_JOURNAL_PREFIX), 0, "the shim made its journal in the root");
 	cr_expect_str_eq(request_of(live_name), h_str("%slive", prefix), "ls did not read the journal in %s", jdir());
+	cr_expect_str_eq(untrusted_dirs(), "");
 
 	plant_in(jdir(), dead_name, h_str("%sdead", prefix));
 	cr_expect_str_eq(request_of(dead_name), h_str("%sdead", prefix));
@@ -204,6 +224,7 @@ static void untrusted(enum untrusted how)
 	cr_expect_str_eq(request_of(dead_name), "-", "ls read a journal in an untrusted %s", jdir());
 	cr_assert_eq(cli(&out, &err, "ls", NULL, NULL), 0, "%s", out);
 	cr_expect(strstr(err, h_str("%s " UNTRUSTED ": the journals in it are not read", jdir())), "ls: %s", err);
+	cr_expect_str_eq(untrusted_dirs(), jdir(), "ls --json does not say it");
 	cr_assert_eq(sweep_dead(&out, &err), 0, "%s%s", out, err);
 	cr_expect(h_exists(h_in(root, dead_name)), "sweep believed a journal in an untrusted %s: %s", jdir(), out);
 	cr_expect(h_exists(h_str("%s/" SG_JOURNAL_PREFIX "%s", there, dead_name)), "sweep removed it: %s", out);
