@@ -16,10 +16,21 @@ static inline uint64_t sg_hash_mix(uint64_t h, uint64_t word)
 	return h ^ (h >> 29);
 }
 
+static inline uint64_t sg_hash_start(size_t len)
+{
+	return 0x243f6a8885a308d3ull ^ len;
+}
+
+static inline uint64_t sg_hash_end(uint64_t h)
+{
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
+}
+
 static inline uint64_t sg_hash_mem(const void *data, size_t len)
 {
 	const unsigned char *p = data;
-	uint64_t h = 0x243f6a8885a308d3ull ^ len, word;
+	uint64_t h = sg_hash_start(len), word;
 
 	for (; len >= 8; p += 8, len -= 8) {
 		memcpy(&word, p, 8);
@@ -42,8 +53,21 @@ static inline uint64_t sg_hash_mem(const void *data, size_t len)
 		}
 		h = sg_hash_mix(h, word);
 	}
-	h *= 0xbf58476d1ce4e5b9ull;
-	return h ^ (h >> 32);
+	return sg_hash_end(h);
+}
+
+/* sg_hash_mem(data, len) when the bytes after len, up to a multiple of 8,
+ * are readable zeros: whole words, without the byte-wise tail. */
+static inline uint64_t sg_hash_padded(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t h = sg_hash_start(len), word;
+
+	for (size_t i = 0; i < len; i += 8) {
+		memcpy(&word, p + i, 8);
+		h = sg_hash_mix(h, word);
+	}
+	return sg_hash_end(h);
 }
 
 static inline uint64_t sg_hash_str(const char *s)

@@ -38,38 +38,21 @@ static unsigned span_for(size_t len)
 	return len <= FIRST_TEXT ? 1 : 1 + (unsigned)((len - FIRST_TEXT + CONT_TEXT - 1) / CONT_TEXT);
 }
 
-/* Where req stands in name, SG_JOURNAL_NO_REQ if nowhere (or too far):
- * at, when the caller knows it (and it holds), else the first place. */
-static size_t req_in(const char *req, size_t rlen, const char *name, size_t nlen, size_t at)
+/* Where req first stands in name, SG_JOURNAL_NO_REQ if nowhere (or too far). */
+static __attribute__((noinline)) size_t req_found(const char *req, size_t rlen, const char *name, size_t nlen)
 {
-	const char *found;
+	const char *found = memmem(name, nlen, req, rlen);
 
-	if (at < SG_JOURNAL_NO_REQ && rlen <= nlen && at <= nlen - rlen && memcmp(name + at, req, rlen) == 0)
-		return at;
-	found = memmem(name, nlen, req, rlen);
 	return found && found - name < (ptrdiff_t)SG_JOURNAL_NO_REQ ? (size_t)(found - name) : SG_JOURNAL_NO_REQ;
 }
 
-unsigned sg_journal_text_make(struct sg_journal_text *t, const char *req, size_t rlen, const char *name, size_t nlen,
-			      size_t req_at)
+/* Where req stands in name, SG_JOURNAL_NO_REQ if nowhere (or too far):
+ * at, when the caller knows it (and it holds), else the first place. */
+static inline size_t req_in(const char *req, size_t rlen, const char *name, size_t nlen, size_t at)
 {
-	t->span = 0;
-	if (!rlen || !nlen || rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
-		return 0;
-	t->rlen = rlen;
-	t->nlen = nlen;
-	t->req_at = req_in(req, rlen, name, nlen, req_at);
-	memcpy(t->text, req, rlen);
-	if (t->req_at == SG_JOURNAL_NO_REQ) {
-		memcpy(t->text + rlen, name, nlen);
-		t->len = rlen + nlen;
-	} else {
-		memcpy(t->text + rlen, name, t->req_at);
-		memcpy(t->text + rlen + t->req_at, name + t->req_at + rlen, nlen - t->req_at - rlen);
-		t->len = nlen;
-	}
-	t->text_hash = sg_hash_mem(t->text, t->len);
-	return t->span = span_for(t->len);
+	if (at < SG_JOURNAL_NO_REQ && rlen <= nlen && at <= nlen - rlen && memcmp(name + at, req, rlen) == 0)
+		return at;
+	return req_found(req, rlen, name, nlen);
 }
 
 unsigned sg_journal_span(const char *req, const char *name)
@@ -113,11 +96,6 @@ static uint64_t rec_seal_hashed(const char *rec, uint64_t text_hash)
 	return sg_hash_mix(sg_hash_mem(rec + FIELDS_AT, FIELDS_LEN), text_hash) | 1 | 1ull << 56;
 }
 
-static uint64_t rec_seal_flat(const char *rec, const char *text, size_t len)
-{
-	return rec_seal_hashed(rec, sg_hash_mem(text, len));
-}
-
 /* The length of a record's text, 0 when its fields are out of range. */
 static size_t text_len(const struct sg_journal_rec *r)
 {
@@ -139,33 +117,98 @@ uint64_t sg_journal_rec_seal(const void *at, unsigned avail_slots)
 	if (!len || span_for(len) != r->span || r->span > avail_slots)
 		return 0;
 	text_copy((char *)at, 0, text, len, false);
-	return rec_seal_flat(at, text, len);
+	return rec_seal_hashed(at, sg_hash_mem(text, len));
+}
+
+/* A text's last slot, and its last hashed word, end less than CONT_TEXT
+ * bytes past it. */
+_Static_assert(sizeof(((struct sg_journal_text *)0)->text) >= 2 * SG_NAME_MAX + CONT_TEXT, "room for the zeros");
+
+unsigned sg_journal_text_make(struct sg_journal_text *t, const char *req, size_t rlen, const char *name, size_t nlen,
+			      size_t req_at)
+{
+	char *text = t->text;
+
+	t->span = 0;
+	if (!rlen || !nlen || rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
+		return 0;
+	t->rlen = rlen;
+	t->nlen = nlen;
+	t->req_at = req_in(req, rlen, name, nlen, req_at);
+	if (t->req_at == 0) {
+		memcpy(text, name, nlen); /* the name starts with the request: the text is the name */
+		t->len = nlen;
+	} else if (t->req_at == SG_JOURNAL_NO_REQ) {
+		memcpy(text, req, rlen);
+		memcpy(text + rlen, name, nlen);
+		t->len = rlen + nlen;
+	} else {
+		size_t after = t->req_at + rlen;
+		memcpy(text, req, rlen);
+		memcpy(text + rlen, name, t->req_at);
+		if (after < nlen)
+			memcpy(text + after, name + after, nlen - after);
+		t->len = nlen;
+	}
+	/* Zeros to the end of the last slot: sg_journal_text_commit copies
+	 * whole slots, and the file is world-readable. */
+	memset(text + t->len, 0, CONT_TEXT);
+	t->text_hash = sg_hash_padded(text, t->len);
+	return t->span = span_for(t->len);
 }
 
 void sg_journal_text_commit(void *at, uint64_t ino, uint64_t created_ns, const struct sg_journal_text *t)
 {
-	struct sg_journal_rec *r = at;
+	struct sg_journal_rec first = {.ino = ino,
+				       .created_ns = created_ns,
+				       .span = (uint8_t)t->span,
+				       .req_len = (uint8_t)t->rlen,
+				       .name_len = (uint8_t)t->nlen,
+				       .req_at = (uint8_t)t->req_at};
+	const char *text = t->text + FIRST_TEXT;
+	char *slot = at;
 
-	r->ino = ino;
-	r->created_ns = created_ns;
-	r->span = (uint8_t)t->span;
-	r->req_len = (uint8_t)t->rlen;
-	r->name_len = (uint8_t)t->nlen;
-	r->req_at = (uint8_t)t->req_at;
-	for (unsigned i = 1; i < t->span; i++)
-		((struct sg_journal_cont *)at)[i].zero = 0;
-	text_copy(at, 0, (char *)t->text, t->len, true);
-	__atomic_store_n(&r->seal, rec_seal_hashed(at, t->text_hash), __ATOMIC_RELEASE);
+	memcpy(first.text, t->text, FIRST_TEXT);
+	memcpy(slot + FIELDS_AT, (const char *)&first + FIELDS_AT, SG_JOURNAL_SLOT - FIELDS_AT);
+	/* Each further slot whole, its zero byte first: a reader never sees a
+	 * slot start with a byte of the text. */
+	for (unsigned i = 1; i < t->span; i++, text += CONT_TEXT) {
+		slot[i * SG_JOURNAL_SLOT] = 0;
+		memcpy(slot + i * SG_JOURNAL_SLOT + 1, text, CONT_TEXT);
+	}
+	__atomic_store_n(&((struct sg_journal_rec *)at)->seal, rec_seal_hashed((const char *)&first, t->text_hash),
+			 __ATOMIC_RELEASE);
 }
 
+/* The plain writer, slot by slot from req and name, sealed as a reader
+ * computes the seal: what sg_journal_text_commit must write byte for byte
+ * (tests/unit/test_journal.c). */
 int sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const char *req, const char *name)
 {
-	struct sg_journal_text t;
+	struct sg_journal_rec *r = at;
+	size_t rlen = strlen(req), nlen = strlen(name), req_at;
+	unsigned span;
 
-	if (!sg_journal_text_make(&t, req, strlen(req), name, strlen(name), SG_JOURNAL_REQ_AT_UNKNOWN))
+	if (!rlen || !nlen || rlen > SG_NAME_MAX || nlen > SG_NAME_MAX)
 		return -EINVAL;
-	sg_journal_text_commit(at, ino, created_ns, &t);
-	return (int)t.span;
+	req_at = req_in(req, rlen, name, nlen, SG_JOURNAL_REQ_AT_UNKNOWN);
+	span = span_for(req_at == SG_JOURNAL_NO_REQ ? rlen + nlen : nlen);
+	memset((char *)at + FIELDS_AT, 0, span * SG_JOURNAL_SLOT - FIELDS_AT);
+	r->ino = ino;
+	r->created_ns = created_ns;
+	r->span = (uint8_t)span;
+	r->req_len = (uint8_t)rlen;
+	r->name_len = (uint8_t)nlen;
+	r->req_at = (uint8_t)req_at;
+	text_copy(at, 0, (char *)req, rlen, true);
+	if (req_at == SG_JOURNAL_NO_REQ) {
+		text_copy(at, rlen, (char *)name, nlen, true);
+	} else {
+		text_copy(at, rlen, (char *)name, req_at, true);
+		text_copy(at, rlen + req_at, (char *)name + req_at + rlen, nlen - req_at - rlen, true);
+	}
+	__atomic_store_n(&r->seal, sg_journal_rec_seal(at, span), __ATOMIC_RELEASE);
+	return (int)span;
 }
 
 bool sg_journal_head_ok(const void *buf, size_t len, struct sg_journal_head *head)

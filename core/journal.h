@@ -114,7 +114,7 @@ unsigned sg_journal_span(const char *req, const char *name);
 /* A record's text laid out, and hashed, ahead of its commit: a writer does
  * this before it takes its lock. */
 struct sg_journal_text {
-	char text[2 * SG_NAME_MAX];
+	char text[2 * SG_NAME_MAX + SG_JOURNAL_SLOT]; /* len bytes, then zeros to the end of its last slot */
 	size_t len, rlen, nlen, req_at;
 	uint64_t text_hash;
 	unsigned span; /* 0: req or name empty, or longer than SG_NAME_MAX */
@@ -127,11 +127,13 @@ struct sg_journal_text {
 unsigned sg_journal_text_make(struct sg_journal_text *t, const char *req, size_t rlen, const char *name, size_t nlen,
 			      size_t req_at);
 /* Fills the free slots at (t->span of them, t->span not 0) with the record of
- * ino, created_ns and t, and commits it, as sg_journal_rec_commit does. */
+ * ino, created_ns and t, and commits it: the bytes sg_journal_rec_commit
+ * writes (the unused end of the last slot zeros), in whole slots. */
 void sg_journal_text_commit(void *at, uint64_t ino, uint64_t created_ns, const struct sg_journal_text *t);
 /* Fills the free slots at (sg_journal_span() of them) with a record and
- * commits it (the seal stored last, with release order).  Returns the span,
- * or -EINVAL, writing nothing, when req or name is empty or does not fit. */
+ * commits it (the seal stored last, with release order): the plain writer,
+ * which the one above must match.  Returns the span, or -EINVAL, writing
+ * nothing, when req or name is empty or does not fit. */
 int sg_journal_rec_commit(void *at, uint64_t ino, uint64_t created_ns, const char *req, const char *name);
 /* The seal the record at (span slots of it readable) calls for, 0 when its
  * fields are out of range: what a reader compares with the stored one. */

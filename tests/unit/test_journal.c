@@ -12,6 +12,8 @@
 #include "journal_read.h"
 
 #define NSLOTS (2 * SG_JOURNAL_BLOCK_SLOTS)
+#define FIRST_TEXT sizeof(((struct sg_journal_rec *)0)->text)
+#define CONT_TEXT sizeof(((struct sg_journal_cont *)0)->text)
 #define NREC 4
 
 /* Two blocks of a journal: the header in slot 0. */
@@ -126,6 +128,118 @@ Test(journal, the_requests_place_told_or_found_gives_one_record)
 		cr_expect_str_eq(s.e[0].name, name, "told %zu", told[i]);
 		cr_expect_str_eq(s.e[0].req, req, "told %zu", told[i]);
 	}
+}
+
+/* The two writers: sg_journal_text_make and sg_journal_text_commit (the
+ * shim's, in whole slots) must write the bytes sg_journal_rec_commit (the
+ * plain one, slot by slot) writes. */
+static size_t same_as_reference(const char *req, size_t rlen, const char *name, size_t nlen, size_t told)
+{
+	static char ref[SG_JOURNAL_MAX_SPAN + 1][SG_JOURNAL_SLOT], fast[SG_JOURNAL_MAX_SPAN + 1][SG_JOURNAL_SLOT];
+	struct sg_journal_text t;
+	size_t len, end;
+	int span;
+
+	/* Over stale bytes (a freed record's), with garbage where the text's
+	 * own bytes end: none of it may reach the record. */
+	memset(ref, 0xa5, sizeof(ref));
+	memset(fast, 0xa5, sizeof(fast));
+	memset(&t, 0x5a, sizeof(t));
+	span = sg_journal_rec_commit(ref, 0x0123456789abcdefull, 1795968667504769199ull, req, name);
+	cr_assert_gt(span, 0, "req %zu bytes, name %zu", rlen, nlen);
+	cr_assert_eq(sg_journal_text_make(&t, req, rlen, name, nlen, told), (unsigned)span, "req %zu bytes, name %zu",
+		     rlen, nlen);
+	sg_journal_text_commit(fast, 0x0123456789abcdefull, 1795968667504769199ull, &t);
+	cr_assert_arr_eq(fast, ref, (size_t)span * SG_JOURNAL_SLOT, "req %zu bytes, name %zu, req at %u, told %zu", rlen,
+			 nlen, ((struct sg_journal_rec *)ref)->req_at, told);
+	cr_assert_eq((unsigned char)fast[span][0], 0xa5, "nothing past the record");
+	/* Past the text, its last slot holds zeros. */
+	len = ((struct sg_journal_rec *)ref)->req_at == SG_JOURNAL_NO_REQ ? rlen + nlen : nlen;
+	end = span == 1 ? offsetof(struct sg_journal_rec, text) + len
+			: offsetof(struct sg_journal_cont, text) + (len - FIRST_TEXT - (size_t)(span - 2) * CONT_TEXT);
+	for (size_t i = end; i < SG_JOURNAL_SLOT; i++)
+		cr_assert_eq(fast[span - 1][i], 0, "byte %zu of slot %d, req %zu bytes, name %zu", i, span - 1, rlen, nlen);
+	return (size_t)span;
+}
+
+/* req (rlen bytes of "qrstuvwxyz") in name at at, between bytes that can
+ * hold no part of it; at + rlen + after bytes in all. */
+static void req_in_name(char *req, char *name, size_t rlen, size_t at, size_t after)
+{
+	for (size_t i = 0; i < rlen; i++)
+		req[i] = "qrstuvwxyz"[i % 10];
+	req[rlen] = '\0';
+	for (size_t i = 0; i < at + rlen + after; i++)
+		name[i] = "abcdefghij0123456789-_."[i % 23];
+	memcpy(name + at, req, rlen);
+	name[at + rlen + after] = '\0';
+}
+
+Test(journal, the_shims_writer_writes_the_plain_writers_bytes)
+{
+	static const size_t ats[] = {0, 1, 3, 4, 5, 26, 27, 30, 31, 32, 35, 62, 100, 127, 200, 254};
+	static const size_t afters[] = {0, 1, 2, 3, 4, 7, 8, 26, 27, 30, 31, 32, 61, 62, 100, 254};
+	char req[SG_NAME_MAX + 1], name[SG_NAME_MAX + 1];
+	unsigned cases = 0;
+
+	for (size_t rlen = 1; rlen <= SG_NAME_MAX; rlen++) {
+		/* The request in the name, where a pattern finds it (told) or
+		 * where the writer must look for it. */
+		for (size_t a = 0; a < sizeof(ats) / sizeof(ats[0]); a++)
+			for (size_t f = 0; f < sizeof(afters) / sizeof(afters[0]); f++) {
+				if (ats[a] + rlen + afters[f] > SG_NAME_MAX)
+					continue;
+				req_in_name(req, name, rlen, ats[a], afters[f]);
+				same_as_reference(req, rlen, name, strlen(name), ats[a]);
+				same_as_reference(req, rlen, name, strlen(name), SG_JOURNAL_REQ_AT_UNKNOWN);
+				cases += 2;
+			}
+		/* Not in the name: each length of name. */
+		req_in_name(req, name, rlen, 0, 0);
+		for (size_t nlen = 1; nlen <= SG_NAME_MAX; nlen++) {
+			for (size_t i = 0; i < nlen; i++)
+				name[i] = "abcdefghij0123456789-_."[(i * 7) % 23];
+			name[nlen] = '\0';
+			same_as_reference(req, rlen, name, nlen, nlen % 3 ? SG_JOURNAL_REQ_AT_UNKNOWN : nlen / 2);
+			cases++;
+		}
+	}
+	cr_assert_gt(cases, 70000);
+}
+
+/* The bytes of two records as shmguard-jnl/2 lays them out (x86-64's byte
+ * order): journals are read by other versions of shmguard (node agents and
+ * CLIs during a rolling upgrade), and both writers must keep to them. */
+Test(journal, records_keep_the_format_other_versions_read)
+{
+	static const unsigned char offload[2 * SG_JOURNAL_SLOT] = {
+		0xbb, 0x12, 0x70, 0xd5, 0x0c, 0x73, 0x41, 0x59, 0x4d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0xaf, 0x78, 0x5a, 0xd6, 0xfc, 0x8f, 0xec, 0x18, 0x02, 0x0b, 0x1d, 0x0d, 0x63, 0x68, 0x61, 0x74,
+		0x00, 0x63, 0x6d, 0x70, 0x6c, 0x2d, 0x34, 0x32, 0x76, 0x6c, 0x6c, 0x6d, 0x5f, 0x6f, 0x66, 0x66,
+		0x6c, 0x6f, 0x61, 0x64, 0x5f, 0x2e, 0x6d, 0x6d, 0x61, 0x70, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	};
+	static const unsigned char lock[2 * SG_JOURNAL_SLOT] = {
+		0xff, 0x98, 0x3a, 0xff, 0xaf, 0xa9, 0xdb, 0x53, 0x4e, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0xe8, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x0a, 0xff, 0x72, 0x31, 0x73, 0x68,
+		0x00, 0x6d, 0x5f, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x78, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	};
+	const char *req = "chatcmpl-42", *name = "vllm_offload_chatcmpl-42.mmap";
+	struct sg_journal_text t;
+
+	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		cr_skip_test("the bytes are little-endian ones");
+	cr_assert_eq(sg_journal_rec_commit(rec(2), 77, 1795968667504769199ull, req, name), 2);
+	cr_assert_arr_eq(rec(2), offload, sizeof(offload));
+	cr_assert_eq(sg_journal_text_make(&t, req, strlen(req), name, strlen(name), 13), 2);
+	sg_journal_text_commit(rec(4), 77, 1795968667504769199ull, &t);
+	cr_assert_arr_eq(rec(4), offload, sizeof(offload));
+
+	cr_assert_eq(sg_journal_rec_commit(rec(6), 78, 1000, "r1", "shm_lock_x"), 2);
+	cr_assert_arr_eq(rec(6), lock, sizeof(lock));
+	cr_assert_eq(sg_journal_text_make(&t, "r1", 2, "shm_lock_x", 10, SG_JOURNAL_REQ_AT_UNKNOWN), 2);
+	sg_journal_text_commit(rec(8), 78, 1000, &t);
+	cr_assert_arr_eq(rec(8), lock, sizeof(lock));
 }
 
 Test(journal, too_long_is_not_written)
