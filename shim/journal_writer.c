@@ -540,7 +540,7 @@ uint32_t sg_jw_record(const struct sg_new_file *f)
 	unsigned k;
 	long idx;
 
-	if (!sg_cfg.tag_journal || (k = sg_root_at(f->path, f->name_off)) >= sg_cfg.roots.n)
+	if (!sg_cfg.tag_journal || (k = f->root) >= sg_cfg.roots.n)
 		return 0;
 	if (!sg_journal_text_make(&text, f->req, f->req_len, f->path + f->name_off, f->name_len, f->req_at))
 		return 0; /* a name or request too long for a record */

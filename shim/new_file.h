@@ -7,9 +7,14 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* shm_open's and sem_open's directory, SG_DEFAULT_ROOT: always the first
+ * root (sg_config_from puts it there). */
+#define SG_SHM_OPEN_ROOT 0u
+
 struct sg_new_file {
 	const char *path; /* root/name, the one spelling: name_off + name_len bytes, then a NUL */
 	size_t name_off, name_len;
+	unsigned root; /* the index of that root in sg_cfg.roots */
 	const char *req;
 	size_t req_len;
 	size_t req_at; /* where req stands in the name, as the patterns found it, or SG_JOURNAL_REQ_AT_UNKNOWN */

@@ -141,13 +141,15 @@ static void check_late(int added, bool looked, const char *path, const char *req
 }
 
 /* The file dev, ino, named path (root/name, the name at name_off, name_len
- * bytes long) and attributed to req as at says. */
-static struct sg_new_file new_file(const char *path, size_t name_off, size_t name_len, const char *req,
-				   const struct sg_match_at *at, dev_t dev, ino_t ino)
+ * bytes long, the root sg_cfg.roots' root-th) and attributed to req as at
+ * says. */
+static struct sg_new_file new_file(const char *path, size_t name_off, size_t name_len, unsigned root,
+				   const char *req, const struct sg_match_at *at, dev_t dev, ino_t ino)
 {
 	return (struct sg_new_file){.path = path,
 				    .name_off = name_off,
 				    .name_len = name_len,
+				    .root = root,
 				    .req = req,
 				    .req_len = at->req_len,
 				    .req_at = at->req_at,
@@ -194,10 +196,10 @@ static void record(int fd, bool program_fd, const struct sg_new_file *f)
 int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path, size_t name_off)
 {
 	char canon[SG_ROOT_PATH_MAX], req[SG_NAME_MAX + 1];
+	bool shm_opens = name_off != 0, created;
 	int fd, saved = errno;
 	struct sg_match_at at;
 	size_t name_len;
-	bool created;
 	dev_t dev;
 	ino_t ino;
 
@@ -214,7 +216,8 @@ int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path
 	fd = open_learning_creation(call, flags, &created);
 	if (fd >= 0) {
 		if (created && sg_identify(fd, "", AT_EMPTY_PATH, &dev, &ino, NULL) == 0) {
-			struct sg_new_file f = new_file(path, name_off, name_len, req, &at, dev, ino);
+			unsigned root = shm_opens ? SG_SHM_OPEN_ROOT : sg_root_at(path, name_off);
+			struct sg_new_file f = new_file(path, name_off, name_len, root, req, &at, dev, ino);
 			record(fd, true, &f);
 		}
 		errno = saved;
@@ -229,13 +232,14 @@ untracked:
 
 /* A name that this process gave the file src in a root, other than by
  * opening it (path, spelled root/name, the name at name_off, name_len
- * bytes long): records it for req, found as at says.  The tag is written through a descriptor
- * opened on the name (never following a symlink), only once it is known to
- * be src; a file this process may not read is recorded untagged. */
-static void record_named(const char *path, size_t name_off, size_t name_len, const struct sg_source *src,
-			 const char *req, const struct sg_match_at *at)
+ * bytes long, in sg_cfg.roots' root-th): records it for req, found as at
+ * says.  The tag is written through a descriptor opened on the name (never
+ * following a symlink), only once it is known to be src; a file this
+ * process may not read is recorded untagged. */
+static void record_named(const char *path, size_t name_off, size_t name_len, unsigned root,
+			 const struct sg_source *src, const char *req, const struct sg_match_at *at)
 {
-	struct sg_new_file f = new_file(path, name_off, name_len, req, at, src->dev, src->ino);
+	struct sg_new_file f = new_file(path, name_off, name_len, root, req, at, src->dev, src->ino);
 	dev_t dev;
 	ino_t ino;
 	int fd = sg_real.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -266,7 +270,7 @@ static void arrived(const char *path, const struct sg_source *src)
 	struct sg_match_at at;
 
 	if (src->regular && attribute(path + name_off, name_len, req, &at))
-		record_named(path, name_off, name_len, src, req, &at);
+		record_named(path, name_off, name_len, sg_root_at(path, name_off), src, req, &at);
 }
 
 /* A record moves to its file's new name, keeping its request. */
@@ -274,7 +278,8 @@ static void rekey(struct sg_segment *seg, const char *to)
 {
 	struct sg_match_at at = {.req_at = SG_JOURNAL_REQ_AT_UNKNOWN, .req_len = strlen(seg->request)};
 	size_t name_off = name_at(to);
-	struct sg_new_file f = new_file(to, name_off, strlen(to + name_off), seg->request, &at, seg->dev, seg->ino);
+	struct sg_new_file f = new_file(to, name_off, strlen(to + name_off), sg_root_at(to, name_off), seg->request, &at,
+					seg->dev, seg->ino);
 	bool looked = sg_markers_first_look_done();
 	int added = sg_registry_add(&f);
 
@@ -352,7 +357,7 @@ sem_t *sg_sem_create(const char *name, int oflag, mode_t mode, unsigned value, c
 		if (sg_mappings_file_at(sem, &id) == 0) {
 			src.dev = id.dev;
 			src.ino = id.ino;
-			record_named(path, name_off, name_len, &src, req, &at);
+			record_named(path, name_off, name_len, SG_SHM_OPEN_ROOT, &src, req, &at);
 		}
 		errno = saved;
 	} else if (!(oflag & O_EXCL) && errno == EEXIST) {

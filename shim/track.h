@@ -28,7 +28,8 @@ struct sg_call {
 /* Makes call; if it created the file that dirfd and path name, directly in
  * a shm root, for a known request, records and tags the new file.  On
  * success errno is as the program left it.  name_off: the offset of the
- * name when path is known to be spelled root/name (shm_open's), else 0. */
+ * name when path is shm_open's (spelled root/name in SG_SHM_OPEN_ROOT),
+ * else 0. */
 int sg_create(const struct sg_call *call, int flags, int dirfd, const char *path, size_t name_off);
 
 /* What a rename or link is about to give a name in a shm root: the file

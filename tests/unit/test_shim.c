@@ -21,6 +21,7 @@
 #include "markers.h"
 #include "real.h"
 #include "registry.h"
+#include "roots.h"
 #include "state.h"
 #include "sweep.h"
 #include "track.h"
@@ -120,6 +121,7 @@ static struct sg_new_file new_file(const char *name, dev_t dev, ino_t ino, const
 	return (struct sg_new_file){.path = path,
 				    .name_off = name_off,
 				    .name_len = strlen(name),
+				    .root = sg_root_at(path, name_off),
 				    .req = req,
 				    .req_len = strlen(req),
 				    .req_at = SG_JOURNAL_REQ_AT_UNKNOWN,
@@ -174,12 +176,13 @@ static int call_open(const struct sg_call *call, int flags)
 	return sg_real.openat(call->dirfd, call->path, flags, call->mode);
 }
 
-/* The program creates name in the root, as shm_open would. */
+/* The program creates name in the root, as open() would (the root is not
+ * shm_open's, which sg_create is told by a name offset). */
 static int create(const char *name)
 {
 	const char *path = in_root(name);
 	struct sg_call call = {.open = call_open, .dirfd = AT_FDCWD, .path = path, .mode = 0600};
-	int fd = sg_create(&call, O_RDWR | O_CREAT, AT_FDCWD, path, strlen(root) + 1);
+	int fd = sg_create(&call, O_RDWR | O_CREAT, AT_FDCWD, path, 0);
 
 	cr_assert_geq(fd, 0, "create %s: %s", name, strerror(errno));
 	close(fd);
