@@ -61,7 +61,9 @@ struct writer {
 	size_t idle_kept; /* of them, those that could not be given back (inside, without holes) */
 	/* No block below hint[n] has n free slots in a row.  Only the spans
 	 * asked for so far (up to max_span, two or three for most names) are
-	 * kept up: the others stay 0, which is true of any journal. */
+	 * kept up, in order (hint[n] <= hint[n + 1], as a run of n + 1 free
+	 * slots holds one of n): a release lowers only those above its block,
+	 * from the top down. */
 	size_t hint[SG_JOURNAL_MAX_SPAN + 1];
 	unsigned max_span;
 	unsigned retry_in, backoff; /* creations to let pass before the next try */
@@ -397,35 +399,46 @@ static bool page_empty(const struct writer *w, size_t page)
 	return !w->taken[page * PAGE_BLOCKS] && !w->taken[page * PAGE_BLOCKS + 1];
 }
 
+/* Block b's page, given back, reserved again; false if it cannot be. */
+static __attribute__((noinline)) bool unhole(struct writer *w, size_t b)
+{
+	size_t page = b / PAGE_BLOCKS;
+	int fd = reopen(w);
+	bool ok = fd >= 0 && may_take(fd, w->blocks * SG_JOURNAL_BLOCK, PAGE) &&
+		  reserve(fd, page * PAGE, (page + 1) * PAGE) == 0;
+
+	if (fd >= 0)
+		sg_real.close(fd);
+	if (!ok)
+		return false;
+	memset(w->hole + page * PAGE_BLOCKS, 0, PAGE_BLOCKS);
+	w->idle++;
+	return true;
+}
+
+/* No block below b has n free slots in a row, nor more. */
+static void raise_hints(struct writer *w, unsigned n, size_t b)
+{
+	for (unsigned m = n; m <= w->max_span && w->hint[m] < b; m++)
+		w->hint[m] = b;
+}
+
 /* The lowest n free slots in a row, reserving their page again if it was
  * given back; -1 when there are none. */
 static long find_room(struct writer *w, unsigned n)
 {
-	if (n > w->max_span)
-		w->max_span = n;
+	for (; w->max_span < n; w->max_span++)
+		w->hint[w->max_span + 1] = w->hint[w->max_span];
 	for (size_t b = w->hint[n]; b < w->blocks; b++) {
 		int at = run_of(w->taken[b], n);
 		if (at < 0)
 			continue;
-		w->hint[n] = b;
-		for (unsigned m = n + 1; m <= w->max_span; m++)
-			if (w->hint[m] < b)
-				w->hint[m] = b;
-		if (w->hole[b]) {
-			size_t page = b / PAGE_BLOCKS;
-			int fd = reopen(w);
-			int ok = fd >= 0 && may_take(fd, w->blocks * SG_JOURNAL_BLOCK, PAGE) &&
-				 reserve(fd, page * PAGE, (page + 1) * PAGE) == 0;
-			if (fd >= 0)
-				sg_real.close(fd);
-			if (!ok)
-				return -1;
-			memset(w->hole + page * PAGE_BLOCKS, 0, PAGE_BLOCKS);
-			w->idle++;
-		}
+		raise_hints(w, n, b);
+		if (w->hole[b] && !unhole(w, b))
+			return -1;
 		return (long)(b * SG_JOURNAL_BLOCK_SLOTS + (size_t)at);
 	}
-	w->hint[n] = w->blocks;
+	raise_hints(w, n, w->blocks);
 	return -1;
 }
 
@@ -473,21 +486,9 @@ static void give_back(struct writer *w)
 	sg_real.close(fd);
 }
 
-static void release_at(struct writer *w, size_t idx)
+/* Block b holds no record any more. */
+static __attribute__((noinline)) void emptied(struct writer *w, size_t b)
 {
-	struct sg_journal_rec *r = slot_at(w, idx);
-	size_t b = idx / SG_JOURNAL_BLOCK_SLOTS;
-	unsigned n = r->span, at = idx % SG_JOURNAL_BLOCK_SLOTS;
-
-	if (!n || n > SG_JOURNAL_MAX_SPAN || at + n > SG_JOURNAL_BLOCK_SLOTS)
-		return;
-	sg_journal_rec_free(r);
-	w->taken[b] &= ~(((1ull << n) - 1) << at);
-	for (unsigned m = 1; m <= w->max_span; m++)
-		if (w->hint[m] > b)
-			w->hint[m] = b;
-	if (w->taken[b])
-		return;
 	if (b + 1 == w->top) {
 		size_t top = w->top;
 		while (top > 1 && !w->taken[top - 1])
@@ -499,6 +500,22 @@ static void release_at(struct writer *w, size_t idx)
 	w->idle++;
 	if (w->idle >= w->idle_kept + IDLE_KEPT)
 		give_back(w);
+}
+
+static void release_at(struct writer *w, size_t idx)
+{
+	struct sg_journal_rec *r = slot_at(w, idx);
+	size_t b = idx / SG_JOURNAL_BLOCK_SLOTS;
+	unsigned n = r->span, at = idx % SG_JOURNAL_BLOCK_SLOTS;
+
+	if (!n || n > SG_JOURNAL_MAX_SPAN || at + n > SG_JOURNAL_BLOCK_SLOTS)
+		return;
+	sg_journal_rec_free(r);
+	w->taken[b] &= ~(((1ull << n) - 1) << at);
+	for (unsigned m = w->max_span; m && w->hint[m] > b; m--)
+		w->hint[m] = b;
+	if (!w->taken[b])
+		emptied(w, b);
 }
 
 /* The writers this process inherited without a fork handler (a raw clone
@@ -531,16 +548,52 @@ static uint64_t now_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
+/* Whether root k's writer w can record for this process (self), when it is
+ * not simply so: a journal inherited from the parent, one to make, or one
+ * that failed. */
+static __attribute__((noinline)) bool make_ready(struct writer *w, unsigned k, const struct sg_self *self)
+{
+	bool again;
+
+	if (w->opened && w->pid != self->pid)
+		drop_inherited(self);
+	if (w->done)
+		return false;
+	if (w->opened)
+		return true;
+	again = w->backoff != 0;
+	if ((w->retry_in && --w->retry_in) || open_writer(w, k, self) < 0)
+		return false;
+	if (again)
+		sg_log_once(&said_again, SG_LOG_INFO, "the ownership journal in %s works again", sg_cfg.roots.dir[k]);
+	return true;
+}
+
+/* n free slots in a row, once the journal has grown (root k's writer w);
+ * -1 when it cannot grow. */
+static __attribute__((noinline)) long grown_room(struct writer *w, unsigned k, unsigned n)
+{
+	long idx;
+
+	if (w->retry_in && --w->retry_in)
+		return -1;
+	if (grow(w, k) < 0 || (idx = find_room(w, n)) < 0) {
+		back_off(w);
+		return -1;
+	}
+	w->backoff = 0;
+	return idx;
+}
+
 uint32_t sg_jw_record(const struct sg_new_file *f)
 {
 	struct sg_journal_text text;
 	const struct sg_self *self;
-	uint32_t slot = 0;
+	unsigned k = f->root;
 	struct writer *w;
-	unsigned k;
 	long idx;
 
-	if (!sg_cfg.tag_journal || (k = f->root) >= sg_cfg.roots.n)
+	if (!sg_cfg.tag_journal || k >= sg_cfg.roots.n)
 		return 0;
 	if (!sg_journal_text_make(&text, f->req, f->req_len, f->path + f->name_off, f->name_len, f->req_at))
 		return 0; /* a name or request too long for a record */
@@ -548,34 +601,13 @@ uint32_t sg_jw_record(const struct sg_new_file *f)
 	 * here that it is not its parent (sg_self_known). */
 	self = sg_self_known();
 	w = &writers[k];
-	if (w->opened && w->pid != self->pid)
-		drop_inherited(self);
-	if (w->done)
-		goto out;
-	if (!w->opened) {
-		bool again = w->backoff != 0;
-		if (w->retry_in && --w->retry_in)
-			goto out;
-		if (open_writer(w, k, self) < 0)
-			goto out;
-		if (again)
-			sg_log_once(&said_again, SG_LOG_INFO, "the ownership journal in %s works again",
-				    sg_cfg.roots.dir[k]);
-	}
-	if ((idx = find_room(w, text.span)) < 0) {
-		if (w->retry_in && --w->retry_in)
-			goto out;
-		if (grow(w, k) < 0 || (idx = find_room(w, text.span)) < 0) {
-			back_off(w);
-			goto out;
-		}
-		w->backoff = 0;
-	}
+	if (!(w->opened && w->pid == self->pid && !w->done) && !make_ready(w, k, self))
+		return 0;
+	if ((idx = find_room(w, text.span)) < 0 && (idx = grown_room(w, k, text.span)) < 0)
+		return 0;
 	take(w, (size_t)idx, text.span);
 	sg_journal_text_commit(slot_at(w, (size_t)idx), f->ino, now_ns(), &text);
-	slot = (k + 1) << SLOT_ROOT_SHIFT | (epoch & EPOCH_MASK) << SLOT_EPOCH_SHIFT | (uint32_t)idx;
-out:
-	return slot;
+	return (k + 1) << SLOT_ROOT_SHIFT | (epoch & EPOCH_MASK) << SLOT_EPOCH_SHIFT | (uint32_t)idx;
 }
 
 void sg_jw_release(uint32_t slot)

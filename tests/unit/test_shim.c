@@ -479,6 +479,34 @@ Test(journal, freed_slots_are_found_again_by_longer_records)
 		      (long long)after.st_size);
 }
 
+/* And by records of every shorter length: a release makes room for all
+ * of them, not only for the longest asked for so far. */
+Test(journal, freed_slots_are_found_again_by_shorter_records)
+{
+	enum { SHORT = 2000 };
+	static uint32_t slots[SHORT];
+	char name[NAME_MAX + 1], seg[32], req[101];
+	struct stat full, after;
+
+	memset(req, 'q', 100);
+	req[100] = '\0';
+	for (unsigned i = 0; i < SHORT; i++) {
+		snprintf(seg, sizeof(seg), "seg-%u", i);
+		cr_assert_neq((slots[i] = journal_record(seg, 1000 + i, "r")), 0);
+	}
+	cr_assert_neq(journal_record("long-first", 9999, req), 0);
+	full = journal_stat(name, sizeof(name));
+	for (unsigned i = 0; i < SHORT; i++)
+		journal_release(slots[i]);
+	for (unsigned i = 0; i < SHORT; i++) {
+		snprintf(seg, sizeof(seg), "again-%u", i);
+		cr_assert_neq(journal_record(seg, 30000 + i, "r"), 0);
+	}
+	after = journal_stat(name, sizeof(name));
+	cr_expect_leq(after.st_size, full.st_size, "the journal grew from %lld to %lld bytes", (long long)full.st_size,
+		      (long long)after.st_size);
+}
+
 Test(journal, exit_removes_a_journal_with_no_live_file)
 {
 	char name[NAME_MAX + 1];
