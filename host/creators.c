@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,12 +127,49 @@ bool sg_creators_proc_foreign(struct sg_creators *c)
 	return !c->proc_own;
 }
 
+/* Threads of a process asked for its time namespace when its group leader
+ * has released its own: at most this many. */
+#define THREADS_ASKED 64
+
+/* The time namespace of a thread of the process behind piddir that still
+ * holds one: a group leader that exited (pthread_exit, or the first of an
+ * exiting process's threads) has released its namespaces, not the others.
+ * 0 if none does, errno as it found it (a thread's own end is not the
+ * process's). */
+static uint64_t thread_timens(int piddir)
+{
+	int saved = errno;
+	int fd = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t t = 0;
+	struct dirent *e;
+	unsigned asked = 0;
+	char path[NAME_MAX + sizeof("/ns/time")];
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		errno = saved;
+		return 0;
+	}
+	while (!t && asked < THREADS_ASKED && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/ns/time", e->d_name);
+		t = ns_inode(dirfd(d), path);
+		asked++;
+	}
+	closedir(d);
+	errno = saved;
+	return t;
+}
+
 enum sg_proc_clock sg_creators_clock_at(struct sg_creators *c, int piddir)
 {
 	uint64_t t;
 
 	check(c);
-	if ((t = ns_inode(piddir, "ns/time")))
+	if ((t = ns_inode(piddir, "ns/time")) || (errno == ENOENT && (t = thread_timens(piddir))))
 		return t == c->self_timens ? SG_CLOCK_SAME : SG_CLOCK_OTHER;
 	/* This directory names one process: ESRCH says that process was
 	 * reaped since it was opened (a later one of the same pid is another

@@ -67,11 +67,12 @@ struct sg_creators {
 
 /* The clock the process behind piddir (a /proc/PID directory) reads start
  * times with, against this process's: its time namespace, as the kernel
- * says now. */
+ * says now (through another of its threads when its group leader has
+ * exited). */
 enum sg_proc_clock {
 	SG_CLOCK_SAME,     /* this process's time namespace */
 	SG_CLOCK_OTHER,    /* another, or not known to be this one */
-	SG_CLOCK_RELEASED, /* none: only its exit lets its namespaces go */
+	SG_CLOCK_RELEASED, /* none, in any thread: only exits let namespaces go */
 	SG_CLOCK_GONE,     /* none: the process was reaped since piddir was opened */
 };
 enum sg_proc_clock sg_creators_clock_at(struct sg_creators *c, int piddir);
