@@ -453,12 +453,15 @@ Test(journal, released_records_give_their_pages_back)
  * room passes over no block that has it, whichever lengths came before (a
  * long record first placed after every short one, then the short ones
  * released: the long ones that follow go where they were). */
-Test(journal, freed_slots_are_found_again_by_longer_records)
+enum { SHORT = 2000 };
+
+/* SHORT short records, then a long one (req, 100 bytes) after them, then
+ * the short ones released: the journal's size at its fullest. */
+static struct stat fill_then_free_the_short(char *req, char *name, size_t size)
 {
-	enum { SHORT = 2000, LONG = 600 };
 	static uint32_t slots[SHORT];
-	char name[NAME_MAX + 1], seg[32], req[101];
-	struct stat full, after;
+	struct stat full;
+	char seg[32];
 
 	memset(req, 'q', 100);
 	req[100] = '\0';
@@ -467,9 +470,18 @@ Test(journal, freed_slots_are_found_again_by_longer_records)
 		cr_assert_neq((slots[i] = journal_record(seg, 1000 + i, "r")), 0);
 	}
 	cr_assert_neq(journal_record("long-first", 9999, req), 0);
-	full = journal_stat(name, sizeof(name));
+	full = journal_stat(name, size);
 	for (unsigned i = 0; i < SHORT; i++)
 		journal_release(slots[i]);
+	return full;
+}
+
+Test(journal, freed_slots_are_found_again_by_longer_records)
+{
+	enum { LONG = 600 };
+	char name[NAME_MAX + 1], seg[32], req[101];
+	struct stat full = fill_then_free_the_short(req, name, sizeof(name)), after;
+
 	for (unsigned i = 0; i < LONG; i++) {
 		snprintf(seg, sizeof(seg), "long-%u", i);
 		cr_assert_neq(journal_record(seg, 20000 + i, req), 0);
@@ -483,21 +495,9 @@ Test(journal, freed_slots_are_found_again_by_longer_records)
  * of them, not only for the longest asked for so far. */
 Test(journal, freed_slots_are_found_again_by_shorter_records)
 {
-	enum { SHORT = 2000 };
-	static uint32_t slots[SHORT];
 	char name[NAME_MAX + 1], seg[32], req[101];
-	struct stat full, after;
+	struct stat full = fill_then_free_the_short(req, name, sizeof(name)), after;
 
-	memset(req, 'q', 100);
-	req[100] = '\0';
-	for (unsigned i = 0; i < SHORT; i++) {
-		snprintf(seg, sizeof(seg), "seg-%u", i);
-		cr_assert_neq((slots[i] = journal_record(seg, 1000 + i, "r")), 0);
-	}
-	cr_assert_neq(journal_record("long-first", 9999, req), 0);
-	full = journal_stat(name, sizeof(name));
-	for (unsigned i = 0; i < SHORT; i++)
-		journal_release(slots[i]);
 	for (unsigned i = 0; i < SHORT; i++) {
 		snprintf(seg, sizeof(seg), "again-%u", i);
 		cr_assert_neq(journal_record(seg, 30000 + i, "r"), 0);
