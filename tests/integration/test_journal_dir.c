@@ -60,17 +60,25 @@ static int sweep_dead(char **out, char **err)
 	return cli(out, err, "sweep", "--ignore-unreadable", "--dead");
 }
 
+/* `ls --json`, parsed (its text in *out). */
+static json_t *ls_json(char **out)
+{
+	json_t *j;
+
+	cr_assert_eq(cli(out, NULL, "ls", "--json", NULL), 0, "%s", *out);
+	j = json_loads(*out, 0, NULL);
+	cr_assert(j, "%s", *out);
+	return j;
+}
+
 /* The request ls --json shows for root's file name, "-" when untagged. */
 static const char *request_of(const char *name)
 {
 	const char *req = "-";
-	json_t *j, *f;
 	char *out;
+	json_t *j = ls_json(&out), *f;
 	size_t i;
 
-	cr_assert_eq(cli(&out, NULL, "ls", "--json", NULL), 0, "%s", out);
-	j = json_loads(out, 0, NULL);
-	cr_assert(j, "%s", out);
 	json_array_foreach(json_object_get(j, "files"), i, f) {
 		const char *path = json_string_value(json_object_get(f, "path"));
 		json_t *tag = json_object_get(f, "tag");
@@ -87,13 +95,10 @@ static const char *request_of(const char *name)
 static const char *untrusted_dirs(void)
 {
 	const char *paths = "";
-	json_t *j, *d;
 	char *out;
+	json_t *j = ls_json(&out), *d;
 	size_t i;
 
-	cr_assert_eq(cli(&out, NULL, "ls", "--json", NULL), 0, "%s", out);
-	j = json_loads(out, 0, NULL);
-	cr_assert(j, "%s", out);
 	cr_assert(json_is_array(json_object_get(j, "untrusted_journal_dirs")), "%s", out);
 	json_array_foreach(json_object_get(j, "untrusted_journal_dirs"), i, d)
 		paths = h_str("%s%s%s", paths, i ? "\n" : "", json_string_value(json_object_get(d, "path")) ?: "?");
