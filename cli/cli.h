@@ -34,6 +34,10 @@ void cli_default_root(struct sg_roots *roots);
  * why not. */
 int cli_abort_dir_open(const char *sub, const char *dir, bool make);
 
+/* Says for sub that the SG_JOURNAL_DIR of the root shown as root (as the
+ * listing shows it) is not trusted, so the journals in it are not read. */
+void cli_warn_journal_dir_untrusted(const char *sub, const char *root);
+
 /* Sets o[key] to s (NULL: null).  JSON strings are UTF-8: when s is not,
  * o[key] has U+FFFD for each bad byte and o[key "_hex"] the exact bytes. */
 void cli_json_set_text(json_t *o, const char *key, const char *s);

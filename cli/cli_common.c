@@ -15,6 +15,7 @@
 #include "config.h"
 #include "text.h"
 #include "encode.h"
+#include "journal.h"
 #include "marker.h"
 
 static int usable(const char *candidate, char *out)
@@ -155,4 +156,14 @@ int cli_unexpected(int code, const char *sub, const char *word)
 	char esc[SG_ESCAPED_MAX];
 
 	return cli_usage_fail(code, sub, "unexpected argument '%s'", sg_text_escape(word, esc, sizeof(esc)));
+}
+
+void cli_warn_journal_dir_untrusted(const char *sub, const char *root)
+{
+	/* (the listing's shown roots: SG_PATH_MAX and a mount's note) */
+	char path[SG_PATH_MAX + 48 + sizeof(SG_JOURNAL_DIR) + 1], esc[SG_ESCAPED_MAX];
+
+	snprintf(path, sizeof(path), "%s/" SG_JOURNAL_DIR, root);
+	cli_warn(sub, "%s is not a directory owned by root with mode 1777: the journals in it are not read",
+		 sg_text_escape(path, esc, sizeof(esc)));
 }

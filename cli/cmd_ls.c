@@ -89,11 +89,8 @@ static void add_up(struct shown *t, struct sg_shm_listing *l)
 	t->journals_unread += l->journals_unread;
 	for (unsigned r = 0; r < l->roots.n; r++)
 		if (l->journal_dir_untrusted[r]) {
-			char esc[SG_ESCAPED_MAX], path[sizeof(l->shown[r]) + sizeof(SG_JOURNAL_DIR) + 1];
-			snprintf(path, sizeof(path), "%s/" SG_JOURNAL_DIR, l->shown[r]);
-			fprintf(stderr, "shmguard ls: %s is not a directory owned by root with mode 1777: the journals "
-					"in it are not read\n",
-				sg_text_escape(path, esc, sizeof(esc)));
+			char path[sizeof(l->shown[r]) + sizeof(SG_JOURNAL_DIR) + 1];
+			cli_warn_journal_dir_untrusted("ls", l->shown[r]);
 			if (t->untrusted_dirs) { /* its path as files[].path gives it */
 				json_t *o = json_object();
 				snprintf(path, sizeof(path), "%s/" SG_JOURNAL_DIR,

@@ -179,9 +179,7 @@ static int sweep_listing(struct outcome *out, const struct sweep_opts *o, struct
 		char esc[SG_ESCAPED_MAX];
 
 		if (l->journal_dir_untrusted[r])
-			fprintf(stderr, "shmguard sweep: %s/" SG_JOURNAL_DIR " is not a directory owned by root with mode "
-					"1777: the journals in it are not read\n",
-				sg_text_escape(l->shown[r], esc, sizeof(esc)));
+			cli_warn_journal_dir_untrusted("sweep", l->shown[r]);
 		int ret = sg_reclaim_root(l, r, &ro, &out->n, told, &t, err, sizeof(err));
 
 		if (ret == 0)
